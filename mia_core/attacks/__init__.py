@@ -1,0 +1,27 @@
+"""The attack registry. Adding an attack = one module + one line here.
+
+Every attack returns one score per text, higher = more likely member.
+"""
+from __future__ import annotations
+
+from . import loss, lowercase, min_k, min_k_pp, reference, zlib_ratio
+from .base import Attack, AttackInputs
+
+REGISTRY: dict[str, Attack] = {}
+
+
+def register(attack: Attack) -> Attack:
+    REGISTRY[attack.name] = attack
+    return attack
+
+
+register(Attack("loss", "LOSS", ("target",), loss.score, "Yeom et al. 2018"))
+register(Attack("zlib", "zlib ratio", ("target",), zlib_ratio.score, "Carlini et al. 2021 §5.1"))
+register(Attack("lowercase", "Lowercase ratio", ("target", "target_lower"), lowercase.score, "Carlini et al. 2021 §5.1"))
+register(Attack("ref", "Reference model", ("target", "reference"), reference.score, "Carlini et al. 2021; Mattern et al. 2023 §3.2"))
+register(Attack("min_k", "Min-K%", ("target",), min_k.score, "Shi et al. 2024", {"k": 0.2}))
+register(Attack("min_k_pp", "Min-K%++", ("target",), min_k_pp.score, "Zhang et al. 2024; SMIA App. A", {"k": 0.2}))
+
+BASELINES = ("loss", "zlib", "lowercase", "ref", "min_k", "min_k_pp")
+
+__all__ = ["REGISTRY", "Attack", "AttackInputs", "register", "BASELINES"]

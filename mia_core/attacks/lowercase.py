@@ -1,0 +1,20 @@
+"""Lowercase ratio (Carlini et al. 2021, "Extracting Training Data from Large Language Models", §5.1).
+
+The ratio of the model's log-perplexity on the lower-cased text to that on the text as
+written. A memorised text is fit much better in its original casing than lower-cased:
+
+    score(x) = L(lower(x)) / L(x)
+
+(higher = more likely member). Needs a second pass of the target on the lower-cased text.
+"""
+import numpy as np
+
+from .base import AttackInputs
+
+
+def score(inputs: AttackInputs) -> np.ndarray:
+    out = np.full(len(inputs.texts), np.nan)
+    for i, (s, sl) in enumerate(zip(inputs.target, inputs.target_lower)):
+        if s.n_predicted > 0 and sl.n_predicted > 0 and s.loss > 0:
+            out[i] = sl.loss / s.loss
+    return out

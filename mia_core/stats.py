@@ -1,0 +1,403 @@
+"""The one batched, windowed forward pass of a causal LM, reduced to per-token statistics.
+
+This is the only place that runs a causal LM over texts. For every token of a text it keeps
+
+* ``logprob``      log p(x_t | x_<t) of the true token,
+* ``max_logprob``  max over the vocabulary of log p(. | x_<t) (Meeus et al. §4.1, MaxNorm),
+* ``mu``, ``sigma``  mean and standard deviation of log p(z | x_<t) for z ~ p(. | x_<t)
+  (the expectation under the model's own distribution, as Min-K%++ defines them:
+  Zhang et al. 2024, eq. 2; SMIA paper App. A),
+* ``entropy``      -Σ_z p log p (equal to -mu),
+* ``rank``         1 + number of vocabulary tokens more likely than the true token,
+* ``top_id``       the most likely token (for the dashboard's hover),
+
+and, on request, the sum over positions of the full predicted distribution
+(``vocab_prob_sum``; Meeus et al. §4.2.1's general-probability dictionary R^GP is
+accumulated from it without storing any full-vocabulary array per token).
+
+Windows (Meeus et al. §4.1): a text longer than the context C is scored in windows of C
+tokens with stride C-1, so consecutive windows overlap by one token and every token but
+the first of the sequence gets exactly one prediction. A prefix token (the tokenizer's BOS,
+or ``<|endoftext|>``/EOS when it has none) is put in front of each text by default so that
+the first text token is predicted too; every text token then has a prediction and the
+total NLL covers the whole string (needed for per-byte comparisons across tokenizers).
+
+Full-vocabulary logits exist only for one window batch at a time, and they are reduced in
+chunks of positions; what is kept per text is a handful of scalars per token.
+Results are cached on disk (``mia_core.cache``) keyed by model identity, settings and
+text hash, so a re-run of any attack on cached texts makes no model call.
+"""
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .cache import ArrayCache, text_hash
+from .errors import ModelError
+from .models import LoadedModel
+
+STATS_VERSION = 1
+FIELDS = ("logprob", "max_logprob", "mu", "sigma", "entropy")
+INT_FIELDS = ("rank", "top_id")
+DEFAULT_CONTEXT_CAP = 2048  # default window on CPU-friendly terms; the model's max if smaller
+DEFAULT_BATCH_TOKENS = 4096
+REDUCE_CHUNK = 1024  # positions reduced at once: REDUCE_CHUNK x vocab floats in memory
+
+Progress = Callable[[str, float], None]
+
+
+def _noop(msg: str, frac: float) -> None:
+    pass
+
+
+@dataclass
+class TokenStats:
+    """Per-token statistics of one text under one model (arrays of length n_tokens)."""
+
+    token_ids: np.ndarray
+    logprob: np.ndarray
+    max_logprob: np.ndarray
+    mu: np.ndarray
+    sigma: np.ndarray
+    entropy: np.ndarray
+    rank: np.ndarray
+    top_id: np.ndarray
+    n_bytes: int
+    vocab_prob_sum: np.ndarray | None = None
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def n_tokens(self) -> int:
+        return int(self.token_ids.shape[0])
+
+    @property
+    def valid(self) -> np.ndarray:
+        """Mask of tokens that received a prediction (all of them when a prefix token is used)."""
+        return ~np.isnan(self.logprob)
+
+    @property
+    def n_predicted(self) -> int:
+        return int(self.valid.sum())
+
+    @property
+    def nll_sum(self) -> float:
+        return float(-np.nansum(self.logprob.astype(np.float64)))
+
+    @property
+    def loss(self) -> float:
+        """Mean negative log-likelihood per predicted token (NaN if nothing was predicted)."""
+        n = self.n_predicted
+        return self.nll_sum / n if n else float("nan")
+
+    @property
+    def nll_per_byte(self) -> float:
+        return self.nll_sum / self.n_bytes if self.n_bytes and self.n_predicted else float("nan")
+
+    def to_arrays(self) -> dict[str, np.ndarray]:
+        d = {f: getattr(self, f) for f in ("token_ids", *FIELDS, *INT_FIELDS)}
+        d["n_bytes"] = np.array(self.n_bytes)
+        if self.vocab_prob_sum is not None:
+            d["vocab_prob_sum"] = self.vocab_prob_sum
+        return d
+
+    @classmethod
+    def from_arrays(cls, d: dict[str, np.ndarray]) -> "TokenStats":
+        return cls(
+            token_ids=d["token_ids"],
+            **{f: d[f] for f in FIELDS},
+            **{f: d[f] for f in INT_FIELDS},
+            n_bytes=int(d["n_bytes"]),
+            vocab_prob_sum=d.get("vocab_prob_sum"),
+        )
+
+    def slice(self, start: int, stop: int) -> "TokenStats":
+        """Statistics of tokens [start, stop) (used for partial documents and excerpts)."""
+        s = slice(start, stop)
+        return TokenStats(
+            token_ids=self.token_ids[s],
+            **{f: getattr(self, f)[s] for f in FIELDS},
+            **{f: getattr(self, f)[s] for f in INT_FIELDS},
+            n_bytes=self.n_bytes * max(0, stop - start) // max(1, self.n_tokens),
+        )
+
+
+@dataclass
+class StatsSettings:
+    context: int | None = None  # window length C; None: min(model max, DEFAULT_CONTEXT_CAP)
+    prefix: bool = True  # put a BOS/EOS token in front so every text token is predicted
+    batch_tokens: int = DEFAULT_BATCH_TOKENS
+    vocab_probs: bool = False  # also accumulate sum of predicted distributions (R^GP)
+
+    def resolved_context(self, lm: LoadedModel) -> int:
+        c = self.context or min(lm.max_context, DEFAULT_CONTEXT_CAP)
+        if c < 2:
+            raise ModelError("the context length must be at least 2 tokens")
+        return min(c, lm.max_context)
+
+
+def prefix_token_id(tokenizer) -> int | None:
+    vocab = tokenizer.get_vocab()
+    if tokenizer.bos_token_id is not None and getattr(tokenizer, "add_bos_token", False):
+        return tokenizer.bos_token_id
+    for t in ("<|endoftext|>", "</s>", "<s>"):
+        if t in vocab:
+            return vocab[t]
+    for tid in (tokenizer.bos_token_id, tokenizer.eos_token_id):
+        if tid is not None:
+            return tid
+    return None
+
+
+def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ids = lm.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    return np.asarray(ids, dtype=np.int32)
+
+
+def cache_settings(lm: LoadedModel, st: StatsSettings) -> dict:
+    return {
+        "model": lm.identity,
+        "context": st.resolved_context(lm),
+        "prefix": st.prefix,
+        "vocab_probs": st.vocab_probs,
+        "version": STATS_VERSION,
+    }
+
+
+class _Job:
+    """One text being scored: its token sequence, windows and output buffers."""
+
+    def __init__(self, idx: int, text: str, ids: np.ndarray, prefix: int | None, context: int, vocab: int, want_vp: bool):
+        self.idx = idx
+        self.text = text
+        self.ids = ids
+        self.prefix = prefix
+        seq = np.concatenate([[prefix], ids]).astype(np.int64) if prefix is not None else ids.astype(np.int64)
+        self.seq = seq
+        self.offset = 1 if prefix is not None else 0  # seq position of text token 0
+        n = len(ids)
+        self.out = {f: np.full(n, np.nan, dtype=np.float32) for f in FIELDS}
+        self.out.update({f: np.full(n, -1, dtype=np.int32) for f in INT_FIELDS})
+        self.vp = np.zeros(vocab, dtype=np.float64) if want_vp else None
+        stride = context - 1
+        self.windows: list[int] = []  # window start positions in seq
+        if len(seq) >= 2:
+            s = 0
+            while True:
+                self.windows.append(s)
+                if s + context >= len(seq):
+                    break
+                s += stride
+        self.context = context
+        self.done_windows = 0
+
+    def window(self, w: int) -> np.ndarray:
+        s = self.windows[w]
+        return self.seq[s : s + self.context]
+
+    def stats(self) -> TokenStats:
+        return TokenStats(
+            token_ids=self.ids,
+            **self.out,
+            n_bytes=len(self.text.encode("utf-8", "surrogatepass")),
+            vocab_prob_sum=self.vp,
+        )
+
+
+def compute_stats(
+    lm: LoadedModel,
+    texts: Sequence[str],
+    settings: StatsSettings | None = None,
+    *,
+    use_cache: bool = True,
+    progress: Progress = _noop,
+    label: str = "token statistics",
+) -> list[TokenStats]:
+    """Per-token statistics for every text (cached). Empty texts give zero-length stats."""
+    st = settings or StatsSettings()
+    context = st.resolved_context(lm)
+    cache = ArrayCache("stats", cache_settings(lm, st), enabled=use_cache)
+    results: list[TokenStats | None] = [None] * len(texts)
+    hashes = [text_hash(t) for t in texts]
+    todo: dict[str, list[int]] = {}
+    for i, (t, h) in enumerate(zip(texts, hashes)):
+        got = cache.get(h) if h not in todo else None
+        if got is not None:
+            results[i] = TokenStats.from_arrays(got)
+        else:
+            todo.setdefault(h, []).append(i)
+    compute_stats.last_cache = cache  # for tests/benchmarks: hits and misses of the last call
+    if not todo:
+        progress(f"{label}: all {len(texts)} texts cached", 1.0)
+        return results  # type: ignore[return-value]
+
+    prefix = prefix_token_id(lm.tokenizer) if st.prefix else None
+    vocab = lm.vocab_size
+    jobs = []
+    for h, idxs in todo.items():
+        i = idxs[0]
+        jobs.append(_Job(i, texts[i], tokenize(lm, texts[i]), prefix, context, vocab, st.vocab_probs))
+    total_windows = sum(len(j.windows) for j in jobs) or 1
+    done = {"w": 0}
+    t0 = time.time()
+
+    def tick():
+        done["w"] += 1
+        el = time.time() - t0
+        progress(f"{label}: {done['w']}/{total_windows} windows, {el:.0f}s", done["w"] / total_windows)
+
+    def finish(job: _Job):
+        h = hashes[job.idx]
+        s = job.stats()
+        cache.put(h, s.to_arrays())
+        cache.drop_partial(h)
+        for i in todo[h]:
+            results[i] = s
+
+    short = [j for j in jobs if len(j.windows) <= 1]
+    long = [j for j in jobs if len(j.windows) > 1]
+    for j in short:
+        if not j.windows:  # fewer than two tokens in the sequence: nothing to predict
+            finish(j)
+    _run_short(lm, [j for j in short if j.windows], st.batch_tokens, finish, tick)
+    for j in long:
+        _run_long(lm, j, cache, hashes[j.idx], st.batch_tokens, finish, tick)
+    progress(f"{label}: done ({len(jobs)} texts scored, {len(texts) - sum(len(v) for v in todo.values())} cached)", 1.0)
+    return results  # type: ignore[return-value]
+
+
+compute_stats.last_cache = None  # type: ignore[attr-defined]
+
+
+def _batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
+    """Group items (sorted by length, longest first) so that rows x max length <= budget."""
+    order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
+    out, cur, cur_max = [], [], 0
+    for i in order:
+        L = lengths[i]
+        if cur and max(cur_max, L) * (len(cur) + 1) > batch_tokens:
+            out.append(cur)
+            cur, cur_max = [], 0
+        cur.append(i)
+        cur_max = max(cur_max, L)
+    if cur:
+        out.append(cur)
+    return out
+
+
+def _run_short(lm, jobs: list[_Job], batch_tokens: int, finish, tick):
+    lengths = [len(j.window(0)) for j in jobs]
+    for b in _batches(lengths, batch_tokens):
+        items = [(jobs[i], 0) for i in b]
+        _forward(lm, items)
+        for j, _ in items:
+            tick()
+            finish(j)
+
+
+def _run_long(lm, job: _Job, cache: ArrayCache, h: str, batch_tokens: int, finish, tick):
+    part = cache.get_partial(h)
+    if part is not None and int(part["done_windows"]) <= len(job.windows):
+        job.done_windows = int(part["done_windows"])
+        for f in (*FIELDS, *INT_FIELDS):
+            job.out[f] = part[f]
+        if job.vp is not None and "vp" in part:
+            job.vp = part["vp"]
+        for _ in range(job.done_windows):
+            tick()
+    per_batch = max(1, batch_tokens // job.context)
+    last_save = time.time()
+    w = job.done_windows
+    while w < len(job.windows):
+        ws = list(range(w, min(len(job.windows), w + per_batch)))
+        _forward(lm, [(job, k) for k in ws])
+        w = ws[-1] + 1
+        job.done_windows = w
+        for _ in ws:
+            tick()
+        if time.time() - last_save > 20 and w < len(job.windows):
+            arrays = {**job.out, "done_windows": np.array(w)}
+            if job.vp is not None:
+                arrays["vp"] = job.vp
+            cache.put_partial(h, arrays)
+            last_save = time.time()
+    finish(job)
+
+
+def _forward(lm: LoadedModel, items: list[tuple[_Job, int]]):
+    """One forward pass over a batch of windows; reduce logits to per-token scalars."""
+    import torch
+
+    wins = [j.window(w) for j, w in items]
+    L = max(len(x) for x in wins)
+    pad = lm.tokenizer.pad_token_id or 0
+    ids = np.full((len(wins), L), pad, dtype=np.int64)
+    mask = np.zeros((len(wins), L), dtype=np.int64)
+    for r, x in enumerate(wins):
+        ids[r, : len(x)] = x
+        mask[r, : len(x)] = 1
+    dev = lm.device
+    try:
+        with torch.inference_mode():
+            out = lm.model(input_ids=torch.from_numpy(ids).to(dev), attention_mask=torch.from_numpy(mask).to(dev))
+            logits = out.logits
+            del out
+            for r, ((job, w), x) in enumerate(zip(items, wins)):
+                n_pred = len(x) - 1
+                start_seq = job.windows[w]
+                # predictions at window positions 0..n_pred-1 are for seq positions start+1..start+n_pred
+                tgt_seq = np.arange(start_seq + 1, start_seq + 1 + n_pred)
+                tok_idx = tgt_seq - job.offset  # index into text tokens
+                for c0 in range(0, n_pred, REDUCE_CHUNK):
+                    c1 = min(n_pred, c0 + REDUCE_CHUNK)
+                    lg = logits[r, c0:c1].float()
+                    targets = torch.from_numpy(x[c0 + 1 : c1 + 1]).to(lg.device)
+                    red = _reduce(lg, targets, job.vp is not None)
+                    ti = tok_idx[c0:c1]
+                    for f in (*FIELDS, *INT_FIELDS):
+                        job.out[f][ti] = red[f]
+                    if job.vp is not None:
+                        job.vp += red["vp"]
+            del logits
+    except torch.OutOfMemoryError as e:  # type: ignore[attr-defined]
+        raise ModelError(
+            f"out of memory scoring a batch of {len(wins)} x {L} tokens: lower batch_tokens or the context length"
+        ) from e
+    except RuntimeError as e:
+        if "out of memory" in str(e).lower() or "not enough memory" in str(e).lower():
+            raise ModelError(
+                f"out of memory scoring a batch of {len(wins)} x {L} tokens: lower batch_tokens or the context length"
+            ) from e
+        raise
+
+
+def _reduce(logits, targets, want_vp: bool) -> dict[str, np.ndarray]:
+    """Reduce [n, V] logits to per-position scalars (float32 maths)."""
+    import torch
+
+    lp = torch.log_softmax(logits, dim=-1)
+    p = lp.exp()
+    tl = lp.gather(1, targets.long().unsqueeze(1)).squeeze(1)
+    mx, top = lp.max(dim=-1)
+    plp = p * lp
+    mu = plp.sum(-1)
+    second = (plp * lp).sum(-1)
+    sigma = (second - mu * mu).clamp_min(0).sqrt()
+    rank = (lp > tl.unsqueeze(1)).sum(-1) + 1
+    out = {
+        "logprob": tl.cpu().numpy().astype(np.float32),
+        "max_logprob": mx.cpu().numpy().astype(np.float32),
+        "mu": mu.cpu().numpy().astype(np.float32),
+        "sigma": sigma.cpu().numpy().astype(np.float32),
+        "entropy": (-mu).cpu().numpy().astype(np.float32),
+        "rank": rank.cpu().numpy().astype(np.int32),
+        "top_id": top.cpu().numpy().astype(np.int32),
+    }
+    if want_vp:
+        out["vp"] = p.sum(0).double().cpu().numpy()
+    return out
