@@ -8,7 +8,12 @@ pipeline runs each model pass once for all attacks:
 * ``"target"``: target-model token statistics of the texts,
 * ``"target_lower"``: target-model statistics of the lower-cased texts,
 * ``"reference"``: reference-model statistics of the texts,
-* ``"neighbours"``: target-model losses of each text's neighbours (neighbour attacks).
+* ``"neighbours"``: target-model losses of each text's neighbours (neighbour attacks),
+* ``"labels"``: the attack learns from labelled training texts (SMIA).
+
+Attacks that need more than statistics (neighbours, embeddings, a trained network) set a
+``prepare(inputs, ctx, **params)`` hook; the pipeline calls it once before scoring, and it
+stores what ``score`` needs in ``inputs.extra`` (and may return artefacts for the report).
 """
 from __future__ import annotations
 
@@ -38,6 +43,8 @@ class Attack:
     score: Callable[..., np.ndarray]
     citation: str
     params: dict = field(default_factory=dict)  # default parameters
+    prepare: Callable[..., dict | None] | None = None
+    population_ok: bool = True  # can score texts outside the prepared set (population thresholds)
 
 
 def per_text(stats: list[TokenStats], fn: Callable[[TokenStats], float]) -> np.ndarray:

@@ -1,0 +1,350 @@
+"""Run a set of attacks on a labelled dataset: statistics -> scores -> metrics.
+
+``run_attacks`` is what the CLI's ``run`` command, the dashboard's calibration page and
+the tests call. It
+
+1. works out which model passes the chosen attacks need (target on the texts, target on
+   the lower-cased texts, reference on the texts) and runs each pass once, through the
+   cached one-pass statistics (``mia_core.stats``);
+2. lets attacks that need more (neighbours, embeddings, a trained SMIA network) prepare
+   it in their ``prepare`` hook, on the training part when a split is used;
+3. scores every text with every attack (cheap functions of the statistics);
+4. reports metrics on the evaluation part: AUC, TPR at low FPR with bootstrap CIs, the
+   blind (model-free) baseline, group-level metrics when texts carry groups, and
+   precision/recall at a threshold fitted on a population set when one is given.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import metrics as M
+from .attacks import REGISTRY, AttackInputs
+from .cache import text_hash
+from .data import Dataset
+from .errors import DataError, SettingsError
+from .models import LoadedModel, describe
+from .stats import StatsSettings, compute_stats
+
+Progress = Callable[[str, float], None]
+
+
+def _noop(msg: str, frac: float) -> None:
+    pass
+
+
+@dataclass
+class RunConfig:
+    attacks: Sequence[str] = ("loss", "zlib", "lowercase", "min_k", "min_k_pp")
+    params: dict = field(default_factory=dict)  # {attack: {param: value}}
+    stats: StatsSettings = field(default_factory=StatsSettings)
+    use_cache: bool = True
+    n_bootstrap: int = 1000
+    seed: int = 0
+    split: float | None = None  # fraction of the labelled set used for training (SMIA), rest evaluated
+    split_seed: int = 0
+    population_alpha: float = 0.1  # FPR on the population set for the threshold (Mireshghallah §2.4)
+    blind: bool = True  # model-free baseline (distribution-shift check)
+
+    def to_dict(self) -> dict:
+        d = {k: v for k, v in self.__dict__.items() if k != "stats"}
+        d["attacks"] = list(self.attacks)
+        d["stats"] = dict(self.stats.__dict__)
+        return d
+
+
+@dataclass
+class RunContext:
+    """Everything an attack's ``prepare`` hook may use."""
+
+    target: LoadedModel
+    reference: LoadedModel | None
+    config: RunConfig
+    dataset: Dataset  # all texts being scored (evaluation + training parts)
+    train_mask: np.ndarray  # texts usable for training (labels known to the attack)
+    progress: Progress
+    compute: Callable[..., list]  # compute(lm, texts, label=...) -> list[TokenStats] with the run's settings
+
+
+@dataclass
+class RunResult:
+    scores: pd.DataFrame
+    metrics: dict
+    config: dict
+    models: dict
+    timings: dict
+    shift: dict | None = None
+    population: dict | None = None
+    group_metrics: dict | None = None
+    extra: dict = field(default_factory=dict)  # attack-specific artefacts (SMIA curves, neighbours...)
+    report: list[str] = field(default_factory=list)
+
+    def attack_names(self) -> list[str]:
+        return [k for k in self.metrics if k != "blind"]
+
+    def to_json(self) -> dict:
+        out = dict(self.metrics)
+        return out
+
+    def save(self, out_dir: str | Path) -> Path:
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.scores.to_csv(out / "scores.csv", index=False)
+        (out / "metrics.json").write_text(json.dumps(self.metrics, indent=2, default=_json_default))
+        run = {
+            "config": self.config,
+            "models": self.models,
+            "timings": self.timings,
+            "shift": self.shift,
+            "population": self.population,
+            "group_metrics": self.group_metrics,
+            "report": self.report,
+            "extra": self.extra,
+        }
+        (out / "run.json").write_text(json.dumps(run, indent=2, default=_json_default))
+        return out
+
+
+def _json_default(o):
+    if isinstance(o, (np.floating,)):
+        return float(o)
+    if isinstance(o, (np.integer,)):
+        return int(o)
+    if isinstance(o, np.ndarray):
+        return o.tolist()
+    if isinstance(o, Path):
+        return str(o)
+    return str(o)
+
+
+def parse_attacks(spec: str | Sequence[str] | None) -> list[str]:
+    """``"all"``, a comma list, or a sequence -> validated attack names."""
+    if spec is None:
+        return ["loss", "zlib", "lowercase", "min_k", "min_k_pp"]
+    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    if names == ["all"] or "all" in names:
+        return list(REGISTRY)
+    unknown = [n for n in names if n not in REGISTRY]
+    if unknown:
+        raise SettingsError(f"unknown attack(s) {', '.join(unknown)}; choose from {', '.join(REGISTRY)} or 'all'")
+    return names
+
+
+def split_mask(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """Stratified random split: True = training part. Each class keeps >= 1 text on both sides."""
+    if not 0 < fraction < 1:
+        raise SettingsError(f"the split fraction must be between 0 and 1, got {fraction}")
+    rng = np.random.default_rng(seed)
+    mask = np.zeros(len(labels), dtype=bool)
+    for c in (0, 1):
+        idx = np.flatnonzero(labels == c)
+        if len(idx) < 2:
+            raise DataError("a train/evaluation split needs at least 2 members and 2 non-members")
+        n_train = int(round(len(idx) * fraction))
+        n_train = min(max(n_train, 1), len(idx) - 1)
+        mask[rng.permutation(idx)[:n_train]] = True
+    return mask
+
+
+def run_attacks(
+    dataset: Dataset,
+    target: LoadedModel,
+    *,
+    reference: LoadedModel | None = None,
+    config: RunConfig | None = None,
+    train: Dataset | None = None,
+    population: Dataset | None = None,
+    progress: Progress = _noop,
+) -> RunResult:
+    """Score ``dataset`` with the configured attacks and report metrics.
+
+    ``train``: a separate labelled set for attacks that learn (SMIA); alternatively
+    ``config.split`` splits ``dataset`` (stratified, seeded) and every attack is then
+    reported on the same held-out part. ``population``: non-member texts disjoint from the
+    evaluation set, used to fit a decision threshold at FPR ``config.population_alpha``.
+    """
+    cfg = config or RunConfig()
+    names = parse_attacks(list(cfg.attacks))
+    if dataset.n_members == 0 or dataset.n_nonmembers == 0:
+        raise DataError("need at least one member and one non-member text")
+    attacks = [REGISTRY[n] for n in names]
+    needs = {n for a in attacks for n in a.needs}
+    if "reference" in needs and reference is None:
+        raise SettingsError(
+            "the reference attack needs a reference model (--reference ID|PATH|smollm2); "
+            "for a fine-tuned target, its base model is the natural reference"
+        )
+    report = list(dataset.report)
+    timings: dict[str, float] = {}
+
+    # ---- which texts are scored, which train, which are evaluated
+    if train is not None and cfg.split:
+        raise SettingsError("give either a separate training set or a split fraction, not both")
+    if train is not None:
+        overlap = set(train.texts) & set(dataset.texts)
+        if overlap:
+            raise DataError(f"{len(overlap)} text(s) appear in both the training and the evaluation sets")
+        all_texts = list(dataset.texts) + list(train.texts)
+        labels = np.concatenate([dataset.labels, train.labels]).astype(int)
+        ids = list(dataset.ids) + [f"train-{i}" for i in train.ids]
+        groups = (list(dataset.groups) if dataset.groups else [""] * len(dataset)) + [""] * len(train)
+        train_mask = np.r_[np.zeros(len(dataset), bool), np.ones(len(train), bool)]
+    else:
+        all_texts = list(dataset.texts)
+        labels = dataset.labels.astype(int)
+        ids = list(dataset.ids)
+        groups = list(dataset.groups) if dataset.groups else [""] * len(dataset)
+        train_mask = split_mask(labels, cfg.split, cfg.split_seed) if cfg.split else np.zeros(len(labels), bool)
+    eval_mask = ~train_mask
+    learns = [a for a in attacks if a.prepare is not None and "labels" in a.needs]
+    if learns and not train_mask.any():
+        raise SettingsError(
+            f"{', '.join(a.label for a in learns)} learn(s) from labelled texts: give a training set "
+            "(--train-members/--train-nonmembers) or a split (--split 0.5)"
+        )
+    full = Dataset(
+        texts=all_texts, labels=labels, ids=ids, groups=groups if any(groups) else None,
+        sources=list(dataset.sources) + (list(train.sources) if train is not None else []), report=[],
+    ) if train is not None else dataset
+
+    def compute(lm, texts, label="token statistics", settings=None):
+        return compute_stats(lm, texts, settings or cfg.stats, use_cache=cfg.use_cache, progress=progress, label=label)
+
+    # ---- the model passes
+    inputs = AttackInputs(texts=all_texts)
+    t0 = time.time()
+    inputs.target = compute(target, all_texts, "target pass")
+    timings["target_pass"] = time.time() - t0
+    if "target_lower" in needs:
+        t0 = time.time()
+        inputs.target_lower = compute(target, [t.lower() for t in all_texts], "target pass (lower-cased)")
+        timings["target_lower_pass"] = time.time() - t0
+    if "reference" in needs:
+        t0 = time.time()
+        inputs.reference = compute(reference, all_texts, "reference pass")
+        inputs.same_tokenizer = target.same_tokenizer(reference)
+        if reference.identity == target.identity:
+            report.append("the reference model is the target model itself: the reference attack scores 0 for every text")
+        if not inputs.same_tokenizer:
+            report.append("target and reference tokenizers differ: the reference attack compares NLL per byte")
+        timings["reference_pass"] = time.time() - t0
+
+    short = sum(1 for s in inputs.target if s.n_predicted == 0)
+    if short:
+        report.append(f"{short} text(s) too short to score (no predicted token): left out of the figures")
+
+    # ---- attack-specific preparation (neighbours, embeddings, training)
+    ctx = RunContext(target, reference, cfg, full, train_mask, progress, compute)
+    extra: dict = {}
+    for a in attacks:
+        if a.prepare is not None:
+            t0 = time.time()
+            extra[a.name] = a.prepare(inputs, ctx, **{**a.params, **cfg.params.get(a.name, {})}) or {}
+            timings[f"{a.name}_prepare"] = time.time() - t0
+
+    # ---- scores
+    scores: dict[str, np.ndarray] = {}
+    for a in attacks:
+        t0 = time.time()
+        kw = {**a.params, **cfg.params.get(a.name, {})}
+        scores[a.name] = np.asarray(a.score(inputs, **kw), dtype=float)
+        timings[f"{a.name}_score"] = time.time() - t0
+
+    df = pd.DataFrame({"text_id": ids, "label": labels, "text_hash": [text_hash(t) for t in all_texts]})
+    if train_mask.any():
+        df["split"] = np.where(train_mask, "train", "eval")
+    if any(groups):
+        df["group"] = groups
+    for n, s in scores.items():
+        df[n] = s
+
+    # ---- metrics on the evaluation part
+    progress("metrics", 0.95)
+    metrics: dict = {}
+    ev = eval_mask
+    for n, s in scores.items():
+        m = M.evaluate(labels[ev], s[ev], n_bootstrap=cfg.n_bootstrap, seed=cfg.seed)
+        m["label"] = REGISTRY[n].label
+        m["citation"] = REGISTRY[n].citation
+        metrics[n] = m
+    shift = None
+    if cfg.blind:
+        try:
+            from . import shift as shift_mod
+
+            ev_texts = [t for t, e in zip(all_texts, ev) if e]
+            ev_labels = labels[ev]
+            mem = [t for t, l in zip(ev_texts, ev_labels) if l == 1]
+            non = [t for t, l in zip(ev_texts, ev_labels) if l == 0]
+            shift = shift_mod.shift_report(mem, non, seed=cfg.seed, attack_metrics=metrics)
+            blind = dict(shift["blind"])
+            blind.pop("oof_scores", None)
+            blind["label"] = "Blind baseline (no model)"
+            metrics["blind"] = blind
+        except DataError as e:
+            report.append(f"blind baseline skipped: {e}")
+        except ImportError:
+            pass
+
+    group_metrics = None
+    if any(groups):
+        group_metrics = {}
+        g_ev = [g for g, e in zip(groups, ev) if e]
+        for n, s in scores.items():
+            gid, gs, gl = M.group_scores(s[ev], labels[ev], g_ev)
+            try:
+                group_metrics[n] = M.evaluate(gl, gs, n_bootstrap=cfg.n_bootstrap, seed=cfg.seed, keep_roc=False)
+                group_metrics[n]["n_groups"] = len(gid)
+            except DataError as e:
+                group_metrics[n] = {"error": str(e)}
+
+    pop = None
+    if population is not None and len(population):
+        overlap = set(population.texts) & set(all_texts)
+        if overlap:
+            raise DataError(f"{len(overlap)} population text(s) also appear in the audited sets; they must be disjoint")
+        pop_inputs = AttackInputs(texts=list(population.texts))
+        pop_inputs.target = compute(target, pop_inputs.texts, "population pass")
+        if "target_lower" in needs:
+            pop_inputs.target_lower = compute(target, [t.lower() for t in pop_inputs.texts], "population pass (lower)")
+        if "reference" in needs:
+            pop_inputs.reference = compute(reference, pop_inputs.texts, "population reference pass")
+            pop_inputs.same_tokenizer = inputs.same_tokenizer
+        pop_inputs.extra = inputs.extra
+        pop = {"alpha": cfg.population_alpha, "n_population": len(population), "attacks": {}}
+        for a in attacks:
+            if a.prepare is not None and not getattr(a, "population_ok", True):
+                continue
+            kw = {**a.params, **cfg.params.get(a.name, {})}
+            try:
+                ps = np.asarray(a.score(pop_inputs, **kw), dtype=float)
+            except Exception as e:  # noqa: BLE001 - an attack that cannot score population texts is reported
+                pop["attacks"][a.name] = {"error": str(e)}
+                continue
+            thr = M.population_threshold(ps, cfg.population_alpha)
+            d = M.decisions_at(labels[ev], scores[a.name][ev], thr)
+            pop["attacks"][a.name] = d
+            metrics[a.name]["population_threshold"] = d
+
+    models = {"target": describe(target)}
+    if reference is not None and "reference" in needs:
+        models["reference"] = describe(reference)
+    progress("done", 1.0)
+    return RunResult(
+        scores=df,
+        metrics=metrics,
+        config={**cfg.to_dict(), "attacks": names},
+        models=models,
+        timings={k: round(v, 3) for k, v in timings.items()},
+        shift=shift,
+        population=pop,
+        group_metrics=group_metrics,
+        extra=extra,
+        report=report,
+    )
