@@ -62,6 +62,7 @@ def register(sub) -> None:
 # and a matching entry in _EXTRA_CONFIG turns the parsed args into config/params.
 _EXTRA_ARGS: list = []
 _EXTRA_CONFIG: list = []
+_EXTRA_AFTER: list = []  # hook(args, ds=, target=, reference=, config=, train=, population=, result=, out=)
 
 
 def _load_inputs(args):
@@ -170,5 +171,15 @@ def cmd_run(args) -> int:
         print(f"\nVERDICT [{v['level']}]: {v['message']}")
     for line in result.report:
         print(f"note: {line}")
+    for hook in _EXTRA_AFTER:
+        hook(args, ds=ds, target=target, reference=reference, config=cfg, train=train, population=population,
+             result=result, out=out)
     print(f"\nwrote {out/'scores.csv'}, {out/'metrics.json'} and {out/'run.json'} in {time.time() - t_start:.0f}s")
     return 0
+
+
+from .neighbour_options import add_arguments as _nb_args, after_run as _nb_after, apply_config as _nb_config  # noqa: E402
+
+_EXTRA_ARGS.append(_nb_args)
+_EXTRA_CONFIG.append(_nb_config)
+_EXTRA_AFTER.append(_nb_after)

@@ -177,8 +177,12 @@ def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str 
         if reuse and key in _LOADED:
             return _LOADED[key]
     t0 = time.time()
-    progress(f"loading {s}", 0.0)
+    progress(f"loading models: {s}", 0.0)
     local_only = kind == "local" or os.environ.get("HF_HUB_OFFLINE") == "1"
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # the caller's progress callback reports loading
     try:
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
@@ -206,6 +210,9 @@ def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str 
         if "out of memory" in str(e).lower():
             raise ModelError(f"out of memory loading {s}: try dtype bf16 or a smaller model.") from None
         raise ModelError(f"could not load masked LM {s}: {str(e).strip().splitlines()[0]}") from None
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
     if getattr(tok, "mask_token_id", None) is None:
         raise ModelError(f"{s}: its tokenizer has no mask token, so it cannot be used as a masked LM.")
     model.eval()
@@ -217,7 +224,7 @@ def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str 
                    identity=f"{ident}|{dtype}", device=device, dtype=dtype, max_length=_max_length(model, tok),
                    n_params=int(sum(q.numel() for q in model.parameters())), info={"kind": kind, "location": location})
     mlm.load_seconds = time.time() - t0
-    progress(f"loaded {s}", 1.0)
+    progress(f"loading models: {s} loaded", 1.0)
     with _LOADED_LOCK:
         if reuse:
             _LOADED[key] = mlm
@@ -230,35 +237,44 @@ def forget_loaded() -> None:
         _LOADED.clear()
 
 
-def check_same_tokenizer(target: MaskedLM, reference: MaskedLM) -> None:
-    """Raise ``SettingsError`` unless both models share a tokenizer.
+def check_same_tokenizer(target: MaskedLM, reference: MaskedLM, *, vocab_only: bool = False) -> list[str]:
+    """Raise ``SettingsError`` unless both models share a tokenizer; returns warnings.
 
     The likelihood ratio compares the two models' probabilities of the *same* token ids at the
     *same* masked positions (§2.2), so the vocabularies (token -> id maps), the mask token and
     the tokenisation of a probe string (case, accents, digits, punctuation) must all agree.
+    Both models are always fed the ids made by the *target's* tokenizer. With ``vocab_only``,
+    a difference in text normalisation alone (e.g. a cased vocabulary that one tokenizer
+    lowercases) is accepted with a warning: the reference then sees text normalised as the
+    target's tokenizer does it, which can bias its energies.
     """
     a, b = target.tokenizer, reference.tokenizer
     why = None
     va, vb = a.get_vocab(), b.get_vocab()
     if va != vb:
-        only_a = len(set(va) - set(vb))
-        why = (f"their vocabularies differ ({len(va):,} vs {len(vb):,} tokens, {only_a:,} of the target's "
-               "tokens missing from the reference or numbered differently)")
-        if len(va) == len(vb) and not only_a:
-            why = f"their vocabularies hold the same {len(va):,} tokens but number them differently"
+        missing = len(set(va) - set(vb))
+        renumbered = sum(1 for tok, i in va.items() if tok in vb and vb[tok] != i)
+        why = (f"their vocabularies differ ({len(va):,} vs {len(vb):,} tokens; {missing:,} of the target's "
+               f"tokens are missing from the reference and {renumbered:,} have another id)")
     elif a.mask_token_id != b.mask_token_id:
         why = "their mask tokens differ"
     else:
         ea = a(_PROBE).input_ids
         eb = b(_PROBE).input_ids
         if ea != eb:
-            why = (f"they tokenise text differently (e.g. {_PROBE!r} gives {len(ea)} vs {len(eb)} tokens; "
-                   "one may lowercase or strip accents and the other not)")
+            why = (f"they tokenise text differently (the probe {_PROBE!r} gets different token ids: one "
+                   "tokenizer may lowercase or strip accents and the other not)")
+            if vocab_only:
+                return [f"the target and the reference share a vocabulary but {why}; both are fed the target's "
+                        "tokenisation (vocab_only), which the reference may find unusual."]
     if why:
         raise SettingsError(
             f"the target ({target.name}) and the reference ({reference.name}) do not share a tokenizer: {why}. "
             "The likelihood-ratio attack needs a reference with the target's tokenizer, such as the "
-            "general-domain model the target was trained from.")
+            "general-domain model the target was trained from."
+            + (" (Same vocabulary, different normalisation only? vocab_only / --vocab-match-only accepts that.)"
+               if why.startswith("they tokenise") else ""))
+    return []
 
 
 # --------------------------------------------------------------------------------------
@@ -516,7 +532,7 @@ def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int = DEFA
         batches = _batches(lengths, plan.k, int(batch_tokens))
         total_tok = float(lengths.sum()) or 1.0
         done_tok = 0.0
-        progress(f"{mlm.name}: scoring {len(todo)} texts x {plan.k} masks", 0.0)
+        progress(f"scoring: {mlm.name}, {len(todo)} texts x {plan.k} masks", 0.0)
         for b in batches:
             idx = [todo[j] for j in b]
             try:
@@ -530,7 +546,7 @@ def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int = DEFA
                 sums[i] = v
                 store.put(plan.hashes[i], {"pattern_logp": v, "n_tokens": np.int64(plan.content[i].size)})
             done_tok += float(sum(len(plan.ids[i]) for i in idx))
-            progress(f"{mlm.name}: scored {done_tok / total_tok:.0%} of the tokens", done_tok / total_tok)
+            progress(f"scoring: {mlm.name}, {done_tok / total_tok:.0%} of the tokens", done_tok / total_tok)
     e = -sums.mean(axis=1)
     return (e, sums) if return_patterns else e
 
@@ -614,11 +630,13 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
                   member_groups=None, nonmember_groups=None, population_groups=None,
                   train_samples: Sequence[str] | None = None, member_ids=None, nonmember_ids=None,
                   batch_tokens: int = 8192, n_bootstrap: int = 1000, cache: bool = True, device: str = "auto",
-                  dtype: str = "fp32", trust_remote_code: bool = False, progress: Progress | None = None) -> dict:
+                  dtype: str = "fp32", trust_remote_code: bool = False, vocab_only: bool = False,
+                  progress: Progress | None = None) -> dict:
     """The masked-LM audit of Mireshghallah et al. 2022 on members vs non-members.
 
     ``target``/``reference``: :class:`MaskedLM` objects or specs for :func:`load_masked_lm`;
-    they must share a tokenizer (``SettingsError`` otherwise). ``population``: texts known not
+    they must share a tokenizer (``SettingsError`` otherwise; ``vocab_only`` accepts the same
+    vocabulary with different text normalisation, see :func:`check_same_tokenizer`). ``population``: texts known not
     to be in the target's training data, **disjoint** from the evaluated texts (``DataError``
     otherwise), used only to set the thresholds (§2.4): a fraction ``alpha`` of the population
     is flagged. ``train_samples``: optional known training texts for the loss attack's
@@ -639,7 +657,8 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
          "population_scores": {attack: [...]},
          "leak_features": {attack: {"flagged": {feature: mean}, "unflagged": {...}, ...}},
          "energies": {"target": [...], "reference": [...], "population_target": [...], ...},
-         "settings": {...}, "models": {"target": {...}, "reference": {...}}, "warnings": [...]}
+         "settings": {...}, "models": {"target": {...}, "reference": {...}}, "warnings": [...],
+         "plan": MaskPlan}   # the tokenisation and masks both models scored (not JSON)
     """
     from . import metrics as M
 
@@ -683,11 +702,10 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
 
     t = _as_model(target, device, dtype, trust_remote_code, _sub(progress, 0.0, 0.05))
     r = _as_model(reference, device, dtype, trust_remote_code, _sub(progress, 0.05, 0.1))
-    check_same_tokenizer(t, r)
+    warnings: list[str] = check_same_tokenizer(t, r, vocab_only=vocab_only)
     max_len = min(t.max_length, r.max_length)
     all_texts = eval_texts + pop + train
     plan = plan_masks(t.tokenizer, all_texts, k=k, seed=seed, rate=rate, max_length=max_len)
-    warnings: list[str] = []
     if plan.n_truncated:
         warnings.append(f"{plan.n_truncated} text{'s' if plan.n_truncated != 1 else ''} longer than {max_len} "
                         f"tokens {'were' if plan.n_truncated != 1 else 'was'} truncated: only the first "
@@ -699,7 +717,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     plan_r = _subplan(plan, range(ne))
     e_r = np.r_[energies(r, k=k, seed=seed, rate=rate, batch_tokens=batch_tokens, cache=cache, plan=plan_r,
                          progress=_sub(progress, 0.55, 0.95)), np.full(len(train), np.nan)]
-    progress("computing metrics", 0.95)
+    progress("metrics: AUC, thresholds, bootstrap", 0.95)
 
     n_eval = len(eval_texts)
     ev, pv = slice(0, n_eval), slice(n_eval, ne)
@@ -750,7 +768,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
                     "flagged_likelihood_ratio": bool(flagged["likelihood_ratio"][i]),
                     "flagged_loss": bool(flagged["loss"][i])})
         rows.append(row)
-    progress("done", 1.0)
+    progress("metrics: done", 1.0)
     return {
         "metrics": metrics,
         "group_metrics": group_metrics,

@@ -5,6 +5,7 @@ Every attack returns one score per text, higher = more likely member.
 from __future__ import annotations
 
 from . import loss, lowercase, min_k, min_k_pp, reference, zlib_ratio
+from . import neighbourhood, smia
 from .base import Attack, AttackInputs
 
 REGISTRY: dict[str, Attack] = {}
@@ -21,6 +22,10 @@ register(Attack("lowercase", "Lowercase ratio", ("target", "target_lower"), lowe
 register(Attack("ref", "Reference model", ("target", "reference"), reference.score, "Carlini et al. 2021; Mattern et al. 2023 §3.2"))
 register(Attack("min_k", "Min-K%", ("target",), min_k.score, "Shi et al. 2024", {"k": 0.2}))
 register(Attack("min_k_pp", "Min-K%++", ("target",), min_k_pp.score, "Zhang et al. 2024; SMIA App. A", {"k": 0.2}))
+register(Attack("neighbourhood", "Neighbourhood", ("target", "neighbours"), neighbourhood.score,
+                "Mattern et al. 2023 §2", dict(neighbourhood.DEFAULTS), prepare=neighbourhood.prepare))
+register(Attack("smia", "SMIA", ("target", "neighbours", "labels"), smia.score,
+                "Mozaffari & Marathe 2024 §4", dict(smia.DEFAULTS), prepare=smia.prepare))
 
 BASELINES = ("loss", "zlib", "lowercase", "ref", "min_k", "min_k_pp")
 

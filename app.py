@@ -1,0 +1,80 @@
+"""MIA dashboard: was this language model trained on these texts?
+
+Run with ``streamlit run app.py`` (binds to localhost, see ``.streamlit/config.toml``). The
+pages are the files ``pages/<n>_<Title_with_underscores>.py``, found automatically and listed in
+the order of ``<n>`` (title and URL path come from the file name); the engine is ``mia_core``
+(also usable as ``python -m mia_core``).
+"""
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import streamlit as st
+
+from dashboard.sidebar import model_panel
+from dashboard.ui import AUC_EXPLAINER, page_setup
+from mia_core import runs
+
+ROOT = Path(__file__).resolve().parent
+ICONS = {"Inspect_a_text": ":material/manage_search:", "Calibration_run": ":material/monitoring:", "Document_audit": ":material/menu_book:", "Masked_LM_audit": ":material/theater_comedy:",
+         "Runs": ":material/folder_open:", "Controlled_experiment": ":material/science:"}
+
+
+def home() -> None:
+    page_setup("Home", ":material/home:")
+    model_panel(load=False)
+
+    st.title("Membership-inference audit dashboard")
+    st.markdown(
+        "This tool asks whether a language model was **trained on a given text**. It runs published "
+        "membership-inference attacks (LOSS, zlib, lowercase, Min-K%, Min-K%++, reference model and more): "
+        "each one scores a text by how familiar the model finds it, using only the model's token "
+        "probabilities. To know what a score means, the attacks are first **calibrated** on texts known to "
+        "be in the training data (members) and texts known not to be (non-members). "
+        + AUC_EXPLAINER
+        + " A model-free *blind baseline* checks that members and non-members do not differ in ways the "
+        "model is not needed for (dates, topics, lengths): if they do, attack AUCs above 0.5 mean nothing."
+    )
+
+    st.subheader("Pages")
+    files = _page_files()
+    cols = st.columns(min(3, max(1, len(files))))
+    for i, f in enumerate(files):
+        name = re.sub(r"^\d+_", "", f.stem)
+        with cols[i % len(cols)]:
+            st.page_link(str(f.relative_to(ROOT)), label=name.replace("_", " "), icon=ICONS.get(name))
+            st.caption(_summary(f))
+
+    saved = runs.list_runs()
+    st.caption(f"{len(saved)} saved run{'s' if len(saved) != 1 else ''} in {runs.runs_dir()} · "
+               "everything runs locally; no text leaves this machine.")
+
+
+def _summary(path: Path) -> str:
+    """The first paragraph of a page's module docstring (its one-line description)."""
+    try:
+        doc = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    except (OSError, SyntaxError):
+        return ""
+    return " ".join(doc.split("\n\n")[0].split())
+
+
+def _page_files() -> list[Path]:
+    def order(p: Path):
+        m = re.match(r"(\d+)_", p.name)
+        return (int(m.group(1)) if m else 10**6, p.name)
+
+    return sorted((p for p in (ROOT / "pages").glob("*.py") if not p.name.startswith("_")), key=order)
+
+
+def pages() -> list:
+    out = [st.Page(home, title="Home", icon=":material/home:", default=True)]
+    for f in _page_files():
+        name = re.sub(r"^\d+_", "", f.stem)
+        out.append(st.Page(str(f), title=name.replace("_", " "), icon=ICONS.get(name), url_path=name))
+    return out
+
+
+st.navigation(pages()).run()

@@ -1,0 +1,164 @@
+"""The logic behind the "Calibration run" page: read and validate the inputs, build the run, and
+the job that runs it in the background and saves it to the run store.
+
+Every check here runs *before* the long job starts, and each kind of bad input gets its own
+message: nothing uploaded, empty or binary files (``mia_core.data``), no members / no
+non-members, a text in both sets, too few texts for the blind baseline or a split, texts too
+short to score, a reference attack without a reference model, parameters out of range.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mia_core.attacks import REGISTRY
+from mia_core.data import Dataset, load_dataset, read_texts, texts_from_strings
+from mia_core.errors import DataError, SettingsError
+from mia_core.pipeline import RunConfig
+from mia_core.stats import StatsSettings
+
+DEFAULT_ATTACKS = ("loss", "zlib", "lowercase", "min_k", "min_k_pp")
+UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "zip"]
+MIN_WORDS = 3  # texts shorter than this are flagged as too short to say much
+
+
+@dataclass
+class CalibrationInputs:
+    dataset: Dataset
+    population: Dataset | None
+    data_info: dict
+    notes: list[str] = field(default_factory=list)
+
+
+def learning_attacks(names) -> list[str]:
+    """Attacks that learn from labelled texts (they need a train/evaluation split)."""
+    return [n for n in names if REGISTRY[n].prepare is not None and "labels" in REGISTRY[n].needs]
+
+
+def _population_from(files, mode: str) -> Dataset | None:
+    if not files:
+        return None
+    recs = []
+    for f in files:
+        recs += [r for r in read_texts(f, mode=mode) if r.text.strip()]
+    if not recs:
+        raise DataError("the population set holds no text.")
+    return Dataset(texts=[r.text for r in recs], labels=np.zeros(len(recs), dtype=int),
+                   ids=[f"p{i:04d}" for i in range(len(recs))], sources=[r.source for r in recs])
+
+
+def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembers=None, mode: str = "auto",
+                population=None, members_text: str = "", nonmembers_text: str = "") -> CalibrationInputs:
+    """Members, non-members (and a population set) from the demo, uploads or paste boxes."""
+    if source == "demo":
+        if not demo:
+            raise DataError("the demo set is not available in this installation.")
+        ds = load_dataset(members=demo["members"], nonmembers=demo["nonmembers"], mode="lines")
+        pop = _population_from([demo["population"]], "lines") if demo.get("population") else None
+        info = {"source": "bundled demo set", "members file": str(demo["members"]).rsplit("/", 1)[-1],
+                "non-members file": str(demo["nonmembers"]).rsplit("/", 1)[-1]}
+    elif source == "upload":
+        if not members:
+            raise DataError("no members file uploaded: add the texts believed to be in the training data.")
+        if not nonmembers:
+            raise DataError("no non-members file uploaded: add texts known not to be in the training data.")
+        ds = load_dataset(members=list(members), nonmembers=list(nonmembers), mode=mode)
+        pop = _population_from(list(population or []), mode)
+        info = {"source": "uploaded files", "members files": [f.name for f in members],
+                "non-members files": [f.name for f in nonmembers]}
+        if pop is not None:
+            info["population files"] = [f.name for f in population]
+    elif source == "paste":
+        if not (members_text or "").strip():
+            raise DataError("no member texts pasted: put one text per line (or blank-line-separated paragraphs).")
+        if not (nonmembers_text or "").strip():
+            raise DataError("no non-member texts pasted: put one text per line (or blank-line-separated paragraphs).")
+        ds = texts_from_strings(members_text, nonmembers_text)
+        pop = None
+        info = {"source": "pasted texts"}
+    else:  # pragma: no cover - the page offers only the three
+        raise SettingsError(f"unknown data source {source!r}")
+    if pop is not None:
+        overlap = set(pop.texts) & set(ds.texts)
+        if overlap:
+            raise DataError(f"{len(overlap)} population text(s) also appear among the members or non-members; "
+                            "the population must be disjoint from both.")
+    notes = list(ds.report)
+    for lab, role in ((1, "members"), (0, "non-members")):
+        texts = [t for t, y in zip(ds.texts, ds.labels) if y == lab]
+        short = sum(1 for t in texts if len(t.split()) < MIN_WORDS)
+        if short == len(texts):
+            raise DataError(f"every one of the {role} is shorter than {MIN_WORDS} words: too short to score. "
+                            "Give sentences or paragraphs.")
+        if short:
+            notes.append(f"{role}: {short} text(s) shorter than {MIN_WORDS} words; their scores are very noisy.")
+    info.update({"members": ds.n_members, "non-members": ds.n_nonmembers,
+                 "mean words per text": round(float(np.mean([len(t.split()) for t in ds.texts])), 1)})
+    return CalibrationInputs(ds, pop, info, notes)
+
+
+def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int, seed: int,
+                 context: int | None, blind: bool, dataset: Dataset, reference) -> RunConfig:
+    """Validate the settings against the data and models; a RunConfig or a clear SettingsError."""
+    attacks = list(attacks)
+    if not attacks:
+        raise SettingsError("choose at least one attack.")
+    unknown = [a for a in attacks if a not in REGISTRY]
+    if unknown:
+        raise SettingsError(f"unknown attack(s): {', '.join(unknown)}.")
+    needs_ref = [REGISTRY[a].label for a in attacks if "reference" in REGISTRY[a].needs]
+    if needs_ref and reference is None:
+        raise SettingsError(f"{', '.join(needs_ref)} needs a reference model: choose one in the sidebar "
+                            "(for a fine-tuned target, its base model), or untick the attack.")
+    for name, p in params.items():
+        k = p.get("k")
+        if k is not None and not 0 < float(k) <= 1:
+            raise SettingsError(f"{REGISTRY[name].label}: k must be a fraction in (0, 1], got {k}.")
+    learns = learning_attacks(attacks)
+    if learns:
+        if split is None or not 0 < split < 1:
+            raise SettingsError(f"{', '.join(REGISTRY[a].label for a in learns)} learns from labelled texts: "
+                                "set a train/evaluation split between 0 and 1.")
+        if dataset.n_members < 4 or dataset.n_nonmembers < 4:
+            raise DataError("a train/evaluation split needs at least 4 members and 4 non-members.")
+    else:
+        split = None
+    if blind and (dataset.n_members < 2 or dataset.n_nonmembers < 2):
+        raise DataError("the blind baseline needs at least 2 members and 2 non-members: add texts, "
+                        "or switch the blind baseline off under Advanced.")
+    if n_bootstrap < 0:
+        raise SettingsError("the number of bootstrap resamples cannot be negative.")
+    if context is not None and context < 16:
+        raise SettingsError("the context window must be at least 16 tokens (0 = the model's default).")
+    return RunConfig(attacks=attacks, params=params, stats=StatsSettings(context=context), n_bootstrap=int(n_bootstrap),
+                     seed=int(seed), split=split, blind=bool(blind))
+
+
+def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *, name: str | None = None,
+             modify_variants=None):
+    """The background work: run the attacks, optionally the modified-member comparison
+    (``mia_core.modify.run_modified``, SMIA §5.2), and save the run.
+
+    Returns a function ``work(progress) -> run id`` for ``dashboard.jobs.JobRegistry.start``.
+    """
+    from dataclasses import replace
+
+    from mia_core import runs
+    from mia_core.pipeline import run_attacks
+
+    def work(progress):
+        result = run_attacks(inputs.dataset, target, reference=reference, config=config,
+                             population=inputs.population, progress=progress)
+        result.report = list(dict.fromkeys(inputs.notes + list(result.report)))
+        if modify_variants:
+            from mia_core.modify import run_modified
+
+            # the blind baseline does not change with one-word edits worth re-running per variant
+            result.extra["modified"] = run_modified(
+                inputs.dataset, target, variants=list(modify_variants), reference=reference,
+                config=replace(config, blind=False), seed=config.seed, progress=progress, verbatim=result.metrics)
+        stored = runs.save_run(result, name=name or None, data=inputs.data_info)
+        return stored.id
+
+    return work

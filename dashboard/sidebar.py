@@ -1,0 +1,186 @@
+"""The sidebar model panel, shown by every page: target, optional reference, dtype, quantisation,
+device, ``trust_remote_code`` (off by default), with load time and memory.
+
+Choices survive page changes: each widget writes through to a plain session-state key
+(``mp_*``) that the next page reads back (Streamlit forgets widget state of widgets a page does
+not draw). Models are loaded through ``dashboard.loaders.load_model`` (cached across reruns,
+pages and sessions); a failed load shows its reason in an error box.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import streamlit as st
+
+from mia_core.errors import MiaError
+from mia_core.models import DTYPES, EMBEDDED_NAME, QUANTIZE
+from mia_core.report import fmt_bytes, fmt_seconds
+
+from . import optional
+from .loaders import load_model
+
+EMBEDDED_LABEL = "Embedded SmolLM2-135M-Instruct"
+TARGET_OPTIONS = ("smollm2", "demo", "custom")
+REFERENCE_OPTIONS = ("none", "smollm2", "custom")
+_LABELS = {
+    "smollm2": EMBEDDED_LABEL,
+    "demo": "Demo fine-tuned target",
+    "custom": "Hub id, local folder or .gguf file…",
+    "none": "None",
+}
+DEFAULTS = {
+    "mp_target": "smollm2",
+    "mp_target_custom": "",
+    "mp_reference": "none",
+    "mp_reference_custom": "",
+    "mp_dtype": "auto",
+    "mp_quantize": "none",
+    "mp_device": "auto",
+    "mp_trust": False,
+}
+
+
+@dataclass
+class ModelPanel:
+    """What the user chose in the sidebar, and the loaded models (None when not loaded / failed)."""
+
+    target_spec: str | None
+    reference_spec: str | None
+    dtype: str
+    quantize: str
+    device: str
+    trust_remote_code: bool
+    target: object | None = None
+    reference: object | None = None
+    target_error: str | None = None
+    reference_error: str | None = None
+
+    def load_target(self):
+        return load_model(self.target_spec, self.dtype, self.quantize, self.device, self.trust_remote_code)
+
+    def load_reference(self):
+        if not self.reference_spec:
+            return None
+        return load_model(self.reference_spec, self.dtype, "none", self.device, self.trust_remote_code)
+
+
+def _persist(key: str) -> None:
+    st.session_state[key] = st.session_state["_" + key]
+
+
+def _widget(kind, label: str, key: str, **kw):
+    """A widget whose value is mirrored in ``st.session_state[key]`` (survives page switches)."""
+    if key not in st.session_state:
+        st.session_state[key] = DEFAULTS[key]
+    st.session_state["_" + key] = st.session_state[key]
+    return kind(label, key="_" + key, on_change=_persist, args=(key,), **kw)
+
+
+def _device_options() -> list[str]:
+    opts = ["auto", "cpu"]
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            opts += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+        if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+            opts.append("mps")
+    except ImportError:  # pragma: no cover - torch is a hard requirement
+        pass
+    return opts
+
+
+def _spec(choice: str, custom: str, demo: dict | None) -> str | None:
+    if choice == "smollm2":
+        return EMBEDDED_NAME
+    if choice == "demo":
+        return str(demo["target"]) if demo and demo.get("target") else None
+    if choice == "none":
+        return None
+    return custom.strip() or None
+
+
+def _status_line(lm) -> str:
+    mem = lm.memory_bytes
+    parts = [f"**{lm.name}**", lm.dtype, lm.quantize if lm.quantize != "none" else "", lm.device,
+             f"{lm.n_params / 1e6:.0f}M params", f"loaded in {fmt_seconds(lm.load_seconds)}",
+             fmt_bytes(mem) if mem else ""]
+    return " · ".join(p for p in parts if p)
+
+
+def model_panel(*, load: bool = True, need_reference: bool = True) -> ModelPanel:
+    """Draw the sidebar model panel and (when ``load``) load the chosen models.
+
+    ``need_reference=False`` leaves the reference unloaded (pages that cannot use one).
+    """
+    demo = optional.demo_paths()
+    target_opts = [o for o in TARGET_OPTIONS if o != "demo" or demo]
+    if st.session_state.get("mp_target") not in target_opts:
+        st.session_state["mp_target"] = "smollm2"
+    sb = st.sidebar
+    with sb:
+        st.header("Model")
+        choice = _widget(st.selectbox, "Target model", "mp_target", options=target_opts,
+                         format_func=lambda o: _LABELS[o],
+                         help="The model audited: was it trained on the texts? The embedded model needs no download.")
+        custom = ""
+        if choice == "custom":
+            custom = _widget(st.text_input, "Target: hub id, local folder or .gguf file", "mp_target_custom",
+                             placeholder="HuggingFaceTB/SmolLM2-135M or /path/to/model",
+                             help="A fine-tuned target folder (written by `python -m mia_core make-target`) works too.")
+        ref_choice = _widget(st.selectbox, "Reference model (optional)", "mp_reference", options=list(REFERENCE_OPTIONS),
+                             format_func=lambda o: _LABELS[o],
+                             help="Needed by the reference-model attack: a model trained on similar data but not on "
+                                  "the audited texts (for a fine-tuned target, its base model).")
+        ref_custom = ""
+        if ref_choice == "custom":
+            ref_custom = _widget(st.text_input, "Reference: hub id, local folder or .gguf file", "mp_reference_custom")
+        with st.expander("Precision and device", expanded=False):
+            dtype = _widget(st.selectbox, "dtype", "mp_dtype", options=list(DTYPES),
+                            help="auto = fp32 on CPU (exact and fastest on most CPUs), bf16/fp16 on a GPU.")
+            quant = _widget(st.selectbox, "Quantisation (target)", "mp_quantize", options=list(QUANTIZE),
+                            help="int8 / int4 through bitsandbytes; compare runs to see what quantisation does to the attacks.")
+            devs = _device_options()
+            if st.session_state.get("mp_device") not in devs:
+                st.session_state["mp_device"] = "auto"
+            device = _widget(st.selectbox, "Device", "mp_device", options=devs)
+            trust = _widget(st.checkbox, "trust_remote_code", "mp_trust",
+                            help="Lets a hub model run its own Python code. Leave off unless you trust its author.")
+
+    panel = ModelPanel(
+        target_spec=_spec(choice, custom, demo), reference_spec=_spec(ref_choice, ref_custom, demo),
+        dtype=dtype, quantize=quant, device=device, trust_remote_code=bool(trust),
+    )
+    if panel.target_spec is None:
+        panel.target_error = "type a hub id, a local folder or a .gguf file for the target model"
+    if ref_choice == "custom" and panel.reference_spec is None:
+        panel.reference_error = "type a hub id, a local folder or a .gguf file for the reference model"
+    if load:
+        _load_into(panel, need_reference)
+    with sb:
+        if panel.target is not None:
+            st.caption("Target: " + _status_line(panel.target))
+        elif panel.target_error:
+            st.error(f"Target not loaded: {panel.target_error}")
+        if panel.reference is not None:
+            st.caption("Reference: " + _status_line(panel.reference))
+        elif panel.reference_error:
+            st.error(f"Reference not loaded: {panel.reference_error}")
+        if not load:
+            st.caption("Models load when a page needs them.")
+    return panel
+
+
+def _load_into(panel: ModelPanel, need_reference: bool) -> None:
+    if panel.target_spec and panel.target_error is None:
+        try:
+            with st.sidebar, st.spinner(f"Loading {panel.target_spec}… (first load of a GGUF converts it once, ~1 min)"):
+                panel.target = panel.load_target()
+        except MiaError as e:
+            panel.target_error = str(e)
+    if need_reference and panel.reference_spec and panel.reference_error is None:
+        try:
+            with st.sidebar, st.spinner(f"Loading reference {panel.reference_spec}…"):
+                panel.reference = panel.load_reference()
+        except MiaError as e:
+            panel.reference_error = str(e)

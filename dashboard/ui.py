@@ -1,0 +1,69 @@
+"""Small Streamlit helpers shared by the pages: page setup, error boxes, verdict banner, stage
+progress, and people-friendly formatting (re-exported from ``mia_core.report``)."""
+from __future__ import annotations
+
+import streamlit as st
+
+from mia_core.report import (  # noqa: F401 - re-exported for the pages
+    fmt_auc, fmt_bytes, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, fpr_label,
+)
+
+AUC_EXPLAINER = (
+    "An attack gives every text a score; the **AUC** is the probability that a random member "
+    "outscores a random non-member. **0.5 = chance**: the attack cannot tell texts the model was "
+    "trained on from texts it never saw. What matters for a confident claim is the **true-positive "
+    "rate at a low false-positive rate** (e.g. TPR at 1 % FPR)."
+)
+
+
+def page_setup(title: str, icon: str = ":material/home:") -> None:
+    st.set_page_config(page_title=f"{title} · MIA dashboard", page_icon=icon, layout="wide")
+
+
+def show_error(e: Exception | str) -> None:
+    """A user-facing error: one clear sentence in a red box, never a traceback."""
+    st.error(str(e))
+
+
+def verdict_banner(verdict: dict | None) -> None:
+    """The blind-baseline verdict: success / warning (caution) / error (shift)."""
+    if not verdict:
+        return
+    level = verdict.get("level")
+    msg = verdict.get("message", "")
+    if level == "shift":
+        st.error(f"**Distribution shift — these AUCs do not measure membership.** {msg}", icon=":material/error:")
+    elif level == "caution":
+        st.warning(f"**Caution — the sets differ slightly without the model.** {msg}", icon=":material/warning:")
+    else:
+        st.success(f"**Blind baseline: no sign of distribution shift.** {msg}", icon=":material/check_circle:")
+
+
+def render_stages(job) -> None:
+    """One progress bar per stage of a job, with its message (counts) and elapsed time."""
+    stages = job.snapshot()
+    st.markdown(f"**{job.title}** — running for {fmt_seconds(job.elapsed)}")
+    if job.status_message:
+        st.caption(job.status_message)
+    if not stages:
+        st.progress(0.0, text="starting…")
+    for s in stages:
+        st.progress(s.fraction, text=f"{s.name}: {s.message} ({fmt_seconds(s.elapsed)})")
+
+
+def stage_progress(container):
+    """A synchronous progress callback that draws one bar per stage inside ``container``."""
+    import time
+
+    bars: dict[str, tuple] = {}
+
+    def cb(message: str, fraction: float) -> None:
+        msg = str(message)
+        name, rest = (msg.split(":", 1) + [""])[:2] if ":" in msg else ("status", msg)
+        name = name.strip()
+        if name not in bars:
+            bars[name] = (container.empty(), time.time())
+        slot, t0 = bars[name]
+        slot.progress(max(0.0, min(1.0, float(fraction))), text=f"{name}: {rest.strip()} ({fmt_seconds(time.time() - t0)})")
+
+    return cb

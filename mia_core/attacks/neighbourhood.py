@@ -1,0 +1,117 @@
+"""Neighbourhood attack (Mattern et al. 2023, "Membership Inference Attacks against Language
+Models via Neighbourhood Comparison", ACL Findings, §2).
+
+A reference-free calibration: instead of a reference model, compare the target's loss on a
+text with its losses on ``n`` *neighbours* -- copies of the text with one word replaced by a
+plausible substitute (``mia_core.neighbours``). A text the model was trained on sits in a
+dip of the loss landscape, so its neighbours score noticeably worse; a text it never saw
+scores about as well as its neighbours (§2.1)::
+
+    score(x) = -( L(x) - (1/n) sum_j L(x~_j) )
+
+(higher = more likely member; L is the mean NLL per token, ``TokenStats.loss``). The paper
+thresholds ``L(x) - mean_j L(x~_j)``; its best neighbours came from a masked LM with
+embedding dropout 0.7, n = 100 neighbours, m = 1 replaced word (§2.2, §4).
+
+Neighbour losses come from the one batched, cached forward path (``ctx.compute`` ->
+``mia_core.stats.compute_stats``) in a single pass over all neighbours of all texts, so the
+attack costs about ``n + 1`` times LOSS (plus neighbour generation, cached too). Texts
+outside the prepared set (the population set used for thresholds) get their neighbours
+generated and scored on demand.
+"""
+from __future__ import annotations
+
+import json
+import time
+
+import numpy as np
+
+from ..cache import text_hash
+from ..errors import SettingsError
+from ..neighbours import Neighbour, NeighbourSettings, make_generator
+from .base import AttackInputs
+
+DEFAULTS = {"generator": "offline", "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
+N_EXAMPLES = 3  # texts whose full neighbours are put in the run's report
+
+
+def settings_from(params: dict) -> NeighbourSettings:
+    """Neighbour settings from attack parameters (``generator``, ``n``, ``m``, ``dropout``, ``seed``)."""
+    p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS and v is not None}}
+    return NeighbourSettings(generator=str(p["generator"]), n=int(p["n"]), m=int(p["m"]),
+                             dropout=float(p["dropout"]), seed=int(p["seed"])).validate()
+
+
+def ensure_neighbours(inputs: AttackInputs, settings: NeighbourSettings, ctx=None,
+                      texts: list[str] | None = None) -> list[tuple[list[Neighbour], np.ndarray]]:
+    """Neighbours of each text and their target losses, generated and scored where missing.
+
+    Results are kept in ``inputs.extra["neighbour_store"]`` (shared by the neighbourhood
+    attack and SMIA, and by the population pass, which re-uses ``inputs.extra``); the run
+    context given to ``prepare`` is kept too, so population texts can be handled later.
+    """
+    texts = list(inputs.texts if texts is None else texts)
+    if ctx is not None:
+        inputs.extra["run_context"] = ctx
+    ctx = ctx or inputs.extra.get("run_context")
+    store = inputs.extra.setdefault("neighbour_store", {})
+    by_hash = store.setdefault(json.dumps(settings.to_dict(), sort_keys=True), {})
+    missing = list(dict.fromkeys(t for t in texts if text_hash(t) not in by_hash))
+    if missing:
+        if ctx is None:
+            raise SettingsError("neighbour losses are missing and no target model is at hand: run the attack "
+                                "through mia_core.pipeline.run_attacks")
+        t0 = time.time()
+        gen = make_generator(settings)
+        nbs = gen.generate(missing, use_cache=ctx.config.use_cache, progress=ctx.progress)
+        t1 = time.time()
+        flat = [n.text for ns in nbs for n in ns]
+        stats = ctx.compute(ctx.target, flat, label="neighbour pass") if flat else []
+        losses = np.array([s.loss for s in stats], dtype=float)
+        k = 0
+        for t, ns in zip(missing, nbs):
+            by_hash[text_hash(t)] = (ns, losses[k : k + len(ns)])
+            k += len(ns)
+        timing = inputs.extra.setdefault("neighbour_timing", {"generate_s": 0.0, "score_s": 0.0, "n_texts": 0})
+        timing["generate_s"] += t1 - t0
+        timing["score_s"] += time.time() - t1
+        timing["n_texts"] += len(missing)
+    return [by_hash[text_hash(t)] for t in texts]
+
+
+def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    settings = settings_from(params)
+    data = ensure_neighbours(inputs, settings, ctx)
+    counts = np.array([len(ns) for ns, _ in data])
+    report = {
+        "settings": settings.to_dict(),
+        "generator_identity": make_generator(settings).identity,
+        "n_neighbours_mean": float(counts.mean()) if len(counts) else 0.0,
+        "texts_without_neighbours": int((counts == 0).sum()),
+        "neighbour_loss_mean": [float(np.nanmean(l)) if len(l) else None for _, l in data],
+        # compact per-text record: the replaced words and each neighbour's loss
+        "neighbours": [
+            [{"replaced": [list(r) for r in n.replaced], "loss": float(l)} for n, l in zip(ns, ls)] for ns, ls in data
+        ],
+        "examples": [
+            {"text": t, "neighbours": [{"text": n.text, "replaced": [list(r) for r in n.replaced], "loss": float(l)}
+                                       for n, l in zip(ns, ls)]}
+            for t, (ns, ls) in list(zip(inputs.texts, data))[:N_EXAMPLES]
+        ],
+        "timing": dict(inputs.extra.get("neighbour_timing", {})),
+    }
+    if report["texts_without_neighbours"]:
+        report["note"] = (f"{report['texts_without_neighbours']} text(s) had no replaceable word and get no "
+                          "neighbourhood score (NaN)")
+    return report
+
+
+def score(inputs: AttackInputs, **params) -> np.ndarray:
+    data = ensure_neighbours(inputs, settings_from(params))
+    out = np.full(len(inputs.texts), np.nan)
+    for i, (s, (ns, losses)) in enumerate(zip(inputs.target, data)):
+        ok = losses[np.isfinite(losses)] if len(losses) else losses
+        if s.n_predicted == 0 or len(ok) == 0:
+            continue
+        out[i] = -(s.loss - float(ok.mean()))
+    return out

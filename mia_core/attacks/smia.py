@@ -1,0 +1,385 @@
+"""SMIA: Semantic Membership Inference Attack (Mozaffari & Marathe 2024, "Semantic Membership
+Inference Attack against Large Language Models", arXiv:2406.10218).
+
+Idea (§3-4): perturb a text into semantic neighbours and let a small neural network learn
+how the target's loss moves *relative to how far the meaning moved* -- members and
+non-members react differently. For a text ``x`` and its neighbour ``x~_j``:
+
+    features(x, x~_j) = ( e(x) - e(x~_j),  L(x) - L(x~_j) )
+
+with ``e`` a sentence embedding (the paper: Cohere Embedding V3; here all-MiniLM-L6-v2 by
+default, ``mia_core.embeddings``) and ``L`` the target's mean NLL per token.
+
+Training (their Algorithm 1): every (text, neighbour) pair of the labelled training texts is
+one example, label 1 for members, 0 for non-members. Network (their Table 6): a loss branch
+FC(1, 512) and an embedding branch FC(d, 512), each with ReLU, concatenated (1024) and fed
+through FC 1024->512->256->128->64->32 with ReLU and dropout 0.2, then FC(32, 1) and a
+sigmoid (~0.9 M parameters for d = 384, ~1.2 M for the paper's d = 1024). Adam, binary
+cross-entropy, **balanced batches** (half member pairs, half non-member pairs), a held-out
+**validation split of training texts** (by text, stratified, so no text has pairs on both
+sides), and the **epoch with the lowest validation loss is kept** (their App. D.4). Inputs
+are standardised with the training pairs' mean and standard deviation (stored with the
+model) -- an engineering choice of ours that makes the small-magnitude embedding
+differences trainable with one learning rate; the learning rate, epochs and batch size are
+our defaults (``DEFAULTS``), not values from the paper.
+
+Inference (their Algorithm 2): ``score(x) = (1/n) sum_j f(features(x, x~_j))``, the mean
+membership probability over the text's neighbours (higher = more likely member).
+
+A trained model is saved as ``smia.safetensors`` + ``smia.json`` (never pickle) recording the
+target model's identity, the embedder's identity, the neighbour settings and the statistics
+settings it was trained with; applying it with anything different raises ``SettingsError``.
+Training and evaluation texts are kept apart by the pipeline (a separate training set or a
+stratified split; a text may not be in both).
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError, SettingsError
+from .base import AttackInputs
+from .neighbourhood import DEFAULTS as NEIGHBOUR_DEFAULTS
+from .neighbourhood import ensure_neighbours, settings_from
+
+SMIA_FORMAT = "mia-dashboard/smia"
+SMIA_VERSION = 1
+HIDDEN = (512, 256, 128, 64, 32)  # Table 6
+BRANCH = 512
+DROPOUT = 0.2
+DEFAULTS = {
+    **NEIGHBOUR_DEFAULTS,
+    "embedder": "minilm",
+    "epochs": 60,
+    "lr": 1e-3,
+    "batch_size": 64,
+    "val_fraction": 0.2,
+    "train_seed": 0,
+    "save": None,
+    "load": None,
+}
+WEIGHTS_FILE = "smia.safetensors"
+META_FILE = "smia.json"
+
+
+def build_net(dim: int):
+    """The attack network of Table 6 for embeddings of size ``dim`` (outputs logits)."""
+    import torch
+    from torch import nn
+
+    class SmiaNet(nn.Module):
+        def __init__(self, d: int):
+            super().__init__()
+            self.loss_branch = nn.Sequential(nn.Linear(1, BRANCH), nn.ReLU())
+            self.embedding_branch = nn.Sequential(nn.Linear(d, BRANCH), nn.ReLU())
+            layers, width = [], 2 * BRANCH
+            for h in HIDDEN:
+                layers += [nn.Linear(width, h), nn.ReLU(), nn.Dropout(DROPOUT)]
+                width = h
+            layers.append(nn.Linear(width, 1))
+            self.head = nn.Sequential(*layers)
+
+        def forward(self, emb_diff, loss_diff):
+            z = torch.cat([self.embedding_branch(emb_diff), self.loss_branch(loss_diff)], dim=-1)
+            return self.head(z).squeeze(-1)
+
+    return SmiaNet(dim)
+
+
+@dataclass
+class SmiaModel:
+    """A trained SMIA network with what it was trained on."""
+
+    net: object
+    dim: int
+    mean: np.ndarray  # feature standardisation (d + 1: embedding differences, then loss difference)
+    std: np.ndarray
+    meta: dict = field(default_factory=dict)
+
+    def probabilities(self, emb_diff: np.ndarray, loss_diff: np.ndarray) -> np.ndarray:
+        import torch
+
+        if len(loss_diff) == 0:
+            return np.zeros(0)
+        x = (np.concatenate([emb_diff, loss_diff[:, None]], 1) - self.mean) / self.std
+        self.net.eval()
+        with torch.inference_mode():
+            t = torch.from_numpy(x.astype(np.float32))
+            return torch.sigmoid(self.net(t[:, : self.dim], t[:, self.dim :])).numpy().astype(np.float64)
+
+    def check(self, expected: dict) -> None:
+        """Raise ``SettingsError`` unless the model was trained with the ``expected`` settings."""
+        got = self.meta.get("trained_with", {})
+        diffs = [k for k in sorted(set(expected) | set(got)) if expected.get(k) != got.get(k)]
+        if diffs:
+            parts = [f"{k}: trained with {got.get(k)!r}, now {expected.get(k)!r}" for k in diffs]
+            raise SettingsError("this SMIA model was trained with other settings and its scores would mean "
+                                "nothing here (" + "; ".join(parts) + ")")
+
+
+def save_smia(model: SmiaModel, path: str | Path) -> Path:
+    """Write ``PATH/smia.safetensors`` (weights, standardisation) and ``PATH/smia.json``."""
+    from safetensors.torch import save_file
+    import torch
+
+    out = Path(path)
+    out.mkdir(parents=True, exist_ok=True)
+    tensors = {f"net.{k}": v.detach().cpu().contiguous() for k, v in model.net.state_dict().items()}
+    tensors["feature_mean"] = torch.from_numpy(model.mean.astype(np.float32))
+    tensors["feature_std"] = torch.from_numpy(model.std.astype(np.float32))
+    save_file(tensors, str(out / WEIGHTS_FILE))
+    meta = {"format": SMIA_FORMAT, "version": SMIA_VERSION, "embedding_dim": model.dim, **model.meta}
+    (out / META_FILE).write_text(json.dumps(meta, indent=2, default=float))
+    return out
+
+
+def load_smia(path: str | Path) -> SmiaModel:
+    """Read a model written by :func:`save_smia` (safetensors + JSON; nothing is unpickled)."""
+    from safetensors.torch import load_file
+
+    p = Path(path)
+    if p.is_file() and p.name in (WEIGHTS_FILE, META_FILE):
+        p = p.parent
+    if not (p / WEIGHTS_FILE).exists() or not (p / META_FILE).exists():
+        raise SettingsError(f"{path}: not a saved SMIA model (expected {WEIGHTS_FILE} and {META_FILE})")
+    try:
+        meta = json.loads((p / META_FILE).read_text())
+    except (OSError, ValueError) as e:
+        raise SettingsError(f"{p / META_FILE}: unreadable ({e})") from None
+    if meta.get("format") != SMIA_FORMAT:
+        raise SettingsError(f"{p}: not a saved SMIA model (format {meta.get('format')!r})")
+    if int(meta.get("version", 0)) > SMIA_VERSION:
+        raise SettingsError(f"{p}: saved by a newer version (format {meta.get('version')}); update mia-dashboard")
+    tensors = load_file(str(p / WEIGHTS_FILE))
+    dim = int(meta["embedding_dim"])
+    net = build_net(dim)
+    try:
+        net.load_state_dict({k[4:]: v for k, v in tensors.items() if k.startswith("net.")})
+    except RuntimeError as e:
+        raise SettingsError(f"{p}: the weights do not fit the SMIA network ({str(e).splitlines()[0]})") from None
+    net.eval()
+    meta = {k: v for k, v in meta.items() if k not in ("format", "version", "embedding_dim")}
+    return SmiaModel(net, dim, tensors["feature_mean"].numpy().astype(np.float64),
+                     tensors["feature_std"].numpy().astype(np.float64), meta)
+
+
+# --------------------------------------------------------------------------------------
+# features, training
+# --------------------------------------------------------------------------------------
+@dataclass
+class PairFeatures:
+    """All (text, neighbour) pairs: ``text_index[k]`` is the text of pair ``k``."""
+
+    text_index: np.ndarray
+    emb_diff: np.ndarray
+    loss_diff: np.ndarray
+    cosine: np.ndarray
+
+
+def pair_features(texts: list[str], data, target_losses: np.ndarray, embedder, *, use_cache: bool = True,
+                  progress=lambda m, f: None) -> PairFeatures:
+    """Features of every (text, neighbour) pair (Algorithm 1, lines 4-7)."""
+    from ..embeddings import cosine, embed
+
+    flat = [n.text for ns, _ in data for n in ns]
+    e_x = embed(texts, embedder, use_cache=use_cache, progress=progress, label="embeddings (texts)")
+    e_n = embed(flat, embedder, use_cache=use_cache, progress=progress, label="embeddings (neighbours)")
+    idx = np.array([i for i, (ns, _) in enumerate(data) for _ in ns], dtype=np.int64)
+    nb_loss = np.concatenate([ls for _, ls in data]) if flat else np.zeros(0)
+    emb_diff = (e_x[idx] - e_n) if flat else np.zeros((0, e_x.shape[1]), dtype=np.float32)
+    loss_diff = target_losses[idx] - nb_loss if flat else np.zeros(0)
+    keep = np.isfinite(loss_diff)
+    cos = cosine(e_x[idx], e_n) if flat else np.zeros(0)
+    return PairFeatures(idx[keep], emb_diff[keep].astype(np.float64), loss_diff[keep], cos[keep])
+
+
+def _text_split(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
+    """Validation mask over training texts: stratified, >= 1 text of each class on each side."""
+    rng = np.random.default_rng(seed)
+    val = np.zeros(len(labels), dtype=bool)
+    for c in (0, 1):
+        idx = np.flatnonzero(labels == c)
+        k = min(max(1, int(round(len(idx) * fraction))), len(idx) - 1)
+        val[rng.permutation(idx)[:k]] = True
+    return val
+
+
+def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr: float = 1e-3, batch_size: int = 64,
+               val_fraction: float = 0.2, seed: int = 0, progress=lambda m, f: None) -> tuple[SmiaModel, dict]:
+    """Train the network on pairs of labelled texts (``labels`` per text index of ``feats``).
+
+    Returns the model from the epoch with the lowest validation loss and the curves
+    ``{"epoch", "train_loss", "val_loss", "val_auc", "best_epoch"}``.
+    """
+    import torch
+    from sklearn.metrics import roc_auc_score
+
+    if int(epochs) < 1 or int(batch_size) < 2 or not lr > 0 or not 0 < val_fraction < 1:
+        raise SettingsError("SMIA training needs epochs >= 1, batch_size >= 2, lr > 0 and 0 < val_fraction < 1")
+    texts = np.unique(feats.text_index)
+    t_labels = labels[texts]
+    if (t_labels == 1).sum() < 2 or (t_labels == 0).sum() < 2:
+        raise DataError("SMIA needs at least 2 member and 2 non-member training texts with neighbours")
+    val_texts = set(texts[_text_split(t_labels, val_fraction, seed)].tolist())
+    is_val = np.array([i in val_texts for i in feats.text_index])
+    y = labels[feats.text_index].astype(np.float32)
+    x = np.concatenate([feats.emb_diff, feats.loss_diff[:, None]], 1)
+    mean = x[~is_val].mean(0)
+    std = x[~is_val].std(0)
+    std[std < 1e-8] = 1.0
+    xs = ((x - mean) / std).astype(np.float32)
+    dim = feats.emb_diff.shape[1]
+    X = torch.from_numpy(xs)
+    Y = torch.from_numpy(y)
+    tr_pos = np.flatnonzero(~is_val & (y == 1))
+    tr_neg = np.flatnonzero(~is_val & (y == 0))
+    va = np.flatnonzero(is_val)
+    rng = np.random.default_rng(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        net = build_net(dim)
+        opt = torch.optim.Adam(net.parameters(), lr=lr)
+        bce = torch.nn.BCEWithLogitsLoss(reduction="none")
+        half = max(1, batch_size // 2)
+        n_batches = max(1, int(np.ceil(max(len(tr_pos), len(tr_neg)) / half)))
+        curves = {"epoch": [], "train_loss": [], "val_loss": [], "val_auc": []}
+        best, best_loss, best_epoch = None, np.inf, 0
+        vy = Y[va]
+        vw = torch.where(vy == 1, 0.5 / max(1, int((vy == 1).sum())), 0.5 / max(1, int((vy == 0).sum())))
+        for ep in range(1, int(epochs) + 1):
+            net.train()
+            pp, nn_ = rng.permutation(np.resize(rng.permutation(tr_pos), n_batches * half)), \
+                rng.permutation(np.resize(rng.permutation(tr_neg), n_batches * half))
+            tot = 0.0
+            for b in range(n_batches):
+                idx = torch.from_numpy(np.concatenate([pp[b * half : (b + 1) * half], nn_[b * half : (b + 1) * half]]))
+                logits = net(X[idx, :dim], X[idx, dim:])
+                loss = bce(logits, Y[idx]).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                tot += float(loss)
+            net.eval()
+            with torch.inference_mode():
+                vl = net(X[va, :dim], X[va, dim:])
+                v_loss = float((bce(vl, vy) * vw).sum())  # class-balanced validation loss
+                probs = torch.sigmoid(vl).numpy()
+            per_text = {}
+            for k, i in zip(probs, feats.text_index[va]):
+                per_text.setdefault(int(i), []).append(float(k))
+            ids = sorted(per_text)
+            try:
+                v_auc = float(roc_auc_score(labels[ids], [np.mean(per_text[i]) for i in ids]))
+            except ValueError:
+                v_auc = float("nan")
+            curves["epoch"].append(ep)
+            curves["train_loss"].append(tot / n_batches)
+            curves["val_loss"].append(v_loss)
+            curves["val_auc"].append(v_auc)
+            if v_loss < best_loss:
+                best_loss, best_epoch = v_loss, ep
+                best = {k: v.detach().clone() for k, v in net.state_dict().items()}
+            progress(f"SMIA training: epoch {ep}/{epochs}, val loss {v_loss:.3f}", ep / epochs)
+        net.load_state_dict(best)
+        net.eval()
+    curves["best_epoch"] = best_epoch
+    info = {"n_train_texts": int(len(texts) - len(val_texts)), "n_val_texts": int(len(val_texts)),
+            "n_train_pairs": int((~is_val).sum()), "n_val_pairs": int(is_val.sum()), "epochs": int(epochs),
+            "lr": float(lr), "batch_size": int(batch_size), "val_fraction": float(val_fraction), "seed": int(seed),
+            "best_epoch": best_epoch, "best_val_loss": float(best_loss)}
+    return SmiaModel(net, dim, mean, std, {"training": info}), curves
+
+
+# --------------------------------------------------------------------------------------
+# the attack
+# --------------------------------------------------------------------------------------
+def _p(params: dict) -> dict:
+    return {**DEFAULTS, **{k: v for k, v in params.items() if v is not None}}
+
+
+def expected_settings(ctx, settings, embedder) -> dict:
+    """What a saved model must have been trained with to be applied here."""
+    from ..neighbours import make_generator
+    from ..stats import cache_settings
+
+    st = cache_settings(ctx.target, ctx.config.stats)
+    return {
+        "target": ctx.target.identity,
+        "embedder": embedder.identity,
+        "neighbours": {**settings.to_dict(), "generator_identity": make_generator(settings).identity},
+        "statistics": {"context": st["context"], "prefix": st["prefix"]},
+    }
+
+
+def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    from ..embeddings import load_embedder
+
+    p = _p(params)
+    settings = settings_from(p)
+    embedder = load_embedder(p["embedder"])
+    data = ensure_neighbours(inputs, settings, ctx)
+    losses = np.array([s.loss for s in inputs.target], dtype=float)
+    feats = pair_features(inputs.texts, data, losses, embedder, use_cache=ctx.config.use_cache, progress=ctx.progress)
+    expected = expected_settings(ctx, settings, embedder)
+    labels = np.asarray(ctx.dataset.labels, dtype=int)
+    report: dict = {"settings": {k: p[k] for k in NEIGHBOUR_DEFAULTS}, "embedder": embedder.describe()}
+    t0 = time.time()
+    if p["load"]:
+        model = load_smia(p["load"])
+        model.check(expected)
+        report["loaded_from"] = str(p["load"])
+        report["training"] = model.meta.get("training", {})
+        report["curves"] = model.meta.get("curves", {})
+    else:
+        train = np.asarray(ctx.train_mask, dtype=bool)
+        if not train.any():
+            raise SettingsError("SMIA learns from labelled texts: give a training set (--train-members/"
+                                "--train-nonmembers), a split (--split 0.5) or a trained model (--smia-load)")
+        sel = train[feats.text_index]
+        sub = PairFeatures(feats.text_index[sel], feats.emb_diff[sel], feats.loss_diff[sel], feats.cosine[sel])
+        model, curves = train_smia(sub, labels, epochs=int(p["epochs"]), lr=float(p["lr"]),
+                                   batch_size=int(p["batch_size"]), val_fraction=float(p["val_fraction"]),
+                                   seed=int(p["train_seed"]), progress=ctx.progress)
+        model.meta["trained_with"] = expected
+        model.meta["curves"] = curves
+        report["training"] = model.meta["training"]
+        report["curves"] = curves
+        report["training_seconds"] = round(time.time() - t0, 2)
+        if p["save"]:
+            report["saved_to"] = str(save_smia(model, p["save"]))
+    inputs.extra["smia_state"] = {"model": model, "embedder": embedder, "settings": settings}
+    split = np.where(np.asarray(ctx.train_mask, dtype=bool), "train", "eval")
+    report["pairs"] = {
+        "text_index": feats.text_index.tolist(),
+        "cosine": [float(c) for c in feats.cosine],
+        "loss_diff": [float(d) for d in feats.loss_diff],
+        "label": labels[feats.text_index].tolist(),
+        "split": split[feats.text_index].tolist(),
+    }
+    return report
+
+
+def score(inputs: AttackInputs, **params) -> np.ndarray:
+    state = inputs.extra.get("smia_state")
+    if state is None:
+        raise SettingsError("SMIA has no trained model: run it through mia_core.pipeline.run_attacks")
+    data = ensure_neighbours(inputs, state["settings"])
+    ctx = inputs.extra.get("run_context")
+    losses = np.array([s.loss for s in inputs.target], dtype=float)
+    feats = pair_features(inputs.texts, data, losses, state["embedder"],
+                          use_cache=ctx.config.use_cache if ctx is not None else True)
+    probs = state["model"].probabilities(feats.emb_diff, feats.loss_diff)
+    out = np.full(len(inputs.texts), np.nan)
+    if len(probs):
+        sums = np.bincount(feats.text_index, weights=probs, minlength=len(inputs.texts))
+        cnt = np.bincount(feats.text_index, minlength=len(inputs.texts))
+        ok = cnt > 0
+        out[ok] = sums[ok] / cnt[ok]
+    for i, s in enumerate(inputs.target):
+        if s.n_predicted == 0:
+            out[i] = np.nan
+    return out

@@ -1,0 +1,220 @@
+"""``python -m mia_core mlm``: audit a masked LM (BERT, RoBERTa, ...) with a reference model.
+
+Runs :func:`mia_core.mlm.run_mlm_audit` (Mireshghallah et al. 2022): the likelihood-ratio
+attack (target energy minus reference energy) and the loss baseline (target energy alone),
+with thresholds that flag ``--alpha`` of a population set of known non-members. Writes
+``OUT/scores.csv`` (one row per evaluated text) and ``OUT/metrics.json``; prints the AUC
+table, precision/recall at the population threshold, group-level figures when a group column
+is given, and the features of the members the attack flags vs. those it misses.
+"""
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from pathlib import Path
+
+from .errors import DataError, SettingsError
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "mlm",
+        help="masked-LM audit: likelihood ratio vs a reference MLM, population threshold (Mireshghallah et al. 2022)",
+        description=(
+            "Membership inference against a masked language model (BERT, RoBERTa, DistilBERT, ModernBERT...): "
+            "likelihood-ratio attack with a reference MLM that shares the target's tokenizer, and the loss "
+            "baseline; thresholds flag --alpha of a population set of known non-members (disjoint from the "
+            "evaluated texts); precision/recall at that threshold, AUC and TPR at low FPR with bootstrap CIs; "
+            "group-level (e.g. patient-level) figures with --group-column. Writes OUT/scores.csv and OUT/metrics.json."
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    d = p.add_argument_group("data")
+    d.add_argument("--members", nargs="+", help="member texts (.txt, .csv, .tsv, .jsonl, .json, .zip)")
+    d.add_argument("--nonmembers", nargs="+", help="non-member texts, same formats")
+    d.add_argument("--labelled", help="one table with a label column instead of --members/--nonmembers")
+    d.add_argument("--population", nargs="+", required=True,
+                   help="population texts: known non-members, disjoint from the evaluated ones, used only for the threshold")
+    d.add_argument("--train-samples", nargs="+",
+                   help="known training texts: adds the loss attack's mu threshold (their mean energy, §3.4)")
+    d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
+                   help=".txt reading: one text per line, or blank-line-separated paragraphs")
+    d.add_argument("--text-column", help="text column of tables (auto-detected)")
+    d.add_argument("--label-column", default="label", help="label column of a --labelled table")
+    d.add_argument("--group-column", help="group id column (e.g. patient id): adds group-level metrics")
+    m = p.add_argument_group("models")
+    m.add_argument("--model", required=True, help="target masked LM: hub id or local folder")
+    m.add_argument("--reference", required=True,
+                   help="reference masked LM with the same tokenizer (e.g. the general-domain model the target was trained from)")
+    m.add_argument("--vocab-match-only", action="store_true",
+                   help="accept a reference with the same vocabulary whose tokenizer normalises text differently "
+                        "(e.g. lowercases); both models get the target's tokenisation")
+    m.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ...")
+    m.add_argument("--dtype", default="fp32", choices=["auto", "fp32", "bf16", "fp16"],
+                   help="fp32 keeps scores bit-stable; bf16/fp16 are faster on GPU")
+    m.add_argument("--trust-remote-code", action="store_true",
+                   help="allow custom model code from the hub (off by default: it runs code)")
+    a = p.add_argument_group("attack")
+    a.add_argument("--masks", type=int, default=10, help="K, the number of random masking patterns per text (§2.3)")
+    a.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens masked in each pattern (§2.3)")
+    a.add_argument("--alpha", type=float, default=0.1, help="share of the population flagged by the threshold (§2.4)")
+    a.add_argument("--seed", type=int, default=0, help="seed for the masking patterns and the bootstrap")
+    a.add_argument("--batch-tokens", type=int, default=8192, help="padded tokens per forward pass (memory knob)")
+    o = p.add_argument_group("output")
+    o.add_argument("--out", default="mia_mlm", help="output folder")
+    o.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs")
+    o.add_argument("--no-cache", action="store_true", help="do not read or write the energy cache")
+    o.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=cmd_mlm)
+
+
+def _read_set(paths, args, notes: list[str], role: str):
+    """Records of one or more files; the group column is used when the files have it."""
+    from .data import read_texts
+
+    recs = []
+    for path in paths:
+        try:
+            got = read_texts(path, mode=args.mode, text_column=args.text_column, group_column=args.group_column,
+                             notes=notes)
+        except DataError:
+            if not args.group_column:
+                raise
+            got = read_texts(path, mode=args.mode, text_column=args.text_column, notes=notes)
+            notes.append(f"{role}: {Path(str(path)).name} has no {args.group_column!r} column; its texts have no group.")
+        recs.extend(got)
+    seen, out, dups = set(), [], 0
+    for r in recs:
+        if r.text in seen:
+            dups += 1
+            continue
+        seen.add(r.text)
+        out.append(r)
+    if dups:
+        notes.append(f"{role}: dropped {dups} exact duplicate{'s' if dups != 1 else ''}.")
+    if not out:
+        raise DataError(f"the {role} hold no usable text.")
+    return out
+
+
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _decision_line(name: str, d: dict, what: str) -> str:
+    return (f"  {name:<17} precision {_pct(d['precision']):>6}  recall {_pct(d['recall']):>6}  "
+            f"FPR {_pct(d['fpr']):>6}  ({d['n_flagged']} flagged; threshold {d['threshold']:.4g} {what})")
+
+
+def _json_metrics(m: dict) -> dict:
+    return {k: v for k, v in m.items() if k != "roc"}
+
+
+def format_report(res: dict) -> str:
+    """The human-readable summary printed by the CLI."""
+    from .metrics import summarize_table
+
+    s = res["settings"]
+    lines = [
+        f"target: {res['models']['target']['name']}; reference: {res['models']['reference']['name']} "
+        f"(K={s['k']} masks of {s['rate']:.0%} of the tokens, max {s['max_length']} tokens)",
+        f"{s['n_members']} members, {s['n_nonmembers']} non-members, {s['n_population']} population texts",
+        "",
+        summarize_table(res["metrics"]),
+        "",
+        f"at the population threshold (flags {s['alpha']:.0%} of the population; §2.4):",
+    ]
+    for name, m in res["metrics"].items():
+        lines.append(_decision_line(name, m["population_threshold"], "on the score"))
+    mu = res["metrics"].get("loss", {}).get("mu_threshold")
+    if mu:
+        lines.append(f"loss attack at the mean training-sample energy mu = {mu['mu']:.4g} ({mu['n_train_samples']} "
+                     "training samples; §3.4):")
+        lines.append(_decision_line("loss (mu)", mu, "on -energy"))
+    if res.get("group_metrics"):
+        g0 = next(iter(res["group_metrics"].values()))
+        lines += ["", f"group level (mean score per group, {g0['n_groups']} groups; §4.2):",
+                  summarize_table(res["group_metrics"]),
+                  f"at the group threshold (from the {g0['population_threshold']['threshold_from']}):"]
+        for name, m in res["group_metrics"].items():
+            lines.append(_decision_line(name, m["population_threshold"], "on the group mean"))
+    lf = res["leak_features"].get("likelihood_ratio")
+    if lf:
+        lines += ["", f"members flagged by the likelihood ratio ({lf['n_flagged']}) vs. not flagged "
+                      f"({lf['n_unflagged']}), feature means (§4.6):"]
+        for f in lf["features"]:
+            a, b = lf["flagged"][f], lf["unflagged"][f]
+            lines.append(f"  {f:<18} {'-' if a is None else f'{a:.1f}':>8}  {'-' if b is None else f'{b:.1f}':>8}")
+    for w in res.get("warnings", []):
+        lines.append(f"note: {w}")
+    return "\n".join(lines)
+
+
+def write_outputs(res: dict, out: Path, extra: dict | None = None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    rows = res["scores"]
+    cols = ["text_id", "label", "text_hash", "likelihood_ratio", "loss"]
+    if rows and "group" in rows[0]:
+        cols.append("group")
+    cols += [c for c in rows[0] if c not in cols] if rows else []
+    with open(out / "scores.csv", "w", newline="", encoding="utf-8") as f:
+        w = csv.DictWriter(f, fieldnames=cols)
+        w.writeheader()
+        for r in rows:
+            w.writerow({c: r.get(c) for c in cols})
+    metrics = {name: _json_metrics(m) for name, m in res["metrics"].items()}
+    if res.get("group_metrics"):
+        metrics["group"] = {name: _json_metrics(m) for name, m in res["group_metrics"].items()}
+    metrics["leak_features"] = res["leak_features"]
+    metrics["settings"] = res["settings"]
+    metrics["models"] = res["models"]
+    metrics["warnings"] = res["warnings"]
+    if extra:
+        metrics.update(extra)
+    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=True))
+
+
+def cmd_mlm(args) -> int:
+    from .data import load_dataset
+    from .mlm import run_mlm_audit
+    from .progress import TqdmProgress
+
+    t0 = time.time()
+    if not (args.labelled or (args.members and args.nonmembers)):
+        raise SettingsError("give --members and --nonmembers, or --labelled")
+    ds = load_dataset(members=args.members, nonmembers=args.nonmembers, labelled=args.labelled, mode=args.mode,
+                      text_column=args.text_column, label_column=args.label_column, group_column=args.group_column)
+    notes = list(ds.report)
+    pop = _read_set(args.population, args, notes, "population")
+    train = _read_set(args.train_samples, args, notes, "training samples") if args.train_samples else None
+    for line in notes:
+        print(f"note: {line}", file=sys.stderr)
+    lab = ds.labels
+    mi = [i for i in range(len(ds)) if lab[i] == 1]
+    ni = [i for i in range(len(ds)) if lab[i] == 0]
+    groups = ds.groups
+    pop_groups = None
+    if args.group_column and any(r.group is not None for r in pop):
+        pop_groups = [r.group for r in pop]
+    bar = TqdmProgress(disable=args.quiet)
+    try:
+        res = run_mlm_audit(
+            [ds.texts[i] for i in mi], [ds.texts[i] for i in ni], [r.text for r in pop], args.model, args.reference,
+            k=args.masks, seed=args.seed, rate=args.mask_rate, alpha=args.alpha,
+            member_groups=None if groups is None else [groups[i] for i in mi],
+            nonmember_groups=None if groups is None else [groups[i] for i in ni],
+            population_groups=pop_groups, train_samples=None if train is None else [r.text for r in train],
+            member_ids=[ds.ids[i] for i in mi], nonmember_ids=[ds.ids[i] for i in ni],
+            batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap, cache=not args.no_cache,
+            device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+            vocab_only=args.vocab_match_only, progress=bar)
+    finally:
+        bar.close()
+    out = Path(args.out)
+    write_outputs(res, out, extra={"data_notes": notes})
+    print(format_report(res))
+    print(f"\nwrote {out / 'scores.csv'} and {out / 'metrics.json'} in {time.time() - t0:.0f}s")
+    return 0

@@ -1,0 +1,105 @@
+"""``python -m mia_core make-target``: fine-tune a model on a known member set.
+
+Writes a target folder (see :mod:`mia_core.finetune`) that every other command accepts as a
+model, with ``training_log.json`` recording the per-epoch losses, the seed, this command and
+the SHA-256 of the data files. Prints the final train (member) and held-out losses.
+"""
+from __future__ import annotations
+
+import shlex
+import sys
+
+from .finetune import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "make-target",
+        help="fine-tune a model on known members to get a controlled target (ground truth for audits)",
+        description="Fine-tune a base model (LoRA by default, or every weight) on a member set and write a "
+                    "target folder: load it anywhere with the folder path as the model; its base model "
+                    "is the natural reference model.",
+    )
+    p.add_argument("--members", required=True, help="texts to train on (.txt one per line, .csv, .jsonl, ...)")
+    p.add_argument("--base", default="smollm2",
+                   help="base model: smollm2 (embedded, default), a local folder, a .gguf file or a hub id")
+    p.add_argument("--method", choices=METHODS, default="lora", help="lora (default) or full fine-tuning")
+    p.add_argument("--epochs", type=int, default=3, help="passes over the members (default 3)")
+    p.add_argument("--lr", type=float, default=None,
+                   help=f"learning rate (default {DEFAULT_LR['lora']:g} for lora, {DEFAULT_LR['full']:g} for full)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the adapter initialisation and data order")
+    p.add_argument("--heldout", default=None, help="texts never trained on, to report a held-out loss")
+    p.add_argument("--max-length", type=int, default=256, help="tokens per training sequence (default 256)")
+    p.add_argument("--batch-size", type=int, default=8, help="sequences per step (default 8)")
+    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16; alpha = 2 r)")
+    p.add_argument("--lora-modules", default=None,
+                   help="comma-separated module names for LoRA (default: attention + MLP projections)")
+    p.add_argument("--adapter-dtype", choices=ADAPTER_DTYPES, default="fp32",
+                   help="precision the LoRA adapter is saved in (fp16 halves the file; default fp32)")
+    p.add_argument("--text-column", default=None, help="text column of table inputs (default: auto)")
+    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing target folder at --out")
+    p.add_argument("--out", required=True, help="folder to write the target to")
+    p.set_defaults(func=run)
+
+
+def _texts(path: str, text_column: str | None) -> list[str]:
+    from .data import read_texts
+
+    return [r.text for r in read_texts(path, text_column=text_column)]
+
+
+def run(args) -> int:
+    from tqdm import tqdm
+
+    members = _texts(args.members, args.text_column)
+    heldout = _texts(args.heldout, args.text_column) if args.heldout else None
+    files = {"members": {"path": args.members, "sha256": file_sha256(args.members)}}
+    if args.heldout:
+        files["heldout"] = {"path": args.heldout, "sha256": file_sha256(args.heldout)}
+    command = "python -m mia_core " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
+        "make-target"] else "python -m mia_core make-target " + _reconstruct(args)
+
+    bar = tqdm(total=1000, file=sys.stderr, unit="‰", bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}",
+               dynamic_ncols=True)
+
+    def progress(msg: str, frac: float) -> None:
+        bar.n = int(round(1000 * max(0.0, min(1.0, frac))))
+        bar.set_description_str(msg, refresh=False)
+        bar.refresh()
+
+    try:
+        log = make_target(
+            members, base=args.base, out_dir=args.out, method=args.method, epochs=args.epochs, lr=args.lr,
+            seed=args.seed, heldout_texts=heldout, progress=progress, max_length=args.max_length,
+            batch_size=args.batch_size, lora_r=args.lora_r,
+            lora_modules=[m.strip() for m in args.lora_modules.split(",") if m.strip()] if args.lora_modules else None,
+            adapter_dtype=args.adapter_dtype, device=args.device, overwrite=args.overwrite, command=command, data_files=files,
+        )
+    finally:
+        bar.close()
+    for h in log["history"]:
+        held = "" if h["heldout_loss"] is None else f", held-out loss {h['heldout_loss']:.4f}"
+        print(f"epoch {h['epoch']}: train loss {h['train_loss']:.4f}{held} ({h['seconds']:.0f} s)")
+    f = log["final"]
+    held = "" if f["heldout_loss"] is None else f", held-out {f['heldout_loss']:.4f}"
+    print(f"final loss: members {f['train_loss']:.4f}{held}")
+    print(f"target written to {log['out_dir']} (base {log['base']}, {log['method']}, "
+          f"{log['n_trainable_params']:,} trained parameters, {log['seconds']:.0f} s)")
+    return 0
+
+
+def _reconstruct(args) -> str:
+    """The command line equivalent to ``args`` (when called through ``main([...])`` in-process)."""
+    parts = ["--members", args.members, "--base", args.base, "--method", args.method, "--epochs", str(args.epochs),
+             "--seed", str(args.seed), "--max-length", str(args.max_length), "--batch-size", str(args.batch_size),
+             "--lora-r", str(args.lora_r), "--out", args.out]
+    if args.lr is not None:
+        parts += ["--lr", repr(args.lr)]
+    if args.heldout:
+        parts += ["--heldout", args.heldout]
+    if args.adapter_dtype != "fp32":
+        parts += ["--adapter-dtype", args.adapter_dtype]
+    if args.lora_modules:
+        parts += ["--lora-modules", args.lora_modules]
+    return " ".join(shlex.quote(p) for p in parts)

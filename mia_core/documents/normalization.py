@@ -1,0 +1,93 @@
+"""Token-level normalisations (Meeus et al. 2024, §4.2.2), each turned into F(t) = -log(·).
+
+For token t at position i with predicted probability P(t) = p(t | context_i), the largest
+predicted probability at that position P_max = max_v p(v | context_i) (``TokenStats.max_logprob``)
+and a reference value R(t) from a fold's dictionary (R^TF or R^GP, see ``dictionaries``):
+
+* **NoNorm**:            F(t) = -log P(t)                       (the token's NLL)
+* **RatioNorm{TF,GP}**:  F(t) = -log( P(t) / R(t) )
+* **MaxNorm{TF,GP}**:    F(t) = -log( (1 - (P_max - P(t))) / R(t) )
+
+MaxNorm is the paper's practical definition, taken from the authors' code
+(``get_diff_max_token``): the gap between the most likely token's probability and the true
+token's probability (0 when the model's top guess is right), subtracted from 1 and divided
+by R(t). It needs only P_max at each position, which the single forward pass keeps, so no
+approximation is involved. Numerically, 1 - P_max + P(t) is computed in float64 and never
+taken below P(t) (it is mathematically >= P(t)), so F stays finite; the authors' code
+replaced non-finite values with 1e-5 instead.
+
+Lower F = the model found the token more predictable than its reference value suggests;
+members tend to have more low-F tokens.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..errors import SettingsError
+from ..stats import TokenStats
+from .dictionaries import ReferenceDictionaries
+
+# name -> (kind, dictionary) ; kind in {"none", "ratio", "max"}, dictionary in {None, "tf", "gp"}
+NORMALIZATIONS: dict[str, tuple[str, str | None]] = {
+    "nonorm": ("none", None),
+    "rationorm_tf": ("ratio", "tf"),
+    "rationorm_gp": ("ratio", "gp"),
+    "maxnorm_tf": ("max", "tf"),
+    "maxnorm_gp": ("max", "gp"),
+}
+LABELS = {
+    "nonorm": "NoNorm",
+    "rationorm_tf": "RatioNormTF",
+    "rationorm_gp": "RatioNormGP",
+    "maxnorm_tf": "MaxNormTF",
+    "maxnorm_gp": "MaxNormGP",
+}
+
+
+def parse_normalizations(spec) -> tuple[str, ...]:
+    """``"all"``, ``"maxnorm-tf"``, ``"MaxNormTF,nonorm"`` or a list of those -> canonical names."""
+    items = [spec] if isinstance(spec, str) else list(spec or ())
+    names: list[str] = []
+    for item in items:
+        for raw in str(item).split(","):
+            key = raw.strip().lower().replace("-", "_").replace(" ", "")
+            if not key:
+                continue
+            if key == "all":
+                names.extend(NORMALIZATIONS)
+                continue
+            for suffix in ("tf", "gp"):  # MaxNormTF -> maxnorm_tf
+                if key.endswith(suffix) and not key.endswith("_" + suffix) and key[: -len(suffix)] in ("maxnorm", "rationorm"):
+                    key = key[: -len(suffix)] + "_" + suffix
+            if key in ("none", "no_norm"):
+                key = "nonorm"
+            if key not in NORMALIZATIONS:
+                raise SettingsError(
+                    f"unknown normalisation {raw.strip()!r}: choose from {', '.join(n.replace('_', '-') for n in NORMALIZATIONS)} or all"
+                )
+            names.append(key)
+    out = tuple(dict.fromkeys(names))
+    if not out:
+        raise SettingsError("no normalisation chosen")
+    return out
+
+
+def needs_general_proba(names) -> bool:
+    return any(NORMALIZATIONS[n][1] == "gp" for n in names)
+
+
+def normalized_values(stats: TokenStats, name: str, dicts: ReferenceDictionaries | None) -> np.ndarray:
+    """F(t) for every token of a document (float64, NaN where a token got no prediction)."""
+    kind, table = NORMALIZATIONS[name]
+    lp = stats.logprob.astype(np.float64)
+    if kind == "none":
+        return -lp
+    if dicts is None:
+        raise SettingsError(f"{LABELS[name]} needs a reference dictionary")
+    log_r = np.log(dicts.lookup(table, stats.token_ids))
+    if kind == "ratio":
+        return -(lp - log_r)
+    p = np.exp(lp)
+    pmax = np.exp(stats.max_logprob.astype(np.float64))
+    inner = np.maximum(np.maximum(1.0 - (pmax - p), p), np.finfo(np.float64).tiny)
+    return -(np.log(inner) - log_r)

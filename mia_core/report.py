@@ -1,0 +1,328 @@
+"""Numbers for people, result tables, and the self-contained HTML report of a run.
+
+* Formatting: :func:`fmt_pct` (rates as percentages with 3 significant digits),
+  :func:`fmt_num` (3 significant digits), :func:`fmt_auc`, :func:`fmt_rate_ci`,
+  :func:`fmt_seconds`, :func:`fmt_bytes`.
+* Tables: :func:`metrics_table` (one row per attack: AUC [95 % CI], TPR at each FPR of
+  ``metrics.FPR_GRID`` with CIs, set sizes), :func:`compare_table` (two runs side by side with
+  differences).
+* :func:`build_report` turns a run (a :class:`mia_core.runs.StoredRun`) into one HTML file:
+  settings, models, data summary, blind-baseline verdict, tables and plotly figures, with
+  plotly.js embedded once, so the file opens offline and can be mailed as it is.
+
+Plain Python + plotly; user-supplied strings are HTML-escaped.
+"""
+from __future__ import annotations
+
+import html
+import json
+import math
+import time
+from typing import Sequence
+
+import pandas as pd
+
+from .metrics import FPR_GRID, fpr_key
+
+# --------------------------------------------------------------------------- formatting
+
+
+def _f(v) -> float | None:
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
+
+def fmt_pct(v, sig: int = 3) -> str:
+    """A rate as a percentage with ``sig`` significant digits: 0.0123 -> '1.23%', 1 -> '100%', 0 -> '0%'."""
+    x = _f(v)
+    if x is None:
+        return "–"
+    p = x * 100.0
+    if p == 0:
+        return "0%"
+    if abs(p) >= 100:
+        return f"{p:.0f}%"
+    digits = max(0, sig - 1 - int(math.floor(math.log10(abs(p)))))
+    return f"{p:.{digits}f}%"
+
+
+def fmt_num(v, sig: int = 3) -> str:
+    """A number with ``sig`` significant digits, without scientific notation for ordinary sizes."""
+    x = _f(v)
+    if x is None:
+        return "–"
+    if x == 0:
+        return "0"
+    mag = int(math.floor(math.log10(abs(x))))
+    if mag >= sig:
+        return f"{x:,.0f}"
+    if mag < -4:
+        return f"{x:.{sig - 1}e}"
+    return f"{x:.{max(0, sig - 1 - mag)}f}"
+
+
+def fmt_auc(auc, ci=None) -> str:
+    """'0.734 [0.650, 0.812]' (AUC with 3 decimals, the CI when given)."""
+    a = _f(auc)
+    if a is None:
+        return "–"
+    s = f"{a:.3f}"
+    if ci and _f(ci[0]) is not None and _f(ci[1]) is not None:
+        s += f" [{float(ci[0]):.3f}, {float(ci[1]):.3f}]"
+    return s
+
+
+def fmt_rate_ci(v, ci=None) -> str:
+    """'12.3% [5.00%, 20.1%]'."""
+    s = fmt_pct(v)
+    if ci and _f(ci[0]) is not None and _f(ci[1]) is not None:
+        s += f" [{fmt_pct(ci[0])}, {fmt_pct(ci[1])}]"
+    return s
+
+
+def fmt_seconds(s) -> str:
+    x = _f(s)
+    if x is None:
+        return "–"
+    if x < 60:
+        return f"{x:.1f} s"
+    m, sec = divmod(int(round(x)), 60)
+    if m < 60:
+        return f"{m} min {sec:02d} s"
+    h, m = divmod(m, 60)
+    return f"{h} h {m:02d} min"
+
+
+def fmt_bytes(n) -> str:
+    x = _f(n)
+    if x is None:
+        return "–"
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if x >= size:
+            return f"{x / size:.1f} {unit}"
+    return f"{int(x)} bytes"
+
+
+def fpr_label(f) -> str:
+    """0.001 -> '0.1%', 0.05 -> '5%'."""
+    return f"{float(f) * 100:.10f}".rstrip("0").rstrip(".") + "%"
+
+
+# --------------------------------------------------------------------------- tables
+
+
+def _attack_rows(metrics: dict, include_blind: bool) -> list[str]:
+    names = [k for k in metrics if k != "blind" and isinstance(metrics[k], dict)]
+    if include_blind and isinstance(metrics.get("blind"), dict):
+        names.append("blind")
+    return names
+
+
+def metrics_table(metrics: dict, *, fprs: Sequence[float] = FPR_GRID, include_blind: bool = True,
+                  with_ci: bool = True) -> pd.DataFrame:
+    """One row per attack (strings, formatted for people): AUC [CI], TPR@FPR [CI], n."""
+    rows = []
+    for n in _attack_rows(metrics, include_blind):
+        m = metrics[n]
+        row = {"Attack": m.get("label") or n, "AUC [95% CI]": fmt_auc(m.get("auc"), m.get("auc_ci") if with_ci else None)}
+        t = m.get("tpr_at_fpr") or {}
+        tci = m.get("tpr_at_fpr_ci") or {}
+        for f in fprs:
+            k = fpr_key(f)
+            row[f"TPR@{fpr_label(f)} FPR"] = fmt_rate_ci(t.get(k), tci.get(k) if with_ci else None)
+        row["Members / non-members"] = f"{m.get('n_members', '–')} / {m.get('n_nonmembers', '–')}"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def numeric_table(metrics: dict, *, fprs: Sequence[float] = FPR_GRID, include_blind: bool = True) -> pd.DataFrame:
+    """The same figures as numbers (index: attack name; columns ``auc``, ``tpr@0.001`` ...)."""
+    rows = {}
+    for n in _attack_rows(metrics, include_blind):
+        m = metrics[n]
+        t = m.get("tpr_at_fpr") or {}
+        rows[n] = {"auc": _f(m.get("auc")), **{f"tpr@{fpr_key(f)}": _f(t.get(fpr_key(f))) for f in fprs}}
+    return pd.DataFrame.from_dict(rows, orient="index")
+
+
+def compare_table(a: dict, b: dict, *, label_a: str = "A", label_b: str = "B",
+                  fprs: Sequence[float] = (0.01, 0.05, 0.1)) -> pd.DataFrame:
+    """Two runs' metrics side by side: for each attack in either run, AUC and TPR@FPR of A, of B,
+    and B - A (AUC as a number, rates in percentage points)."""
+    names = list(dict.fromkeys([*_attack_rows(a, True), *_attack_rows(b, True)]))
+    rows = []
+    for n in names:
+        ma, mb = a.get(n) or {}, b.get(n) or {}
+        row = {"Attack": ma.get("label") or mb.get("label") or n}
+        va, vb = _f(ma.get("auc")), _f(mb.get("auc"))
+        row[f"AUC {label_a}"] = fmt_auc(va, ma.get("auc_ci"))
+        row[f"AUC {label_b}"] = fmt_auc(vb, mb.get("auc_ci"))
+        row["ΔAUC"] = f"{vb - va:+.3f}" if va is not None and vb is not None else "–"
+        for f in fprs:
+            k = fpr_key(f)
+            ta, tb = _f((ma.get("tpr_at_fpr") or {}).get(k)), _f((mb.get("tpr_at_fpr") or {}).get(k))
+            row[f"TPR@{fpr_label(f)} {label_a}"] = fmt_pct(ta)
+            row[f"TPR@{fpr_label(f)} {label_b}"] = fmt_pct(tb)
+            row[f"Δ TPR@{fpr_label(f)}"] = f"{(tb - ta) * 100:+.1f} pp" if ta is not None and tb is not None else "–"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def modified_table(modified: dict, *, fpr: float = 0.01) -> pd.DataFrame:
+    """Attacks on verbatim vs one-word-modified members (``mia_core.modify.run_modified`` output):
+    one row per attack, AUC and TPR at ``fpr`` for each variant."""
+    variants = [v for v in ("verbatim", "duplicate", "delete", "add") if isinstance(modified.get(v), dict)]
+    variants += [v for v in modified if v not in variants and v not in ("modifications", "n_unmodified")
+                 and isinstance(modified[v], dict)]
+    if not variants:
+        return pd.DataFrame()
+    names = [a for a in modified[variants[0]] if a != "blind" and isinstance(modified[variants[0]][a], dict)]
+    k = fpr_key(fpr)
+    rows = []
+    for a in names:
+        row = {"Attack": modified[variants[0]][a].get("label") or a}
+        for v in variants:
+            m = modified[v].get(a) or {}
+            row[f"AUC {v}"] = fmt_auc(m.get("auc"))
+        for v in variants:
+            m = modified[v].get(a) or {}
+            row[f"TPR@{fpr_label(fpr)} {v}"] = fmt_pct((m.get("tpr_at_fpr") or {}).get(k))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- HTML report
+
+_CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
+h1{font-size:1.6em;margin-bottom:.2em} h2{font-size:1.25em;margin-top:1.6em;border-bottom:1px solid #ddd;padding-bottom:.2em}
+table{border-collapse:collapse;margin:.6em 0;font-size:.9em} th,td{border:1px solid #ddd;padding:4px 8px;text-align:left;vertical-align:top}
+th{background:#f4f4f4} .muted{color:#666;font-size:.9em}
+.banner{padding:.8em 1em;border-radius:6px;margin:1em 0} .ok{background:#e8f5e9;border:1px solid #a5d6a7}
+.caution{background:#fff8e1;border:1px solid #ffd54f} .shift{background:#ffebee;border:1px solid #ef9a9a}
+code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
+"""
+
+_EXPLAIN = (
+    "Each attack gives every text a score (higher = more likely that the model was trained on it). "
+    "The AUC is the probability that a random member scores above a random non-member: 0.5 means the "
+    "attack cannot tell the two sets apart (chance), 1.0 means it separates them perfectly. "
+    "TPR at a low FPR is the share of members caught while wrongly flagging only that share of "
+    "non-members; it is the figure that matters for confident claims (Carlini et al. 2022)."
+)
+
+
+def _e(s) -> str:
+    return html.escape(str(s), quote=True)
+
+
+def _kv_table(d: dict) -> str:
+    rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in d.items() if v not in (None, "", [], {}))
+    return f"<table>{rows}</table>"
+
+
+def _df_html(df: pd.DataFrame) -> str:
+    return df.to_html(index=False, escape=True, border=0)
+
+
+def _model_line(d: dict | None) -> dict:
+    if not d:
+        return {}
+    return {
+        "name": d.get("name"), "identity": d.get("identity"), "dtype": d.get("dtype"), "quantisation": d.get("quantize"),
+        "device": d.get("device"), "parameters": f"{d['n_params']:,}" if d.get("n_params") else None,
+        "load time": fmt_seconds(d.get("load_seconds")) if d.get("load_seconds") is not None else None,
+        "memory": f"{d['memory_mb']:.0f} MiB" if d.get("memory_mb") else None, "base model": d.get("base"),
+    }
+
+
+def build_report(run, *, title: str | None = None) -> str:
+    """A self-contained HTML report of a stored run (``mia_core.runs.StoredRun``)."""
+    from . import plots
+
+    meta, metrics, scores = run.meta or {}, run.metrics or {}, run.scores
+    cfg, models = run.config, run.models
+    attacks = run.attack_names()
+    labels = {a: (metrics.get(a) or {}).get("label", a) for a in attacks}
+    title = title or f"Membership-inference audit: {meta.get('name') or run.id}"
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
+             f"<style>{_CSS}</style></head><body>",
+             f"<h1>{_e(title)}</h1>",
+             f"<p class='muted'>Run {_e(run.id)} · {_e(meta.get('created', ''))} · report written "
+             f"{_e(time.strftime('%Y-%m-%d %H:%M'))} by mia-dashboard</p>",
+             f"<p>{_e(_EXPLAIN)}</p>"]
+
+    v = run.verdict
+    if v:
+        level = v.get("level", "caution")
+        head = {"ok": "No sign of distribution shift", "caution": "Caution: the sets differ slightly",
+                "shift": "Distribution shift: AUCs here do not measure membership"}.get(level, level)
+        parts.append(f"<div class='banner {_e(level)}'><b>Blind baseline — {_e(head)}.</b> {_e(v.get('message', ''))}</div>")
+
+    parts.append("<h2>Results</h2>")
+    parts.append(_df_html(metrics_table(metrics)))
+    warns = sorted({w for m in metrics.values() if isinstance(m, dict) for w in (m.get("warnings") or [])})
+    if warns:
+        parts.append("<p class='muted'><b>Warnings:</b></p><ul class='muted'>" + "".join(f"<li>{_e(w)}</li>" for w in warns) + "</ul>")
+
+    figs = []
+    if any((metrics.get(a) or {}).get("roc") for a in attacks):
+        figs.append(plots.roc_figure(metrics, log=False))
+        figs.append(plots.roc_figure(metrics, log=True))
+    if scores is not None and len(scores) and attacks:
+        figs.append(plots.score_histograms(scores, attacks, labels=labels))
+    for i, fig in enumerate(figs):
+        parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
+
+    mod = run.extra.get("modified")
+    if isinstance(mod, dict) and isinstance(mod.get("verbatim"), dict):
+        parts.append("<h2>Modified members</h2><p>The same attacks with each evaluated member changed by one word "
+                     "(duplicated, deleted or added; Mozaffari &amp; Marathe 2024 §5.2); non-members unchanged.</p>")
+        parts.append(_df_html(modified_table(mod)))
+
+    pop = run.population
+    if pop and pop.get("attacks"):
+        parts.append(f"<h2>Decisions at a threshold fitted on a population set</h2><p>Threshold flags "
+                     f"{_e(fmt_pct(pop.get('alpha')))} of {_e(pop.get('n_population'))} known non-members "
+                     "(Mireshghallah et al. 2022 §2.4).</p>")
+        rows = []
+        for n, d in pop["attacks"].items():
+            if "error" in d:
+                rows.append({"Attack": labels.get(n, n), "Precision": d["error"], "Recall": "", "FPR": ""})
+            else:
+                rows.append({"Attack": labels.get(n, n), "Precision": fmt_pct(d.get("precision")),
+                             "Recall": fmt_pct(d.get("recall")), "FPR": fmt_pct(d.get("fpr"))})
+        parts.append(_df_html(pd.DataFrame(rows)))
+
+    parts.append("<h2>Models</h2>")
+    for role in ("target", "reference"):
+        if models.get(role):
+            parts.append(f"<h3>{role.capitalize()}</h3>" + _kv_table(_model_line(models[role])))
+
+    parts.append("<h2>Data</h2>")
+    data = dict(meta.get("data") or {})
+    summary = {"members": meta.get("n_members"), "non-members": meta.get("n_nonmembers"),
+               "texts evaluated": meta.get("n_eval")}
+    if scores is not None and "split" in scores.columns:
+        summary["texts used for training (split)"] = int((scores["split"] == "train").sum())
+    summary.update({k: (", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in data.items()})
+    parts.append(_kv_table(summary))
+    if run.notes:
+        parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in run.notes) + "</ul>")
+
+    parts.append("<h2>Settings</h2>")
+    settings = {
+        "attacks": ", ".join(f"{labels.get(a, a)} ({(metrics.get(a) or {}).get('citation', '')})" for a in attacks),
+        "attack parameters": json.dumps(cfg.get("params") or {}),
+        "token statistics": json.dumps(cfg.get("stats") or {}),
+        "bootstrap resamples": cfg.get("n_bootstrap"), "seed": cfg.get("seed"),
+        "train/eval split": cfg.get("split"), "blind baseline": cfg.get("blind"),
+    }
+    parts.append(_kv_table(settings))
+    if run.timings:
+        parts.append("<h2>Timings</h2>" + _kv_table({k: fmt_seconds(v) for k, v in run.timings.items()}))
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -1,0 +1,227 @@
+"""The local run store: every finished calibration run, kept on disk so it survives restarts.
+
+Layout: ``<runs dir>/<run id>/`` holds what :meth:`mia_core.pipeline.RunResult.save` writes
+(``scores.csv``, ``metrics.json``, ``run.json``) plus ``meta.json`` (name, time, model
+identities, attacks, data summary, AUCs, verdict) used for listing without reading the rest.
+The runs dir is ``$MIA_RUNS_DIR`` when set, else ``<cache root>/runs`` (``mia_core.paths``).
+
+Run ids are ``YYYYmmdd-HHMMSS-<6 hex>``; only ids of that alphabet are accepted, so a run
+id can never point outside the store. Nothing is unpickled: everything is CSV/JSON.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import DataError
+from .paths import cache_subdir
+
+RUNS_ENV = "MIA_RUNS_DIR"
+META = "meta.json"
+META_VERSION = 1
+_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,80}$")
+
+
+def runs_dir(root: str | Path | None = None) -> Path:
+    """The folder holding the runs (created if missing)."""
+    if root is not None:
+        p = Path(root).expanduser()
+    elif os.environ.get(RUNS_ENV):
+        p = Path(os.environ[RUNS_ENV]).expanduser()
+    else:
+        return cache_subdir("runs")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def _run_path(run_id: str, root=None) -> Path:
+    if not isinstance(run_id, str) or not _ID_RE.match(run_id) or ".." in run_id:
+        raise DataError(f"{run_id!r} is not a run id")
+    return runs_dir(root) / run_id
+
+
+@dataclass
+class StoredRun:
+    """A run read back from the store (or wrapped from a fresh ``RunResult``)."""
+
+    id: str
+    meta: dict
+    metrics: dict
+    scores: pd.DataFrame
+    run: dict = field(default_factory=dict)  # config, models, timings, shift, population, report, extra
+    path: Path | None = None
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("name") or self.id)
+
+    @property
+    def config(self) -> dict:
+        return self.run.get("config") or {}
+
+    @property
+    def models(self) -> dict:
+        return self.run.get("models") or {}
+
+    @property
+    def shift(self) -> dict | None:
+        return self.run.get("shift")
+
+    @property
+    def verdict(self) -> dict | None:
+        s = self.shift
+        return (s or {}).get("verdict") if s else None
+
+    @property
+    def notes(self) -> list[str]:
+        return list(self.run.get("report") or [])
+
+    @property
+    def extra(self) -> dict:
+        return self.run.get("extra") or {}
+
+    @property
+    def population(self) -> dict | None:
+        return self.run.get("population")
+
+    @property
+    def timings(self) -> dict:
+        return self.run.get("timings") or {}
+
+    def attack_names(self) -> list[str]:
+        return [k for k in self.metrics if k != "blind"]
+
+    @classmethod
+    def from_result(cls, result, *, meta: dict | None = None, run_id: str = "unsaved") -> "StoredRun":
+        """Wrap a ``RunResult`` in memory (same JSON round trip as saving, without the disk)."""
+        from .pipeline import _json_default
+
+        run = {
+            "config": result.config, "models": result.models, "timings": result.timings, "shift": result.shift,
+            "population": result.population, "group_metrics": result.group_metrics, "report": result.report,
+            "extra": result.extra,
+        }
+        run = json.loads(json.dumps(run, default=_json_default))
+        metrics = json.loads(json.dumps(result.metrics, default=_json_default))
+        return cls(id=run_id, meta=meta or build_meta(result, run_id=run_id), metrics=metrics,
+                   scores=result.scores.copy(), run=run)
+
+
+def _model_meta(d: dict | None) -> dict | None:
+    if not d:
+        return None
+    return {k: d.get(k) for k in ("name", "identity", "dtype", "quantize", "device", "n_params", "base")}
+
+
+def build_meta(result, *, name: str | None = None, data: dict | None = None, run_id: str = "") -> dict:
+    """The ``meta.json`` content for a ``RunResult``."""
+    scores = result.scores
+    ev = scores[scores["split"] == "eval"] if "split" in scores.columns else scores
+    target = _model_meta(result.models.get("target"))
+    ref = _model_meta(result.models.get("reference"))
+    n_m, n_n = int((scores["label"] == 1).sum()), int((scores["label"] == 0).sum())
+    if not name:
+        t = target or {}
+        name = f"{t.get('name', 'model')} {t.get('dtype', '')}/{t.get('quantize', '')} · {n_m}+{n_n} texts"
+    verdict = ((result.shift or {}).get("verdict") or {}).get("level") if result.shift else None
+    now = time.time()
+    return {
+        "version": META_VERSION,
+        "id": run_id,
+        "name": name,
+        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)),
+        "created_ts": now,
+        "target": target,
+        "reference": ref,
+        "attacks": [k for k in result.metrics if k != "blind"],
+        "n_members": n_m,
+        "n_nonmembers": n_n,
+        "n_eval": int(len(ev)),
+        "auc": {k: m.get("auc") for k, m in result.metrics.items() if isinstance(m, dict)},
+        "verdict": verdict,
+        "data": data or {},
+    }
+
+
+def _new_id() -> str:
+    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
+
+
+def save_run(result, *, name: str | None = None, data: dict | None = None, root=None) -> StoredRun:
+    """Save a ``RunResult`` as a new run (``RunResult.save`` output + ``meta.json``)."""
+    run_id = _new_id()
+    path = _run_path(run_id, root)
+    tmp = path.with_name(path.name + ".tmp")
+    result.save(tmp)
+    meta = build_meta(result, name=name, data=data, run_id=run_id)
+    from .pipeline import _json_default
+
+    (tmp / META).write_text(json.dumps(meta, indent=2, default=_json_default))
+    tmp.rename(path)
+    return load_run(run_id, root)
+
+
+def list_runs(root=None) -> list[dict]:
+    """``meta.json`` of every run, newest first (folders without a readable meta are skipped)."""
+    out = []
+    for p in runs_dir(root).iterdir():
+        if not p.is_dir() or p.name.endswith(".tmp") or not _ID_RE.match(p.name):
+            continue
+        try:
+            meta = json.loads((p / META).read_text())
+        except (OSError, ValueError):
+            continue
+        meta["id"] = p.name
+        out.append(meta)
+    out.sort(key=lambda m: (m.get("created_ts") or 0, m["id"]), reverse=True)
+    return out
+
+
+def load_run(run_id: str, root=None) -> StoredRun:
+    """Read a run back; ``DataError`` if it does not exist or is damaged."""
+    path = _run_path(run_id, root)
+    if not path.is_dir():
+        raise DataError(f"no run {run_id!r} in {path.parent}")
+    try:
+        meta = json.loads((path / META).read_text())
+        metrics = json.loads((path / "metrics.json").read_text())
+        run = json.loads((path / "run.json").read_text()) if (path / "run.json").exists() else {}
+        scores = pd.read_csv(path / "scores.csv", dtype={"text_id": str, "text_hash": str})
+    except (OSError, ValueError) as e:
+        raise DataError(f"run {run_id} is damaged: {e}") from None
+    meta["id"] = run_id
+    return StoredRun(id=run_id, meta=meta, metrics=metrics, scores=scores, run=run, path=path)
+
+
+def delete_run(run_id: str, root=None) -> None:
+    path = _run_path(run_id, root)
+    if not path.is_dir():
+        raise DataError(f"no run {run_id!r} to delete")
+    shutil.rmtree(path)
+
+
+def rename_run(run_id: str, name: str, root=None) -> None:
+    path = _run_path(run_id, root)
+    meta = json.loads((path / META).read_text())
+    meta["name"] = str(name).strip() or meta.get("name")
+    (path / META).write_text(json.dumps(meta, indent=2))
+
+
+def latest_run(*, target_identity: str | None = None, root=None) -> StoredRun | None:
+    """The newest run (for ``target_identity``: the newest run on that exact model)."""
+    for meta in list_runs(root):
+        if target_identity is not None and (meta.get("target") or {}).get("identity") != target_identity:
+            continue
+        try:
+            return load_run(meta["id"], root)
+        except DataError:
+            continue
+    return None

@@ -1,0 +1,188 @@
+"""Members vs non-members (your files, pasted texts or the bundled demo): ROC curves, TPR at low
+FPR with confidence intervals, score histograms, the blind-baseline check, a downloadable report.
+
+Runs in a background job (``dashboard.jobs``) and saves every finished run to the run store
+(``mia_core.runs``); the latest run is shown again after a browser refresh.
+"""
+from __future__ import annotations
+
+import streamlit as st
+
+from dashboard import optional
+from dashboard.calibration import (
+    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs,
+)
+from dashboard.jobs import registry
+from dashboard.loaders import load_model
+from dashboard.results import render_run
+from dashboard.sidebar import model_panel
+from dashboard.ui import AUC_EXPLAINER, page_setup, render_stages, show_error
+from mia_core import runs
+from mia_core.attacks import REGISTRY
+from mia_core.errors import MiaError
+
+page_setup("Calibration run", ":material/monitoring:")
+panel = model_panel(load=True)
+reg = registry()
+st.title("Calibration run")
+st.markdown("Score texts known to be in the training data (**members**) and texts known not to be "
+            "(**non-members**) with each attack, and measure how well the scores separate them. "
+            + AUC_EXPLAINER)
+
+# ------------------------------------------------------------------ data
+st.subheader("1 · Data")
+demo = optional.demo_paths()
+sources = (["demo"] if demo else []) + ["upload", "paste"]
+src_labels = {"demo": "Bundled demo set", "upload": "Upload files", "paste": "Paste texts"}
+source = st.radio("Data source", sources, format_func=src_labels.get, horizontal=True, key="cal_source",
+                  label_visibility="collapsed")
+if not demo:
+    st.caption("The bundled demo set is not available yet (`mia_core.demo`).")
+members = nonmembers = population = None
+members_text = nonmembers_text = ""
+mode = "auto"
+use_demo_models = False
+if source == "demo":
+    st.caption(f"Demo: a small target fine-tuned on the member texts, the base SmolLM2 as reference. Members "
+               f"`{demo['members']}`, non-members `{demo['nonmembers']}`.")
+    use_demo_models = st.checkbox("Use the demo target and its base model as reference (instead of the sidebar's)",
+                                  value=True, key="cal_demo_models")
+elif source == "upload":
+    c1, c2 = st.columns(2)
+    members = c1.file_uploader("Members (texts believed to be in the training data)", type=UPLOAD_TYPES,
+                               accept_multiple_files=True, key="cal_members")
+    nonmembers = c2.file_uploader("Non-members (texts known not to be)", type=UPLOAD_TYPES,
+                                  accept_multiple_files=True, key="cal_nonmembers")
+    mode = st.selectbox(".txt files hold", ["auto", "lines", "blank"], key="cal_mode",
+                        format_func={"auto": "auto-detect", "lines": "one text per line",
+                                     "blank": "paragraphs separated by blank lines"}.get)
+    with st.expander("Population set (optional)"):
+        population = st.file_uploader("Known non-members, disjoint from the sets above, to fit a decision threshold",
+                                      type=UPLOAD_TYPES, accept_multiple_files=True, key="cal_population")
+    st.caption(".txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json with a text column, "
+               "or .zip of .txt files.")
+else:
+    c1, c2 = st.columns(2)
+    members_text = c1.text_area("Members: one text per line (or paragraphs separated by blank lines)", height=180,
+                                key="cal_members_text")
+    nonmembers_text = c2.text_area("Non-members: one text per line (or paragraphs separated by blank lines)",
+                                   height=180, key="cal_nonmembers_text")
+
+# ------------------------------------------------------------------ attacks
+st.subheader("2 · Attacks")
+have_ref = panel.reference is not None or use_demo_models
+default = [a for a in DEFAULT_ATTACKS if a in REGISTRY] + (["ref"] if have_ref and "ref" in REGISTRY else [])
+chosen = st.multiselect("Attacks to run", list(REGISTRY), default=default, key="cal_attacks",
+                        format_func=lambda n: f"{REGISTRY[n].label} — {REGISTRY[n].citation}")
+params: dict = {}
+with_params = [a for a in chosen if REGISTRY[a].params]
+if with_params:
+    with st.expander("Attack parameters (defaults from the papers)"):
+        for a in with_params:
+            vals = {}
+            for p, dv in REGISTRY[a].params.items():
+                key = f"cal_param_{a}_{p}"
+                label = f"{REGISTRY[a].label}: {p}" + (" (fraction of lowest-scoring tokens)" if p == "k" else "")
+                if isinstance(dv, bool):
+                    vals[p] = st.checkbox(label, value=dv, key=key)
+                elif isinstance(dv, int):
+                    vals[p] = int(st.number_input(label, value=dv, step=1, key=key))
+                elif isinstance(dv, float):
+                    vals[p] = float(st.number_input(label, value=dv, min_value=0.0, max_value=1.0 if p == "k" else None,
+                                                    step=0.05 if dv >= 0.05 else dv / 2, format="%g", key=key))
+                else:  # strings; None = optional (e.g. a path to save / load a trained SMIA model)
+                    v = st.text_input(label + (" (optional)" if dv is None else ""), value="" if dv is None else str(dv),
+                                      key=key)
+                    vals[p] = v.strip() or (None if dv is None else str(dv))
+            params[a] = vals
+split = None
+learns = learning_attacks(chosen)
+if learns:
+    split = st.slider(f"Train/evaluation split: share of texts used to train {', '.join(REGISTRY[a].label for a in learns)} "
+                      "(every attack is reported on the held-out rest)", 0.1, 0.9, 0.5, 0.05, key="cal_split")
+modify_mod = optional.module("modify")
+modify_variants: list = []
+if modify_mod is not None and hasattr(modify_mod, "run_modified"):
+    if st.checkbox("Also evaluate on modified members (one word duplicated / deleted / added, SMIA §5.2)",
+                   key="cal_modify", help="An auditor rarely holds the exact training string: how robust is each "
+                                          "attack to a one-word edit? Re-runs the attacks once per variant."):
+        modify_variants = st.multiselect("Variants", list(modify_mod.VARIANTS), default=list(modify_mod.VARIANTS),
+                                         key="cal_modify_variants")
+else:
+    st.caption("Modified-member comparison: not available in this installation (`mia_core.modify`).")
+with st.expander("Advanced"):
+    c = st.columns(4)
+    n_boot = int(c[0].number_input("Bootstrap resamples (CIs)", 0, 10000, 1000, 100, key="cal_boot"))
+    seed = int(c[1].number_input("Seed", 0, 2**31 - 1, 0, key="cal_seed"))
+    ctx = int(c[2].number_input("Context window (0 = model default)", 0, 131072, 0, 256, key="cal_ctx"))
+    blind = c[3].checkbox("Blind baseline", value=True, key="cal_blind",
+                          help="A classifier that never sees the model: if it separates the sets, attack AUCs "
+                               "measure a distribution shift, not membership.")
+    run_name = st.text_input("Run name (optional)", key="cal_name", placeholder="e.g. SmolLM2 fp32 demo")
+
+# ------------------------------------------------------------------ run
+st.subheader("3 · Run")
+job = reg.latest("calibration")
+busy = job is not None and job.running
+if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
+             help="Runs in the background: you can keep using the dashboard; the run is saved when it finishes."):
+    try:
+        inputs = read_inputs(source, demo=demo, members=members, nonmembers=nonmembers, mode=mode,
+                             population=population, members_text=members_text, nonmembers_text=nonmembers_text)
+        if use_demo_models:
+            with st.spinner("Loading the demo target and reference…"):
+                target = load_model(str(demo["target"]), panel.dtype, panel.quantize, panel.device, panel.trust_remote_code)
+                reference = load_model(str(demo.get("reference") or "smollm2"), panel.dtype, "none", panel.device,
+                                       panel.trust_remote_code)
+        else:
+            if panel.target is None:
+                raise MiaError(f"no target model loaded: {panel.target_error or 'choose one in the sidebar'}")
+            if panel.reference_error:
+                raise MiaError(f"the reference model did not load: {panel.reference_error}")
+            target, reference = panel.target, panel.reference
+        cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
+                           blind=blind, dataset=inputs.dataset, reference=reference)
+        work = make_job(inputs, target, reference if any("reference" in REGISTRY[a].needs for a in chosen) else None,
+                        cfg, name=run_name.strip() or None, modify_variants=modify_variants)
+        job = reg.start("calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
+                        f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work)
+        busy = True
+    except MiaError as e:
+        show_error(e)
+
+if busy:
+    @st.fragment(run_every=1.0)
+    def _watch(job_id: str):
+        j = reg.get(job_id)
+        if j is None:
+            return
+        render_stages(j)
+        if not j.running:
+            st.rerun()
+
+    _watch(job.id)
+elif job is not None:
+    acked = st.session_state.setdefault("cal_acked", set())
+    if job.status == "error":
+        show_error(job.error)
+    elif job.status == "done" and job.id not in acked:
+        st.session_state["cal_run_id"] = job.result
+    acked.add(job.id)
+
+# ------------------------------------------------------------------ results
+st.subheader("Results")
+run = None
+rid = st.session_state.get("cal_run_id")
+if rid:
+    try:
+        run = runs.load_run(rid)
+    except MiaError:
+        st.session_state.pop("cal_run_id", None)
+if run is None:
+    run = runs.latest_run()
+if run is None:
+    st.info("No run yet: choose data and attacks above and press **Run the attacks**.")
+else:
+    if rid is None:
+        st.caption("Showing the latest saved run.")
+    render_run(run, key="cal")

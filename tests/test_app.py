@@ -1,0 +1,370 @@
+"""The Streamlit dashboard under ``streamlit.testing.v1.AppTest`` (no browser), plus the plain
+modules behind it: the run store (``mia_core.runs``), the report and number formatting
+(``mia_core.report``), the figure builders (``mia_core.plots``) and the per-token view
+(``dashboard.tokens``).
+
+The pages run on a tiny 2-layer Llama with the SmolLM2 tokenizer that the tests build in a
+temporary folder (random weights: scores are meaningless but real, and it loads in a second);
+the user types its path into the sidebar's model box, as for any local model. Runs go to a
+temporary ``MIA_RUNS_DIR``.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+DATA = ROOT / "tests" / "data"
+TIMEOUT = 180
+
+
+def _paragraphs(source: str, n: int) -> list[str]:
+    rows = [json.loads(line) for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [r["text"] for r in rows if r["source"] == source][:n]
+
+
+@pytest.fixture(scope="module", autouse=True)
+def runs_dir(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    d = tmp_path_factory.mktemp("runs")
+    mp.setenv("MIA_RUNS_DIR", str(d))
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    yield d
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory) -> str:
+    """A 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from mia_core.models import converted_gguf_dir, embedded_gguf_path
+
+    tok = AutoTokenizer.from_pretrained(str(converted_gguf_dir(embedded_gguf_path())), local_files_only=True)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    out = tmp_path_factory.mktemp("tiny_llama")
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
+
+
+def _app(page: str | None, model: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if model is not None:
+        at.session_state["mp_target"] = "custom"
+        at.session_state["mp_target_custom"] = model
+    if page:
+        at.switch_page(page)
+    return at.run()
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _num(s: str) -> float:
+    return float(str(s).replace(",", "").replace("%", "").split()[0])
+
+
+# ------------------------------------------------------------------ pages
+
+
+def test_home_lists_pages_and_model_panel():
+    at = _app(None)
+    _no_exception(at)
+    assert "Membership-inference" in at.title[0].value
+    assert any("0.5" in m.value and "chance" in m.value for m in at.markdown)
+    assert at.sidebar.selectbox(key="_mp_target").value == "smollm2"
+    assert at.sidebar.checkbox(key="_mp_trust").value is False  # trust_remote_code off by default
+    links = [e for e in at.get("page_link")]
+    assert len(links) >= 3
+
+
+def test_sidebar_bad_model_shows_reason_not_traceback(tmp_path):
+    at = _app("pages/1_Inspect_a_text.py", model=str(tmp_path / "no_such_model"))
+    _no_exception(at)
+    errs = " ".join(e.value for e in at.sidebar.error)
+    assert "no such file" in errs
+    at.button(key="inspect_go").click().run()
+    _no_exception(at)
+    assert any("no target model loaded" in e.value for e in at.error)
+
+
+def test_inspect_page_scores_a_text(tiny_model):
+    at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
+    _no_exception(at)
+    assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)
+    text = "The <b>quick</b> brown fox & the lazy dog — café naïve. " + _paragraphs("pg35_wells_time_machine.txt", 1)[0]
+    at.text_area(key="inspect_text").set_value("   ")
+    at.button(key="inspect_go").click().run()
+    assert any("empty" in e.value for e in at.error)
+
+    at.text_area(key="inspect_text").set_value(text)
+    at.button(key="inspect_go").click().run()
+    _no_exception(at)
+    assert not at.error
+    metrics = {m.label: m.value for m in at.metric}
+    n_tokens = int(_num(metrics["Tokens"]))
+    assert n_tokens > 30 and _num(metrics["Loss (mean NLL)"]) > 0
+    body = next(h.proto.body for h in at.get("html") if "mia-tok" in h.proto.body)
+    assert body.count('class="mia-tok"') == n_tokens
+    assert "&lt;" in body and "<b>" not in body and "</b>" not in body  # token text is escaped
+    assert "top prediction" in body and "rank" in body and "rarity" in body
+    table = at.table[0].value
+    assert {"LOSS", "zlib ratio", "Lowercase ratio", "Min-K%", "Min-K%++"} <= set(table.index)
+    assert all(math.isfinite(_num(v)) for v in table["Score"])
+
+    for norm in ("ratio", "max"):  # normalised views recolour without recomputing
+        at.radio(key="inspect_norm").set_value(norm).run()
+        _no_exception(at)
+        b2 = next(h.proto.body for h in at.get("html") if "mia-tok" in h.proto.body)
+        assert b2.count('class="mia-tok"') == n_tokens and ("RatioNorm" if norm == "ratio" else "MaxNorm") in b2
+
+
+def test_inspect_long_text_uses_window_chart(tiny_model):
+    book = (DATA / "books" / "pg11_carroll_alice_in_wonderland.txt").read_text(encoding="utf-8")
+    at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
+    at.checkbox(key="inspect_lower").uncheck()
+    at.text_area(key="inspect_text").set_value(book[:7500])
+    at.button(key="inspect_go").click().run()
+    _no_exception(at)
+    assert int(_num(next(m.value for m in at.metric if m.label == "Tokens"))) > 1500
+    assert len(at.get("plotly_chart")) >= 1  # the per-window strip instead of thousands of spans
+    body = next(h.proto.body for h in at.get("html") if "mia-tok" in h.proto.body)
+    assert body.count('class="mia-tok"') == 1000  # one segment of spans
+
+
+def _wait_for_results(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
+    t0 = time.time()
+    while time.time() - t0 < timeout:
+        at.run()
+        _no_exception(at)
+        if at.table and "AUC [95% CI]" in at.table[0].value.columns and not any(
+                "running for" in m.value for m in at.markdown):
+            return at
+        time.sleep(0.5)
+    raise AssertionError("the calibration run did not finish")
+
+
+def test_calibration_page_validates_runs_and_saves(tiny_model, runs_dir):
+    from mia_core import runs
+
+    before = len(runs.list_runs())
+    at = _app("pages/2_Calibration_run.py", model=tiny_model)
+    _no_exception(at)
+    at.radio(key="cal_source").set_value("paste").run()
+    at.button(key="cal_go").click().run()
+    assert any("no member texts pasted" in e.value for e in at.error)
+    src = _paragraphs("pg43_stevenson_jekyll_and_hyde.txt", 12)
+    at.text_area(key="cal_members_text").set_value("\n".join(src[0::2]))
+    at.text_area(key="cal_nonmembers_text").set_value("\n".join(src[0::2][:2]))  # same texts in both sets
+    at.button(key="cal_go").click().run()
+    assert any("both" in e.value for e in at.error)
+    at.text_area(key="cal_nonmembers_text").set_value("\n".join(src[1::2]))
+    at.multiselect(key="cal_attacks").set_value(["loss", "zlib", "min_k", "ref"])
+    at.button(key="cal_go").click().run()
+    assert any("reference model" in e.value for e in at.error)  # ref attack without a reference
+    at.multiselect(key="cal_attacks").set_value(["loss", "zlib", "lowercase", "min_k", "min_k_pp"])
+    at.number_input(key="cal_boot").set_value(200)
+    at.button(key="cal_go").click().run()
+    _no_exception(at)
+    assert not at.error, [e.value for e in at.error]
+    at = _wait_for_results(at)
+
+    table = at.table[0].value
+    assert {"LOSS", "Min-K%", "Blind baseline (no model)"} <= set(table.index)
+    for v in table["AUC [95% CI]"]:
+        auc, lo, hi = (float(x) for x in re.findall(r"\d\.\d{3}", v))
+        assert 0 <= lo <= auc <= hi <= 1
+    assert all("%" in v for v in table["TPR@1% FPR"])
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 2  # ROC + histograms
+    assert any("ROC" in c.proto.spec for c in charts)
+    assert len(at.get("download_button")) == 3
+    saved = runs.list_runs()
+    assert len(saved) == before + 1 and saved[0]["n_members"] == 6 and saved[0]["n_nonmembers"] == 6
+
+    at.radio(key="cal_roc_scale").set_value("Linear").run()
+    _no_exception(at)
+
+    fresh = _app("pages/2_Calibration_run.py", model=tiny_model)  # a browser refresh: a new session
+    _no_exception(fresh)
+    assert fresh.table and "LOSS" in fresh.table[0].value.index
+    assert any(saved[0]["name"] in m.value for m in fresh.markdown)  # the finished run is shown again
+
+
+def _engine_run(tiny_model, k: float, name: str):
+    from mia_core import runs
+    from mia_core.data import texts_from_strings
+    from mia_core.models import load_causal_lm
+    from mia_core.pipeline import RunConfig, run_attacks
+
+    src = _paragraphs("pg105_austen_persuasion.txt", 8)
+    ds = texts_from_strings(src[0::2], src[1::2])
+    lm = load_causal_lm(tiny_model)
+    cfg = RunConfig(attacks=["loss", "min_k"], params={"min_k": {"k": k}}, n_bootstrap=50, blind=False)
+    return runs.save_run(run_attacks(ds, lm, config=cfg), name=name)
+
+
+def test_inspect_places_scores_on_a_calibration_run(tiny_model):
+    _engine_run(tiny_model, 0.2, "placement run")
+    at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
+    at.button(key="inspect_go").click().run()  # the pre-filled paragraph
+    _no_exception(at)
+    table = at.table[0].value
+    assert "Above % of non-members" in table.columns and "Member at 1% FPR?" in table.columns
+    placed = table.loc["LOSS"]
+    assert 0 <= _num(placed["Above % of non-members"]) <= 100 and placed["Member at 5% FPR?"] in ("yes", "no")
+    assert any("this text" in json.dumps(json.loads(c.proto.spec)) for c in at.get("plotly_chart"))
+
+
+def test_runs_page_compares_and_deletes(tiny_model):
+    from mia_core import runs
+
+    a = _engine_run(tiny_model, 0.1, "k=0.1")
+    b = _engine_run(tiny_model, 0.5, "k=0.5")
+    at = _app("pages/5_Runs.py")
+    _no_exception(at)
+    at.selectbox(key="runs_a").set_value(a.id)
+    at.selectbox(key="runs_b").set_value(b.id).run()
+    _no_exception(at)
+    cmp_ = next(t.value for t in at.table if "ΔAUC" in t.value.columns)
+    assert {"LOSS", "Min-K%"} <= set(cmp_.index)
+    assert cmp_.loc["LOSS", "ΔAUC"] in ("+0.000", "-0.000")  # same data and model: LOSS cannot change
+    assert any("runs compared" in c.proto.spec for c in at.get("plotly_chart"))
+
+    n = len(runs.list_runs())
+    at.selectbox(key="runs_open").set_value(a.id)
+    at.checkbox(key="runs_confirm").check().run()
+    at.button(key="runs_delete").click().run()
+    _no_exception(at)
+    assert len(runs.list_runs()) == n - 1 and a.id not in [m["id"] for m in runs.list_runs()]
+
+
+# ------------------------------------------------------------------ plain modules
+
+
+def test_run_store_round_trip_and_safety(tiny_model, tmp_path):
+    from mia_core import runs
+    from mia_core.errors import DataError
+
+    stored = _engine_run(tiny_model, 0.2, "round trip")
+    again = runs.load_run(stored.id)
+    assert again.meta["name"] == "round trip" and again.attack_names() == ["loss", "min_k"]
+    assert again.metrics["loss"]["auc"] == pytest.approx(stored.metrics["loss"]["auc"])
+    assert list(again.scores.columns[:3]) == ["text_id", "label", "text_hash"]
+    ident = again.meta["target"]["identity"]
+    assert runs.latest_run(target_identity=ident).meta["target"]["identity"] == ident
+    assert runs.latest_run(target_identity="no such model") is None
+    for bad in ("../etc", "a/b", "", ".."):
+        with pytest.raises(DataError):
+            runs.load_run(bad)
+    runs.rename_run(stored.id, "renamed")
+    assert runs.load_run(stored.id).name == "renamed"
+    runs.delete_run(stored.id)
+    with pytest.raises(DataError):
+        runs.load_run(stored.id)
+    assert runs.runs_dir(tmp_path / "x").is_dir()
+
+
+def test_report_is_self_contained_and_escaped(tiny_model):
+    from mia_core import runs
+    from mia_core.report import build_report
+
+    stored = _engine_run(tiny_model, 0.2, "<script>alert(1)</script> run")
+    page = build_report(stored)
+    assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
+    assert page.count("Plotly.newPlot") == 3  # ROC linear, ROC log-log, histograms
+    assert len(re.findall(r"plotly\.js v\d", page)) == 1  # plotly.js embedded once, no CDN
+    assert not re.search(r"<script[^>]*\bsrc=", page)  # nothing loaded from outside
+    assert "<script>alert(1)</script>" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert "Min-K%" in page and "TPR@1% FPR" in page
+    runs.delete_run(stored.id)
+
+
+def test_number_formatting():
+    from mia_core.report import compare_table, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, metrics_table
+
+    assert fmt_pct(0.0123) == "1.23%" and fmt_pct(0.5) == "50.0%" and fmt_pct(1) == "100%"
+    assert fmt_pct(0) == "0%" and fmt_pct(0.000123) == "0.0123%" and fmt_pct(None) == "–"
+    assert fmt_num(12345.6) == "12,346" and fmt_num(0.012345) == "0.0123" and fmt_num(-4.104) == "-4.10"
+    assert fmt_num(float("nan")) == "–"
+    assert fmt_auc(0.73456, [0.6, 0.8]) == "0.735 [0.600, 0.800]"
+    assert fmt_rate_ci(0.1, [0.05, 0.2]) == "10.0% [5.00%, 20.0%]"
+    m = {"loss": {"label": "LOSS", "auc": 0.6, "auc_ci": [0.5, 0.7], "tpr_at_fpr": {"0.01": 0.02, "0.05": 0.1, "0.1": 0.2}},
+         "blind": {"label": "Blind", "auc": 0.5}}
+    t = metrics_table(m)
+    assert list(t["Attack"]) == ["LOSS", "Blind"] and t.loc[0, "TPR@1% FPR"] == "2.00%"
+    m2 = {"loss": {**m["loss"], "auc": 0.65, "tpr_at_fpr": {"0.01": 0.05, "0.05": 0.1, "0.1": 0.2}}}
+    c = compare_table(m, m2)
+    assert c.loc[0, "ΔAUC"] == "+0.050" and c.loc[0, "Δ TPR@1%"] == "+3.0 pp"
+
+
+def test_plots_colours_are_fixed_and_log_axes_drop_zeros():
+    from mia_core import plots
+
+    assert plots.attack_colour("loss") == plots.ATTACK_COLOURS["loss"]
+    assert plots.attack_colour("some_new_attack") == plots.attack_colour("some_new_attack")
+    assert len(set(plots.ATTACK_COLOURS.values())) == len(plots.ATTACK_COLOURS)
+    roc = {"fpr": [0.0, 0.0, 0.01, 0.5, 1.0], "tpr": [0.0, 0.1, 0.2, 0.7, 1.0]}
+    metrics = {"loss": {"label": "LOSS", "auc": 0.7, "roc": roc}, "min_k": {"label": "Min-K%", "auc": 0.6, "roc": roc}}
+    lin = plots.roc_figure(metrics)
+    log = plots.roc_figure(metrics, log=True)
+    assert len(lin.data[0].x) == 5 and min(log.data[0].x) > 0 and len(log.data[0].x) == 3
+    assert log.layout.xaxis.type == "log"
+    assert lin.data[0].line.color == plots.ATTACK_COLOURS["loss"]
+    over = plots.roc_overlay([("A", metrics), ("B", metrics)])
+    colours = {(t.name.split(" · ")[1].split(" (")[0], t.line.color) for t in over.data if " · " in t.name}
+    assert colours == {("LOSS", plots.ATTACK_COLOURS["loss"]), ("Min-K%", plots.ATTACK_COLOURS["min_k"])}
+
+
+def test_token_view_pieces_values_and_escaping(tiny_model):
+    from transformers import AutoTokenizer
+
+    from dashboard import tokens
+
+    tok = AutoTokenizer.from_pretrained(tiny_model)
+    text = "Naïve café — “quotes” <script>x</script>\n\nnew paragraph 12345"
+    ids = tok(text, add_special_tokens=False)["input_ids"]
+    pieces = tokens.token_pieces(tok, text, ids)
+    assert len(pieces) == len(ids) and "".join(pieces) == text
+
+    counts = np.zeros(50, dtype=np.int64)
+    counts[[1, 2, 3]] = [6, 3, 1]
+    rtf, seen = tokens.token_frequency(counts)
+    assert rtf[1] == pytest.approx(0.6) and rtf[0] == pytest.approx(0.05) and seen.sum() == 3
+    lp = np.log(np.array([0.5, 0.1, 0.01]))
+    mx = np.log(np.array([0.5, 0.4, 0.9]))
+    tid = np.array([1, 2, 0])
+    ratio = tokens.token_values(lp, mx, tid, "ratio", rtf)
+    assert ratio == pytest.approx(np.log10(np.array([0.5 / 0.6, 0.1 / 0.3, 0.01 / 0.05])))
+    mxn = tokens.token_values(lp, mx, tid, "max", rtf)
+    assert mxn == pytest.approx(np.log10(np.array([1.0 / 0.6, 0.7 / 0.3, 0.11 / 0.05])))
+    try:  # the same formula as the document audit's MaxNorm / RatioNorm (F = -log)
+        from mia_core.documents.dictionaries import ReferenceDictionaries
+        from mia_core.documents.normalization import normalized_values
+        from mia_core.stats import TokenStats
+
+        z = np.zeros(3, dtype=np.float32)
+        s = TokenStats(token_ids=tid, logprob=lp, max_logprob=mx, mu=z, sigma=z, entropy=z, rank=tid, top_id=tid, n_bytes=3)
+        d = ReferenceDictionaries(token_freq=rtf, general_proba=None, doc_indices=(0,), n_tokens=10, n_positions=0)
+        assert -normalized_values(s, "maxnorm_tf", d) / np.log(10) == pytest.approx(mxn)
+        assert -normalized_values(s, "rationorm_tf", d) / np.log(10) == pytest.approx(ratio)
+    except ImportError:
+        pass
+    u = tokens.unit(np.array([1e-6, 1e-2, 1.0]), "prob")
+    assert u == pytest.approx([0.0, 0.5, 1.0])

@@ -1,0 +1,146 @@
+"""One real-browser end-to-end test: the dashboard served by ``streamlit run``, driven in headless
+Chromium with Playwright.
+
+It pastes a paragraph on the Inspect page, analyses it with the embedded SmolLM2 and checks the
+coloured per-token spans (with their hover text); then runs a small calibration on pasted texts
+and waits for the ROC chart. Screenshots go to ``tests/artifacts/`` (git-ignored):
+``inspect_tokens.png``, ``inspect_page.png``, ``calibration_roc.png``, ``calibration_page.png``.
+
+Needs Debian's ``chromium`` (``apt-get install -y chromium``) and ``pip install playwright``
+(Playwright's own browser download is not used: the system Chromium is launched directly).
+Skips cleanly when either is missing.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "tests" / "artifacts"
+DATA = ROOT / "tests" / "data"
+CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
+                 if p and Path(p).exists()), None)
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+
+pytestmark = [
+    pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
+                       reason="playwright is not installed (pip install playwright)"),
+    pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"),
+]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    port = _free_port()
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env["MIA_RUNS_DIR"] = str(tmp_path_factory.mktemp("runs"))
+    log = tmp_path_factory.mktemp("log") / "streamlit.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
+             "--server.address", "localhost", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _paragraphs(n: int, source: str) -> list[str]:
+    rows = [json.loads(line) for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [r["text"] for r in rows if r["source"] == source][:n]
+
+
+def _wait_idle(page, timeout: float = 240.0) -> None:
+    """Wait until Streamlit has finished the current script run."""
+    page.wait_for_timeout(500)
+    page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout * 1000)
+
+
+def test_inspect_and_calibration_in_a_browser(server):
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    paragraph = _paragraphs(1, "pg35_wells_time_machine.txt")[0]
+    pool = _paragraphs(12, "pg43_stevenson_jekyll_and_hyde.txt")
+    members, nonmembers = pool[0::2], pool[1::2]  # one source split alternately: no distribution shift
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 2000})
+        try:
+            # ---- Inspect a text: paste, analyse, per-token view
+            page.goto(f"{server}/Inspect_a_text", wait_until="networkidle")
+            box = page.get_by_role("textbox", name="Text to inspect")
+            box.wait_for(timeout=180_000)
+            box.fill(paragraph)
+            box.press("Control+Enter")
+            _wait_idle(page)
+            page.get_by_role("button", name="Analyse").click()
+            tokens = page.locator(".mia-tok")
+            tokens.first.wait_for(timeout=240_000)
+            assert tokens.count() > 20
+            title = tokens.nth(5).get_attribute("title") or ""
+            assert "probability" in title and "top prediction" in title and "rank" in title
+            _wait_idle(page)
+            page.locator(".mia-tokens").first.screenshot(path=str(ARTIFACTS / "inspect_tokens.png"))
+            page.screenshot(path=str(ARTIFACTS / "inspect_page.png"), full_page=True)
+            body = page.locator("[data-testid='stMain']").inner_text()
+            assert "LOSS" in body and "Min-K%" in body
+
+            # ---- Calibration run on pasted texts
+            page.goto(f"{server}/Calibration_run", wait_until="networkidle")
+            page.get_by_text("Paste texts", exact=True).click()
+            _wait_idle(page)
+            m = page.get_by_role("textbox", name="Members: one text per line (or paragraphs separated by blank lines)", exact=True)
+            m.fill("\n".join(members))
+            m.press("Control+Enter")
+            n = page.get_by_role("textbox", name="Non-members: one text per line")
+            n.fill("\n".join(nonmembers))
+            n.press("Control+Enter")
+            _wait_idle(page)
+            page.get_by_role("button", name="Run the attacks").click()
+            roc = page.locator(".js-plotly-plot").filter(has_text="ROC")
+            roc.first.wait_for(timeout=300_000)
+            _wait_idle(page)
+            page.wait_for_timeout(1000)
+            roc.first.screenshot(path=str(ARTIFACTS / "calibration_roc.png"))
+            page.screenshot(path=str(ARTIFACTS / "calibration_page.png"), full_page=True)
+            text = page.locator("[data-testid='stMain']").inner_text()
+            assert "AUC" in text and "TPR@1% FPR" in text
+        finally:
+            browser.close()

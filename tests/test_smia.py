@@ -1,0 +1,171 @@
+"""Neighbourhood attack and SMIA on a tiny causal LM the test trains itself.
+
+A 2-layer Llama with the embedded SmolLM2 tokenizer memorises 24 short member texts from
+``tests/data/paragraphs.jsonl``; 24 other texts are non-members. Neighbours come from the
+offline generator (the real embedded SmolLM2) with n = 4, embeddings from the embedded
+all-MiniLM-L6-v2. Membership is ground truth, so LOSS, the neighbourhood attack and SMIA
+must all separate members from non-members on the held-out half.
+"""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mia_core.attacks.smia import load_smia
+from mia_core.data import Dataset
+from mia_core.errors import SettingsError
+from mia_core.models import converted_gguf_dir, embedded_gguf_path, load_causal_lm
+from mia_core.neighbours import word_diff
+from mia_core.pipeline import RunConfig, run_attacks
+
+DATA = Path(__file__).resolve().parent / "data"
+N_NEIGHBOURS = 4
+N_EACH = 24
+
+
+def short_texts(n: int, offset: int, words: int = 28) -> list[str]:
+    rows = [json.loads(line) for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    picked = rows[offset::7][:n]
+    return [" ".join(r["text"].split()[:words]) for r in picked]
+
+
+def shared_cache(tmp_path_factory) -> Path:
+    """A cache shared by the neighbour test modules of one session; converted models are linked in."""
+    from mia_core.paths import cache_root
+
+    real_models = cache_root() / "models"
+    root = tmp_path_factory.getbasetemp() / "neighbours-cache"
+    root.mkdir(exist_ok=True)
+    if not (root / "models").exists():
+        real_models.mkdir(parents=True, exist_ok=True)
+        os.symlink(real_models, root / "models")
+    return root
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("MIA_CACHE_DIR", str(shared_cache(tmp_path_factory)))
+    yield tmp_path_factory.mktemp("smia")
+    mp.undo()
+
+
+def train_tiny_target(members: list[str], out: Path, epochs: int = 30) -> Path:
+    """2-layer Llama with the SmolLM2 tokenizer, trained until it fits the members."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    tok = AutoTokenizer.from_pretrained(str(converted_gguf_dir(embedded_gguf_path())))
+    torch.manual_seed(0)
+    eos = tok.eos_token_id
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                      num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=256,
+                      tie_word_embeddings=True, bos_token_id=eos, eos_token_id=eos, pad_token_id=eos)
+    model = LlamaForCausalLM(cfg)
+    seqs = [[eos] + tok(t, add_special_tokens=False)["input_ids"] for t in members]
+    L = max(map(len, seqs))
+    ids = torch.full((len(seqs), L), eos)
+    labels = torch.full((len(seqs), L), -100)
+    mask = torch.zeros((len(seqs), L), dtype=torch.long)
+    for r, s in enumerate(seqs):
+        ids[r, : len(s)], labels[r, : len(s)], mask[r, : len(s)] = torch.tensor(s), torch.tensor(s), 1
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2, weight_decay=0.0)
+    model.train()
+    for _ in range(epochs):
+        for b in range(0, len(seqs), 12):
+            loss = model(input_ids=ids[b : b + 12], attention_mask=mask[b : b + 12], labels=labels[b : b + 12]).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    model.eval()
+    model.save_pretrained(out)
+    tok.save_pretrained(out)
+    return out
+
+
+@pytest.fixture(scope="module")
+def setup(env):
+    load_causal_lm()  # the embedded SmolLM2 (neighbour proposals)
+    members, nonmembers = short_texts(N_EACH, 0), short_texts(N_EACH, 3)
+    folder = train_tiny_target(members, env / "tiny-target")
+    target = load_causal_lm(str(folder))
+    texts = members + nonmembers
+    ds = Dataset(texts=texts, labels=[1] * N_EACH + [0] * N_EACH, ids=[f"t{i:02d}" for i in range(len(texts))])
+    population = Dataset(texts=short_texts(4, 5), labels=[0] * 4, ids=[f"p{i}" for i in range(4)])
+    return {"ds": ds, "target": target, "population": population, "dir": env}
+
+
+def config(**smia) -> RunConfig:
+    nb = {"n": N_NEIGHBOURS}
+    return RunConfig(attacks=("loss", "neighbourhood", "smia"),
+                     params={"neighbourhood": nb, "smia": {**nb, "epochs": 40, **smia}},
+                     split=0.5, split_seed=0, n_bootstrap=50, blind=False)
+
+
+@pytest.fixture(scope="module")
+def run(setup):
+    save = setup["dir"] / "smia-model"
+    res = run_attacks(setup["ds"], setup["target"], config=config(save=str(save)), population=setup["population"])
+    return res, save
+
+
+def test_loss_neighbourhood_and_smia_separate_members(run):
+    res, _ = run
+    aucs = {k: res.metrics[k]["auc"] for k in ("loss", "neighbourhood", "smia")}
+    assert aucs["loss"] >= 0.8, aucs
+    assert aucs["neighbourhood"] >= 0.8, aucs
+    assert aucs["smia"] >= 0.8, aucs
+    # every attack is reported on the same held-out half
+    for k in aucs:
+        assert res.metrics[k]["n_members"] == N_EACH // 2 and res.metrics[k]["n_nonmembers"] == N_EACH // 2
+    assert (res.scores["split"] == "eval").sum() == N_EACH
+
+
+def test_neighbour_report_and_smia_curves(run):
+    res, _ = run
+    nb = res.extra["neighbourhood"]
+    assert len(nb["neighbours"]) == 2 * N_EACH
+    assert all(len(x) == N_NEIGHBOURS for x in nb["neighbours"])
+    ex = nb["examples"][0]
+    for n in ex["neighbours"]:
+        diff = word_diff(ex["text"], n["text"])
+        assert len(diff) == 1 and diff[0][0] == "replace" and len(diff[0][1]) == len(diff[0][2]) == 1
+    sm = res.extra["smia"]
+    c = sm["curves"]
+    assert len(c["train_loss"]) == len(c["val_loss"]) == 40
+    assert c["val_loss"][c["best_epoch"] - 1] == min(c["val_loss"])
+    assert sm["training"]["n_val_texts"] >= 2 and sm["training"]["n_train_texts"] >= 2
+    pairs = sm["pairs"]
+    assert len(pairs["cosine"]) == 2 * N_EACH * N_NEIGHBOURS
+    assert all(0.3 < x < 1.0 for x in pairs["cosine"])  # one word changed: close but not identical
+    # the population set was scored (neighbours made on demand) and gives thresholds
+    for k in ("neighbourhood", "smia"):
+        assert "error" not in res.population["attacks"][k], res.population["attacks"][k]
+
+
+def test_smia_model_round_trips_with_identical_scores(run, setup):
+    res, save = run
+    assert (save / "smia.safetensors").exists() and (save / "smia.json").exists()
+    meta = json.loads((save / "smia.json").read_text())
+    assert meta["trained_with"]["target"] == setup["target"].identity
+    assert meta["trained_with"]["neighbours"]["n"] == N_NEIGHBOURS
+    model = load_smia(save)
+    assert model.dim == 384
+    again = run_attacks(setup["ds"], setup["target"], config=config(load=str(save)))
+    np.testing.assert_allclose(again.scores["smia"].to_numpy(), res.scores["smia"].to_numpy(), rtol=0, atol=1e-6)
+    assert again.extra["smia"]["loaded_from"] == str(save)
+
+
+def test_smia_refuses_a_model_trained_with_other_settings(run, setup):
+    _, save = run
+    cfg = config(load=str(save))
+    cfg.params["smia"]["seed"] = 1  # other neighbours
+    with pytest.raises(SettingsError, match="trained with other settings"):
+        run_attacks(setup["ds"], setup["target"], config=cfg)
+    with pytest.raises(SettingsError, match="not a saved SMIA model"):
+        load_smia(setup["dir"])

@@ -1,0 +1,75 @@
+"""Tiny causal LMs trained by the tests themselves, so that membership is ground truth.
+
+A byte-level BPE tokenizer (vocabulary ~1,000) is trained on the texts at hand and a
+2-layer Llama is trained on the member texts until it fits them; the result is saved as a
+normal Hugging Face folder, so tests load it through ``mia_core.models.load_causal_lm(path)``
+exactly as a user's local checkpoint would be.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+DATA = Path(__file__).resolve().parent / "data"
+
+
+def paragraphs(modern: bool | None = None) -> list[str]:
+    rows = [json.loads(line) for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [r["text"] for r in rows if modern is None or r["modern"] == modern]
+
+
+def make_tokenizer(texts, vocab_size: int = 1000):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
+    )
+    tok.train_from_iterator(list(texts), trainer)
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>", pad_token="<|endoftext|>"
+    )
+
+
+def train_tiny_lm(train_texts, tokenizer, out_dir, *, epochs: int = 25, seed: int = 0, hidden: int = 128,
+                  layers: int = 2, max_len: int = 256, lr: float = 3e-3, batch_size: int = 16) -> Path:
+    """Train a tiny Llama on ``train_texts`` and save it (with the tokenizer) to ``out_dir``."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(seed)
+    cfg = LlamaConfig(
+        vocab_size=len(tokenizer), hidden_size=hidden, intermediate_size=hidden * 2, num_hidden_layers=layers,
+        num_attention_heads=4, num_key_value_heads=4, max_position_embeddings=max_len, tie_word_embeddings=True,
+        bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+    )
+    model = LlamaForCausalLM(cfg)
+    eos = tokenizer.eos_token_id
+    seqs = [[eos] + tokenizer(t, add_special_tokens=False)["input_ids"][: max_len - 1] for t in train_texts]
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    g = torch.Generator().manual_seed(seed)
+    model.train()
+    for _ in range(epochs):
+        order = torch.randperm(len(seqs), generator=g).tolist()
+        for b in range(0, len(order), batch_size):
+            batch = [seqs[i] for i in order[b : b + batch_size]]
+            L = max(len(s) for s in batch)
+            ids = torch.full((len(batch), L), eos, dtype=torch.long)
+            labels = torch.full((len(batch), L), -100, dtype=torch.long)
+            mask = torch.zeros((len(batch), L), dtype=torch.long)
+            for r, s in enumerate(batch):
+                ids[r, : len(s)] = torch.tensor(s)
+                labels[r, : len(s)] = torch.tensor(s)
+                mask[r, : len(s)] = 1
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+    model.eval()
+    out = Path(out_dir)
+    model.save_pretrained(out)
+    tokenizer.save_pretrained(out)
+    return out
