@@ -74,7 +74,7 @@ from .errors import ModelError, SettingsError
 
 Progress = Callable[[str, float], None]
 
-NEIGHBOURS_VERSION = 1
+NEIGHBOURS_VERSION = 2
 GENERATORS = ("offline", "masked-lm", "t5")
 DEFAULT_N = 25
 DEFAULT_M = 1
@@ -502,12 +502,6 @@ class OfflineGenerator(NeighbourGenerator):
             plan.slots[i] = _Slot(i, a, last + 1, spaced)
         return plan
 
-    def _positions(self, plan: _Plan, k: int, rng: np.random.Generator) -> list[int]:
-        cand = [i for i in content_positions(plan.text, plan.ws) if i in plan.slots]
-        if len(cand) <= k:
-            return cand
-        return sorted(int(x) for x in rng.choice(cand, size=k, replace=False))
-
     # ---- model passes
     def _left_pass(self, plans: list[_Plan], wanted: list[list[int]]):
         """One forward over the texts: the key/value cache and log-probs at the wanted positions.
@@ -642,19 +636,54 @@ class OfflineGenerator(NeighbourGenerator):
         return out
 
     def _generate(self, texts: list[str], progress: Progress) -> list[list[Neighbour]]:
+        """Score candidates at a few random positions per text; top up texts left short.
+
+        A first round looks at ``_n_positions()`` random content words per text; a text whose
+        positions gave fewer than ``n`` distinct neighbours (few candidates survive the word
+        filters) gets further rounds at new positions, until it has ``n`` or no position is
+        left (then it keeps fewer, which the caller sees in its neighbour count).
+        """
         s = self.settings
         plans = [self._plan(t) for t in texts]
-        chosen = [self._positions(p, self._n_positions(), _rng(s.seed, p.text)) for p in plans]
+        rngs = [_rng(s.seed, p.text) for p in plans]
+        pools = []
+        for p, rng in zip(plans, rngs):
+            cand = [i for i in content_positions(p.text, p.ws) if i in p.slots]
+            pools.append([int(x) for x in rng.permutation(cand)] if cand else [])
+        cands: list[list[tuple[int, str, float]]] = [[] for _ in texts]
         result: list[list[Neighbour]] = [[] for _ in texts]
+        k = self._n_positions()
+        todo = list(range(len(texts)))
+        for rnd in range(4):
+            chosen = {i: sorted(pools[i][:k]) for i in todo}
+            for i in todo:
+                pools[i] = pools[i][k:]
+            todo = [i for i in todo if chosen[i]]
+            if not todo:
+                break
+            self._score_round(plans, todo, chosen, cands, progress if rnd == 0 else _noop)
+            for i in todo:
+                result[i] = _select(cands[i], s.n, s.m, plans[i].text, plans[i].ws)
+            todo = [i for i in todo if len(result[i]) < s.n and pools[i]]
+            if not todo:
+                break
+            k = max(k, 2)
+        return result
+
+    def _score_round(self, plans: list[_Plan], todo: list[int], chosen: dict[int, list[int]],
+                     cands: list[list[tuple[int, str, float]]], progress: Progress) -> None:
+        """Add ``(word index, candidate, log-ratio)`` for the chosen positions of ``todo`` texts."""
         off = 1 if self.prefix is not None else 0
         R = OFFLINE_RIGHT_TOKENS
+        sub = [plans[i] for i in todo]
         done = 0
-        for batch in self._batches(plans):
-            bp = [plans[i] for i in batch]
-            wanted = [[bp[j].slots[w].a for w in chosen[i]] for j, i in enumerate(batch)]
+        for batch in self._batches(sub):
+            idx = [todo[b] for b in batch]
+            bp = [plans[i] for i in idx]
+            wanted = [[bp[j].slots[w].a for w in chosen[i]] for j, i in enumerate(idx)]
             layers, lps = self._left_pass(bp, wanted)
             rows, meta = [], []  # meta: (batch pos j, word index, cased or None for the original)
-            for j, i in enumerate(batch):
+            for j, i in enumerate(idx):
                 p = bp[j]
                 for w in chosen[i]:
                     sl = p.slots[w]
@@ -673,15 +702,11 @@ class OfflineGenerator(NeighbourGenerator):
             for (j, w, cased, lp0), tl in zip(meta, tail):
                 if cased is None:
                     base[(j, w)] = lp0 + tl
-            cands: dict[int, list[tuple[int, str, float]]] = {j: [] for j in range(len(batch))}
             for (j, w, cased, lp0), tl in zip(meta, tail):
                 if cased is not None:
-                    cands[j].append((w, cased, lp0 + tl - base[(j, w)]))
-            for j, i in enumerate(batch):
-                result[i] = _select(cands[j], s.n, s.m, plans[i].text, plans[i].ws)
+                    cands[idx[j]].append((w, cased, lp0 + tl - base[(j, w)]))
             done += len(batch)
-            progress(f"{done}/{len(texts)} texts", done / len(texts))
-        return result
+            progress(f"{done}/{len(sub)} texts", done / len(sub))
 
     def propose_insertions(self, texts: Sequence[str], before: Sequence[int]) -> list[str | None]:
         """For each text, the best word to insert before word ``before[i]`` (which must follow a

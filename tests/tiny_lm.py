@@ -36,7 +36,23 @@ def make_tokenizer(texts, vocab_size: int = 1000):
 
 def train_tiny_lm(train_texts, tokenizer, out_dir, *, epochs: int = 25, seed: int = 0, hidden: int = 128,
                   layers: int = 2, max_len: int = 256, lr: float = 3e-3, batch_size: int = 16) -> Path:
-    """Train a tiny Llama on ``train_texts`` and save it (with the tokenizer) to ``out_dir``."""
+    """Train a tiny Llama on ``train_texts`` and save it (with the tokenizer) to ``out_dir``.
+
+    Trains on one thread: the same floats on any machine (so the AUCs the tests assert are
+    reproducible) and no OpenMP spin-waiting when the CPU is shared.
+    """
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _train(train_texts, tokenizer, out_dir, epochs=epochs, seed=seed, hidden=hidden, layers=layers,
+                      max_len=max_len, lr=lr, batch_size=batch_size)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _train(train_texts, tokenizer, out_dir, *, epochs, seed, hidden, layers, max_len, lr, batch_size) -> Path:
     import torch
     from transformers import LlamaConfig, LlamaForCausalLM
 

@@ -262,7 +262,7 @@ def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr:
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
-                tot += float(loss)
+                tot += float(loss.detach())
             net.eval()
             with torch.inference_mode():
                 vl = net(X[va, :dim], X[va, dim:])
