@@ -5,7 +5,7 @@ Three parts, each optional:
 1. **Scoring a long book with the embedded model** (SmolLM2-135M, fp32): tokens/s and peak
    resident memory above the loaded-model baseline for one Gutenberg book (header/footer
    stripped), capped at ``--max-tokens`` tokens, at each context in ``--contexts`` (paper:
-   128, 1024, 2048). Memory is sampled every 20 ms by a thread (psutil), so the peak is the
+   128, 1024, 2048). Memory is sampled every 20 ms by a thread (/proc/self/statm), so the peak is the
    whole process's RSS, torch's allocations included.
 2. **Bounded memory on a 200,000-token book**: the same windowed pass with a tiny model
    (vocabulary 1,024) over ``--long-tokens`` tokens, at two lengths, to show that the memory
@@ -37,7 +37,6 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
-import psutil  # noqa: E402
 
 from mia_core.data import load_documents  # noqa: E402
 from mia_core.stats import StatsSettings, compute_stats  # noqa: E402
@@ -47,16 +46,21 @@ BOOKS = ROOT / "tests" / "data" / "books"
 
 
 class PeakRSS:
-    """Sample this process's resident set size in a thread; ``peak`` in bytes."""
+    """Sample this process's resident set size (``/proc/self/statm``, Linux) in a thread; ``peak`` in bytes."""
+
+    PAGE = os.sysconf("SC_PAGE_SIZE")
 
     def __init__(self, every: float = 0.02):
-        self.proc = psutil.Process()
         self.every = every
         self.peak = 0
         self._stop = threading.Event()
 
+    def rss(self) -> int:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * self.PAGE
+
     def __enter__(self):
-        self.start = self.proc.memory_info().rss
+        self.start = self.rss()
         self.peak = self.start
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -64,13 +68,13 @@ class PeakRSS:
 
     def _run(self):
         while not self._stop.is_set():
-            self.peak = max(self.peak, self.proc.memory_info().rss)
+            self.peak = max(self.peak, self.rss())
             time.sleep(self.every)
 
     def __exit__(self, *exc):
         self._stop.set()
         self._t.join()
-        self.peak = max(self.peak, self.proc.memory_info().rss)
+        self.peak = max(self.peak, self.rss())
 
 
 def book_text(lm, paths: list[Path], n: int) -> tuple[str, int, dict]:

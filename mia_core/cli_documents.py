@@ -42,6 +42,10 @@ def register(subparsers) -> None:
     p.add_argument("--no-baselines", action="store_true", help="skip the sequence-level baselines")
     p.add_argument("--max-sequences", type=int, default=32,
                    help="128-token sequences sampled per document for the baselines (0 = all; default 32)")
+    p.add_argument("--neighbours", type=int, default=0,
+                   help="neighbours per sequence for the neighbourhood baseline (0 = off, the default; costly)")
+    p.add_argument("--neighbour-generator", default="offline",
+                   help="neighbour generator for --neighbours (offline, masked-lm:MODEL, t5:MODEL; default offline)")
     p.add_argument("--batch-tokens", type=int, default=None, help="tokens per forward batch (memory)")
     p.add_argument("--no-strip", action="store_true", help="keep Project Gutenberg headers and footers")
     p.add_argument("--no-cache", action="store_true", help="do not read or write the statistics cache")
@@ -97,6 +101,7 @@ def run(args) -> int:
             members, nonmembers, lm, reference=ref, context=args.context, normalizations=norms, features=feats,
             folds=args.folds, n_bins=args.bins, seed=args.seed, partial_lengths=lengths,
             baselines=not args.no_baselines, baseline_max_sequences=args.max_sequences or None,
+            baseline_neighbours={"n": args.neighbours, "generator": args.neighbour_generator} if args.neighbours else False,
             n_estimators=args.trees, batch_tokens=args.batch_tokens, use_cache=not args.no_cache, progress=progress,
         )
     finally:

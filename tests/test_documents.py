@@ -27,6 +27,7 @@ from mia_core.documents import (
     excerpts,
     make_folds,
     normalized_values,
+    run_baselines,
     parse_features,
     parse_normalizations,
     precision_table,
@@ -168,6 +169,18 @@ def test_baselines_scaled_to_documents(audit):
     assert np.isfinite(audit.scores["baseline:loss:document_average"]).all()
     frac = audit.scores["baseline:min_k:document_threshold"].to_numpy()
     assert ((frac >= 0) & (frac <= 1)).all()
+
+
+def test_neighbourhood_baseline_when_asked(audit, tiny_lm):
+    assert any(n.startswith("neighbourhood: off by default") for n in audit.baseline_notes)
+    folds = make_folds(audit.labels, 5, 0)
+    gen = f"offline:{tiny_lm.info['location']}"  # the tiny target proposes the substitute words: cheap
+    br = run_baselines(tiny_lm, audit._stats, audit.labels, folds, attacks=("loss", "neighbourhood"), max_per_doc=1,
+                       neighbours={"n": 3, "generator": gen})
+    assert br.notes == [] and br.n_sequences == 40
+    m = br.metrics["neighbourhood"]["document_average"]
+    assert np.isfinite(br.doc_scores["neighbourhood"]["document_average"]).sum() >= 30
+    assert 0 <= m["auc_mean"] <= 1
 
 
 def test_partial_documents_curve_uses_excerpts(audit):

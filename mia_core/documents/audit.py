@@ -297,6 +297,7 @@ def run_document_audit(
     baseline_attacks: Sequence[str] = PAPER_BASELINES,
     baseline_seq_len: int = DEFAULT_SEQ_LEN,
     baseline_max_sequences: int | None = DEFAULT_MAX_PER_DOC,
+    baseline_neighbours: bool | dict = False,
     n_estimators: int | None = None,
     n_jobs: int | None = None,
     batch_tokens: int | None = None,
@@ -312,7 +313,8 @@ def run_document_audit(
     folds, each normalisation (``"all"`` or names such as ``"maxnorm-tf"``, §4.2) × feature
     extractor (``"hist"``, ``"agg"``, §4.3) pipeline trains the random forest (§4.4) and gives
     every document an out-of-fold membership probability. Optional: the sequence-level baselines
-    scaled to documents (§6.2; ``reference`` adds the reference-model attack) and the
+    scaled to documents (§6.2; ``reference`` adds the reference-model attack,
+    ``baseline_neighbours=True`` or a dict of its parameters the neighbourhood attack) and the
     partial-document curve (§6.4; ``partial_lengths=None`` or ``()`` turns it off;
     ``partial_pipelines`` defaults to MaxNormTF+HistFE, the paper's best for books, when it runs).
     ``n_bins`` defaults to the paper's 1,000 histogram bins; ``n_estimators`` to its 500 trees.
@@ -373,7 +375,7 @@ def run_document_audit(
         br = run_baselines(
             lm, stats, labels, split, reference=reference, attacks=baseline_attacks, seq_len=baseline_seq_len,
             max_per_doc=baseline_max_sequences, seed=seed, use_cache=use_cache, batch_tokens=batch_tokens,
-            progress=lambda m, f: progress(m, 0.75 + 0.15 * f),
+            neighbours=baseline_neighbours, progress=lambda m, f: progress(m, 0.75 + 0.15 * f),
         )
         base_metrics, base_notes, base_scores = br.metrics, br.notes, br.doc_scores
     t_base = time.time() - t0
@@ -420,6 +422,7 @@ def run_document_audit(
         "n_estimators": int(n_estimators or 500), "max_depth": 5, "min_samples_leaf": 3,
         "partial_lengths": list(partial_lengths or []), "baselines": bool(baselines),
         "baseline_seq_len": baseline_seq_len, "baseline_max_sequences": baseline_max_sequences,
+        "baseline_neighbours": baseline_neighbours,
     }
     progress("document audit done", 1.0)
     return DocumentAuditResult(

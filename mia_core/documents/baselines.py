@@ -18,11 +18,18 @@ stratified folds as the meta-classifier:
   maximising Youden's J = TPR - FPR, i.e. balanced accuracy); a held-out document's score is
   the fraction of its sequences scoring at or above it.
 
+The neighbourhood attack (Mattern et al. 2023; ``mia_core.attacks.neighbourhood``) costs
+about n + 1 times LOSS per sequence (n neighbours, 25 by default) plus neighbour
+generation, so it is off unless asked for (``neighbours=True`` or a dict of its parameters,
+e.g. ``{"n": 10, "generator": "offline"}``); its ``prepare`` hook gets a minimal run context
+(target model, cache switch, progress, and a ``compute`` that calls ``compute_stats``).
+
 Higher = more likely member throughout (the attacks' convention).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from types import SimpleNamespace
 from typing import Callable, Sequence
 
 import numpy as np
@@ -88,6 +95,7 @@ def sequence_scores(
     attacks: Sequence[str] = PAPER_BASELINES,
     use_cache: bool = True,
     batch_tokens: int | None = None,
+    neighbours: bool | dict = False,
     progress: Callable[[str, float], None] | None = None,
 ) -> tuple[dict[str, np.ndarray], list[str]]:
     """Score every sampled sequence with each available attack; notes say what was skipped."""
@@ -103,7 +111,12 @@ def sequence_scores(
             notes.append(f"{a}: needs a reference model (skipped)")
             continue
         extra = set(att.needs) - {"target", "target_lower", "reference"}
-        if extra:
+        if extra == {"neighbours"} and att.prepare is not None:
+            if not neighbours:
+                notes.append(f"{a}: off by default (about n + 1 times the LOSS cost per sequence); "
+                             "turn it on with neighbours=True / --neighbours N")
+                continue
+        elif extra:
             notes.append(f"{a}: needs {', '.join(sorted(extra))}, which the document audit does not generate (skipped)")
             continue
         want.append(att)
@@ -128,7 +141,21 @@ def sequence_scores(
             inputs.same_tokenizer = lm.same_tokenizer(reference)
     scores = {}
     for att in want:
-        scores[att.name] = np.asarray(att.score(inputs, **att.params), dtype=float)
+        params = dict(att.params)
+        if att.prepare is not None:
+            if isinstance(neighbours, dict):
+                params.update(neighbours)
+
+            def compute(model, texts, label="token statistics", settings=None):
+                return compute_stats(model, texts, settings or st, use_cache=use_cache,
+                                     progress=lambda m, f: progress(f"{att.name}: {m}", f) if progress else None,
+                                     label=label)
+
+            ctx = SimpleNamespace(target=lm, reference=reference, config=SimpleNamespace(use_cache=use_cache),
+                                  progress=(lambda m, f: progress(f"{att.name}: {m}", f)) if progress else (lambda m, f: None),
+                                  compute=compute)
+            att.prepare(inputs, ctx, **params)
+        scores[att.name] = np.asarray(att.score(inputs, **params), dtype=float)
     return scores, notes
 
 
@@ -199,11 +226,13 @@ def run_baselines(
     seed: int = 0,
     use_cache: bool = True,
     batch_tokens: int | None = None,
+    neighbours: bool | dict = False,
     progress: Callable[[str, float], None] | None = None,
 ) -> BaselineResult:
     sample = sample_sequences(stats, lm.tokenizer, seq_len=seq_len, max_per_doc=max_per_doc, seed=seed)
     scores, notes = sequence_scores(
-        lm, sample, reference=reference, attacks=attacks, use_cache=use_cache, batch_tokens=batch_tokens, progress=progress
+        lm, sample, reference=reference, attacks=attacks, use_cache=use_cache, batch_tokens=batch_tokens,
+        neighbours=neighbours, progress=progress,
     )
     metrics, doc_scores = scale_to_documents(scores, sample.doc, labels, folds)
     return BaselineResult(metrics=metrics, doc_scores=doc_scores, notes=notes, n_sequences=len(sample.texts), seq_len=seq_len)
