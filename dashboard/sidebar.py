@@ -54,6 +54,30 @@ class ModelPanel:
     reference: object | None = None
     target_error: str | None = None
     reference_error: str | None = None
+    status: object | None = None  # sidebar placeholder for the load status
+
+    def load(self, need_reference: bool = True) -> "ModelPanel":
+        """Load the chosen models (cached) and show their status in the sidebar."""
+        _load_into(self, need_reference)
+        self.show_status()
+        return self
+
+    def show_status(self, note: str | None = None) -> None:
+        if self.status is None:
+            return
+        with self.status.container():
+            if note:
+                st.caption(note)
+            if self.target is not None:
+                st.caption("Target: " + _status_line(self.target))
+            elif self.target_error:
+                st.error(f"Target not loaded: {self.target_error}")
+            if self.reference is not None:
+                st.caption("Reference: " + _status_line(self.reference))
+            elif self.reference_error:
+                st.error(f"Reference not loaded: {self.reference_error}")
+            if not note and self.target is None and not self.target_error:
+                st.caption("Models load when a page needs them.")
 
     def load_target(self):
         return load_model(self.target_spec, self.dtype, self.quantize, self.device, self.trust_remote_code)
@@ -111,7 +135,8 @@ def _status_line(lm) -> str:
 def model_panel(*, load: bool = True, need_reference: bool = True) -> ModelPanel:
     """Draw the sidebar model panel and (when ``load``) load the chosen models.
 
-    ``need_reference=False`` leaves the reference unloaded (pages that cannot use one).
+    ``need_reference=False`` leaves the reference unloaded (pages that cannot use one). With
+    ``load=False`` a page may call ``panel.load()`` later, once it knows it needs the models.
     """
     demo = optional.demo_paths()
     target_opts = [o for o in TARGET_OPTIONS if o != "demo" or demo]
@@ -155,19 +180,11 @@ def model_panel(*, load: bool = True, need_reference: bool = True) -> ModelPanel
         panel.target_error = "type a hub id, a local folder or a .gguf file for the target model"
     if ref_choice == "custom" and panel.reference_spec is None:
         panel.reference_error = "type a hub id, a local folder or a .gguf file for the reference model"
+    panel.status = sb.empty()
     if load:
-        _load_into(panel, need_reference)
-    with sb:
-        if panel.target is not None:
-            st.caption("Target: " + _status_line(panel.target))
-        elif panel.target_error:
-            st.error(f"Target not loaded: {panel.target_error}")
-        if panel.reference is not None:
-            st.caption("Reference: " + _status_line(panel.reference))
-        elif panel.reference_error:
-            st.error(f"Reference not loaded: {panel.reference_error}")
-        if not load:
-            st.caption("Models load when a page needs them.")
+        panel.load(need_reference)
+    else:
+        panel.show_status()
     return panel
 
 

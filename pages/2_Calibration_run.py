@@ -22,7 +22,7 @@ from mia_core.attacks import REGISTRY
 from mia_core.errors import MiaError
 
 page_setup("Calibration run", ":material/monitoring:")
-panel = model_panel(load=True)
+panel = model_panel(load=False)
 reg = registry()
 st.title("Calibration run")
 st.markdown("Score texts known to be in the training data (**members**) and texts known not to be "
@@ -67,6 +67,11 @@ else:
                                 key="cal_members_text")
     nonmembers_text = c2.text_area("Non-members: one text per line (or paragraphs separated by blank lines)",
                                    height=180, key="cal_nonmembers_text")
+
+if use_demo_models:
+    panel.show_status(note="This run uses the demo target and its base model (SmolLM2) as reference.")
+else:
+    panel.load()
 
 # ------------------------------------------------------------------ attacks
 st.subheader("2 · Attacks")

@@ -368,3 +368,29 @@ def test_token_view_pieces_values_and_escaping(tiny_model):
         pass
     u = tokens.unit(np.array([1e-6, 1e-2, 1.0]), "prob")
     assert u == pytest.approx([0.0, 0.5, 1.0])
+
+
+def test_neighbour_spans_and_run_clouds():
+    from dashboard.inspect import neighbour_spans, run_clouds
+    from mia_core.runs import StoredRun
+
+    text = "The old man sat by the quiet river."
+    nb = "The ancient man sat by the calm river."
+    spans = neighbour_spans(text, [(1, "old", "ancient"), (6, "quiet", "calm")])
+    assert [nb[a:b] for a, b in spans] == ["ancient", "calm"]
+    pairs = {"cosine": [0.9, 0.8, 0.95, 0.7], "loss_diff": [-0.5, -0.2, 0.1, -0.3], "label": [1, 1, 0, 0],
+             "split": ["eval", "train", "eval", "eval"]}
+    run = StoredRun(id="x", meta={}, metrics={}, scores=None, run={"extra": {"smia": {"pairs": pairs}}})
+    clouds = run_clouds(run)
+    assert clouds["members"][0] == pytest.approx([0.1]) and clouds["members"][1] == pytest.approx([0.5])
+    assert clouds["non-members"][0] == pytest.approx([0.05, 0.3]) and clouds["non-members"][1] == pytest.approx([-0.1, 0.3])
+    assert run_clouds(StoredRun(id="y", meta={}, metrics={}, scores=None, run={})) is None
+
+
+def test_modified_table():
+    from mia_core.report import modified_table
+
+    m = lambda auc, tpr: {"loss": {"label": "LOSS", "auc": auc, "tpr_at_fpr": {"0.01": tpr}}, "blind": {"auc": 0.5}}
+    t = modified_table({"verbatim": m(0.8, 0.2), "delete": m(0.7, 0.1), "modifications": {}, "n_unmodified": {}})
+    assert list(t.columns) == ["Attack", "AUC verbatim", "AUC delete", "TPR@1% verbatim", "TPR@1% delete"]
+    assert t.loc[0, "AUC delete"] == "0.700" and t.loc[0, "TPR@1% verbatim"] == "20.0%"

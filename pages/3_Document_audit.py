@@ -1,0 +1,265 @@
+"""Document-level membership inference (Meeus et al. 2024, "Did the Neurons Read your Book?").
+
+Upload member and non-member books (several .txt files or a .zip each, or give folders on the
+server), choose the context, normalisations and feature extractors, and the page runs
+``mia_core.documents.run_document_audit``: per-fold ROC curves, the normalisation × feature
+extractor table (mean ± std AUC, TPR at 1 % and 10 % FPR over the folds), the partial-document
+curve, the optional precision table (§6.4, Table 5) and a per-token strip of any book.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.sidebar import model_panel
+from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
+from mia_core import plots
+from mia_core.documents import (
+    DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, precision_table, run_document_audit,
+)
+from mia_core.documents.normalization import LABELS as NORM_LABELS
+from mia_core.errors import MiaError, SettingsError
+
+RESULT_KEY = "doc_audit_result"
+PRECISION_KEY = "doc_audit_precision"
+DOC_TYPES = ["txt", "text", "md", "zip"]
+
+page_setup("Document audit", ":material/menu_book:")
+panel = model_panel(load=True)
+st.title("Document audit")
+st.markdown(
+    "Was a whole **book** (or long document) in the training data? Following Meeus et al. (2024), every "
+    "token's probability is normalised by how common the token is, turned into a histogram or summary "
+    "statistics per book, and a random forest learns to tell member books from non-member books under "
+    "k-fold cross-validation. " + AUC_EXPLAINER
+)
+
+
+def _fmt_pm(mean, std, pct: bool = False) -> str:
+    f = fmt_pct if pct else (lambda v: fmt_num(v, 3))
+    s = f(mean)
+    if std is not None and not (isinstance(std, float) and math.isnan(std)):
+        s += f" ± {f(std)}"
+    return s
+
+
+def _read_docs(role: str, uploads, paths_text: str, strip: bool):
+    """Documents from uploads or from paths typed one per line; raises MiaError."""
+    from mia_core.data import load_documents
+
+    if uploads:
+        return load_documents(list(uploads), strip=strip)
+    paths = [p.strip() for p in (paths_text or "").splitlines() if p.strip()]
+    if not paths:
+        raise SettingsError(f"give the {role} books: upload .txt files or a .zip, or type a folder or file path.")
+    return load_documents(paths, strip=strip)
+
+
+# ------------------------------------------------------------------ data
+st.subheader("1 · Books")
+source = st.radio("Books from", ["upload", "paths"], horizontal=True, key="doc_source",
+                  format_func={"upload": "Upload files", "paths": "Folders or files on this machine"}.get,
+                  label_visibility="collapsed")
+c1, c2 = st.columns(2)
+mem_up = non_up = None
+mem_paths = non_paths = ""
+if source == "upload":
+    mem_up = c1.file_uploader("Member books (believed to be in the training data): .txt files or a .zip",
+                              type=DOC_TYPES, accept_multiple_files=True, key="doc_members_up")
+    non_up = c2.file_uploader("Non-member books (known not to be): .txt files or a .zip",
+                              type=DOC_TYPES, accept_multiple_files=True, key="doc_nonmembers_up")
+else:
+    mem_paths = c1.text_area("Member books: one .txt file, folder of .txt files or .zip per line",
+                             key="doc_members_paths", height=90)
+    non_paths = c2.text_area("Non-member books: one .txt file, folder of .txt files or .zip per line",
+                             key="doc_nonmembers_paths", height=90)
+strip = st.checkbox("Strip Project Gutenberg headers and footers", value=True, key="doc_strip")
+st.caption("Each file is one book. Non-members should come from the same kind of source and era as the "
+           "members, or the classifier learns the difference in style, not membership.")
+
+# ------------------------------------------------------------------ settings
+st.subheader("2 · Settings")
+s1, s2, s3 = st.columns(3)
+context = s1.number_input("Context C (tokens per window)", min_value=2, max_value=32768, value=DEFAULT_CONTEXT,
+                          step=64, key="doc_context",
+                          help="§4.1: windows of C tokens with stride C-1. The paper uses 128, 1024 and 2048.")
+feat_choice = s2.radio("Feature extractor", ["both", "hist", "agg"], key="doc_features", horizontal=True,
+                       format_func={"both": "both", "hist": "HistFE", "agg": "AggFE"}.get,
+                       help="§4.3: HistFE = histogram of the normalised values (N_b bins); AggFE = 13 summary statistics.")
+folds = s3.number_input("Folds (k)", min_value=2, max_value=20, value=5, key="doc_folds",
+                        help="§5.2.4: stratified k-fold cross-validation, k = 5 in the paper.")
+norms = st.multiselect("Normalisations (§4.2)", list(NORMALIZATIONS), default=list(NORMALIZATIONS),
+                       format_func=lambda n: NORM_LABELS.get(n, n), key="doc_norms")
+with st.expander("More settings"):
+    a1, a2, a3 = st.columns(3)
+    n_bins = a1.number_input("Histogram bins N_b", min_value=2, max_value=10000, value=DEFAULT_BINS, key="doc_bins",
+                             help="The paper uses 1,000 bins; fewer suit a handful of books.")
+    n_trees = a2.number_input("Random-forest trees", min_value=1, max_value=2000, value=500, key="doc_trees",
+                              help="§4.4: 500 trees of depth 5.")
+    seed = a3.number_input("Seed", min_value=0, value=0, key="doc_seed")
+    do_partial = st.checkbox("Partial-document curve (AUC vs tokens seen per book, §6.4)", value=True,
+                             key="doc_partial")
+    do_baselines = st.checkbox("Sequence-level baselines scaled to documents (§6.2; another model pass)",
+                               value=False, key="doc_baselines")
+    do_precision = st.checkbox("Precision table: re-run at fp32 / bf16 / int8 / int4 (§6.4, Table 5; reloads the "
+                               "model four times, slow on a CPU)", value=False, key="doc_precision")
+
+go_ = st.button("Run the document audit", type="primary", key="doc_go")
+
+if go_:
+    st.session_state.pop(RESULT_KEY, None)
+    st.session_state.pop(PRECISION_KEY, None)
+    try:
+        if panel.target is None:
+            raise SettingsError(f"the target model is not loaded: {panel.target_error or 'choose one in the sidebar'}.")
+        if not norms:
+            raise SettingsError("choose at least one normalisation.")
+        members = _read_docs("member", mem_up, mem_paths, strip)
+        nonmembers = _read_docs("non-member", non_up, non_paths, strip)
+        if len(members) < int(folds) or len(nonmembers) < int(folds):
+            raise SettingsError(f"{int(folds)}-fold cross-validation needs at least {int(folds)} member and "
+                                f"{int(folds)} non-member books; got {len(members)} and {len(nonmembers)}.")
+        feats = ("hist", "agg") if feat_choice == "both" else (feat_choice,)
+        bar = st.progress(0.0, text="starting…")
+
+        def progress(message: str, fraction: float) -> None:
+            bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
+
+        res = run_document_audit(
+            members, nonmembers, panel.target, reference=panel.reference, context=int(context),
+            normalizations=tuple(norms), features=feats, folds=int(folds), n_bins=int(n_bins), seed=int(seed),
+            partial_lengths=DEFAULT_LENGTHS if do_partial else None,
+            baselines=bool(do_baselines), n_estimators=int(n_trees), progress=progress,
+        )
+        st.session_state[RESULT_KEY] = res
+        if do_precision:
+            bar2 = st.progress(0.0, text="precision table…")
+            st.session_state[PRECISION_KEY] = precision_table(
+                panel.target_spec, members, nonmembers, device=panel.device, context=int(context), folds=int(folds),
+                n_bins=int(n_bins), seed=int(seed), n_estimators=int(n_trees),
+                progress=lambda m, f: bar2.progress(max(0.0, min(1.0, float(f))), text=str(m)[:160]),
+            )
+        bar.progress(1.0, text=f"done in {fmt_seconds(res.timings.get('total_s'))}")
+    except MiaError as e:
+        show_error(e)
+
+# ------------------------------------------------------------------ results
+res = st.session_state.get(RESULT_KEY)
+if res is not None:
+    st.subheader("3 · Results")
+    for w in res.warnings:
+        st.warning(w)
+    n_m = int(res.labels.sum())
+    best = res.best_pipeline
+    bm = res.metrics[best]
+    m1, m2, m3, m4 = st.columns(4)
+    m1.metric("Books", f"{n_m} members · {len(res.labels) - n_m} non-members")
+    m2.metric(f"Best AUC ({best})", _fmt_pm(bm["auc_mean"], bm["auc_std"]))
+    m3.metric("TPR at 1% FPR", _fmt_pm(bm["tpr_at_fpr_mean"]["0.01"], bm["tpr_at_fpr_std"]["0.01"], pct=True))
+    m4.metric("TPR at 10% FPR", _fmt_pm(bm["tpr_at_fpr_mean"]["0.1"], bm["tpr_at_fpr_std"]["0.1"], pct=True))
+    st.caption(f"Model {res.model.get('name')} · context {res.settings['context']} · {res.settings['folds']} folds · "
+               f"{res.timings.get('tokens', 0):,} tokens in {fmt_seconds(res.timings.get('total_s'))}. The best "
+               "pipeline is chosen on the same folds: treat its figure as descriptive.")
+
+    st.markdown("**Normalisation × feature extractor** (mean ± std over the folds)")
+    tab = res.table()
+    shown = pd.DataFrame({
+        "normalisation": tab["normalization"], "features": tab["features"],
+        "AUC": [_fmt_pm(a, s) for a, s in zip(tab["auc_mean"], tab["auc_std"])],
+        "TPR at 1% FPR": [_fmt_pm(a, s, True) for a, s in zip(tab["tpr_1_mean"], tab["tpr_1_std"])],
+        "TPR at 10% FPR": [_fmt_pm(a, s, True) for a, s in zip(tab["tpr_10_mean"], tab["tpr_10_std"])],
+        "pooled AUC": [fmt_num(v) for v in tab["pooled_auc"]],
+    })
+    st.dataframe(shown, hide_index=True, width="stretch", key="doc_table")
+
+    pipe = st.selectbox("Pipeline for the ROC curves", res.pipelines, index=res.pipelines.index(best),
+                        key="doc_roc_pipeline")
+    fold_metrics = {
+        f"fold {i + 1}": {"roc": f.get("roc"), "auc": f.get("auc"), "label": f"Fold {i + 1}"}
+        for i, f in enumerate(res.metrics[pipe].get("folds", []))
+    }
+    log_axes = st.toggle("Log-log axes", value=False, key="doc_roc_log")
+    st.plotly_chart(plots.roc_figure(fold_metrics, log=log_axes, title=f"ROC per fold — {pipe}"),
+                    key="doc_roc_chart")
+
+    if res.partial is not None and len(res.partial):
+        st.markdown("**Partial documents** (§6.4): how much of each book the auditor needs")
+        fig = go.Figure()
+        for p in res.partial["pipeline"].unique():
+            sub = res.partial[res.partial["pipeline"] == p]
+            err = sub["auc_std"].fillna(0).to_numpy()
+            fig.add_trace(go.Scatter(x=sub["n_tokens"], y=sub["auc_mean"], mode="lines+markers", name=p,
+                                     error_y=dict(type="data", array=err, visible=True),
+                                     hovertemplate="%{x} tokens<br>AUC %{y:.3f}<extra>" + p + "</extra>"))
+        fig.add_hline(y=0.5, line=dict(color="#999", dash="dot"), annotation_text="chance")
+        fig.update_layout(template=plots.TEMPLATE, height=360, xaxis_title="tokens per book (log)",
+                          yaxis_title="AUC (mean over folds)", xaxis_type="log", yaxis_range=[0, 1.02],
+                          title="AUC vs tokens seen per book")
+        st.plotly_chart(fig, key="doc_partial_chart")
+        st.dataframe(pd.DataFrame({
+            "tokens per book": res.partial["n_tokens"], "pipeline": res.partial["pipeline"],
+            "AUC": [_fmt_pm(a, s) for a, s in zip(res.partial["auc_mean"], res.partial["auc_std"])],
+            "TPR at 1% FPR": [fmt_pct(v) for v in res.partial["tpr_1_mean"]],
+            "TPR at 10% FPR": [fmt_pct(v) for v in res.partial["tpr_10_mean"]],
+            "books truncated": res.partial["n_truncated"],
+        }), hide_index=True, key="doc_partial_table")
+
+    bt = res.baseline_table()
+    if len(bt):
+        st.markdown("**Sequence-level baselines scaled to documents** (§6.2)")
+        st.dataframe(pd.DataFrame({
+            "attack": bt["attack"], "scaling": bt["scaling"],
+            "AUC": [_fmt_pm(a, s) for a, s in zip(bt["auc_mean"], bt["auc_std"])],
+            "TPR at 1% FPR": [fmt_pct(v) for v in bt["tpr_1_mean"]],
+            "TPR at 10% FPR": [fmt_pct(v) for v in bt["tpr_10_mean"]],
+        }), hide_index=True, key="doc_baseline_table")
+        for n in res.baseline_notes:
+            st.caption(n)
+
+    prec = st.session_state.get(PRECISION_KEY)
+    if prec is not None and len(prec):
+        st.markdown("**Model precision** (§6.4, Table 5)")
+        st.dataframe(pd.DataFrame({
+            "precision": prec["precision"],
+            "AUC": [_fmt_pm(a, s) for a, s in zip(prec["auc_mean"], prec["auc_std"])],
+            "TPR at 1% FPR": [fmt_pct(v) for v in prec["tpr_1_mean"]],
+            "TPR at 10% FPR": [fmt_pct(v) for v in prec["tpr_10_mean"]],
+            "time": [fmt_seconds(v) for v in prec["seconds"]],
+            "memory (MB)": [fmt_num(v) for v in prec["memory_mb"]],
+            "error": prec["error"],
+        }), hide_index=True, key="doc_precision_table")
+
+    st.markdown("**Per-book membership probability** (out of fold: each book scored by a forest that never saw it)")
+    sc = res.scores
+    prob_cols = [c for c in sc.columns if c.startswith("prob:")]
+    scores_shown = pd.DataFrame({"book": sc["document"], "member": sc["label"].map({1: "yes", 0: "no"}),
+                                 "fold": sc["fold"] + 1, "tokens": sc["n_tokens"]})
+    for c in prob_cols:
+        scores_shown[c[5:]] = [fmt_pct(v) for v in sc[c]]
+    st.dataframe(scores_shown, hide_index=True, key="doc_scores_table")
+    st.download_button("Download the per-book scores (CSV)", sc.to_csv(index=False).encode("utf-8"),
+                       file_name="document_scores.csv", mime="text/csv", key="doc_download")
+
+    st.markdown("**Normalised token values along a book**")
+    t1, t2, t3 = st.columns([2, 1, 1])
+    doc_i = t1.selectbox("Book", range(len(res.names)), format_func=lambda i: res.names[i], key="doc_strip_book")
+    strip_norm = t2.selectbox("Normalisation", res.settings["normalizations"], key="doc_strip_norm",
+                              format_func=lambda n: NORM_LABELS.get(n, n))
+    n_tok = int(res.documents[doc_i]["n_tokens"])
+    window = t3.number_input("Window (tokens)", min_value=1, max_value=max(1, n_tok), key="doc_strip_window",
+                             value=max(1, min(200, n_tok // 50 or 1)))
+    try:
+        vals = res.token_values(int(doc_i), strip_norm)
+        st.plotly_chart(plots.token_strip(vals, window=int(window), ylabel=NORM_LABELS.get(strip_norm, strip_norm),
+                                          title=f"{res.names[doc_i]}: mean {NORM_LABELS.get(strip_norm, strip_norm)} "
+                                                f"per {int(window)}-token window (higher = less expected)"),
+                        key="doc_strip_chart")
+        finite = vals[np.isfinite(vals)]
+        st.caption(f"{n_tok:,} tokens · median {fmt_num(np.median(finite) if finite.size else None)} · "
+                   f"the book was held out in fold {int(sc['fold'].iloc[doc_i]) + 1}; values use that fold's dictionaries.")
+    except MiaError as e:
+        show_error(e)

@@ -1,0 +1,272 @@
+"""Masked-LM membership inference (Mireshghallah et al. 2022, "Quantifying Privacy Risks of Masked
+Language Models Using Membership Inference Attacks").
+
+A text's energy under a masked LM is the negative log-likelihood of K random masking patterns
+(§2.3); the **likelihood-ratio** attack compares the target's energy with a reference model's,
+the **loss** attack uses the target's alone. A population of texts known not to be in the
+training data sets the threshold that flags a fraction α of it (§2.4); precision and recall at
+that threshold are measured on the members and non-members, and per group (e.g. patient) when a
+group column exists (§4.2). Engine: ``mia_core.mlm.run_mlm_audit``.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from dashboard.sidebar import model_panel
+from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
+from mia_core import plots
+from mia_core.errors import DataError, MiaError, SettingsError
+from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, run_mlm_audit
+
+RESULT_KEY = "mlm_audit_result"
+UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
+ATTACKS = {"likelihood_ratio": "Likelihood ratio (target vs reference)", "loss": "Loss (target energy only)"}
+POP_COLOUR = "#7f7f7f"
+
+page_setup("Masked-LM audit", ":material/healing:")
+panel = model_panel(load=False, need_reference=False)
+st.title("Masked-LM audit")
+st.markdown(
+    "Membership inference against **masked** language models (BERT-style), after Mireshghallah et al. (2022). "
+    "Each text is scored by its energy under K random maskings; the likelihood-ratio attack divides out a "
+    "reference model's energy. A **population** of texts known not to be in the training data fixes the "
+    "threshold (it flags a share α of the population); precision and recall at that threshold are then "
+    "measured on your members and non-members. " + AUC_EXPLAINER
+)
+
+# ------------------------------------------------------------------ models
+st.subheader("1 · Masked language models")
+st.info("No masked LM ships with the dashboard's embedded models (the embedded SmolLM2 is a causal LM and "
+        "the sidebar's models are not used here). Give a Hugging Face hub id (needs network access) or a local "
+        "folder holding a masked LM (config, weights and tokenizer), e.g. one saved with `save_pretrained`. "
+        "Both models must share a tokenizer.", icon=":material/info:")
+c1, c2 = st.columns(2)
+target_spec = c1.text_input("Target masked LM (the audited model)", key="mlm_target",
+                            placeholder="/path/to/fine-tuned-bert or a hub id")
+reference_spec = c2.text_input("Reference masked LM (e.g. the pre-trained model it was fine-tuned from)",
+                               key="mlm_reference", placeholder="bert-base-uncased or /path/to/model")
+
+# ------------------------------------------------------------------ data
+st.subheader("2 · Texts")
+source = st.radio("Texts from", ["upload", "paste"], horizontal=True, key="mlm_source",
+                  format_func={"upload": "Upload files", "paste": "Paste texts"}.get, label_visibility="collapsed")
+mem_up = non_up = pop_up = None
+mem_txt = non_txt = pop_txt = ""
+mode, text_column, group_column = "auto", None, None
+if source == "upload":
+    u1, u2, u3 = st.columns(3)
+    mem_up = u1.file_uploader("Members (believed to be in the training data)", type=UPLOAD_TYPES,
+                              accept_multiple_files=True, key="mlm_members_up")
+    non_up = u2.file_uploader("Non-members (known not to be)", type=UPLOAD_TYPES,
+                              accept_multiple_files=True, key="mlm_nonmembers_up")
+    pop_up = u3.file_uploader("Population (other known non-members: set the threshold)", type=UPLOAD_TYPES,
+                              accept_multiple_files=True, key="mlm_population_up")
+    o1, o2, o3 = st.columns(3)
+    mode = o1.selectbox(".txt files hold", ["auto", "lines", "blank"], key="mlm_mode",
+                        format_func={"auto": "auto-detect", "lines": "one text per line",
+                                     "blank": "paragraphs separated by blank lines"}.get)
+    text_column = o2.text_input("Text column of tables (blank: auto)", key="mlm_text_column").strip() or None
+    group_column = o3.text_input("Group column (e.g. patient id; blank: none)", key="mlm_group_column",
+                                 help="§4.2: a group's score is the mean of its texts' scores.").strip() or None
+else:
+    p1, p2, p3 = st.columns(3)
+    mem_txt = p1.text_area("Members: one text per line", key="mlm_members_text", height=160)
+    non_txt = p2.text_area("Non-members: one text per line", key="mlm_nonmembers_text", height=160)
+    pop_txt = p3.text_area("Population: one text per line (disjoint from the other two)", key="mlm_population_text",
+                           height=160)
+
+# ------------------------------------------------------------------ settings
+st.subheader("3 · Attack settings")
+a1, a2, a3, a4 = st.columns(4)
+alpha = a1.number_input("α: share of the population flagged", min_value=0.001, max_value=0.999, value=DEFAULT_ALPHA,
+                        step=0.01, format="%.3f", key="mlm_alpha",
+                        help="§2.4: the threshold is the (1-α) quantile of the population's scores.")
+k = a2.number_input("K: masking patterns per text", min_value=1, max_value=100, value=DEFAULT_K, key="mlm_k",
+                    help="§2.3: 15% of the tokens masked in each of K patterns (K = 10 in the paper).")
+seed = a3.number_input("Seed", min_value=0, value=0, key="mlm_seed")
+n_boot = a4.number_input("Bootstrap resamples (AUC CI)", min_value=0, max_value=10000, value=1000, step=100,
+                         key="mlm_bootstrap")
+
+go_ = st.button("Run the masked-LM audit", type="primary", key="mlm_go")
+
+
+def _lines(text: str) -> list[str]:
+    return [t.strip() for t in (text or "").splitlines() if t.strip()]
+
+
+def _read_population(uploads, notes: list[str]):
+    from mia_core.data import read_texts
+
+    recs = []
+    for up in uploads:
+        try:
+            recs += read_texts(up, mode=mode, text_column=text_column, group_column=group_column, notes=notes)
+        except DataError:
+            if not group_column:
+                raise
+            recs += read_texts(up, mode=mode, text_column=text_column, notes=notes)
+            notes.append(f"population: {up.name} has no {group_column!r} column; its texts have no group.")
+    seen, out = set(), []
+    for r in recs:
+        if r.text not in seen:
+            seen.add(r.text)
+            out.append(r)
+    return out
+
+
+def _inputs() -> dict:
+    """Validated keyword arguments for ``run_mlm_audit`` (raises MiaError)."""
+    if not target_spec.strip():
+        raise SettingsError("give the target masked LM: a local folder or a hub id.")
+    if not reference_spec.strip():
+        raise SettingsError("give the reference masked LM: a local folder or a hub id (e.g. the target's base model).")
+    notes: list[str] = []
+    if source == "paste":
+        mem, non, pop = _lines(mem_txt), _lines(non_txt), _lines(pop_txt)
+        for role, v in (("members", mem), ("non-members", non), ("population texts", pop)):
+            if not v:
+                raise DataError(f"no {role} given: paste one text per line.")
+        return dict(members=mem, nonmembers=non, population=pop, notes=notes)
+    from mia_core.data import load_dataset
+
+    if not mem_up or not non_up:
+        raise DataError("upload the member and the non-member files.")
+    if not pop_up:
+        raise DataError("upload the population file: texts known not to be in the training data, other than the "
+                        "non-members, to set the threshold.")
+    ds = load_dataset(members=list(mem_up), nonmembers=list(non_up), mode=mode, text_column=text_column,
+                      group_column=group_column)
+    notes += list(ds.report)
+    pop = _read_population(pop_up, notes)
+    if not pop:
+        raise DataError("the population files hold no usable text.")
+    mi = [i for i in range(len(ds)) if ds.labels[i] == 1]
+    ni = [i for i in range(len(ds)) if ds.labels[i] == 0]
+    kw = dict(members=[ds.texts[i] for i in mi], nonmembers=[ds.texts[i] for i in ni], population=[r.text for r in pop],
+              member_ids=[ds.ids[i] for i in mi], nonmember_ids=[ds.ids[i] for i in ni], notes=notes)
+    if ds.groups is not None:
+        kw["member_groups"] = [ds.groups[i] for i in mi]
+        kw["nonmember_groups"] = [ds.groups[i] for i in ni]
+        if any(r.group is not None for r in pop):
+            kw["population_groups"] = [r.group for r in pop]
+    return kw
+
+
+if go_:
+    st.session_state.pop(RESULT_KEY, None)
+    try:
+        kw = _inputs()
+        notes = kw.pop("notes")
+        bar = st.progress(0.0, text="starting…")
+
+        def progress(message: str, fraction: float) -> None:
+            bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
+
+        import time
+
+        t0 = time.time()
+        res = run_mlm_audit(target=target_spec.strip(), reference=reference_spec.strip(), k=int(k), seed=int(seed),
+                            alpha=float(alpha), n_bootstrap=int(n_boot), device=panel.device, dtype=panel.dtype,
+                            trust_remote_code=panel.trust_remote_code, progress=progress, **kw)
+        res.pop("plan", None)  # tokenisation and masks: large, not needed for display
+        res["notes"] = notes
+        res["seconds"] = time.time() - t0
+        st.session_state[RESULT_KEY] = res
+        bar.progress(1.0, text=f"done in {fmt_seconds(res['seconds'])}")
+    except MiaError as e:
+        show_error(e)
+
+
+def _histogram(res: dict, attack: str) -> go.Figure:
+    """Members, non-members and population scores with the population threshold (the paper's Figure 3)."""
+    scores = pd.DataFrame(res["scores"])
+    fig = go.Figure()
+    sets = ((scores.loc[scores["label"] == 1, attack], "members", plots.MEMBER_COLOUR),
+            (scores.loc[scores["label"] == 0, attack], "non-members", plots.NONMEMBER_COLOUR),
+            (pd.Series(res["population_scores"][attack], dtype=float), "population", POP_COLOUR))
+    for v, name, colour in sets:
+        arr = np.asarray(v, dtype=float)
+        arr = arr[np.isfinite(arr)]
+        fig.add_trace(go.Histogram(x=arr, name=name, marker_color=colour, opacity=0.5, nbinsx=30, histnorm="percent",
+                                   hovertemplate="score %{x}<br>%{y:.1f}% of " + name + "<extra></extra>"))
+    pt = res["metrics"][attack]["population_threshold"]
+    thr = pt.get("threshold")
+    if thr is not None and np.isfinite(thr):
+        fig.add_vline(x=thr, line=dict(color="#111", width=2, dash="dash"),
+                      annotation_text=f"threshold: flags {fmt_pct(pt['alpha'])} of the population",
+                      annotation_position="top right", annotation_font_size=11)
+    fig.update_layout(barmode="overlay", template=plots.TEMPLATE, height=340, title=ATTACKS[attack],
+                      xaxis_title="score (higher = member)", yaxis_title="% of set",
+                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def _metrics_rows(metrics: dict, group: bool = False) -> pd.DataFrame:
+    rows = []
+    for name, m in metrics.items():
+        pt = m["population_threshold"]
+        row = {"attack": ATTACKS.get(name, name)}
+        if group:
+            row["groups"] = m.get("n_groups")
+        row.update({
+            "AUC [95% CI]": fmt_auc(m.get("auc"), m.get("auc_ci")),
+            "TPR at 1% FPR": fmt_pct((m.get("tpr_at_fpr") or {}).get("0.01")),
+            "precision": fmt_pct(pt.get("precision")),
+            "recall": fmt_pct(pt.get("recall")),
+            "FPR": fmt_pct(pt.get("fpr")),
+            "flagged": f"{pt.get('n_flagged')} of {pt.get('n_members', 0) + pt.get('n_nonmembers', 0)}",
+            "threshold": fmt_num(pt.get("threshold")),
+        })
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# ------------------------------------------------------------------ results
+res = st.session_state.get(RESULT_KEY)
+if res is not None:
+    st.subheader("4 · Results")
+    for w in res.get("warnings", []):
+        st.warning(w)
+    for n in res.get("notes", []):
+        st.caption(n)
+    s = res["settings"]
+    st.caption(f"{s['n_members']} members · {s['n_nonmembers']} non-members · {s['n_population']} population texts · "
+               f"K = {s['k']} · α = {fmt_pct(s['alpha'])} · {fmt_seconds(res.get('seconds'))}")
+    cols = st.columns(len(res["metrics"]))
+    for col, (name, m) in zip(cols, res["metrics"].items()):
+        pt = m["population_threshold"]
+        with col:
+            st.markdown(f"**{ATTACKS.get(name, name)}**")
+            x1, x2, x3 = st.columns(3)
+            x1.metric("AUC", fmt_auc(m.get("auc")), help=f"95% bootstrap CI: {fmt_auc(m.get('auc'), m.get('auc_ci'))}")
+            x2.metric("Precision", fmt_pct(pt.get("precision")),
+                      help="Of the texts flagged at the population threshold, the share that are members.")
+            x3.metric("Recall", fmt_pct(pt.get("recall")), help="Share of the members flagged.")
+            st.caption(f"AUC {fmt_auc(m.get('auc'), m.get('auc_ci'))}")
+            st.plotly_chart(_histogram(res, name), key=f"mlm_hist_{name}")
+    st.markdown("**At the population threshold**")
+    st.dataframe(_metrics_rows(res["metrics"]), hide_index=True, key="mlm_metrics_table")
+    if res.get("group_metrics"):
+        g0 = next(iter(res["group_metrics"].values()))
+        st.markdown(f"**Group level** (mean score per group; threshold from the "
+                    f"{g0['population_threshold'].get('threshold_from', 'population')}; §4.2)")
+        st.dataframe(_metrics_rows(res["group_metrics"], group=True), hide_index=True, key="mlm_group_table")
+    leaks = res.get("leak_features") or {}
+    if leaks:
+        with st.expander("Which members leak (§4.6): features of flagged vs unflagged members"):
+            for name, lk in leaks.items():
+                fl, un = lk.get("flagged") or {}, lk.get("unflagged") or {}
+                feats = sorted(set(fl) | set(un))
+                if feats:
+                    st.markdown(ATTACKS.get(name, name))
+                    st.dataframe(pd.DataFrame({"feature": feats, "flagged members": [fmt_num(fl.get(f)) for f in feats],
+                                               "unflagged members": [fmt_num(un.get(f)) for f in feats]}),
+                                 hide_index=True, key=f"mlm_leak_{name}")
+    scores = pd.DataFrame(res["scores"])
+    with st.expander("Per-text scores"):
+        st.dataframe(scores, hide_index=True, key="mlm_scores_table")
+    st.download_button("Download the per-text scores (CSV)", scores.to_csv(index=False).encode("utf-8"),
+                       file_name="mlm_scores.csv", mime="text/csv", key="mlm_download")

