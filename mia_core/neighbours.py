@@ -37,10 +37,15 @@ Mozaffari & Marathe 2024). Three generators, chosen with a spec string:
     ``R = 6`` original tokens, re-using the key/value cache of the left context, so a
     candidate costs about ``1 + R`` token evaluations::
 
-        delta(w) = log p(w, x_{i+1..i+R} | x_<i) - log p(x_i, x_{i+1..i+R} | x_<i)
+        delta(w) = [log p(x_{i+1..i+R} | x_<i, w) - log p(x_{i+1..i+R} | x_<i, x_i)]
+                   + 0.1 [log p(w | x_<i) - log p(x_i | x_<i)]
 
-    and the ``n`` substitutions with the highest ``delta`` (the least surprising ones) are
-    kept. Candidates are single-token, alphabetic, whole English words (the token must
+    and the ``n`` substitutions with the highest ``delta`` are kept. The first term (how well
+    the rest of the sentence still fits after ``w``) does the ranking; it keeps grammar and
+    most of the meaning, where ranking by the full joint likelihood would favour frequent
+    words that fit the left context only (``He was mollified by that`` -> ``He was also by
+    that``). The small left-context term breaks ties at the end of a text, where there is no
+    right context. Candidates are single-token, alphabetic, whole English words (the token must
     start a word and be a word of the WordPiece vocabulary shipped with the embedded
     sentence embedder when that package is installed, so no word fragments), never the
     original word (case-insensitively). Positions are drawn with the seed among content
@@ -74,12 +79,13 @@ from .errors import ModelError, SettingsError
 
 Progress = Callable[[str, float], None]
 
-NEIGHBOURS_VERSION = 2
+NEIGHBOURS_VERSION = 3
 GENERATORS = ("offline", "masked-lm", "t5")
 DEFAULT_N = 25
 DEFAULT_M = 1
 DEFAULT_DROPOUT = 0.7  # Mattern et al. 2023 §2.2
 OFFLINE_RIGHT_TOKENS = 6  # right-context tokens re-scored after a candidate
+OFFLINE_LEFT_WEIGHT = 0.1  # weight of the left-context log-ratio in the offline ranking (see the docstring)
 OFFLINE_CANDIDATES = 3  # candidates kept per position before re-ranking
 OFFLINE_RAW_TOP = 64  # raw proposals inspected per position (before the word filters)
 MAX_TEXT_TOKENS = 1024  # positions are chosen in the first MAX_TEXT_TOKENS tokens of a text
@@ -701,10 +707,11 @@ class OfflineGenerator(NeighbourGenerator):
             base: dict[tuple[int, int], float] = {}
             for (j, w, cased, lp0), tl in zip(meta, tail):
                 if cased is None:
-                    base[(j, w)] = lp0 + tl
+                    base[(j, w)] = (lp0, tl)
             for (j, w, cased, lp0), tl in zip(meta, tail):
                 if cased is not None:
-                    cands[idx[j]].append((w, cased, lp0 + tl - base[(j, w)]))
+                    b0, bt = base[(j, w)]
+                    cands[idx[j]].append((w, cased, OFFLINE_LEFT_WEIGHT * (lp0 - b0) + (tl - bt)))
             done += len(batch)
             progress(f"{done}/{len(sub)} texts", done / len(sub))
 
