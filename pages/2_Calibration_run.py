@@ -77,7 +77,14 @@ else:
 st.subheader("2 · Attacks")
 have_ref = panel.reference is not None or use_demo_models
 default = [a for a in DEFAULT_ATTACKS if a in REGISTRY] + (["ref"] if have_ref and "ref" in REGISTRY else [])
-chosen = st.multiselect("Attacks to run", list(REGISTRY), default=default, key="cal_attacks",
+# a reference model appearing or going away (demo data <-> own data, sidebar choice) ticks or
+# unticks the reference attack; the user's other choices stay
+if "cal_attacks" in st.session_state and st.session_state.get("_cal_have_ref", have_ref) != have_ref:
+    st.session_state["cal_attacks"] = [a for a in st.session_state["cal_attacks"] if a != "ref"] + (
+        ["ref"] if have_ref and "ref" in REGISTRY else [])
+st.session_state["_cal_have_ref"] = have_ref
+chosen = st.multiselect("Attacks to run", list(REGISTRY), default=None if "cal_attacks" in st.session_state else default,
+                        key="cal_attacks",
                         format_func=lambda n: f"{REGISTRY[n].label} — {REGISTRY[n].citation}")
 params: dict = {}
 with_params = [a for a in chosen if REGISTRY[a].params]

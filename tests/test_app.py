@@ -166,7 +166,10 @@ def test_calibration_page_validates_runs_and_saves(tiny_model, runs_dir):
     before = len(runs.list_runs())
     at = _app("pages/2_Calibration_run.py", model=tiny_model)
     _no_exception(at)
+    demo_default = at.radio(key="cal_source").value == "demo"
     at.radio(key="cal_source").set_value("paste").run()
+    if demo_default:  # the demo brings its own reference model; pasted texts have none here
+        assert "ref" not in at.multiselect(key="cal_attacks").value
     at.button(key="cal_go").click().run()
     assert any("no member texts pasted" in e.value for e in at.error)
     src = _paragraphs("pg43_stevenson_jekyll_and_hyde.txt", 12)

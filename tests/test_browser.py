@@ -92,6 +92,18 @@ def _wait_idle(page, timeout: float = 240.0) -> None:
     page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout * 1000)
 
 
+def _text_when(page, selector: str, needles, timeout_s: float = 180.0) -> str:
+    """The element's text once every needle shows in it (the score table renders after the tokens)."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        text = page.locator(selector).inner_text()
+        if all(n in text for n in needles) or time.monotonic() > deadline:
+            return text
+        page.wait_for_timeout(500)
+
+
 def test_inspect_and_calibration_in_a_browser(server):
     from playwright.sync_api import sync_playwright
 
@@ -117,9 +129,9 @@ def test_inspect_and_calibration_in_a_browser(server):
             title = tokens.nth(5).get_attribute("title") or ""
             assert "probability" in title and "top prediction" in title and "rank" in title
             _wait_idle(page)
+            body = _text_when(page, "[data-testid='stMain']", ("LOSS", "Min-K%"))
             page.locator(".mia-tokens").first.screenshot(path=str(ARTIFACTS / "inspect_tokens.png"))
             page.screenshot(path=str(ARTIFACTS / "inspect_page.png"), full_page=True)
-            body = page.locator("[data-testid='stMain']").inner_text()
             assert "LOSS" in body and "Min-K%" in body
 
             # ---- Calibration run on pasted texts
@@ -138,9 +150,12 @@ def test_inspect_and_calibration_in_a_browser(server):
             roc.first.wait_for(timeout=300_000)
             _wait_idle(page)
             page.wait_for_timeout(1000)
+            text = _text_when(page, "[data-testid='stMain']", ("AUC", "TPR@1% FPR"))
             roc.first.screenshot(path=str(ARTIFACTS / "calibration_roc.png"))
             page.screenshot(path=str(ARTIFACTS / "calibration_page.png"), full_page=True)
-            text = page.locator("[data-testid='stMain']").inner_text()
             assert "AUC" in text and "TPR@1% FPR" in text
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)  # what the page showed
+            raise
         finally:
             browser.close()
