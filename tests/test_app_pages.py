@@ -314,3 +314,33 @@ def test_controlled_page_validates_before_training(tmp_path):
         assert any("population" in e for e in _errors(at)), _errors(at)
     assert "controlled_target" not in at.session_state
     assert not any("calibration page" in str(p.proto) for p in at.get("page_link"))
+
+
+def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
+    """A real (tiny) fine-tune from the page: 20 demo passages, full fine-tuning of a tiny Llama."""
+    from dashboard import optional
+
+    if not any(p.stem == "members" for p in optional.demo_corpus_files()):
+        pytest.skip("no bundled demo corpus")
+    at = _app(CX_PAGE)
+    at.number_input(key="cx_max_texts").set_value(20)  # 8 members, 8 non-members, 4 population
+    at.selectbox(key="cx_base").set_value("custom").run()
+    at.text_input(key="cx_base_custom").input(tiny_llama)
+    at.selectbox(key="cx_method").set_value("full")
+    at.number_input(key="cx_epochs").set_value(1)
+    at.number_input(key="cx_max_length").set_value(64)
+    at.text_input(key="cx_name").input("page-test-" + Path(tiny_llama).name)
+    at.button(key="cx_go").click().run()
+    _no_exception(at)
+    assert not _errors(at), _errors(at)
+    target = Path(at.session_state["controlled_target"])
+    assert (target / "mia_target.json").exists()
+    log = at.session_state["controlled_log"]
+    assert len(log["history"]) == 1 and np.isfinite(log["final"]["train_loss"])
+    members = Path(at.session_state["controlled_members"]).read_text(encoding="utf-8").splitlines()
+    nonmembers = Path(at.session_state["controlled_nonmembers"]).read_text(encoding="utf-8").splitlines()
+    assert len(members) == 8 and len(nonmembers) == 8 and not set(members) & set(nonmembers)
+    assert at.session_state["controlled_reference"] == tiny_llama
+    at.button(key="cx_use").click().run()
+    _no_exception(at)
+    assert at.session_state["mp_target"] == "custom" and at.session_state["mp_target_custom"] == str(target)
