@@ -628,18 +628,9 @@ class OfflineGenerator(NeighbourGenerator):
         return max(m + 1, math.ceil(1.5 * n / OFFLINE_CANDIDATES))
 
     def _batches(self, plans: list[_Plan]) -> list[list[int]]:
-        order = sorted(range(len(plans)), key=lambda i: -len(plans[i].ids))
-        out, cur, cur_max = [], [], 0
-        for i in order:
-            L = len(plans[i].ids) + 1
-            if cur and max(cur_max, L) * (len(cur) + 1) > self.batch_tokens:
-                out.append(cur)
-                cur, cur_max = [], 0
-            cur.append(i)
-            cur_max = max(cur_max, L)
-        if cur:
-            out.append(cur)
-        return out
+        from .stats import batches_by_length
+
+        return batches_by_length([len(p.ids) + 1 for p in plans], self.batch_tokens)
 
     def _generate(self, texts: list[str], progress: Progress) -> list[list[Neighbour]]:
         """Score candidates at a few random positions per text; top up texts left short.

@@ -274,7 +274,7 @@ def compute_stats(
 compute_stats.last_cache = None  # type: ignore[attr-defined]
 
 
-def _batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
+def batches_by_length(lengths: list[int], batch_tokens: int) -> list[list[int]]:
     """Group items (sorted by length, longest first) so that rows x max length <= budget."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     out, cur, cur_max = [], [], 0
@@ -292,7 +292,7 @@ def _batches(lengths: list[int], batch_tokens: int) -> list[list[int]]:
 
 def _run_short(lm, jobs: list[_Job], batch_tokens: int, finish, tick):
     lengths = [len(j.window(0)) for j in jobs]
-    for b in _batches(lengths, batch_tokens):
+    for b in batches_by_length(lengths, batch_tokens):
         items = [(jobs[i], 0) for i in b]
         _forward(lm, items)
         for j, _ in items:

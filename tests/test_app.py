@@ -22,6 +22,8 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
+from helpers import save_tiny_llama  # noqa: E402
+
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
 DATA = ROOT / "tests" / "data"
@@ -46,20 +48,7 @@ def runs_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tiny_model(tmp_path_factory) -> str:
     """A 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
-    import torch
-    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
-
-    from mia_core.models import converted_gguf_dir, embedded_gguf_path
-
-    tok = AutoTokenizer.from_pretrained(str(converted_gguf_dir(embedded_gguf_path())), local_files_only=True)
-    torch.manual_seed(0)
-    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
-                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
-    out = tmp_path_factory.mktemp("tiny_llama")
-    LlamaForCausalLM(cfg).save_pretrained(out)
-    tok.save_pretrained(out)
-    return str(out)
+    return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
 
 
 def _app(page: str | None, model: str | None = None) -> AppTest:

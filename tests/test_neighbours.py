@@ -13,13 +13,13 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import shared_neighbours_cache
 from mia_core.embeddings import cosine, embed, embedded_embedder_path, neighbour_similarities
 from mia_core.errors import SettingsError
 from mia_core.modify import VARIANTS, modify_texts
@@ -35,23 +35,11 @@ TEXTS = [
 ]
 
 
-def _cache(tmp_path_factory) -> Path:
-    from mia_core.paths import cache_root
-
-    real_models = cache_root() / "models"
-    root = tmp_path_factory.getbasetemp() / "neighbours-cache"
-    root.mkdir(exist_ok=True)
-    if not (root / "models").exists():
-        real_models.mkdir(parents=True, exist_ok=True)
-        os.symlink(real_models, root / "models")
-    return root
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.setenv("MIA_CACHE_DIR", str(_cache(tmp_path_factory)))
+    mp.setenv("MIA_CACHE_DIR", str(shared_neighbours_cache(tmp_path_factory)))
     yield tmp_path_factory.mktemp("neighbours")
     mp.undo()
 

@@ -9,12 +9,12 @@ must all separate members from non-members on the held-out half.
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from helpers import shared_neighbours_cache
 from mia_core.attacks.smia import load_smia
 from mia_core.data import Dataset
 from mia_core.errors import SettingsError
@@ -33,24 +33,11 @@ def short_texts(n: int, offset: int, words: int = 28) -> list[str]:
     return [" ".join(r["text"].split()[:words]) for r in picked]
 
 
-def shared_cache(tmp_path_factory) -> Path:
-    """A cache shared by the neighbour test modules of one session; converted models are linked in."""
-    from mia_core.paths import cache_root
-
-    real_models = cache_root() / "models"
-    root = tmp_path_factory.getbasetemp() / "neighbours-cache"
-    root.mkdir(exist_ok=True)
-    if not (root / "models").exists():
-        real_models.mkdir(parents=True, exist_ok=True)
-        os.symlink(real_models, root / "models")
-    return root
-
-
 @pytest.fixture(scope="module")
 def env(tmp_path_factory):
     mp = pytest.MonkeyPatch()
     mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.setenv("MIA_CACHE_DIR", str(shared_cache(tmp_path_factory)))
+    mp.setenv("MIA_CACHE_DIR", str(shared_neighbours_cache(tmp_path_factory)))
     yield tmp_path_factory.mktemp("smia")
     mp.undo()
 

@@ -1,0 +1,38 @@
+"""Small helpers shared by several test modules (imported as ``helpers``; tests/ is on sys.path)."""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def shared_neighbours_cache(tmp_path_factory) -> Path:
+    """A statistics cache shared by the neighbour test modules of one session.
+
+    The converted embedded model of the real cache is linked in, so it is not converted again.
+    """
+    from mia_core.paths import cache_root
+
+    real_models = cache_root() / "models"
+    root = tmp_path_factory.getbasetemp() / "neighbours-cache"
+    root.mkdir(exist_ok=True)
+    if not (root / "models").exists():
+        real_models.mkdir(parents=True, exist_ok=True)
+        os.symlink(real_models, root / "models")
+    return root
+
+
+def save_tiny_llama(out: Path) -> str:
+    """A random 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
+    import torch
+    from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
+
+    from mia_core.models import converted_gguf_dir, embedded_gguf_path
+
+    tok = AutoTokenizer.from_pretrained(str(converted_gguf_dir(embedded_gguf_path())), local_files_only=True)
+    torch.manual_seed(0)
+    cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                      num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
+                      tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    LlamaForCausalLM(cfg).save_pretrained(out)
+    tok.save_pretrained(out)
+    return str(out)
