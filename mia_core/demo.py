@@ -1,8 +1,9 @@
 """The bundled demo: a controlled target with known members, ready offline.
 
-``assets/demo/`` holds 300 passages of 40-60 words from five public-domain novels (Project
-Gutenberg; titles, authors and the exact split in ``assets/README.md``), dealt at random
-(seed 0) into three distribution-matched sets of 100 (every set draws 20 from every book):
+``mia_core/assets/demo/`` (package data) holds 300 passages of 40-60 words from five
+public-domain novels (Project Gutenberg; titles, authors and the exact split in
+``mia_core/assets/README.md``), dealt at random (seed 0) into three distribution-matched sets
+of 100 (every set draws 20 from every book):
 
 * ``members.txt``: the texts the demo target was fine-tuned on (label 1),
 * ``nonmembers.txt``: never trained on (label 0; also the held-out set of the fine-tune),

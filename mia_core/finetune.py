@@ -46,10 +46,11 @@ import sys
 import time
 import warnings
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 from .errors import DataError, ModelError, SettingsError
 from .models import EMBEDDED_NAME, TARGET_MARKER, load_causal_lm, resolve_spec
+from .progress import Progress, noop
 
 METHODS = ("lora", "full")
 ADAPTER_DTYPES = ("fp32", "fp16", "bf16")
@@ -57,12 +58,6 @@ DEFAULT_LR = {"lora": 1e-3, "full": 1e-4}
 LLAMA_LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 TRAINING_LOG = "training_log.json"
 MAX_GRAD_NORM = 1.0
-
-Progress = Callable[[str, float], None]
-
-
-def _noop(msg: str, frac: float) -> None:
-    pass
 
 
 # --------------------------------------------------------------------------- helpers
@@ -226,7 +221,7 @@ def make_target(
     """
     import torch
 
-    progress = progress or _noop
+    progress = progress or noop
     if method not in METHODS:
         raise SettingsError(f"method must be one of {', '.join(METHODS)}, not {method!r}.")
     if not isinstance(epochs, int) or epochs < 1:

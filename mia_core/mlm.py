@@ -42,25 +42,22 @@ no model call.
 from __future__ import annotations
 
 import math
-import os
-import threading
-import time
 from collections import Counter
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import numpy as np
 
 from .cache import ArrayCache, text_hash
 from .errors import DataError, ModelError, SettingsError
+from .models import DTYPES, MaskedLM, load_masked_lm  # noqa: F401 - the loader lives in mia_core.models.masked
+from .models.masked import forget_loaded  # noqa: F401 - clears the masked-LM registry (tests)
 
 Progress = Callable[[str, float], None]
 
 DEFAULT_K = 10
 DEFAULT_RATE = 0.15
 DEFAULT_ALPHA = 0.1
-DTYPES = ("auto", "fp32", "bf16", "fp16")
 CACHE_VERSION = 1
 ATTACKS = ("likelihood_ratio", "loss")
 LEAK_FEATURES = ("n_tokens", "n_digits", "n_non_alnum", "rarest_token_freq")
@@ -69,172 +66,6 @@ _PROBE = "Membership inference: 1234 naïve Résumé, ~zß! The QUICK brown fox.
 
 def _noop(msg: str, frac: float) -> None:  # pragma: no cover - trivial
     pass
-
-
-# --------------------------------------------------------------------------------------
-# loading
-# --------------------------------------------------------------------------------------
-@dataclass
-class MaskedLM:
-    """A loaded masked LM and what the attack needs to know about it."""
-
-    model: object
-    tokenizer: object
-    name: str
-    identity: str  # stable string for cache keys: source fingerprint + dtype
-    device: str
-    dtype: str
-    max_length: int  # longest input (special tokens included) the model accepts
-    n_params: int
-    load_seconds: float = 0.0
-    info: dict = field(default_factory=dict)
-
-    @property
-    def mask_token_id(self) -> int:
-        return int(self.tokenizer.mask_token_id)
-
-    def describe(self) -> dict:
-        return {"name": self.name, "identity": self.identity, "device": self.device, "dtype": self.dtype,
-                "max_length": self.max_length, "n_params": self.n_params,
-                "load_seconds": round(self.load_seconds, 2)}
-
-
-def _torch_dtype(name: str):
-    import torch
-
-    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
-
-
-def _resolve_device_dtype(device: str, dtype: str) -> tuple[str, str]:
-    import torch
-
-    if dtype not in DTYPES:
-        raise SettingsError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}.")
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    if dtype == "auto":
-        dtype = ("bf16" if torch.cuda.is_bf16_supported() else "fp16") if device.startswith("cuda") else "fp32"
-    return device, dtype
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    from .models import _folder_fingerprint as fp
-
-    return fp(folder)
-
-
-def _max_length(model, tok) -> int:
-    """Longest input the model takes: the smaller of the tokenizer's and the position table's.
-
-    RoBERTa-style models reserve ``padding_idx + 1`` positions (514 positions, 512 usable),
-    so ``max_position_embeddings`` is reduced by that offset when the config has one.
-    """
-    cands = []
-    tl = getattr(tok, "model_max_length", None)
-    if isinstance(tl, int) and 0 < tl < 10**6:
-        cands.append(tl)
-    cfg = model.config
-    mp = getattr(cfg, "max_position_embeddings", None)
-    if isinstance(mp, int) and mp > 0:
-        if getattr(cfg, "model_type", "") in ("roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"):
-            mp -= int(getattr(cfg, "pad_token_id", 1) or 1) + 1
-        cands.append(mp)
-    return min(cands) if cands else 512
-
-
-_LOADED: dict[tuple, MaskedLM] = {}
-_LOADED_LOCK = threading.Lock()
-
-
-def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str = "fp32",
-                   trust_remote_code: bool = False, reuse: bool = True, progress: Progress = _noop) -> MaskedLM:
-    """Load a Hugging Face masked LM (``AutoModelForMaskedLM`` + ``AutoTokenizer``).
-
-    ``spec`` is a local folder (with ``config.json``) or a hub id. Hub look-ups are local-only
-    when ``HF_HUB_OFFLINE=1`` (a model must then already be in the Hugging Face cache).
-    ``trust_remote_code`` stays off unless asked. ``dtype``: ``fp32`` (default: bit-stable
-    scores), ``bf16``/``fp16`` (faster on GPU), or ``auto`` (bf16/fp16 on GPU, fp32 on CPU).
-    Raises ``ModelError`` for unknown ids, folders without a model, models that are not masked
-    LMs or tokenizers without a mask token.
-    """
-    if spec is None or not str(spec).strip():
-        raise ModelError("no masked language model given: pass a hub id (e.g. bert-base-uncased) or a local folder.")
-    device, dtype = _resolve_device_dtype(device, dtype)
-    s = str(spec).strip()
-    p = Path(s).expanduser()
-    if p.exists():
-        if not p.is_dir():
-            raise ModelError(f"{s}: a masked LM must be a folder (with config.json) or a hub id, not a file.")
-        if not (p / "config.json").exists():
-            raise ModelError(f"{s}: folder holds no model (no config.json).")
-        kind, location = "local", str(p.resolve())
-    elif s.startswith((".", "/", "~")) or s.count("/") > 1:
-        raise ModelError(f"{s}: no such folder.")
-    else:
-        kind, location = "hub", s
-    key = (kind, location, device, dtype, trust_remote_code)
-    with _LOADED_LOCK:
-        if reuse and key in _LOADED:
-            return _LOADED[key]
-    t0 = time.time()
-    progress(f"loading models: {s}", 0.0)
-    local_only = kind == "local" or os.environ.get("HF_HUB_OFFLINE") == "1"
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # the caller's progress callback reports loading
-    try:
-        from transformers import AutoModelForMaskedLM, AutoTokenizer
-
-        tok = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code,
-                                            local_files_only=local_only)
-        model = AutoModelForMaskedLM.from_pretrained(location, trust_remote_code=trust_remote_code,
-                                                     local_files_only=local_only, dtype=_torch_dtype(dtype))
-        model = model.to(device)
-    except OSError as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-        if kind == "hub":
-            raise ModelError(f"masked LM {s!r} not found locally and the hub is not reachable "
-                             f"(check the id, or pass a local folder): {first}") from None
-        raise ModelError(f"could not load masked LM {s}: {first}") from None
-    except ValueError as e:
-        msg = str(e)
-        if "trust_remote_code" in msg:
-            raise ModelError(f"{s} needs custom code; enable trust_remote_code only if you trust its author.") from None
-        if "Unrecognized configuration class" in msg or "AutoModelForMaskedLM" in msg:
-            raise ModelError(f"{s} is not a masked language model (AutoModelForMaskedLM cannot load it); "
-                             "this audit needs a BERT-style model with a masked-LM head.") from None
-        first = msg.strip().splitlines()[0] if msg.strip() else type(e).__name__
-        raise ModelError(f"could not load masked LM {s}: {first}") from None
-    except RuntimeError as e:
-        if "out of memory" in str(e).lower():
-            raise ModelError(f"out of memory loading {s}: try dtype bf16 or a smaller model.") from None
-        raise ModelError(f"could not load masked LM {s}: {str(e).strip().splitlines()[0]}") from None
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
-    if getattr(tok, "mask_token_id", None) is None:
-        raise ModelError(f"{s}: its tokenizer has no mask token, so it cannot be used as a masked LM.")
-    model.eval()
-    if kind == "local":
-        ident = f"local:{_folder_fingerprint(Path(location))}"
-    else:
-        ident = f"hub:{location}@{getattr(model.config, '_commit_hash', None) or 'unknown'}"
-    mlm = MaskedLM(model=model, tokenizer=tok, name=p.name if kind == "local" else s,
-                   identity=f"{ident}|{dtype}", device=device, dtype=dtype, max_length=_max_length(model, tok),
-                   n_params=int(sum(q.numel() for q in model.parameters())), info={"kind": kind, "location": location})
-    mlm.load_seconds = time.time() - t0
-    progress(f"loading models: {s} loaded", 1.0)
-    with _LOADED_LOCK:
-        if reuse:
-            _LOADED[key] = mlm
-    return mlm
-
-
-def forget_loaded() -> None:
-    """Drop the in-process model cache (tests use it to force a reload)."""
-    with _LOADED_LOCK:
-        _LOADED.clear()
 
 
 def check_same_tokenizer(target: MaskedLM, reference: MaskedLM, *, vocab_only: bool = False) -> list[str]:

@@ -64,7 +64,6 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import math
-import os
 import re
 import threading
 import time
@@ -413,14 +412,6 @@ def _token_words(tokenizer) -> tuple[np.ndarray, np.ndarray, list[str]]:
             bare[i] = True
             clean[i] = t
     return spaced, bare, clean
-
-
-def _resolve_device(device: str) -> str:
-    import torch
-
-    if device == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return device
 
 
 # --------------------------------------------------------------------------------------
@@ -1003,21 +994,11 @@ class T5Generator(NeighbourGenerator):
         super().__init__(settings)
         import torch
 
-        device = _resolve_device(device)
-        p = Path(model).expanduser()
-        local = p.is_dir()
-        local_only = local or os.environ.get("HF_HUB_OFFLINE") == "1"
-        try:
-            from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+        from .models import load_seq2seq
 
-            self.tokenizer = AutoTokenizer.from_pretrained(str(p) if local else model, local_files_only=local_only)
-            self.model = AutoModelForSeq2SeqLM.from_pretrained(str(p) if local else model, local_files_only=local_only,
-                                                               dtype=torch.float32).to(device).eval()
-        except (OSError, ValueError) as e:
-            first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
-            raise ModelError(f"could not load the T5 model {model!r} (a hub id available offline or a local folder): "
-                             f"{first}") from None
-        self.device = device
+        t5 = load_seq2seq(model, device=device)
+        self.tokenizer, self.model, self._identity = t5.tokenizer, t5.model, t5.identity
+        self.device = t5.device
         vocab = self.tokenizer.get_vocab()
         self.sentinels = []
         for j in range(100):
@@ -1036,9 +1017,6 @@ class T5Generator(NeighbourGenerator):
         self.start_mask[:k] = torch.from_numpy(spaced[:k])
         self.cont_mask[:k] = torch.from_numpy(bare[:k])
         self.batch_size = batch_size
-        from .models import _folder_fingerprint
-
-        self._identity = f"local:{_folder_fingerprint(p)}" if local else f"hub:{model}"
         self.model_spec = model
 
     @property

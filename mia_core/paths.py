@@ -3,6 +3,9 @@
 Everything lives under one root: ``$MIA_CACHE_DIR`` when set, otherwise the user's
 cache directory (``platformdirs.user_cache_dir("mia-dashboard")``, e.g.
 ``~/.cache/mia-dashboard`` on Linux).
+
+``ASSETS`` is the other place: the bundled demo (``mia_core/assets``), shipped inside the
+package as package data.
 """
 from __future__ import annotations
 
@@ -25,5 +28,5 @@ def cache_subdir(name: str) -> Path:
     return p
 
 
-PROJECT_ROOT = Path(__file__).resolve().parent.parent
-ASSETS = PROJECT_ROOT / "assets"
+# Next to this file, so the demo is found from an installed package and any working directory.
+ASSETS = Path(__file__).resolve().parent / "assets"

@@ -31,12 +31,7 @@ from .data import Dataset
 from .errors import DataError, SettingsError
 from .models import LoadedModel, describe
 from .stats import StatsSettings, compute_stats
-
-Progress = Callable[[str, float], None]
-
-
-def _noop(msg: str, frac: float) -> None:
-    pass
+from .progress import Progress, noop
 
 
 @dataclass
@@ -160,7 +155,7 @@ def run_attacks(
     config: RunConfig | None = None,
     train: Dataset | None = None,
     population: Dataset | None = None,
-    progress: Progress = _noop,
+    progress: Progress = noop,
 ) -> RunResult:
     """Score ``dataset`` with the configured attacks and report metrics.
 

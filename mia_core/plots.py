@@ -11,6 +11,10 @@ non-members have one colour each everywhere, and axes show rates as percentages.
 * :func:`placement_figure`  one text's score against a run's member/non-member distributions.
 * :func:`token_strip`       a windowed per-token value along a long text.
 * :func:`neighbour_scatter` embedding distance vs loss change of a text's neighbours.
+* :func:`partial_documents_figure` document-level AUC vs tokens seen per book (Meeus et al. 2024 §6.4).
+* :func:`population_histogram` members, non-members and a population with the population threshold
+  (Mireshghallah et al. 2022 §2.4, their Figure 3).
+* :func:`loss_curve`        a fine-tuned target's loss per epoch on its members and non-members.
 """
 from __future__ import annotations
 
@@ -37,6 +41,7 @@ ATTACK_COLOURS: dict[str, str] = {
 PALETTE = ("#bcbd22", "#393b79", "#637939", "#8c6d31", "#843c39", "#7b4173", "#3182bd", "#e6550d", "#31a354")
 MEMBER_COLOUR = "#c0392b"
 NONMEMBER_COLOUR = "#2471a3"
+POPULATION_COLOUR = "#7f7f7f"
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash")
 TEMPLATE = "plotly_white"
 
@@ -75,6 +80,22 @@ def _roc_points(m: dict, log: bool) -> tuple[np.ndarray, np.ndarray] | None:
     return fpr, tpr
 
 
+def _roc_curves(metrics: dict, names: Sequence[str], log: bool) -> tuple[list[tuple], float]:
+    """(name, metrics, fpr, tpr, AUC or None) of each attack whose curve can be drawn, and the
+    smallest positive FPR among them (1.0 when none)."""
+    curves, min_fpr = [], 1.0
+    for n in names:
+        m = metrics[n]
+        pts = _roc_points(m, log)
+        if pts is None:
+            continue
+        fpr, tpr = pts
+        if fpr[fpr > 0].size:
+            min_fpr = min(min_fpr, float(fpr[fpr > 0].min()))
+        curves.append((n, m, fpr, tpr, _finite(m.get("auc"))))
+    return curves, min_fpr
+
+
 def _style_roc_axes(fig: go.Figure, log: bool, min_fpr: float) -> None:
     if log:
         lo = math.log10(max(min(min_fpr, 1e-2), 1e-6)) - 0.1
@@ -101,16 +122,8 @@ def roc_figure(metrics: dict, *, log: bool = False, title: str | None = None,
     """
     fig = go.Figure()
     names = [n for n in (attacks or metrics) if n in metrics and n != "blind"]
-    min_fpr = 1.0
-    for n in names:
-        m = metrics[n]
-        pts = _roc_points(m, log)
-        if pts is None:
-            continue
-        fpr, tpr = pts
-        if fpr[fpr > 0].size:
-            min_fpr = min(min_fpr, float(fpr[fpr > 0].min()))
-        auc = _finite(m.get("auc"))
+    curves, min_fpr = _roc_curves(metrics, names, log)
+    for n, m, fpr, tpr, auc in curves:
         fig.add_trace(go.Scatter(
             x=fpr, y=tpr, mode="lines", name=f"{_label(n, m)} (AUC {auc:.3f})" if auc is not None else _label(n, m),
             line=dict(color=attack_colour(n), width=2, shape="hv"),
@@ -135,15 +148,10 @@ def roc_overlay(runs: Sequence[tuple[str, dict]], *, log: bool = False, attacks:
     min_fpr = 1.0
     for r, (run_label, metrics) in enumerate(runs):
         dash = DASHES[r % len(DASHES)]
-        for n in [n for n in (attacks or metrics) if n in metrics and n != "blind"]:
-            m = metrics[n]
-            pts = _roc_points(m, log)
-            if pts is None:
-                continue
-            fpr, tpr = pts
-            if fpr[fpr > 0].size:
-                min_fpr = min(min_fpr, float(fpr[fpr > 0].min()))
-            auc = _finite(m.get("auc"))
+        names = [n for n in (attacks or metrics) if n in metrics and n != "blind"]
+        curves, run_min_fpr = _roc_curves(metrics, names, log)
+        min_fpr = min(min_fpr, run_min_fpr)
+        for n, m, fpr, tpr, auc in curves:
             fig.add_trace(go.Scatter(
                 x=fpr, y=tpr, mode="lines", legendgroup=run_label,
                 name=f"{run_label} · {_label(n, m)}" + (f" ({auc:.3f})" if auc is not None else ""),
@@ -259,4 +267,69 @@ def neighbour_scatter(distance: Sequence[float], loss_change: Sequence[float], *
     fig.update_layout(template=TEMPLATE, height=height, title="Neighbours: embedding distance vs loss change",
                       xaxis_title="embedding distance to the original (1 - cosine)",
                       yaxis_title="loss(neighbour) - loss(original)", margin=dict(l=60, r=20, t=50, b=40))
+    return fig
+
+
+def partial_documents_figure(partial) -> go.Figure:
+    """AUC (mean ± std over folds) against the number of tokens seen per book, one line per pipeline.
+
+    ``partial``: the partial-document table of a document audit (``mia_core.documents.partial``;
+    columns ``pipeline``, ``n_tokens``, ``auc_mean``, ``auc_std``). Meeus et al. 2024 §6.4.
+    """
+    fig = go.Figure()
+    for p in partial["pipeline"].unique():
+        sub = partial[partial["pipeline"] == p]
+        err = sub["auc_std"].fillna(0).to_numpy()
+        fig.add_trace(go.Scatter(x=sub["n_tokens"], y=sub["auc_mean"], mode="lines+markers", name=p,
+                                 error_y=dict(type="data", array=err, visible=True),
+                                 hovertemplate="%{x} tokens<br>AUC %{y:.3f}<extra>" + p + "</extra>"))
+    fig.add_hline(y=0.5, line=dict(color="#999", dash="dot"), annotation_text="chance")
+    fig.update_layout(template=TEMPLATE, height=360, xaxis_title="tokens per book (log)",
+                      yaxis_title="AUC (mean over folds)", xaxis_type="log", yaxis_range=[0, 1.02],
+                      title="AUC vs tokens seen per book")
+    return fig
+
+
+def population_histogram(member_scores: Iterable[float], nonmember_scores: Iterable[float],
+                         population_scores: Iterable[float], *, threshold: float | None = None,
+                         threshold_label: str = "threshold", title: str = "") -> go.Figure:
+    """Members, non-members and population scores with the population threshold (dashed).
+
+    Mireshghallah et al. 2022, Figure 3: the threshold flags a fraction α of the population
+    (``mia_core.metrics.population_threshold``); ``threshold_label`` annotates it.
+    """
+    fig = go.Figure()
+    sets = ((member_scores, "members", MEMBER_COLOUR),
+            (nonmember_scores, "non-members", NONMEMBER_COLOUR),
+            (population_scores, "population", POPULATION_COLOUR))
+    for v, name, colour in sets:
+        arr = np.asarray(v, dtype=float)
+        arr = arr[np.isfinite(arr)]
+        fig.add_trace(go.Histogram(x=arr, name=name, marker_color=colour, opacity=0.5, nbinsx=30, histnorm="percent",
+                                   hovertemplate="score %{x}<br>%{y:.1f}% of " + name + "<extra></extra>"))
+    if threshold is not None and np.isfinite(threshold):
+        fig.add_vline(x=threshold, line=dict(color="#111", width=2, dash="dash"),
+                      annotation_text=threshold_label,
+                      annotation_position="top right", annotation_font_size=11)
+    fig.update_layout(barmode="overlay", template=TEMPLATE, height=340, title=title,
+                      xaxis_title="score (higher = member)", yaxis_title="% of set",
+                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+    return fig
+
+
+def loss_curve(history) -> go.Figure:
+    """Mean token loss per epoch on the members (trained on) and the non-members (held out).
+
+    ``history``: the ``history`` of ``mia_core.finetune.make_target``'s training log as a table
+    (columns ``epoch``, ``train_loss``, ``heldout_loss``; a column that is absent or all missing is
+    not drawn).
+    """
+    fig = go.Figure()
+    for col, lab, colour in (("train_loss", "members (trained on)", MEMBER_COLOUR),
+                             ("heldout_loss", "non-members (held out)", NONMEMBER_COLOUR)):
+        if col in history and history[col].notna().any():
+            fig.add_trace(go.Scatter(x=history["epoch"], y=history[col], mode="lines+markers", name=lab,
+                                     line=dict(color=colour)))
+    fig.update_layout(template=TEMPLATE, height=320, title="Loss per epoch", xaxis_title="epoch",
+                      yaxis_title="mean token loss (nats)")
     return fig

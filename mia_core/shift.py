@@ -30,13 +30,13 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter, defaultdict
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .errors import DataError, SettingsError
+from .progress import Progress, noop
 
-Progress = Callable[[str, float], None]
 
 #: verdict thresholds on the lower end of the blind baseline's AUC confidence interval
 SHIFT_CI_LOW = 0.60
@@ -56,10 +56,6 @@ MONTHS = (
     "July", "August", "September", "October", "November", "December",
 )
 _MONTH_RE = re.compile(r"\b(" + "|".join(MONTHS) + r")\b")
-
-
-def _noop(msg: str, frac: float) -> None:  # pragma: no cover - trivial
-    pass
 
 
 def _as_texts(texts, what: str) -> list[str]:
@@ -164,7 +160,7 @@ def blind_baseline(
 
     from .metrics import evaluate
 
-    progress = progress or _noop
+    progress = progress or noop
     members = _as_texts(member_texts, "member texts")
     nonmembers = _as_texts(nonmember_texts, "non-member texts")
     n_m, n_n = len(members), len(nonmembers)
@@ -556,7 +552,7 @@ def shift_report(
     "verdict"}`` (``ks``: KS statistic/p-value of the word counts after matching). Attack
     metrics, when given, only inform the verdict of the unmatched sets.
     """
-    progress = progress or _noop
+    progress = progress or noop
     members = _as_texts(member_texts, "member texts")
     nonmembers = _as_texts(nonmember_texts, "non-member texts")
     steps = 3 if match else 2

@@ -32,13 +32,14 @@ from __future__ import annotations
 import time
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
 from .cache import ArrayCache, text_hash
 from .errors import ModelError
 from .models import LoadedModel
+from .progress import Progress, noop
 
 STATS_VERSION = 1
 FIELDS = ("logprob", "max_logprob", "mu", "sigma", "entropy")
@@ -46,12 +47,6 @@ INT_FIELDS = ("rank", "top_id")
 DEFAULT_CONTEXT_CAP = 2048  # default window on CPU-friendly terms; the model's max if smaller
 DEFAULT_BATCH_TOKENS = 4096
 REDUCE_CHUNK = 1024  # positions reduced at once: REDUCE_CHUNK x vocab floats in memory
-
-Progress = Callable[[str, float], None]
-
-
-def _noop(msg: str, frac: float) -> None:
-    pass
 
 
 @dataclass
@@ -215,7 +210,7 @@ def compute_stats(
     settings: StatsSettings | None = None,
     *,
     use_cache: bool = True,
-    progress: Progress = _noop,
+    progress: Progress = noop,
     label: str = "token statistics",
 ) -> list[TokenStats]:
     """Per-token statistics for every text (cached). Empty texts give zero-length stats."""

@@ -19,6 +19,7 @@ from dashboard.sidebar import model_panel
 from dashboard.ui import fmt_num, fmt_pct, page_setup, show_error, stage_progress
 from mia_core import plots
 from mia_core.cache import text_hash
+from mia_core.documents.dictionaries import token_frequency
 from mia_core.errors import MiaError
 
 DEFAULT_TEXT = (
@@ -47,7 +48,8 @@ else:
                           key="inspect_upload")
     strip = st.checkbox("Strip a Project Gutenberg header and footer", value=True, key="inspect_strip")
     if up is not None:
-        from mia_core.data import decode_bytes, strip_gutenberg
+        from mia_core.data import decode_bytes
+        from mia_core.documents import strip_gutenberg
 
         try:
             text, _ = decode_bytes(up.getvalue(), up.name)
@@ -125,7 +127,7 @@ try:
 except MiaError as e:
     show_error(e)
     counts, corpus_note = np.bincount(stats.token_ids.astype(np.int64), minlength=lm.vocab_size), "this text itself"
-rtf, seen = tokens.token_frequency(counts)
+rtf, seen = token_frequency(counts)
 st.caption(f"Token frequencies from {corpus_note}.")
 values = tokens.token_values(stats.logprob, stats.max_logprob, stats.token_ids, norm, rtf)
 pieces = tokens.token_pieces(lm.tokenizer, rtext, stats.token_ids)

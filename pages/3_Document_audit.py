@@ -12,7 +12,6 @@ import math
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.sidebar import model_panel
@@ -49,7 +48,7 @@ def _fmt_pm(mean, std, pct: bool = False) -> str:
 
 def _read_docs(role: str, uploads, paths_text: str, strip: bool):
     """Documents from uploads or from paths typed one per line; raises MiaError."""
-    from mia_core.data import load_documents
+    from mia_core.documents import load_documents
 
     if uploads:
         return load_documents(list(uploads), strip=strip)
@@ -188,18 +187,7 @@ if res is not None:
 
     if res.partial is not None and len(res.partial):
         st.markdown("**Partial documents** (§6.4): how much of each book the auditor needs")
-        fig = go.Figure()
-        for p in res.partial["pipeline"].unique():
-            sub = res.partial[res.partial["pipeline"] == p]
-            err = sub["auc_std"].fillna(0).to_numpy()
-            fig.add_trace(go.Scatter(x=sub["n_tokens"], y=sub["auc_mean"], mode="lines+markers", name=p,
-                                     error_y=dict(type="data", array=err, visible=True),
-                                     hovertemplate="%{x} tokens<br>AUC %{y:.3f}<extra>" + p + "</extra>"))
-        fig.add_hline(y=0.5, line=dict(color="#999", dash="dot"), annotation_text="chance")
-        fig.update_layout(template=plots.TEMPLATE, height=360, xaxis_title="tokens per book (log)",
-                          yaxis_title="AUC (mean over folds)", xaxis_type="log", yaxis_range=[0, 1.02],
-                          title="AUC vs tokens seen per book")
-        st.plotly_chart(fig, key="doc_partial_chart")
+        st.plotly_chart(plots.partial_documents_figure(res.partial), key="doc_partial_chart")
         st.dataframe(pd.DataFrame({
             "tokens per book": res.partial["n_tokens"], "pipeline": res.partial["pipeline"],
             "AUC": [_fmt_pm(a, s) for a, s in zip(res.partial["auc_mean"], res.partial["auc_std"])],

@@ -10,9 +10,7 @@ group column exists (§4.2). Engine: ``mia_core.mlm.run_mlm_audit``.
 """
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard.sidebar import model_panel
@@ -24,7 +22,6 @@ from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, run_mlm_audit
 RESULT_KEY = "mlm_audit_result"
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
 ATTACKS = {"likelihood_ratio": "Likelihood ratio (target vs reference)", "loss": "Loss (target energy only)"}
-POP_COLOUR = "#7f7f7f"
 
 page_setup("Masked-LM audit", ":material/healing:")
 panel = model_panel(load=False, need_reference=False)
@@ -97,26 +94,6 @@ def _lines(text: str) -> list[str]:
     return [t.strip() for t in (text or "").splitlines() if t.strip()]
 
 
-def _read_population(uploads, notes: list[str]):
-    from mia_core.data import read_texts
-
-    recs = []
-    for up in uploads:
-        try:
-            recs += read_texts(up, mode=mode, text_column=text_column, group_column=group_column, notes=notes)
-        except DataError:
-            if not group_column:
-                raise
-            recs += read_texts(up, mode=mode, text_column=text_column, notes=notes)
-            notes.append(f"population: {up.name} has no {group_column!r} column; its texts have no group.")
-    seen, out = set(), []
-    for r in recs:
-        if r.text not in seen:
-            seen.add(r.text)
-            out.append(r)
-    return out
-
-
 def _inputs() -> dict:
     """Validated keyword arguments for ``run_mlm_audit`` (raises MiaError)."""
     if not target_spec.strip():
@@ -130,7 +107,7 @@ def _inputs() -> dict:
             if not v:
                 raise DataError(f"no {role} given: paste one text per line.")
         return dict(members=mem, nonmembers=non, population=pop, notes=notes)
-    from mia_core.data import load_dataset
+    from mia_core.data import load_dataset, read_population
 
     if not mem_up or not non_up:
         raise DataError("upload the member and the non-member files.")
@@ -140,9 +117,7 @@ def _inputs() -> dict:
     ds = load_dataset(members=list(mem_up), nonmembers=list(non_up), mode=mode, text_column=text_column,
                       group_column=group_column)
     notes += list(ds.report)
-    pop = _read_population(pop_up, notes)
-    if not pop:
-        raise DataError("the population files hold no usable text.")
+    pop = read_population(list(pop_up), mode=mode, text_column=text_column, group_column=group_column, notes=notes)
     mi = [i for i in range(len(ds)) if ds.labels[i] == 1]
     ni = [i for i in range(len(ds)) if ds.labels[i] == 0]
     kw = dict(members=[ds.texts[i] for i in mi], nonmembers=[ds.texts[i] for i in ni], population=[r.text for r in pop],
@@ -180,28 +155,14 @@ if go_:
         show_error(e)
 
 
-def _histogram(res: dict, attack: str) -> go.Figure:
+def _histogram(res: dict, attack: str):
     """Members, non-members and population scores with the population threshold (the paper's Figure 3)."""
     scores = pd.DataFrame(res["scores"])
-    fig = go.Figure()
-    sets = ((scores.loc[scores["label"] == 1, attack], "members", plots.MEMBER_COLOUR),
-            (scores.loc[scores["label"] == 0, attack], "non-members", plots.NONMEMBER_COLOUR),
-            (pd.Series(res["population_scores"][attack], dtype=float), "population", POP_COLOUR))
-    for v, name, colour in sets:
-        arr = np.asarray(v, dtype=float)
-        arr = arr[np.isfinite(arr)]
-        fig.add_trace(go.Histogram(x=arr, name=name, marker_color=colour, opacity=0.5, nbinsx=30, histnorm="percent",
-                                   hovertemplate="score %{x}<br>%{y:.1f}% of " + name + "<extra></extra>"))
     pt = res["metrics"][attack]["population_threshold"]
-    thr = pt.get("threshold")
-    if thr is not None and np.isfinite(thr):
-        fig.add_vline(x=thr, line=dict(color="#111", width=2, dash="dash"),
-                      annotation_text=f"threshold: flags {fmt_pct(pt['alpha'])} of the population",
-                      annotation_position="top right", annotation_font_size=11)
-    fig.update_layout(barmode="overlay", template=plots.TEMPLATE, height=340, title=ATTACKS[attack],
-                      xaxis_title="score (higher = member)", yaxis_title="% of set",
-                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.25))
-    return fig
+    return plots.population_histogram(
+        scores.loc[scores["label"] == 1, attack], scores.loc[scores["label"] == 0, attack],
+        pd.Series(res["population_scores"][attack], dtype=float), threshold=pt.get("threshold"),
+        threshold_label=f"threshold: flags {fmt_pct(pt['alpha'])} of the population", title=ATTACKS[attack])
 
 
 def _metrics_rows(metrics: dict, group: bool = False) -> pd.DataFrame:

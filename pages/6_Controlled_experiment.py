@@ -20,7 +20,6 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import plotly.graph_objects as go
 import streamlit as st
 
 from dashboard import optional
@@ -55,7 +54,7 @@ source = st.radio("Corpus", sources, horizontal=True, key="cx_source", label_vis
 uploads = None
 mode = "auto"
 if source == "demo":
-    st.caption(f"The demo corpus: the {len(demo_files)} text files in `assets/demo` pooled and re-split at random.")
+    st.caption(f"The demo corpus: the {len(demo_files)} text files in `mia_core/assets/demo` pooled and re-split at random.")
 else:
     uploads = st.file_uploader("Corpus: .txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json "
                                "with a text column, or a .zip of .txt files", type=UPLOAD_TYPES,
@@ -221,15 +220,7 @@ if st.session_state.get("controlled_target"):
     k3.metric("Generalisation gap", fmt_num(gap), help="Held-out loss minus member loss: the larger, the easier "
               "membership inference.")
     if len(hist):
-        fig = go.Figure()
-        for col, lab, colour in (("train_loss", "members (trained on)", plots.MEMBER_COLOUR),
-                                 ("heldout_loss", "non-members (held out)", plots.NONMEMBER_COLOUR)):
-            if col in hist and hist[col].notna().any():
-                fig.add_trace(go.Scatter(x=hist["epoch"], y=hist[col], mode="lines+markers", name=lab,
-                                         line=dict(color=colour)))
-        fig.update_layout(template=plots.TEMPLATE, height=320, title="Loss per epoch", xaxis_title="epoch",
-                          yaxis_title="mean token loss (nats)")
-        st.plotly_chart(fig, key="cx_loss_chart")
+        st.plotly_chart(plots.loss_curve(hist), key="cx_loss_chart")
     st.success(f"Target folder: `{st.session_state['controlled_target']}` — members "
                f"`{st.session_state['controlled_members']}`, non-members `{st.session_state['controlled_nonmembers']}`.")
     if st.button("Use this target (and its base as reference) in the sidebar", key="cx_use"):

@@ -28,11 +28,12 @@ import numpy as np
 import pandas as pd
 
 from helpers import save_tiny_llama
+from mia_core.paths import ASSETS
 
 HERE = Path(__file__).resolve().parent
 GOLDEN = HERE / "golden"
 DATA = HERE / "data"
-DEMO = HERE.parent / "assets" / "demo"
+DEMO = ASSETS / "demo"
 
 # keys whose values depend on the machine, the clock or the folder a run was made in
 VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed", "location", "path", "paths",

@@ -1,4 +1,4 @@
-"""Small helpers shared by several test modules (imported as ``helpers``; tests/ is on sys.path)."""
+"""Small helpers shared by several test modules (imported as ``helpers``; pytest.ini puts tests/ on the path)."""
 from __future__ import annotations
 
 import os

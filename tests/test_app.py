@@ -328,6 +328,7 @@ def test_token_view_pieces_values_and_escaping(tiny_model):
     from transformers import AutoTokenizer
 
     from dashboard import tokens
+    from mia_core.documents.dictionaries import token_frequency
 
     tok = AutoTokenizer.from_pretrained(tiny_model)
     text = "Naïve café — “quotes” <script>x</script>\n\nnew paragraph 12345"
@@ -337,7 +338,7 @@ def test_token_view_pieces_values_and_escaping(tiny_model):
 
     counts = np.zeros(50, dtype=np.int64)
     counts[[1, 2, 3]] = [6, 3, 1]
-    rtf, seen = tokens.token_frequency(counts)
+    rtf, seen = token_frequency(counts)
     assert rtf[1] == pytest.approx(0.6) and rtf[0] == pytest.approx(0.05) and seen.sum() == 3
     lp = np.log(np.array([0.5, 0.1, 0.01]))
     mx = np.log(np.array([0.5, 0.4, 0.9]))
@@ -346,20 +347,61 @@ def test_token_view_pieces_values_and_escaping(tiny_model):
     assert ratio == pytest.approx(np.log10(np.array([0.5 / 0.6, 0.1 / 0.3, 0.01 / 0.05])))
     mxn = tokens.token_values(lp, mx, tid, "max", rtf)
     assert mxn == pytest.approx(np.log10(np.array([1.0 / 0.6, 0.7 / 0.3, 0.11 / 0.05])))
-    try:  # the same formula as the document audit's MaxNorm / RatioNorm (F = -log)
-        from mia_core.documents.dictionaries import ReferenceDictionaries
-        from mia_core.documents.normalization import normalized_values
-        from mia_core.stats import TokenStats
-
-        z = np.zeros(3, dtype=np.float32)
-        s = TokenStats(token_ids=tid, logprob=lp, max_logprob=mx, mu=z, sigma=z, entropy=z, rank=tid, top_id=tid, n_bytes=3)
-        d = ReferenceDictionaries(token_freq=rtf, general_proba=None, doc_indices=(0,), n_tokens=10, n_positions=0)
-        assert -normalized_values(s, "maxnorm_tf", d) / np.log(10) == pytest.approx(mxn)
-        assert -normalized_values(s, "rationorm_tf", d) / np.log(10) == pytest.approx(ratio)
-    except ImportError:
-        pass
     u = tokens.unit(np.array([1e-6, 1e-2, 1.0]), "prob")
     assert u == pytest.approx([0.0, 0.5, 1.0])
+
+
+def test_token_view_values_are_the_engines_normalisations():
+    """The per-token colours are the document audit's F(t) (Meeus et al. §4.2.2) as -F / ln 10,
+    with R^TF from the engine's ``token_frequency`` (same numbers, bit for bit)."""
+    from dashboard import tokens
+    from mia_core.documents.dictionaries import ReferenceDictionaries, token_frequency
+    from mia_core.documents.normalization import normalized_values
+    from mia_core.stats import TokenStats
+
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 4, 40)
+    counts[0] = 0
+    rtf, seen = token_frequency(counts)
+    assert not seen[0] and rtf[0] == pytest.approx(rtf[seen].min() / 2)
+    n = 25
+    tid = rng.integers(0, 40, n)
+    lp = np.log(rng.random(n)).astype(np.float32)
+    lp[0] = np.nan  # the first token has no prediction
+    mx = np.maximum(lp, np.log(rng.random(n)).astype(np.float32))
+    z = np.zeros(n, dtype=np.float32)
+    s = TokenStats(token_ids=tid, logprob=lp, max_logprob=mx, mu=z, sigma=z, entropy=z, rank=tid, top_id=tid, n_bytes=n)
+    d = ReferenceDictionaries(token_freq=rtf, general_proba=None, doc_indices=(0,), n_tokens=int(counts.sum()),
+                              n_positions=0)
+    for norm, name in (("ratio", "rationorm_tf"), ("max", "maxnorm_tf")):
+        np.testing.assert_array_equal(tokens.token_values(lp, mx, tid, norm, rtf),
+                                      -normalized_values(s, name, d) / np.log(10))
+    np.testing.assert_array_equal(tokens.token_values(lp, mx, tid, "prob", None),
+                                  np.exp(-normalized_values(s, "nonorm", None)))
+    assert np.isnan(tokens.token_values(lp, mx, tid, "max", rtf)[0])
+
+
+def test_placement_on_a_run():
+    """``mia_core.placement``: percentiles (ties count half) and decisions at the non-member thresholds."""
+    import pandas as pd
+
+    from mia_core.metrics import population_threshold
+    from mia_core.placement import incomparable, percentile, place_score, run_groups
+
+    assert percentile(np.array([1.0, 2.0, 3.0, 4.0]), 3.0) == pytest.approx(0.625)
+    assert math.isnan(percentile(np.array([]), 1.0))
+    df = pd.DataFrame({"label": [1, 1, 1, 0, 0, 0, 0], "loss": [3.0, 2.0, np.nan, 1.0, 0.0, -1.0, 2.5]})
+    assert incomparable(df, "zlib", run_reference=None, reference=None) == "not in this run"
+    df["ref"] = 0.0
+    assert incomparable(df, "ref", run_reference="a", reference="b") == "other reference model"
+    assert incomparable(df, "ref", run_reference="a", reference="a") is None
+    mem, non = run_groups(df, "loss")
+    assert mem.tolist() == [3.0, 2.0] and non.tolist() == [1.0, 0.0, -1.0, 2.5]
+    p = place_score(2.0, mem, non, (0.25, 0.5))
+    assert p.above_nonmembers == pytest.approx(0.75) and p.above_members == pytest.approx(0.25)
+    assert p.thresholds == {0.25: population_threshold(non, 0.25), 0.5: population_threshold(non, 0.5)}
+    assert p.is_member(0.5) == (2.0 >= p.thresholds[0.5]) and not p.is_member(0.25)
+    assert place_score(float("nan"), mem, non) is None and place_score(1.0, mem[:0], non) is None
 
 
 def test_neighbour_spans_and_run_clouds():

@@ -1,4 +1,5 @@
-"""Tests for mia_core.data: every input format, every bad-input case, Gutenberg stripping."""
+"""Tests for mia_core.data (every input format, every bad-input case) and mia_core.documents.books
+(loading books, Gutenberg stripping)."""
 import io
 import json
 import sys
@@ -9,6 +10,7 @@ import numpy as np
 import pytest
 
 from mia_core import data as D
+from mia_core.documents import load_documents, strip_gutenberg
 from mia_core.errors import DataError, SettingsError
 
 DATA = Path(__file__).parent / "data"
@@ -187,7 +189,7 @@ def test_zip_bomb_guard(tmp_path):
     with pytest.raises(DataError, match=r"bomb.zip unpacks to 2.9 MiB of text, above the 1.0 MiB limit"):
         D.read_texts(z, max_bytes=2**20)
     with pytest.raises(DataError, match="unpacks to"):
-        D.load_documents(z, max_bytes=2**20)
+        load_documents(z, max_bytes=2**20)
 
 
 def test_folder_of_txt(tmp_path):
@@ -356,12 +358,30 @@ def test_id_collision_across_sets_falls_back(tmp_path):
     assert any("generated ids" in r for r in ds.report)
 
 
+def test_read_population_groups_duplicates_and_dataset(tmp_path):
+    csv = _w(tmp_path / "pop.csv", "text,patient\nfirst text,7\nsecond text,8\nfirst text,9\n")
+    more = _w(tmp_path / "more.csv", "text\nthird text\nsecond text\n")
+    notes: list[str] = []
+    recs = D.read_population([csv, more], group_column="patient", notes=notes)
+    assert [r.text for r in recs] == ["first text", "second text", "third text"]
+    assert [r.group for r in recs] == ["7", "8", None]
+    assert "population: more.csv has no 'patient' column; its texts have no group." in notes
+    assert notes[-1] == "population: dropped 2 exact duplicates."
+    with pytest.raises(DataError, match="file not found"):  # other errors still raise after the retry
+        D.read_population(tmp_path / "missing.txt", group_column="patient")
+    ds = D.read_population(str(csv), dedupe=False, as_dataset=True)
+    assert ds.texts == ["first text", "second text", "first text"] and ds.ids == ["p0000", "p0001", "p0002"]
+    assert ds.labels.tolist() == [0, 0, 0] and ds.sources[0] == "pop.csv:row 2" and ds.report == []
+    with pytest.raises(DataError, match="the training samples hold no usable text"):
+        D.read_population([], role="training samples")
+
+
 # ---------------------------------------------------------------------------------------
 # documents and Gutenberg
 # ---------------------------------------------------------------------------------------
 def test_strip_gutenberg_real_file():
     raw = THOREAU.read_bytes().decode("utf-8")
-    body, rep = D.strip_gutenberg(raw)
+    body, rep = strip_gutenberg(raw)
     norm = raw.replace("\r\n", "\n")
     start = norm.index("*** START OF THIS PROJECT GUTENBERG EBOOK")
     end = norm.index("*** END OF THIS PROJECT GUTENBERG EBOOK")
@@ -381,32 +401,32 @@ def test_strip_gutenberg_variants():
     text = ("\ufeffTitle: A Tale\n  of Two Lines\nAuthor: Someone\r\n\r\n"
             "***start of the project gutenberg ebook a tale***\r\n\r\nThe body.\r\nMore body.\r\n\r\n"
             "***END OF THE PROJECT GUTENBERG EBOOK A TALE***\r\nlicense text\r\n")
-    body, rep = D.strip_gutenberg(text)
+    body, rep = strip_gutenberg(text)
     assert body == "The body.\nMore body."
     assert rep["stripped"] and rep["title"] == "A Tale of Two Lines"
     assert rep["header_chars"] > 0 and rep["footer_chars"] > 0
-    plain, rep2 = D.strip_gutenberg("No markers here.\n")
+    plain, rep2 = strip_gutenberg("No markers here.\n")
     assert plain == "No markers here." and rep2["stripped"] is False and rep2["title"] is None
 
 
 def test_load_documents_file_folder_zip_list(tmp_path):
-    docs = D.load_documents(THOREAU)
+    docs = load_documents(THOREAU)
     assert len(docs) == 1 and docs[0].name == "pg71_thoreau_civil_disobedience"
     assert docs[0].strip["stripped"] and docs[0].text.startswith("Typed by")
-    raw = D.load_documents(THOREAU, strip=False)[0]
+    raw = load_documents(THOREAU, strip=False)[0]
     assert raw.text.startswith("The Project Gutenberg EBook") and not raw.strip["stripped"]
-    books = D.load_documents(DATA / "books")
+    books = load_documents(DATA / "books")
     assert len(books) == len(list((DATA / "books").glob("*.txt"))) and all(len(b.text) > 1000 for b in books)
     z = _zip(tmp_path / "docs.zip", {"x/one.txt": "*** START OF X ***\nbody one\n*** END OF X ***\n",
                                      "two.txt": "body two"})
-    zd = D.load_documents([z, THOREAU])
+    zd = load_documents([z, THOREAU])
     # zip members in path order, then the next input
     assert [d.name for d in zd] == ["two", "one", "pg71_thoreau_civil_disobedience"]
     assert zd[1].text == "body one" and zd[1].source == "docs.zip:x/one.txt" and zd[1].strip["stripped"]
     assert zd[0].text == "body two" and not zd[0].strip["stripped"]
     with pytest.raises(DataError, match="documents must be .txt"):
-        D.load_documents(_w(tmp_path / "d.csv", "text\nx\n"))
+        load_documents(_w(tmp_path / "d.csv", "text\nx\n"))
     with pytest.raises(DataError, match="file not found"):
-        D.load_documents(tmp_path / "missing.txt")
+        load_documents(tmp_path / "missing.txt")
     with pytest.raises(DataError, match="no text between its Gutenberg"):
-        D.load_documents(_w(tmp_path / "hollow.txt", "*** START OF X ***\n\n*** END OF X ***\n"))
+        load_documents(_w(tmp_path / "hollow.txt", "*** START OF X ***\n\n*** END OF X ***\n"))

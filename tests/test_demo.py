@@ -1,4 +1,4 @@
-"""The bundled demo (mia_core.demo, assets/demo): three disjoint text sets and a committed LoRA
+"""The bundled demo (mia_core.demo, mia_core/assets/demo): three disjoint text sets and a committed LoRA
 target on the embedded SmolLM2 that loads offline and whose membership the baseline attacks
 detect: LOSS AUC >= 0.7, and the reference attack (the base SmolLM2 as reference) at least as
 strong.
@@ -6,7 +6,7 @@ strong.
 Scoring 200 texts with the 135M model twice (target + reference) takes minutes on a 2-core
 CPU, so the attack check uses a fixed subset: the first ``N_EVAL`` members and the first
 ``N_EVAL`` non-members of the (already shuffled) demo files. The full 100 + 100 figures are
-in assets/README.md.
+in mia_core/assets/README.md.
 """
 from __future__ import annotations
 

@@ -18,13 +18,13 @@ import torch
 
 from mia_core import stats as stats_mod
 from mia_core.cli import main as cli_main
-from mia_core.data import load_documents
 from mia_core.documents import (
     AGG_NAMES,
     HistogramFeatures,
     agg_features,
     build_dictionaries,
     excerpts,
+    load_documents,
     make_folds,
     normalized_values,
     run_baselines,

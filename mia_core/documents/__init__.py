@@ -4,6 +4,10 @@ Meeus, Jain, Rei & de Montjoye, "Did the Neurons Read your Book? Document-level 
 Inference for Large Language Models", USENIX Security 2024 (arXiv:2310.15007). The method,
 step by step, with the module that holds each step:
 
+0. **Loading books** — ``books``: ``load_documents`` reads one document per ``.txt`` file
+   (a file, a folder, a ``.zip``, uploads) into ``Document`` objects, with Project
+   Gutenberg headers and footers removed by ``strip_gutenberg`` (decoding and size checks
+   from ``mia_core.data``).
 1. **Querying (§4.1)** — every token of a document gets its predicted probability P(t) and
    the maximum predicted probability over the vocabulary at that position, from windows of
    C tokens with stride C-1 (C = 128 by default; the paper also uses 1024 and 2048). This
@@ -12,9 +16,11 @@ step by step, with the module that holds each step:
    distributions for R^GP.
 2. **Normalisation dictionaries (§4.2.1)** — ``dictionaries``: token frequency R^TF and
    general probability R^GP from the reference documents of one fold (its training
-   members ∪ training non-members; never a held-out document).
+   members ∪ training non-members; never a held-out document); ``token_frequency`` turns
+   counts into R^TF.
 3. **Normalisations (§4.2.2)** — ``normalization``: NoNorm, RatioNormTF/GP
-   (-log P/R), MaxNormTF/GP (-log (1 - (P_max - P)) / R).
+   (-log P/R), MaxNormTF/GP (-log (1 - (P_max - P)) / R); ``normalize`` holds the formulas
+   (also behind the dashboard's per-token colours), ``normalized_values`` applies them.
 4. **Feature extraction (§4.3)** — ``features``: AggFE (13 statistics) and HistFE
    (N_b equal-width bins fitted on the training fold; paper: 1,000).
 5. **Meta-classifier (§4.4, §5.2.4)** — ``meta`` and ``pipeline``: random forest (500
@@ -29,23 +35,24 @@ step by step, with the module that holds each step:
 
 ``audit.run_document_audit`` runs 1-7 (7 partially: the precision table loads several
 models and is a separate call) and returns a ``DocumentAuditResult``. The CLI is
-``python -m mia_core documents`` (``mia_core.cli_documents``).
+``mia documents`` (``mia_core.cli.documents``).
 """
 from .audit import DEFAULT_CONTEXT, PAPER_BEST, DocumentAuditResult, run_document_audit
 from .baselines import PAPER_BASELINES, run_baselines, sample_sequences, scale_to_documents
-from .dictionaries import ReferenceDictionaries, build_dictionaries, token_counts
+from .books import Document, load_documents, strip_gutenberg
+from .dictionaries import ReferenceDictionaries, build_dictionaries, token_counts, token_frequency
 from .features import AGG_NAMES, DEFAULT_BINS, HistogramFeatures, agg_features, parse_features
 from .meta import RF_PARAMS, make_folds, random_forest
-from .normalization import NORMALIZATIONS, normalized_values, parse_normalizations
+from .normalization import NORMALIZATIONS, normalize, normalized_values, parse_normalizations
 from .partial import DEFAULT_LENGTHS, excerpts, partial_curve
 from .pipeline import CrossValidation, cross_validate, pipeline_name
 from .precision import DEFAULT_PRECISIONS, precision_table
 
 __all__ = [
     "AGG_NAMES", "DEFAULT_BINS", "DEFAULT_CONTEXT", "DEFAULT_LENGTHS", "DEFAULT_PRECISIONS", "NORMALIZATIONS",
-    "PAPER_BASELINES", "PAPER_BEST", "RF_PARAMS", "CrossValidation", "DocumentAuditResult", "HistogramFeatures",
-    "ReferenceDictionaries", "agg_features", "build_dictionaries", "cross_validate", "excerpts", "make_folds",
-    "normalized_values", "parse_features", "parse_normalizations", "partial_curve", "pipeline_name",
-    "precision_table", "random_forest", "run_baselines", "run_document_audit", "sample_sequences",
-    "scale_to_documents", "token_counts",
+    "PAPER_BASELINES", "PAPER_BEST", "RF_PARAMS", "CrossValidation", "Document", "DocumentAuditResult",
+    "HistogramFeatures", "ReferenceDictionaries", "agg_features", "build_dictionaries", "cross_validate", "excerpts",
+    "load_documents", "make_folds", "normalize", "normalized_values", "parse_features", "parse_normalizations",
+    "partial_curve", "pipeline_name", "precision_table", "random_forest", "run_baselines", "run_document_audit",
+    "sample_sequences", "scale_to_documents", "strip_gutenberg", "token_counts", "token_frequency",
 ]

@@ -11,30 +11,26 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
-from ..data import Document, load_documents
 from ..errors import DataError, SettingsError
 from ..models import LoadedModel, describe
 from ..stats import StatsSettings, TokenStats, compute_stats
 from .baselines import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES, run_baselines
+from .books import Document, load_documents
 from .dictionaries import ReferenceDictionaries
 from .features import DEFAULT_BINS, LABELS as FEATURE_LABELS, parse_features
 from .meta import fold_warnings, make_folds
 from .normalization import LABELS as NORM_LABELS, NORMALIZATIONS, normalized_values, parse_normalizations
 from .partial import DEFAULT_LENGTHS, partial_curve
 from .pipeline import cross_validate
+from ..progress import Progress, noop
 
-Progress = Callable[[str, float], None]
 DEFAULT_CONTEXT = 128  # §4.1; the paper also uses 1024 and 2048
 PAPER_BEST = ("maxnorm_tf", "hist")  # the paper's best pipeline for books (§5.3)
-
-
-def _noop(msg: str, frac: float) -> None:
-    pass
 
 
 def _is_path(x) -> bool:
@@ -63,7 +59,7 @@ def _as_documents(docs, role: str) -> list[Document]:
         elif isinstance(d, str):
             out.append(Document(name=f"{role}_{i + 1}", text=d, source="(text)", strip={"stripped": False}))
         else:
-            raise DataError(f"{role} documents must be texts or mia_core.data.Document objects, not {type(d).__name__}")
+            raise DataError(f"{role} documents must be texts or mia_core.documents.Document objects, not {type(d).__name__}")
     return out
 
 
@@ -306,7 +302,7 @@ def run_document_audit(
 ) -> DocumentAuditResult:
     """Document-level membership inference of Meeus et al. 2024 on known members and non-members.
 
-    ``member_docs``/``nonmember_docs``: ``mia_core.data.Document`` objects (``load_documents``),
+    ``member_docs``/``nonmember_docs``: ``mia_core.documents.Document`` objects (``load_documents``),
     plain texts, or a path/list of paths ``load_documents`` reads. ``lm``: the target model
     (``load_causal_lm``). Every document is scored once with ``compute_stats`` (context
     ``context``, stride context-1, §4.1; cached and resumable). Then, over ``folds`` stratified
@@ -320,7 +316,7 @@ def run_document_audit(
     ``n_bins`` defaults to the paper's 1,000 histogram bins; ``n_estimators`` to its 500 trees.
     Raises ``DataError``/``SettingsError``/``ModelError`` with one sentence for bad input.
     """
-    progress = progress or _noop
+    progress = progress or noop
     t_start = time.time()
     norms = parse_normalizations(normalizations)
     feats = parse_features(features)

@@ -6,7 +6,8 @@ document's own tokens never calibrate the classifier that evaluates it).
 
 * **Token frequency** R^TF(t) = count(t in D_ref) / Σ_v count(v in D_ref). A token that
   never occurs in D_ref gets half the smallest observed frequency (§4.2.1; the authors'
-  ``get_norm_val``).
+  ``get_norm_val``). ``token_frequency`` computes it from counts (also used by the
+  dashboard's per-token view, with a reference corpus instead of a fold).
 * **General probability** R^GP(t) = the mean, over every predicted position of every
   document of D_ref, of the model's predicted probability of t:
 
@@ -63,6 +64,23 @@ def _floor_half_min(values: np.ndarray, present: np.ndarray) -> np.ndarray:
     return out
 
 
+def token_frequency(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """R^TF from token counts: count / total; unseen tokens get half the smallest observed frequency.
+
+    Returns (R^TF, seen mask). Meeus et al. 2024 §4.2.1 (the authors' ``get_norm_val``). With no
+    token counted at all, every token gets 1 / V (the per-token view's fallback;
+    :func:`build_dictionaries` refuses an empty fold before it gets here).
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    total = counts.sum()
+    seen = counts > 0
+    if total <= 0:
+        return np.full(counts.shape, 1.0 / max(1, counts.size)), seen
+    tf = counts / total
+    tf[~seen] = tf[seen].min() / 2.0
+    return tf, seen
+
+
 def token_counts(stats: TokenStats, vocab_size: int) -> np.ndarray:
     """Occurrences of each vocabulary token in one document (int64 [V])."""
     return np.bincount(np.asarray(stats.token_ids, dtype=np.int64), minlength=vocab_size)[:vocab_size]
@@ -90,7 +108,7 @@ def build_dictionaries(
     total = int(counts.sum())
     if total == 0:
         raise SettingsError("the reference documents of a fold have no tokens: nothing to build R(t) from")
-    tf = _floor_half_min(counts / total, counts > 0)
+    tf, _ = token_frequency(counts)
 
     src = gp_stats if gp_stats is not None else stats
     gp = None

@@ -18,6 +18,10 @@ replaced non-finite values with 1e-5 instead.
 
 Lower F = the model found the token more predictable than its reference value suggests;
 members tend to have more low-F tokens.
+
+``normalize`` computes F from per-token arrays (the one place these formulas are written; the
+dashboard's per-token view shows -F / ln 10); ``normalized_values`` applies it to a document
+with one fold's dictionaries.
 """
 from __future__ import annotations
 
@@ -76,18 +80,31 @@ def needs_general_proba(names) -> bool:
     return any(NORMALIZATIONS[n][1] == "gp" for n in names)
 
 
-def normalized_values(stats: TokenStats, name: str, dicts: ReferenceDictionaries | None) -> np.ndarray:
-    """F(t) for every token of a document (float64, NaN where a token got no prediction)."""
-    kind, table = NORMALIZATIONS[name]
-    lp = stats.logprob.astype(np.float64)
+def normalize(kind: str, logprob, max_logprob=None, reference=None) -> np.ndarray:
+    """F(t) from per-token arrays (float64, NaN where a token got no prediction).
+
+    ``kind`` is ``"none"``, ``"ratio"`` or ``"max"`` (the first entry of :data:`NORMALIZATIONS`);
+    ``max_logprob`` is log P_max (MaxNorm only) and ``reference`` R(t) of each token (RatioNorm
+    and MaxNorm). :func:`normalized_values` applies it to a document with a fold's dictionary;
+    the dashboard's per-token view applies it with R^TF of a reference corpus.
+    """
+    lp = np.asarray(logprob, dtype=np.float64)
     if kind == "none":
         return -lp
-    if dicts is None:
-        raise SettingsError(f"{LABELS[name]} needs a reference dictionary")
-    log_r = np.log(dicts.lookup(table, stats.token_ids))
+    log_r = np.log(reference)
     if kind == "ratio":
         return -(lp - log_r)
     p = np.exp(lp)
-    pmax = np.exp(stats.max_logprob.astype(np.float64))
+    pmax = np.exp(np.asarray(max_logprob, dtype=np.float64))
     inner = np.maximum(np.maximum(1.0 - (pmax - p), p), np.finfo(np.float64).tiny)
     return -(np.log(inner) - log_r)
+
+
+def normalized_values(stats: TokenStats, name: str, dicts: ReferenceDictionaries | None) -> np.ndarray:
+    """F(t) for every token of a document (float64, NaN where a token got no prediction)."""
+    kind, table = NORMALIZATIONS[name]
+    if kind == "none":
+        return normalize(kind, stats.logprob)
+    if dicts is None:
+        raise SettingsError(f"{LABELS[name]} needs a reference dictionary")
+    return normalize(kind, stats.logprob, stats.max_logprob, dicts.lookup(table, stats.token_ids))

@@ -1,4 +1,4 @@
-"""``python -m mia_core make-target``: fine-tune a model on a known member set.
+"""``mia make-target``: fine-tune a model on a known member set.
 
 Writes a target folder (see :mod:`mia_core.finetune`) that every other command accepts as a
 model, with ``training_log.json`` recording the per-epoch losses, the seed, this command and
@@ -9,7 +9,8 @@ from __future__ import annotations
 import shlex
 import sys
 
-from .finetune import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
+from ..finetune import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
+from .common import ProgressBar, add_output_args, add_progress_args
 
 
 def register(subparsers) -> None:
@@ -20,38 +21,40 @@ def register(subparsers) -> None:
                     "target folder: load it anywhere with the folder path as the model; its base model "
                     "is the natural reference model.",
     )
-    p.add_argument("--members", required=True, help="texts to train on (.txt one per line, .csv, .jsonl, ...)")
-    p.add_argument("--base", default="smollm2",
+    d = p.add_argument_group("data")
+    d.add_argument("--members", required=True, help="texts to train on (.txt one per line, .csv, .jsonl, ...)")
+    d.add_argument("--heldout", default=None, help="texts never trained on, to report a held-out loss")
+    d.add_argument("--text-column", default=None, help="text column of table inputs (default: auto)")
+    m = p.add_argument_group("models")
+    m.add_argument("--base", default="smollm2",
                    help="base model: smollm2 (embedded, default), a local folder, a .gguf file or a hub id")
-    p.add_argument("--method", choices=METHODS, default="lora", help="lora (default) or full fine-tuning")
-    p.add_argument("--epochs", type=int, default=3, help="passes over the members (default 3)")
-    p.add_argument("--lr", type=float, default=None,
+    m.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
+    t = p.add_argument_group("training")
+    t.add_argument("--method", choices=METHODS, default="lora", help="lora (default) or full fine-tuning")
+    t.add_argument("--epochs", type=int, default=3, help="passes over the members (default 3)")
+    t.add_argument("--lr", type=float, default=None,
                    help=f"learning rate (default {DEFAULT_LR['lora']:g} for lora, {DEFAULT_LR['full']:g} for full)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the adapter initialisation and data order")
-    p.add_argument("--heldout", default=None, help="texts never trained on, to report a held-out loss")
-    p.add_argument("--max-length", type=int, default=256, help="tokens per training sequence (default 256)")
-    p.add_argument("--batch-size", type=int, default=8, help="sequences per step (default 8)")
-    p.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16; alpha = 2 r)")
-    p.add_argument("--lora-modules", default=None,
+    t.add_argument("--max-length", type=int, default=256, help="tokens per training sequence (default 256)")
+    t.add_argument("--batch-size", type=int, default=8, help="sequences per step (default 8)")
+    t.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16; alpha = 2 r)")
+    t.add_argument("--lora-modules", default=None,
                    help="comma-separated module names for LoRA (default: attention + MLP projections)")
-    p.add_argument("--adapter-dtype", choices=ADAPTER_DTYPES, default="fp32",
+    t.add_argument("--adapter-dtype", choices=ADAPTER_DTYPES, default="fp32",
                    help="precision the LoRA adapter is saved in (fp16 halves the file; default fp32)")
-    p.add_argument("--text-column", default=None, help="text column of table inputs (default: auto)")
-    p.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
-    p.add_argument("--overwrite", action="store_true", help="replace an existing target folder at --out")
-    p.add_argument("--out", required=True, help="folder to write the target to")
+    o = add_output_args(p, out_required=True, out_help="folder to write the target to", cache=None, bootstrap=False,
+                        seed_help="seed of the adapter initialisation and data order")
+    o.add_argument("--overwrite", action="store_true", help="replace an existing target folder at --out")
+    add_progress_args(p)
     p.set_defaults(func=run)
 
 
 def _texts(path: str, text_column: str | None) -> list[str]:
-    from .data import read_texts
+    from ..data import read_texts
 
     return [r.text for r in read_texts(path, text_column=text_column)]
 
 
 def run(args) -> int:
-    from tqdm import tqdm
-
     members = _texts(args.members, args.text_column)
     heldout = _texts(args.heldout, args.text_column) if args.heldout else None
     files = {"members": {"path": args.members, "sha256": file_sha256(args.members)}}
@@ -60,24 +63,14 @@ def run(args) -> int:
     command = "python -m mia_core " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
         "make-target"] else "python -m mia_core make-target " + _reconstruct(args)
 
-    bar = tqdm(total=1000, file=sys.stderr, unit="‰", bar_format="{desc} {percentage:3.0f}%|{bar}| {elapsed}<{remaining}",
-               dynamic_ncols=True)
-
-    def progress(msg: str, frac: float) -> None:
-        bar.n = int(round(1000 * max(0.0, min(1.0, frac))))
-        bar.set_description_str(msg, refresh=False)
-        bar.refresh()
-
-    try:
+    with ProgressBar(disable=args.quiet) as bar:
         log = make_target(
             members, base=args.base, out_dir=args.out, method=args.method, epochs=args.epochs, lr=args.lr,
-            seed=args.seed, heldout_texts=heldout, progress=progress, max_length=args.max_length,
+            seed=args.seed, heldout_texts=heldout, progress=bar, max_length=args.max_length,
             batch_size=args.batch_size, lora_r=args.lora_r,
             lora_modules=[m.strip() for m in args.lora_modules.split(",") if m.strip()] if args.lora_modules else None,
             adapter_dtype=args.adapter_dtype, device=args.device, overwrite=args.overwrite, command=command, data_files=files,
         )
-    finally:
-        bar.close()
     for h in log["history"]:
         held = "" if h["heldout_loss"] is None else f", held-out loss {h['heldout_loss']:.4f}"
         print(f"epoch {h['epoch']}: train loss {h['train_loss']:.4f}{held} ({h['seconds']:.0f} s)")

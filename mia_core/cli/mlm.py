@@ -1,4 +1,4 @@
-"""``python -m mia_core mlm``: audit a masked LM (BERT, RoBERTa, ...) with a reference model.
+"""``mia mlm``: audit a masked LM (BERT, RoBERTa, ...) with a reference model.
 
 Runs :func:`mia_core.mlm.run_mlm_audit` (Mireshghallah et al. 2022): the likelihood-ratio
 attack (target energy minus reference energy) and the loss baseline (target energy alone),
@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import csv
 import json
-import sys
 import time
 from pathlib import Path
 
-from .errors import DataError, SettingsError
+from ..errors import SettingsError
+from .common import ProgressBar, add_data_args, add_model_args, add_output_args, add_progress_args, print_notes
 
 
 def register(subparsers) -> None:
@@ -32,72 +32,36 @@ def register(subparsers) -> None:
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
-    d = p.add_argument_group("data")
-    d.add_argument("--members", nargs="+", help="member texts (.txt, .csv, .tsv, .jsonl, .json, .zip)")
-    d.add_argument("--nonmembers", nargs="+", help="non-member texts, same formats")
-    d.add_argument("--labelled", help="one table with a label column instead of --members/--nonmembers")
-    d.add_argument("--population", nargs="+", required=True,
-                   help="population texts: known non-members, disjoint from the evaluated ones, used only for the threshold")
+    d = add_data_args(
+        p, group_column="group id column (e.g. patient id): adds group-level metrics", population_nargs="+",
+        population_required=True,
+        population="population texts: known non-members, disjoint from the evaluated ones, used only for the threshold")
     d.add_argument("--train-samples", nargs="+",
                    help="known training texts: adds the loss attack's mu threshold (their mean energy, §3.4)")
-    d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
-                   help=".txt reading: one text per line, or blank-line-separated paragraphs")
-    d.add_argument("--text-column", help="text column of tables (auto-detected)")
-    d.add_argument("--label-column", default="label", help="label column of a --labelled table")
-    d.add_argument("--group-column", help="group id column (e.g. patient id): adds group-level metrics")
-    m = p.add_argument_group("models")
-    m.add_argument("--model", required=True, help="target masked LM: hub id or local folder")
-    m.add_argument("--reference", required=True,
-                   help="reference masked LM with the same tokenizer (e.g. the general-domain model the target was trained from)")
+    m = add_model_args(
+        p, model_required=True, model_help="target masked LM: hub id or local folder", reference_required=True,
+        reference_help="reference masked LM with the same tokenizer (e.g. the general-domain model the target was trained from)",
+        dtype_default="fp32", dtype_help="fp32 keeps scores bit-stable; bf16/fp16 are faster on GPU", quantize=False)
     m.add_argument("--vocab-match-only", action="store_true",
                    help="accept a reference with the same vocabulary whose tokenizer normalises text differently "
                         "(e.g. lowercases); both models get the target's tokenisation")
-    m.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ...")
-    m.add_argument("--dtype", default="fp32", choices=["auto", "fp32", "bf16", "fp16"],
-                   help="fp32 keeps scores bit-stable; bf16/fp16 are faster on GPU")
-    m.add_argument("--trust-remote-code", action="store_true",
-                   help="allow custom model code from the hub (off by default: it runs code)")
     a = p.add_argument_group("attack")
     a.add_argument("--masks", type=int, default=10, help="K, the number of random masking patterns per text (§2.3)")
     a.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens masked in each pattern (§2.3)")
     a.add_argument("--alpha", type=float, default=0.1, help="share of the population flagged by the threshold (§2.4)")
-    a.add_argument("--seed", type=int, default=0, help="seed for the masking patterns and the bootstrap")
     a.add_argument("--batch-tokens", type=int, default=8192, help="padded tokens per forward pass (memory knob)")
-    o = p.add_argument_group("output")
-    o.add_argument("--out", default="mia_mlm", help="output folder")
-    o.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs")
-    o.add_argument("--no-cache", action="store_true", help="do not read or write the energy cache")
-    o.add_argument("--quiet", action="store_true", help="no progress bar")
+    add_output_args(p, out_default="mia_mlm", cache="do not read or write the energy cache",
+                    seed_help="seed for the masking patterns and the bootstrap")
+    add_progress_args(p)
     p.set_defaults(func=cmd_mlm)
 
 
 def _read_set(paths, args, notes: list[str], role: str):
     """Records of one or more files; the group column is used when the files have it."""
-    from .data import read_texts
+    from ..data import read_population
 
-    recs = []
-    for path in paths:
-        try:
-            got = read_texts(path, mode=args.mode, text_column=args.text_column, group_column=args.group_column,
-                             notes=notes)
-        except DataError:
-            if not args.group_column:
-                raise
-            got = read_texts(path, mode=args.mode, text_column=args.text_column, notes=notes)
-            notes.append(f"{role}: {Path(str(path)).name} has no {args.group_column!r} column; its texts have no group.")
-        recs.extend(got)
-    seen, out, dups = set(), [], 0
-    for r in recs:
-        if r.text in seen:
-            dups += 1
-            continue
-        seen.add(r.text)
-        out.append(r)
-    if dups:
-        notes.append(f"{role}: dropped {dups} exact duplicate{'s' if dups != 1 else ''}.")
-    if not out:
-        raise DataError(f"the {role} hold no usable text.")
-    return out
+    return read_population(paths, mode=args.mode, text_column=args.text_column, group_column=args.group_column,
+                           notes=notes, role=role)
 
 
 def _pct(v) -> str:
@@ -115,7 +79,7 @@ def _json_metrics(m: dict) -> dict:
 
 def format_report(res: dict) -> str:
     """The human-readable summary printed by the CLI."""
-    from .metrics import summarize_table
+    from ..metrics import summarize_table
 
     s = res["settings"]
     lines = [
@@ -178,9 +142,8 @@ def write_outputs(res: dict, out: Path, extra: dict | None = None) -> None:
 
 
 def cmd_mlm(args) -> int:
-    from .data import load_dataset
-    from .mlm import run_mlm_audit
-    from .progress import TqdmProgress
+    from ..data import load_dataset
+    from ..mlm import run_mlm_audit
 
     t0 = time.time()
     if not (args.labelled or (args.members and args.nonmembers)):
@@ -190,8 +153,7 @@ def cmd_mlm(args) -> int:
     notes = list(ds.report)
     pop = _read_set(args.population, args, notes, "population")
     train = _read_set(args.train_samples, args, notes, "training samples") if args.train_samples else None
-    for line in notes:
-        print(f"note: {line}", file=sys.stderr)
+    print_notes(notes)
     lab = ds.labels
     mi = [i for i in range(len(ds)) if lab[i] == 1]
     ni = [i for i in range(len(ds)) if lab[i] == 0]
@@ -199,8 +161,7 @@ def cmd_mlm(args) -> int:
     pop_groups = None
     if args.group_column and any(r.group is not None for r in pop):
         pop_groups = [r.group for r in pop]
-    bar = TqdmProgress(disable=args.quiet)
-    try:
+    with ProgressBar(disable=args.quiet) as bar:
         res = run_mlm_audit(
             [ds.texts[i] for i in mi], [ds.texts[i] for i in ni], [r.text for r in pop], args.model, args.reference,
             k=args.masks, seed=args.seed, rate=args.mask_rate, alpha=args.alpha,
@@ -211,8 +172,6 @@ def cmd_mlm(args) -> int:
             batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap, cache=not args.no_cache,
             device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
             vocab_only=args.vocab_match_only, progress=bar)
-    finally:
-        bar.close()
     out = Path(args.out)
     write_outputs(res, out, extra={"data_notes": notes})
     print(format_report(res))

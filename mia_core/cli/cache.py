@@ -1,4 +1,4 @@
-"""``python -m mia_core cache info|clear``: inspect or empty the on-disk statistics cache."""
+"""``mia cache info|clear``: inspect or empty the on-disk statistics cache."""
 from __future__ import annotations
 
 import json
@@ -12,7 +12,7 @@ def register(sub) -> None:
 
 
 def cmd_cache(args) -> int:
-    from .cache import cache_info, clear_cache
+    from ..cache import cache_info, clear_cache
 
     if args.action == "info":
         print(json.dumps(cache_info(), indent=2))

@@ -1,4 +1,4 @@
-"""Rebuild the demo text sets in assets/demo from the public-domain Gutenberg books.
+"""Rebuild the demo text sets in mia_core/assets/demo from the public-domain Gutenberg books.
 
 Source: the Project Gutenberg files in shared/data/gutenberg (see shared/data/PROVENANCE.md;
 public domain in the USA). Five lesser-known novels (chosen so that the embedded SmolLM2 is
@@ -8,16 +8,17 @@ a candidate; 60 are drawn per book at random (seed 0) and dealt 20/20/20 into
 members.txt, nonmembers.txt and population.txt, so every set draws equally from every book
 (distribution-matched by construction). One passage per line, whitespace collapsed.
 
-Run from the project root: python assets/demo/make_demo_data.py [GUTENBERG_FOLDER]
+Run from the project root (with mia_core installed, ``pip install -e .``):
+python mia_core/assets/demo/make_demo_data.py [GUTENBERG_FOLDER]
 """
 import random
 import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT))
-from mia_core.data import strip_gutenberg  # noqa: E402
+from mia_core.documents import strip_gutenberg
+
+ROOT = Path(__file__).resolve().parents[3]
 
 SRC = Path(sys.argv[1]) if len(sys.argv) > 1 else ROOT.parent / "shared" / "data" / "gutenberg"
 OUT = Path(__file__).resolve().parent

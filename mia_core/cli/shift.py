@@ -1,4 +1,4 @@
-"""``python -m mia_core shift``: is there a member/non-member shift that needs no model?
+"""``mia shift``: is there a member/non-member shift that needs no model?
 
 Runs :func:`mia_core.shift.shift_report` on two text sets: the blind baseline (a text-only
 classifier, never the model) with its out-of-fold AUC [CI] and TPR at 1 % / 5 % FPR, the
@@ -8,10 +8,10 @@ matching word-count distributions. ``--out DIR`` writes ``DIR/shift.json``.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
-from .errors import DataError, SettingsError
+from ..errors import DataError, SettingsError
+from .common import ProgressBar, add_data_args, add_output_args, add_progress_args, print_notes
 
 
 def register(subparsers) -> None:
@@ -22,19 +22,15 @@ def register(subparsers) -> None:
                     "n-gram/length/date/duplicate statistics and a verdict on whether attack AUCs on "
                     "these sets can measure membership.",
     )
-    p.add_argument("--members", nargs="+", help="member texts (.txt/.csv/.tsv/.jsonl/.json/.zip)")
-    p.add_argument("--nonmembers", nargs="+", help="non-member texts")
-    p.add_argument("--labelled", help="one labelled table instead of --members/--nonmembers")
-    p.add_argument("--label-column", default="label", help="label column of --labelled (default: label)")
-    p.add_argument("--text-column", default=None, help="text column of tables (default: auto)")
-    p.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples for CIs (default 1000)")
-    p.add_argument("--year-cutoff", type=int, default=2020,
+    add_data_args(p, mode=False, group_column=None)
+    b = p.add_argument_group("blind baseline")
+    b.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
+    b.add_argument("--year-cutoff", type=int, default=2020,
                    help="report the share of texts mentioning a year >= this (default 2020)")
-    p.add_argument("--match-lengths", action="store_true",
+    b.add_argument("--match-lengths", action="store_true",
                    help="also run the blind baseline after matching word-count distributions")
-    p.add_argument("--out", default=None, help="folder for shift.json")
+    add_output_args(p, out_help="folder for shift.json", cache=None, seed_help="seed of the folds and the bootstrap")
+    add_progress_args(p)
     p.set_defaults(func=run)
 
 
@@ -106,13 +102,13 @@ def format_report(rep: dict) -> str:
 
 
 def run(args) -> int:
-    from .data import load_dataset
-    from .shift import shift_report
+    from ..data import load_dataset
+    from ..shift import shift_report
 
     if args.folds < 2:
         raise SettingsError(f"--folds must be at least 2 (got {args.folds}).")
-    if args.n_bootstrap < 0:
-        raise SettingsError(f"--n-bootstrap must be >= 0 (got {args.n_bootstrap}).")
+    if args.bootstrap < 0:
+        raise SettingsError(f"--bootstrap must be >= 0 (got {args.bootstrap}).")
     if args.labelled:
         if args.members or args.nonmembers:
             raise DataError("give either --labelled or --members and --nonmembers, not both.")
@@ -121,24 +117,11 @@ def run(args) -> int:
         if not args.members or not args.nonmembers:
             raise DataError("give --members and --nonmembers (or one --labelled table).")
         ds = load_dataset(members=args.members, nonmembers=args.nonmembers, text_column=args.text_column)
-    for note in ds.report:
-        print(f"note: {note}", file=sys.stderr)
-
-    from tqdm import tqdm
-
-    bar = tqdm(total=100, file=sys.stderr, desc="shift", leave=False,
-               bar_format="{percentage:3.0f}%|{bar}| {desc}")
-
-    def progress(msg: str, frac: float) -> None:
-        bar.n = int(round(100 * max(0.0, min(1.0, frac))))
-        bar.set_description_str(msg, refresh=True)
-
-    try:
+    print_notes(ds.report)
+    with ProgressBar(disable=args.quiet) as bar:
         rep = shift_report(ds.members(), ds.nonmembers(), folds=args.folds, seed=args.seed,
-                           match=args.match_lengths, n_bootstrap=args.n_bootstrap,
-                           year_cutoff=args.year_cutoff, progress=progress)
-    finally:
-        bar.close()
+                           match=args.match_lengths, n_bootstrap=args.bootstrap,
+                           year_cutoff=args.year_cutoff, progress=bar)
     print(format_report(rep))
     if args.out:
         out = Path(args.out)

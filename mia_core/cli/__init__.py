@@ -1,0 +1,59 @@
+"""``mia`` (or ``python -m mia_core``): the command-line front end.
+
+One module per command, each exposing ``register(subparsers)``, which adds an argparse parser
+and sets ``func`` (called with the parsed namespace; returns an exit code):
+
+* ``run``          (:mod:`.run`)       attacks on member / non-member sets: baselines, neighbourhood, SMIA
+* ``cache``        (:mod:`.cache`)     show or clear the statistics cache
+* ``make-target``  (:mod:`.target`)    fine-tune a controlled target on known members
+* ``documents``    (:mod:`.documents`) document-level membership inference (Meeus et al. 2024)
+* ``mlm``          (:mod:`.mlm`)       masked-LM likelihood ratio (Mireshghallah et al. 2022)
+* ``shift``        (:mod:`.shift`)     member/non-member distribution shift, no model
+
+The flags every command shares (data, models, output, progress) come from the argument
+groups of :mod:`.common`, so they are spelled the same everywhere. User errors
+(``MiaError``) print one clear ``error:`` line and exit 2; no traceback.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .. import __version__
+from ..errors import MiaError
+from . import cache, documents, mlm, run, shift, target
+
+COMMANDS = (run, cache, target, documents, mlm, shift)  # in --help order
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="mia",
+        description="Membership-inference audits of language models (offline by default).",
+    )
+    parser.add_argument("--version", action="version", version=f"mia-dashboard {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for command in COMMANDS:
+        command.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 0
+    try:
+        return int(args.func(args) or 0)
+    except MiaError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted; everything computed so far is cached", file=sys.stderr)
+        return 130
+    except MemoryError:
+        print("error: out of memory: try a smaller --batch-tokens, int8/int4, or fewer texts", file=sys.stderr)
+        return 2

@@ -1,0 +1,232 @@
+"""``mia run``: score member and non-member sets with the chosen attacks.
+
+Baselines, the neighbourhood attack and SMIA, with the options of each:
+
+* neighbour generation: ``--neighbours offline|masked-lm:MODEL|t5:MODEL``, ``--n-neighbours``,
+  ``--m-words``, ``--dropout``, ``--neighbour-seed``;
+* SMIA: ``--embedder``, a training set (``--train-members``/``--train-nonmembers``) or a split
+  (``--split 0.5 [--split-seed]``), ``--smia-save PATH`` / ``--smia-load PATH``, ``--smia-epochs``;
+* ``--modify duplicate,delete,add``: also report every attack on one-word-modified members
+  (SMIA §5.2; ``mia_core.modify``), written to ``OUT/modified.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+
+from ..attacks import REGISTRY
+from ..errors import SettingsError
+from ..neighbours import DEFAULT_DROPOUT, DEFAULT_M, DEFAULT_N, NeighbourSettings
+from .common import ProgressBar, add_data_args, add_model_args, add_output_args, add_progress_args, print_notes
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run membership-inference attacks on member / non-member sets",
+        description=(
+            "Score member and non-member texts with the chosen attacks on a target model and report "
+            "AUC and TPR at low FPR with 95% bootstrap CIs. Writes OUT/scores.csv, OUT/metrics.json, OUT/run.json. "
+            "Attacks: " + ", ".join(f"{k} ({a.citation})" for k, a in REGISTRY.items())
+        ),
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    d = add_data_args(
+        p, demo="use the bundled demo: members, non-members, fine-tuned demo target, base SmolLM2 as reference",
+        population="population set (non-members disjoint from the evaluated ones) to fit a threshold at --alpha FPR")
+    d.add_argument("--alpha", type=float, default=0.1, help="target FPR on the population set for the threshold")
+    add_model_args(
+        p, model_default="smollm2",
+        model_help="target: 'smollm2' (embedded), hub id, local folder, .gguf file or a make-target folder",
+        reference_help="reference model for the 'ref' attack (same forms as --model); default for a fine-tuned target: its base")
+    a = p.add_argument_group("attacks")
+    a.add_argument("--attacks", default="loss,zlib,lowercase,min_k,min_k_pp", help=f"comma list or 'all' ({', '.join(REGISTRY)})")
+    a.add_argument("--k", type=float, default=0.2, help="fraction k of lowest-scoring tokens for Min-K%% and Min-K%%++")
+    a.add_argument("--context", type=int, help="window length C for long texts (stride C-1); default min(model max, 2048)")
+    a.add_argument("--batch-tokens", type=int, default=4096, help="tokens per forward batch (memory knob)")
+    a.add_argument("--no-prefix", action="store_true", help="do not put a BOS/EOS token before each text (the first token is then not scored)")
+    g = p.add_argument_group("neighbours and SMIA (attacks 'neighbourhood' and 'smia')")
+    g.add_argument("--neighbours", default="offline", metavar="GENERATOR",
+                   help="neighbour generator: 'offline' (embedded SmolLM2 proposes words, no download), "
+                        "'masked-lm:MODEL' (Mattern et al. 2023, e.g. masked-lm:roberta-base) or 't5:MODEL' (span filling)")
+    g.add_argument("--n-neighbours", type=int, default=DEFAULT_N, help="neighbours per text (Mattern et al. best: 100)")
+    g.add_argument("--m-words", type=int, default=DEFAULT_M, help="words replaced per neighbour (masked spans for t5)")
+    g.add_argument("--dropout", type=float, default=DEFAULT_DROPOUT, help="embedding dropout of the masked-LM generator")
+    g.add_argument("--neighbour-seed", type=int, default=0, help="seed of the neighbour positions and samples")
+    g.add_argument("--embedder", default="minilm",
+                   help="SMIA sentence embedder: 'minilm' (embedded all-MiniLM-L6-v2), a sentence-transformers id or folder")
+    g.add_argument("--train-members", nargs="+", help="SMIA training members (never evaluated)")
+    g.add_argument("--train-nonmembers", nargs="+", help="SMIA training non-members (never evaluated)")
+    g.add_argument("--split", type=float,
+                   help="train on this stratified fraction of the labelled texts and report every attack on the rest")
+    g.add_argument("--split-seed", type=int, help="seed of --split (default: --seed)")
+    g.add_argument("--smia-save", metavar="PATH", help="save the trained SMIA network (safetensors + JSON) to this folder")
+    g.add_argument("--smia-load", metavar="PATH", help="apply a saved SMIA network instead of training one")
+    g.add_argument("--smia-epochs", type=int, default=60, help="SMIA training epochs (the best validation epoch is kept)")
+    g.add_argument("--modify", metavar="VARIANTS",
+                   help="also evaluate on members modified by one word: comma list of duplicate, delete, add")
+    o = add_output_args(p, out_default="mia_run")
+    o.add_argument("--no-blind", action="store_true", help="skip the model-free blind baseline (distribution-shift check)")
+    add_progress_args(p)
+    p.set_defaults(func=cmd_run)
+
+
+# ----------------------------------------------------------------------------- inputs
+def _load_inputs(args):
+    from ..data import load_dataset
+
+    population = None
+    if args.demo:
+        from ..demo import demo_paths
+
+        paths = demo_paths()
+        if args.members or args.nonmembers or args.labelled:
+            raise SettingsError("--demo fills in the members and non-members; do not give them too")
+        ds = load_dataset(members=paths["members"], nonmembers=paths["nonmembers"], mode="lines")
+        if args.model == "smollm2":
+            args.model = str(paths["target"])
+        if args.reference is None:
+            args.reference = paths.get("reference", "smollm2")
+        if args.population is None and paths.get("population"):
+            population = _population(paths["population"], "lines")
+    else:
+        if not (args.labelled or (args.members and args.nonmembers)):
+            raise SettingsError("give --members and --nonmembers, or --labelled, or --demo")
+        ds = load_dataset(
+            members=args.members, nonmembers=args.nonmembers, labelled=args.labelled, mode=args.mode,
+            text_column=args.text_column, label_column=args.label_column, group_column=args.group_column,
+        )
+    if args.population:
+        population = _population(args.population, args.mode, args.text_column)
+    return ds, population
+
+
+def _population(path, mode, text_column=None):
+    from ..data import read_population
+
+    return read_population(path, mode=mode, text_column=text_column, dedupe=False, as_dataset=True)
+
+
+def _variants(spec: str | None) -> list[str]:
+    from ..modify import VARIANTS
+
+    if not spec:
+        return []
+    out = [v.strip().lower() for v in spec.split(",") if v.strip()]
+    bad = [v for v in out if v not in VARIANTS]
+    if bad:
+        raise SettingsError(f"--modify: unknown variant(s) {', '.join(bad)}; choose from {', '.join(VARIANTS)}")
+    return out
+
+
+def _neighbour_params(args, cfg, params):
+    """Neighbour and SMIA parameters into the run configuration; returns the separate SMIA
+    training set, if one was given."""
+    nb = NeighbourSettings(generator=args.neighbours, n=args.n_neighbours, m=args.m_words, dropout=args.dropout,
+                           seed=args.neighbour_seed).validate().to_dict()
+    params["neighbourhood"] = dict(nb)
+    params["smia"] = {**nb, "embedder": args.embedder, "save": args.smia_save, "load": args.smia_load,
+                      "epochs": args.smia_epochs}
+    if args.smia_save and args.smia_load:
+        raise SettingsError("give either --smia-save or --smia-load, not both")
+    if args.split is not None:
+        cfg.split = args.split
+        cfg.split_seed = args.seed if args.split_seed is None else args.split_seed
+    _variants(args.modify)
+    if args.train_members or args.train_nonmembers:
+        if not (args.train_members and args.train_nonmembers):
+            raise SettingsError("give both --train-members and --train-nonmembers")
+        if args.split is not None:
+            raise SettingsError("give either a training set (--train-members/--train-nonmembers) or --split, not both")
+        from ..data import load_dataset
+
+        train = load_dataset(members=args.train_members, nonmembers=args.train_nonmembers, mode=args.mode,
+                             text_column=args.text_column)
+        print_notes(train.report, "note (training set)")
+        return train
+    return None
+
+
+# ----------------------------------------------------------------------------- the command
+def cmd_run(args) -> int:
+    from ..metrics import summarize_table
+    from ..models import describe, load_causal_lm
+    from ..pipeline import RunConfig, parse_attacks, run_attacks
+    from ..stats import StatsSettings
+
+    t_start = time.time()
+    attacks = parse_attacks(args.attacks)
+    ds, population = _load_inputs(args)
+    print_notes(ds.report)
+    bar = ProgressBar(disable=args.quiet)
+    target = load_causal_lm(
+        args.model, dtype=args.dtype, quantize=args.quantize, device=args.device,
+        trust_remote_code=args.trust_remote_code, progress=bar,
+    )
+    reference = None
+    if "ref" in attacks or any("reference" in REGISTRY[a].needs for a in attacks):
+        ref_spec = args.reference or target.base_spec
+        if ref_spec is None:
+            raise SettingsError("the 'ref' attack needs --reference (e.g. --reference smollm2 or a hub id / local folder)")
+        reference = load_causal_lm(ref_spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code, progress=bar)
+    params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
+    cfg = RunConfig(
+        attacks=attacks,
+        params=params,
+        stats=StatsSettings(context=args.context, prefix=not args.no_prefix, batch_tokens=args.batch_tokens),
+        use_cache=not args.no_cache,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        population_alpha=args.alpha,
+        blind=not args.no_blind,
+    )
+    train = _neighbour_params(args, cfg, params)
+    result = run_attacks(ds, target, reference=reference, config=cfg, train=train, population=population, progress=bar)
+    bar.close()
+    out = result.save(args.out)
+    print()
+    print(f"target: {describe(target)['name']} ({target.dtype}, {target.quantize})"
+          + (f"; reference: {reference.name}" if reference is not None else ""))
+    n_eval = int((result.scores.get("split", "eval") == "eval").sum()) if "split" in result.scores else len(result.scores)
+    print(f"{ds.n_members} members, {ds.n_nonmembers} non-members; {n_eval} texts evaluated")
+    print(summarize_table(result.metrics))
+    if result.population:
+        print(f"\nthreshold at {args.alpha:.0%} FPR on the population set ({result.population['n_population']} texts):")
+        for name, d in result.population["attacks"].items():
+            if "error" in d:
+                print(f"  {name:<12} {d['error']}")
+                continue
+            prec = "n/a" if d["precision"] is None else f"{d['precision']:.3f}"
+            print(f"  {name:<12} precision {prec}  recall {d['recall']:.3f}  FPR on evaluated non-members {d['fpr']:.3f}")
+    if result.group_metrics:
+        print("\ngroup-level AUC (mean score per group):")
+        for name, g in result.group_metrics.items():
+            print(f"  {name:<12} " + (g["error"] if "error" in g else f"{g['auc']:.3f} over {g['n_groups']} groups"))
+    if result.shift:
+        v = result.shift["verdict"]
+        print(f"\nVERDICT [{v['level']}]: {v['message']}")
+    for line in result.report:
+        print(f"note: {line}")
+    _modified(args, ds=ds, target=target, reference=reference, config=cfg, train=train, population=population,
+              result=result, out=out)
+    print(f"\nwrote {out/'scores.csv'}, {out/'metrics.json'} and {out/'run.json'} in {time.time() - t_start:.0f}s")
+    return 0
+
+
+def _modified(args, *, ds, target, reference, config, train, population, result, out) -> None:
+    """``--modify``: re-run the attacks with one-word-modified members and print the table."""
+    variants = _variants(args.modify)
+    if not variants:
+        return
+    from ..modify import run_modified, summary_table
+
+    with ProgressBar(disable=args.quiet) as bar:
+        res = run_modified(ds, target, variants=variants, reference=reference, config=config, train=train,
+                           population=population, seed=args.seed, progress=bar, verbatim=result.metrics)
+    print("\nmodified members (SMIA §5.2):")
+    print(summary_table(res))
+    slim = {k: ({a: {kk: vv for kk, vv in m.items() if kk != "roc"} for a, m in v.items()}
+                if k not in ("modifications", "n_unmodified") else v) for k, v in res.items()}
+    (out / "modified.json").write_text(json.dumps(slim, indent=2, default=float))
+    print(f"wrote {out / 'modified.json'}")

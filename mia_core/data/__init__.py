@@ -1,0 +1,55 @@
+"""Reading and validating the texts to audit.
+
+**Text sets** (:func:`load_dataset`, :func:`read_texts`, :func:`texts_from_strings`): members
+(texts believed to be in the training data, label 1) and non-members (label 0), either as
+two files or one labelled file; and one-role sets such as the **population** of known
+non-members that sets a threshold (:func:`read_population`). Formats:
+
+- ``.txt``: one text per line (``mode="lines"``) or blank-line-separated paragraphs
+  (``mode="blank"``); ``mode="auto"`` picks paragraphs when the file is made of
+  multi-line paragraphs separated by blank lines.
+- ``.csv`` / ``.tsv`` / ``.jsonl`` / ``.json`` (a list of objects): a text column
+  (``text``, ``input``, ``content``, ``sentence`` or ``document``, else the only string
+  column; ``text_column`` overrides), an optional label column (1/0, true/false,
+  member/nonmember), an optional group column and an optional ``id`` column.
+- ``.zip`` of ``.txt`` files, or a folder of ``.txt`` files: one text per file.
+
+Whole documents (books, articles; Project Gutenberg headers stripped) are read by
+:func:`mia_core.documents.load_documents` (``mia_core/documents/books.py``), on the same
+decoding and size checks.
+
+Validation raises :class:`~mia_core.errors.DataError` with one clear sentence (never a
+traceback): missing, empty, binary or oversized files, zips without ``.txt`` files or that
+unpack to too much data, unknown label values, tables without a text column, empty member or
+non-member sets, and texts present in both sets. Encodings: UTF-8 (with or without BOM),
+UTF-16/32 with a BOM (or BOM-less UTF-16 recognised by its NUL pattern), else Windows-1252,
+else Latin-1 (which maps every byte, so nothing is lost); a fallback is noted in the report.
+Newlines are normalised to ``\\n`` and each text is trimmed at both ends; nothing else is
+changed. Only text formats are read: nothing is ever unpickled.
+
+Source locations (used in messages): ``members.txt:12`` (line 12; for paragraphs, the line
+the paragraph starts on), ``data.jsonl:12`` (line), ``data.csv:row 3`` (spreadsheet row,
+the header being row 1), ``data.json:item 3`` and ``books.zip:dir/a.txt``.
+
+Which module holds what:
+
+- ``decoding``: bytes in, text out: size limits (``MAX_BYTES``), :func:`decode_bytes`
+  (encodings, BOM-less UTF-16, binary checks), reading paths and uploads, the ``.txt`` files
+  of a ``.zip`` (zip-bomb guard) or a folder.
+- ``records``: :class:`Record` (one text as read, with its source) and plain text split into
+  lines or paragraphs.
+- ``tables``: ``.csv`` / ``.tsv`` / ``.jsonl`` / ``.json`` to records: text, label, group and
+  id columns.
+- ``sets``: :class:`Dataset`, :func:`read_texts` (one input), :func:`load_dataset` and
+  :func:`texts_from_strings` (members and non-members with the set-level checks), and
+  :func:`read_population` (the one reader of population sets and other one-role sets).
+"""
+from .decoding import MAX_BYTES, MAX_ZIP_MEMBERS, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, decode_bytes
+from .records import Record
+from .sets import Dataset, load_dataset, read_population, read_texts, texts_from_strings
+from .tables import TEXT_COLUMN_NAMES
+
+__all__ = [
+    "MAX_BYTES", "MAX_ZIP_MEMBERS", "SUPPORTED_TEXT_SETS", "TEXT_COLUMN_NAMES", "TEXT_SUFFIXES", "Dataset", "Record",
+    "decode_bytes", "load_dataset", "read_population", "read_texts", "texts_from_strings",
+]

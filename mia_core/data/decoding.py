@@ -1,0 +1,197 @@
+"""Bytes in, text out: size limits, encodings and the ``.zip`` / folder containers of ``.txt`` files.
+
+:func:`decode_bytes` turns file content into text: UTF-8 (with or without BOM), UTF-16/32 with
+a BOM (or BOM-less UTF-16 recognised by its NUL pattern), else Windows-1252, else Latin-1
+(which maps every byte, so nothing is lost; a fallback is noted). Newlines are normalised to
+``\\n``. Binary content (NUL bytes, control characters), PDFs and zips under another name raise
+:class:`~mia_core.errors.DataError`. ``_read_bytes`` reads a path or an uploaded file-like
+object under ``max_bytes``; ``_zip_txt_members`` and ``_folder_txt_files`` list the ``.txt``
+files of a zip (with a zip-bomb guard) or a folder under the same limit.
+"""
+from __future__ import annotations
+
+import codecs
+import io
+import zipfile
+from pathlib import Path
+
+from ..errors import DataError
+
+MAX_BYTES = 200 * 2**20
+SUPPORTED_TEXT_SETS = ".txt, .csv, .tsv, .jsonl, .json or .zip (of .txt files)"
+TEXT_SUFFIXES = {".txt", ".text", ".md", ""}
+MAX_ZIP_MEMBERS = 100_000
+
+
+# --------------------------------------------------------------------------------------
+# bytes in, text out
+# --------------------------------------------------------------------------------------
+def _human(n: int) -> str:
+    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def _is_filelike(obj) -> bool:
+    return hasattr(obj, "getvalue") or (hasattr(obj, "read") and not isinstance(obj, (str, Path)))
+
+
+def _display_name(path) -> str:
+    if _is_filelike(path):
+        return Path(str(getattr(path, "name", "upload"))).name or "upload"
+    return Path(path).name
+
+
+def _read_bytes(path, max_bytes: int) -> tuple[str, bytes]:
+    """(display name, content) of a path or an uploaded file-like object, size-checked."""
+    if _is_filelike(path):
+        name = _display_name(path)
+        size = getattr(path, "size", None)
+        if isinstance(size, int) and size > max_bytes:
+            raise DataError(f"{name} is {_human(size)}, above the {_human(max_bytes)} limit; split it or raise max_bytes.")
+        data = path.getvalue() if hasattr(path, "getvalue") else path.read()
+        if isinstance(data, str):
+            data = data.encode("utf-8")
+        if len(data) > max_bytes:
+            raise DataError(f"{name} is {_human(len(data))}, above the {_human(max_bytes)} limit; split it or raise max_bytes.")
+        return name, bytes(data)
+    p = Path(path).expanduser()
+    if not p.exists():
+        raise DataError(f"file not found: {p}")
+    if p.is_dir():
+        raise DataError(f"{p} is a folder, not a file.")
+    size = p.stat().st_size
+    if size > max_bytes:
+        raise DataError(f"{p.name} is {_human(size)}, above the {_human(max_bytes)} limit; split it or raise max_bytes.")
+    try:
+        return p.name, p.read_bytes()
+    except OSError as e:
+        raise DataError(f"cannot read {p}: {e.strerror or e}.") from None
+
+
+def _utf16_without_bom(data: bytes) -> str | None:
+    """'utf-16-le'/'utf-16-be' when the NUL bytes follow the pattern of mostly-ASCII UTF-16."""
+    if len(data) < 4 or len(data) % 2:
+        return None
+    even_nul = data[0::2].count(0) / (len(data) / 2)
+    odd_nul = data[1::2].count(0) / (len(data) / 2)
+    if odd_nul > 0.6 and even_nul < 0.05:
+        return "utf-16-le"
+    if even_nul > 0.6 and odd_nul < 0.05:
+        return "utf-16-be"
+    return None
+
+
+def _control_fraction(data: bytes) -> float:
+    sample = data[:65536]
+    bad = sum(1 for b in sample if b < 32 and b not in (9, 10, 12, 13, 27))
+    return bad / max(1, len(sample))
+
+
+def decode_bytes(data: bytes, name: str, notes: list[str] | None = None) -> tuple[str, str]:
+    """Decode file content to text with newlines normalised; returns (text, encoding used).
+
+    Order: BOM (UTF-8, UTF-32, UTF-16), BOM-less UTF-16 (NUL pattern), UTF-8, then
+    Windows-1252 and finally Latin-1 (noted in ``notes``). Binary content raises ``DataError``.
+    """
+    if len(data) == 0:
+        raise DataError(f"{name} is empty.")
+    if data.startswith(b"%PDF"):
+        raise DataError(f"{name} is a PDF file, not plain text: convert it to .txt first.")
+    if data.startswith(b"PK\x03\x04") and not name.lower().endswith(".zip"):
+        raise DataError(f"{name} is a zip archive, not plain text: give it a .zip name to read the .txt files inside.")
+    enc = None
+    if data.startswith(codecs.BOM_UTF8):
+        enc = "utf-8-sig"
+    elif data.startswith(codecs.BOM_UTF32_LE) or data.startswith(codecs.BOM_UTF32_BE):
+        enc = "utf-32"
+    elif data.startswith(codecs.BOM_UTF16_LE) or data.startswith(codecs.BOM_UTF16_BE):
+        enc = "utf-16"
+    elif b"\x00" in data:
+        enc = _utf16_without_bom(data)
+        if enc is None:
+            raise DataError(f"{name} looks like a binary file (it contains NUL bytes), not text: "
+                            f"give a {SUPPORTED_TEXT_SETS} file.")
+    if enc is not None:
+        try:
+            text = data.decode(enc)
+        except UnicodeDecodeError:
+            raise DataError(f"{name} starts like {enc.upper()} text but cannot be decoded as such; "
+                            "save it as UTF-8.") from None
+        if enc.startswith("utf-16-") and notes is not None:
+            notes.append(f"{name}: no byte-order mark; read as {enc.upper()}.")
+    else:
+        try:
+            text = data.decode("utf-8")
+            enc = "utf-8"
+        except UnicodeDecodeError:
+            if _control_fraction(data) > 0.01:
+                raise DataError(f"{name} looks like a binary file, not text: give a {SUPPORTED_TEXT_SETS} file.") from None
+            try:
+                text = data.decode("cp1252")
+                enc = "cp1252"
+                label = "Windows-1252 (cp1252)"
+            except UnicodeDecodeError:
+                text = data.decode("latin-1")
+                enc = "latin-1"
+                label = "Latin-1 (ISO-8859-1)"
+            if notes is not None:
+                notes.append(f"{name}: not valid UTF-8; read as {label}, keeping every byte. "
+                             "Save it as UTF-8 to be sure of the characters.")
+    text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+    return text, enc
+
+
+# --------------------------------------------------------------------------------------
+# zip and folders of .txt files
+# --------------------------------------------------------------------------------------
+def _zip_txt_members(data: bytes, name: str, max_bytes: int) -> list[tuple[str, bytes]]:
+    """(member name, bytes) of every .txt file in a zip, with a zip-bomb guard.
+
+    The guard refuses archives whose declared *or actual* uncompressed .txt total exceeds
+    ``max_bytes`` (reading is streamed and stops at the limit, so lying headers do not help).
+    """
+    try:
+        zf = zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile:
+        raise DataError(f"{name} is not a valid zip archive.") from None
+    with zf:
+        infos = [i for i in zf.infolist() if not i.is_dir()]
+        if len(infos) > MAX_ZIP_MEMBERS:
+            raise DataError(f"{name} holds {len(infos):,} files, more than the {MAX_ZIP_MEMBERS:,} allowed.")
+        txt = [i for i in infos if i.filename.lower().endswith(".txt")
+               and not Path(i.filename).name.startswith("._") and "__MACOSX/" not in i.filename]
+        if not txt:
+            shown = ", ".join(i.filename for i in infos[:5]) or "nothing"
+            raise DataError(f"{name} holds no .txt file (it contains {shown}{' ...' if len(infos) > 5 else ''}).")
+        declared = sum(i.file_size for i in txt)
+        if declared > max_bytes:
+            raise DataError(f"{name} unpacks to {_human(declared)} of text, above the {_human(max_bytes)} limit.")
+        out, total = [], 0
+        for info in sorted(txt, key=lambda i: i.filename):
+            try:
+                with zf.open(info) as fh:
+                    chunk = fh.read(max_bytes - total + 1)
+            except (zipfile.BadZipFile, RuntimeError, NotImplementedError, OSError) as e:
+                raise DataError(f"cannot read {info.filename} in {name}: {e}.") from None
+            total += len(chunk)
+            if total > max_bytes:
+                raise DataError(f"{name} unpacks to more than the {_human(max_bytes)} limit.")
+            out.append((info.filename, chunk))
+        return out
+
+
+def _folder_txt_files(p: Path, max_bytes: int) -> list[Path]:
+    files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() == ".txt" and not f.name.startswith("."))
+    if not files:
+        raise DataError(f"the folder {p} holds no .txt file.")
+    total = sum(f.stat().st_size for f in files)
+    if total > max_bytes:
+        raise DataError(f"the .txt files in {p} total {_human(total)}, above the {_human(max_bytes)} limit.")
+    return files
+
+
+def _suffix(path) -> str:
+    name = _display_name(path)
+    return Path(name).suffix.lower()

@@ -1,0 +1,371 @@
+"""Text sets: members (label 1), non-members (label 0) and population sets, with set-level checks.
+
+:func:`read_texts` reads one input (a ``.txt`` file, a table, a ``.zip`` or a folder of
+``.txt`` files, an upload) into records; :func:`load_dataset` and :func:`texts_from_strings`
+build a :class:`Dataset` of members and non-members (short texts and exact duplicates dropped
+and reported, empty sets and texts in both sets refused, ids); :func:`read_population` reads a
+one-role set (the population of known non-members that sets a threshold, training samples).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError, SettingsError
+from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_files,
+                       _is_filelike, _read_bytes, _suffix, _zip_txt_members, decode_bytes)
+from .records import Record, _split_plain
+from .tables import _records_from_table, _table_from_text
+
+_MODES = ("auto", "lines", "blank")
+
+
+@dataclass
+class Dataset:
+    """Texts with membership labels (1 = member, 0 = non-member), ready for the attacks."""
+    texts: list[str]
+    labels: np.ndarray
+    ids: list[str]
+    groups: list[str] | None = None
+    sources: list[str] = field(default_factory=list)
+    report: list[str] = field(default_factory=list)
+
+    def __post_init__(self):
+        self.labels = np.asarray(self.labels, dtype=np.int64).reshape(-1)
+        n = len(self.texts)
+        if not self.sources:
+            self.sources = [f"text {i + 1}" for i in range(n)]
+        lengths = {len(self.labels), len(self.ids), len(self.sources)}
+        if self.groups is not None:
+            lengths.add(len(self.groups))
+        if lengths != {n}:
+            raise DataError("texts, labels, ids, groups and sources must have the same length.")
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def members(self) -> list[str]:
+        return [t for t, y in zip(self.texts, self.labels) if y == 1]
+
+    def nonmembers(self) -> list[str]:
+        return [t for t, y in zip(self.texts, self.labels) if y == 0]
+
+    @property
+    def n_members(self) -> int:
+        return int(np.sum(self.labels == 1))
+
+    @property
+    def n_nonmembers(self) -> int:
+        return int(np.sum(self.labels == 0))
+
+    def subset(self, idx) -> "Dataset":
+        """A new Dataset with the texts at ``idx`` (integer indices or a boolean mask)."""
+        arr = np.asarray(idx)
+        if arr.dtype == bool:
+            if arr.shape[0] != len(self):
+                raise DataError(f"boolean mask of length {arr.shape[0]} for {len(self)} texts.")
+            sel = np.flatnonzero(arr).tolist()
+        else:
+            sel = [int(i) for i in arr.reshape(-1)]
+        return Dataset(
+            texts=[self.texts[i] for i in sel],
+            labels=self.labels[sel] if sel else np.zeros(0, dtype=np.int64),
+            ids=[self.ids[i] for i in sel],
+            groups=None if self.groups is None else [self.groups[i] for i in sel],
+            sources=[self.sources[i] for i in sel],
+            report=list(self.report),
+        )
+
+
+# --------------------------------------------------------------------------------------
+# public readers
+# --------------------------------------------------------------------------------------
+def read_texts(path, *, mode: str = "auto", text_column: str | None = None, label_column: str | None = None,
+               group_column: str | None = None, max_bytes: int = MAX_BYTES,
+               notes: list[str] | None = None) -> list[Record]:
+    """Read one input (path, or an uploaded file-like object with ``name`` and ``getvalue()``).
+
+    Returns one :class:`Record` per text, in file order. Empty texts are dropped (counted in
+    ``notes``, a list this function appends human-readable notes to). Set-level checks
+    (duplicates, overlap, empty sets) are done by :func:`load_dataset`.
+    Raises ``DataError`` when the file is missing, empty, binary, too large, in an unsupported
+    format, has no usable text, or (tables) lacks the text/label/group column or holds
+    unknown labels.
+    """
+    if mode not in _MODES:
+        raise SettingsError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}.")
+    notes = notes if notes is not None else []
+    if not _is_filelike(path):
+        p = Path(path).expanduser()
+        if not p.exists():
+            raise DataError(f"file not found: {p}")
+        if p.is_dir():
+            records = []
+            for f in _folder_txt_files(p, max_bytes):
+                name, data = _read_bytes(f, max_bytes)
+                text, _ = decode_bytes(data, str(f.relative_to(p)), notes)
+                text = text.strip()
+                if text:
+                    records.append(Record(text, f"{p.name}/{f.relative_to(p)}"))
+            if not records:
+                raise DataError(f"the .txt files in {p} hold no text.")
+            notes.append(f"{p.name}: read {len(records)} texts, one per .txt file.")
+            return records
+    name, data = _read_bytes(path, max_bytes)
+    suffix = _suffix(path)
+    if suffix == ".zip":
+        records = []
+        for member, raw in _zip_txt_members(data, name, max_bytes):
+            if not raw:
+                continue
+            text, _ = decode_bytes(raw, f"{name}:{member}", notes)
+            text = text.strip()
+            if text:
+                records.append(Record(text, f"{name}:{member}"))
+        if not records:
+            raise DataError(f"the .txt files in {name} hold no text.")
+        notes.append(f"{name}: read {len(records)} texts, one per .txt file.")
+        return records
+    if suffix not in TEXT_SUFFIXES and suffix not in (".csv", ".tsv", ".jsonl", ".ndjson", ".json"):
+        raise DataError(f"{name}: unsupported format {suffix!r}; give a {SUPPORTED_TEXT_SETS} file.")
+    text, _ = decode_bytes(data, name, notes)
+    if not text.strip():
+        raise DataError(f"{name} has no usable text (only empty lines or spaces).")
+    if suffix in TEXT_SUFFIXES:
+        if label_column is not None:
+            raise DataError(f"{name} is plain text and has no label column; give a .csv, .tsv, .jsonl or .json "
+                            f"file with a {label_column!r} column.")
+        records = _split_plain(text, name, mode, notes)
+    else:
+        df, sources = _table_from_text(text, name, suffix)
+        records = _records_from_table(df, sources, name, text_column, label_column, group_column, notes)
+    if not records:
+        raise DataError(f"{name} has no usable text.")
+    return records
+
+
+def _read_many(paths, role: str, notes: list[str], **kw) -> list[Record]:
+    if paths is None:
+        return []
+    if isinstance(paths, (list, tuple)):
+        out: list[Record] = []
+        for p in paths:
+            out.extend(read_texts(p, notes=notes, **kw))
+        return out
+    return read_texts(paths, notes=notes, **kw)
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_groups: bool = False,
+           member_src: str = "the members", nonmember_src: str = "the non-members") -> Dataset:
+    """Set-level checks: short texts, duplicates, empty sets, overlap; ids and the Dataset."""
+    for r in records:
+        if r.label not in (0, 1):
+            raise DataError(f"{r.source} has no membership label.")
+    role = {1: "members", 0: "non-members"}
+
+    if min_chars > 1:
+        short = [r for r in records if len(r.text) < min_chars]
+        if short:
+            records = [r for r in records if len(r.text) >= min_chars]
+            for lab in (1, 0):
+                n = sum(1 for r in short if r.label == lab)
+                if n:
+                    notes.append(f"{role[lab]}: dropped {_plural(n, 'text')} shorter than {min_chars} characters "
+                                 f"(first: {', '.join([r.source for r in short if r.label == lab][:3])}).")
+
+    first_of: dict[tuple[int, str], Record] = {}
+    for lab in (1, 0):
+        dups = []
+        for r in records:
+            if r.label != lab:
+                continue
+            key = (lab, r.text)
+            if key in first_of:
+                dups.append((r, first_of[key]))
+            else:
+                first_of[key] = r
+        if dups:
+            ex = "; ".join(f"{d.source} repeats {f.source}" for d, f in dups[:5])
+            notes.append(f"{role[lab]}: dropped {_plural(len(dups), 'exact duplicate')} ({ex}"
+                         f"{' ...' if len(dups) > 5 else ''}).")
+    kept = [r for r in records if first_of[(r.label, r.text)] is r]
+
+    n_mem = sum(1 for r in kept if r.label == 1)
+    n_non = sum(1 for r in kept if r.label == 0)
+    if n_mem == 0:
+        raise DataError(f"no members given: {member_src} hold no usable text (label 1).")
+    if n_non == 0:
+        raise DataError(f"no non-members given: {nonmember_src} hold no usable text (label 0).")
+
+    both = [(first_of[(1, r.text)], r) for r in kept if r.label == 0 and (1, r.text) in first_of]
+    if both:
+        pairs = "; ".join(f"{m.source} and {n.source}" for m, n in both[:5])
+        head = "text appears in both sets" if len(both) == 1 else f"{len(both)} texts appear in both sets"
+        more = " ..." if len(both) > 5 else ""
+        raise DataError(f"{head}: {pairs}{more}. A text cannot be both a member and a non-member; "
+                        "remove it from one of the sets.")
+
+    # ids: from an id column when every text has one and they are unique, else m0001 / n0001
+    file_ids = [r.id for r in kept]
+    ids: list[str]
+    if all(i is not None for i in file_ids) and len(set(file_ids)) == len(file_ids):
+        ids = list(file_ids)
+    else:
+        if any(i is not None for i in file_ids):
+            notes.append("the id column is missing for some texts or repeats values; using generated ids "
+                         "(m0001 for members, n0001 for non-members).")
+        width = max(4, len(str(max(n_mem, n_non))))
+        counters = {1: 0, 0: 0}
+        ids = []
+        for r in kept:
+            counters[r.label] += 1
+            ids.append(f"{'m' if r.label == 1 else 'n'}{counters[r.label]:0{width}d}")
+
+    groups = None
+    if want_groups:
+        missing = [r.source for r in kept if r.group is None]
+        if missing:
+            raise DataError(f"no group given for {', '.join(missing[:5])}{' ...' if len(missing) > 5 else ''}.")
+        groups = [str(r.group) for r in kept]
+
+    return Dataset(texts=[r.text for r in kept], labels=np.array([r.label for r in kept], dtype=np.int64),
+                   ids=ids, groups=groups, sources=[r.source for r in kept], report=notes)
+
+
+def load_dataset(members=None, nonmembers=None, labelled=None, *, mode: str = "auto",
+                 text_column: str | None = None, label_column: str = "label", group_column: str | None = None,
+                 min_chars: int = 1, max_bytes: int = MAX_BYTES) -> Dataset:
+    """Members and non-members from two inputs (``members=``, ``nonmembers=``; each a path, an
+    uploaded file, or a list of those) or from one labelled table (``labelled=``, with
+    ``label_column``).
+
+    Checks: both sets non-empty ("no members given" / "no non-members given"); exact duplicates
+    within a set dropped and reported; texts shorter than ``min_chars`` dropped and reported;
+    a text in both sets raises ``DataError`` naming its locations in each file (up to 5).
+    Ids come from an ``id`` column when every text has a unique one, else ``m0001``/``n0001``.
+    ``Dataset.report`` lists what was read and dropped.
+    """
+    notes: list[str] = []
+    kw = dict(mode=mode, text_column=text_column, group_column=group_column, max_bytes=max_bytes)
+    if labelled is not None:
+        if members is not None or nonmembers is not None:
+            raise DataError("give either one labelled file or members and non-members files, not both.")
+        lab_name = _display_name(labelled) if not isinstance(labelled, (list, tuple)) else "the labelled files"
+        for p in (labelled if isinstance(labelled, (list, tuple)) else [labelled]):
+            if not _is_filelike(p) and Path(p).exists() and (Path(p).is_dir() or _suffix(p) in TEXT_SUFFIXES | {".zip"}):
+                raise DataError(f"{_display_name(p)} has no labels: a labelled file must be a .csv, .tsv, .jsonl or "
+                                f".json table with a {label_column!r} column.")
+        records = _read_many(labelled, "labelled", notes, label_column=label_column or "label", **kw)
+        return _build(records, notes, min_chars=min_chars, want_groups=group_column is not None,
+                      member_src=f"{lab_name} (no row labelled 1/member)",
+                      nonmember_src=f"{lab_name} (no row labelled 0/nonmember)")
+    if members is None:
+        raise DataError("no members given: pass a members file (texts believed to be in the training data).")
+    if nonmembers is None:
+        raise DataError("no non-members given: pass a non-members file (texts known not to be in the training data).")
+    mem = _read_many(members, "members", notes, **kw)
+    non = _read_many(nonmembers, "non-members", notes, **kw)
+    for r in mem:
+        r.label = 1
+    for r in non:
+        r.label = 0
+    return _build(mem + non, notes, min_chars=min_chars, want_groups=group_column is not None)
+
+
+def texts_from_strings(member_texts, nonmember_texts, groups=None) -> Dataset:
+    """A Dataset from strings (the dashboard's paste boxes, tests).
+
+    Each of ``member_texts``/``nonmember_texts`` is a list of texts, or one string that is split
+    like a ``.txt`` file (``mode="auto"``: one text per line, or blank-line-separated paragraphs).
+    ``groups``, if given, is one group id per input text, members first then non-members
+    (only with lists). Same checks as :func:`load_dataset`.
+    """
+    notes: list[str] = []
+    records: list[Record] = []
+    if groups is not None and (isinstance(member_texts, str) or isinstance(nonmember_texts, str)):
+        raise DataError("groups can only be given with lists of texts, not with pasted blocks.")
+    for lab, role, items in ((1, "members", member_texts), (0, "non-members", nonmember_texts)):
+        if items is None:
+            items = []
+        if isinstance(items, str):
+            text = items.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
+            recs = _split_plain(text, role, "auto", notes) if text.strip() else []
+            for r in recs:
+                r.label = lab
+            records.extend(recs)
+        else:
+            empty = 0
+            for i, t in enumerate(items, 1):
+                t = "" if t is None else str(t).replace("\r\n", "\n").replace("\r", "\n").strip()
+                if not t:
+                    empty += 1
+                records.append(Record(t, f"{role}:{i}", lab))
+            if empty:
+                notes.append(f"{role}: dropped {_plural(empty, 'empty text')}.")
+    if groups is not None:
+        groups = list(groups)
+        if len(groups) != len(records):
+            raise DataError(f"got {len(groups)} group ids for {len(records)} texts; give one per text, "
+                            "members first then non-members.")
+        for r, g in zip(records, groups):
+            r.group = None if g is None else str(g)
+    records = [r for r in records if r.text]
+    return _build(records, notes, want_groups=groups is not None, member_src="the member texts",
+                  nonmember_src="the non-member texts")
+
+
+def read_population(paths, *, mode: str = "auto", text_column: str | None = None, group_column: str | None = None,
+                    notes: list[str] | None = None, role: str = "population", dedupe: bool = True,
+                    as_dataset: bool = False, max_bytes: int = MAX_BYTES) -> list[Record] | Dataset:
+    """Texts of one role from one input or a list of inputs (paths or uploads), in file order.
+
+    The population set (texts known not to be in the training data, other than the evaluated
+    non-members) sets the threshold that flags a share alpha of it; the masked-LM audit also
+    reads its training samples this way (``role="training samples"``).
+
+    With ``group_column``, an input that lacks that column is read without it and noted
+    ("population: pop.csv has no 'patient' column; its texts have no group."). With
+    ``dedupe``, exact repeats of an earlier text are dropped and counted in ``notes``
+    ("population: dropped 2 exact duplicates."). ``notes`` also receives :func:`read_texts`'
+    notes. Raises ``DataError`` for unreadable inputs and when no text is left
+    ("the population hold no usable text.").
+
+    Returns the records, or with ``as_dataset`` a :class:`Dataset` labelled 0 with ids
+    ``p0000``, ``p0001``, ... (no groups, empty report).
+    """
+    notes = notes if notes is not None else []
+    recs: list[Record] = []
+    for path in (list(paths) if isinstance(paths, (list, tuple)) else [paths]):
+        try:
+            got = read_texts(path, mode=mode, text_column=text_column, group_column=group_column, notes=notes,
+                             max_bytes=max_bytes)
+        except DataError:
+            if not group_column:
+                raise
+            got = read_texts(path, mode=mode, text_column=text_column, notes=notes, max_bytes=max_bytes)
+            notes.append(f"{role}: {_display_name(path)} has no {group_column!r} column; its texts have no group.")
+        recs.extend(r for r in got if r.text.strip())
+    if dedupe:
+        seen, kept, dups = set(), [], 0
+        for r in recs:
+            if r.text in seen:
+                dups += 1
+                continue
+            seen.add(r.text)
+            kept.append(r)
+        if dups:
+            notes.append(f"{role}: dropped {dups} exact duplicate{'s' if dups != 1 else ''}.")
+        recs = kept
+    if not recs:
+        raise DataError(f"the {role} hold no usable text.")
+    if not as_dataset:
+        return recs
+    return Dataset(texts=[r.text for r in recs], labels=np.zeros(len(recs), dtype=int),
+                   ids=[f"p{i:04d}" for i in range(len(recs))], groups=None, sources=[r.source for r in recs],
+                   report=[])

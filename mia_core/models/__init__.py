@@ -1,0 +1,78 @@
+"""Loading the models an audit runs: causal LMs, masked LMs, sentence embedders, T5.
+
+Which module holds what:
+
+* ``hub`` — what every loader shares: which user strings are paths and which are hub ids
+  (:func:`locate`), the offline flag (:func:`hub_offline`), cache identities
+  (:func:`identity`, :func:`file_fingerprint`, :func:`folder_fingerprint`), loading errors
+  as one-line ``ModelError`` (:func:`load_error`) and the load-once registry (:class:`LoadOnce`).
+* ``device`` — ``device="auto"`` and the dtypes (:data:`DTYPES`, :func:`resolve_dtype`).
+* ``causal`` — :func:`load_causal_lm` -> :class:`LoadedModel`, the models the statistics pass
+  (``mia_core.stats``) runs: embedded SmolLM2 GGUF, GGUF files (converted once to
+  safetensors: :func:`converted_gguf_dir`), fine-tuned targets, local folders, hub ids;
+  int8/int4 quantisation; :func:`describe`.
+* ``masked`` — :func:`load_masked_lm` -> :class:`MaskedLM` (Mireshghallah et al. 2022's audit
+  in ``mia_core.mlm``; masked-LM neighbours of Mattern et al. 2023).
+* ``embedder`` — :func:`load_embedder` -> :class:`Embedder` (sentence-transformers, SMIA's
+  semantic embeddings; the embedded all-MiniLM-L6-v2 by default).
+* ``seq2seq`` — :func:`load_seq2seq` -> :class:`Seq2SeqLM` (T5 span-filling neighbours).
+
+Spec forms a user may give
+    ``None`` / ``"smollm2"`` (causal) or ``"minilm"`` (embedder): the model shipped in a
+    PyPI wheel; a local folder (``config.json``; for causal LMs also a ``make-target``
+    folder holding ``mia_target.json``, or a folder with a ``.gguf``); a ``.gguf`` file
+    (causal only); otherwise a hub id (``name`` or ``org/name``). A string that can only be
+    a path (``./``, ``/``, ``~``, several ``/``) but names nothing is an error, never a hub
+    look-up.
+
+Offline
+    With ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set to 1/on/yes/true, any case, hub
+    ids load only from the local Hugging Face cache; local folders and files never contact
+    the hub.
+
+Identity (cache keys: statistics, energies, embeddings, neighbours)
+    Local folders and files: ``local:`` / ``gguf:`` / ``target:`` + a content fingerprint;
+    hub models: ``hub:<id>@<revision>`` (the commit transformers resolved, ``unknown`` when
+    not recorded), so caches do not survive a model update. Causal LMs add ``|dtype|quantize``,
+    masked LMs ``|dtype``.
+
+``trust_remote_code`` is off unless the caller turns it on. Every loader raises ``ModelError``
+with a one-line reason for models it cannot find or load.
+"""
+from .causal import (
+    EMBEDDED_NAME,
+    EMBEDDED_PACKAGE,
+    QUANTIZE,
+    TARGET_MARKER,
+    LoadedModel,
+    ModelSpec,
+    converted_gguf_dir,
+    describe,
+    embedded_gguf_path,
+    forget_loaded,
+    load_causal_lm,
+    resolve_spec,
+)
+from .device import DTYPES, default_device, resolve_device, resolve_dtype, torch_dtype
+from .embedder import Embedder, embedded_embedder_path, load_embedder
+from .hub import (
+    LoadOnce,
+    Location,
+    file_fingerprint,
+    folder_fingerprint,
+    hub_offline,
+    hub_revision,
+    identity,
+    load_error,
+    locate,
+)
+from .masked import MaskedLM, load_masked_lm
+from .seq2seq import Seq2SeqLM, load_seq2seq
+
+__all__ = [
+    "DTYPES", "EMBEDDED_NAME", "EMBEDDED_PACKAGE", "QUANTIZE", "TARGET_MARKER", "Embedder", "LoadOnce",
+    "LoadedModel", "Location", "MaskedLM", "ModelSpec", "Seq2SeqLM", "converted_gguf_dir", "default_device",
+    "describe", "embedded_embedder_path", "embedded_gguf_path", "file_fingerprint", "folder_fingerprint",
+    "forget_loaded", "hub_offline", "hub_revision", "identity", "load_causal_lm", "load_embedder", "load_error",
+    "load_masked_lm", "load_seq2seq", "locate", "resolve_device", "resolve_dtype", "resolve_spec", "torch_dtype",
+]

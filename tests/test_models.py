@@ -1,0 +1,60 @@
+"""mia_core.models.hub: the offline flag, identities, spec locations, errors and the load-once registry."""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from mia_core.errors import ModelError
+from mia_core.models import LoadOnce, hub_offline, identity, load_error, locate
+
+
+@pytest.mark.parametrize("value, offline", [("1", True), ("true", True), ("YES", True), ("On", True),
+                                            ("0", False), ("", False), ("false", False), (None, False)])
+def test_offline_flag_parsed_like_huggingface_hub(monkeypatch, value, offline):
+    monkeypatch.delenv("TRANSFORMERS_OFFLINE", raising=False)
+    if value is None:
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    else:
+        monkeypatch.setenv("HF_HUB_OFFLINE", value)
+    assert hub_offline() is offline
+
+
+def test_transformers_offline_counts_too(monkeypatch):
+    monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+    monkeypatch.setenv("TRANSFORMERS_OFFLINE", "1")
+    assert hub_offline()
+
+
+def test_hub_identity_includes_the_revision(tmp_path):
+    model = SimpleNamespace(config=SimpleNamespace(_commit_hash="abc123"))
+    assert identity("hub", "org/name", model) == "hub:org/name@abc123"
+    assert identity("hub", "org/name", SimpleNamespace(config=SimpleNamespace())) == "hub:org/name@unknown"
+    (tmp_path / "config.json").write_text("{}")
+    local = identity("local", str(tmp_path))
+    assert local.startswith("local:") and local == identity("local", str(tmp_path))
+    (tmp_path / "config.json").write_text('{"changed": 1}')
+    assert identity("local", str(tmp_path)) != local
+
+
+def test_locate_paths_and_hub_ids(tmp_path):
+    assert locate(str(tmp_path)).kind == "folder"
+    assert locate("org/name").kind == "hub"
+    with pytest.raises(ModelError, match="no such folder"):
+        locate(str(tmp_path / "missing"), missing="no such folder")
+
+
+def test_load_errors_are_one_line():
+    assert "not found locally" in str(load_error(OSError("gone\nmore"), "org/x", hub=True))
+    assert "needs custom code" in str(load_error(ValueError("set trust_remote_code=True"), "x"))
+    assert "out of memory" in str(load_error(RuntimeError("CUDA out of memory"), "x"))
+    assert str(load_error(RuntimeError("bad\ndetail"), "x", what="masked LM")) == "could not load masked LM x: bad"
+
+
+def test_load_once_registry():
+    reg, calls = LoadOnce(), []
+    load = lambda: calls.append(1) or len(calls)  # noqa: E731
+    assert reg.get_or_load("k", load) == 1 and reg.get_or_load("k", load) == 1
+    assert reg.get_or_load("k", load, reuse=False) == 2
+    reg.clear()
+    assert reg.get_or_load("k", load) == 3
