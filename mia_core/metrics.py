@@ -32,6 +32,15 @@ from sklearn.metrics import confusion_matrix, roc_auc_score, roc_curve
 
 from .errors import DataError, SettingsError
 
+
+def finite(v) -> float | None:
+    """``v`` as a float, or ``None`` when it is missing, not a number, NaN or infinite (for display)."""
+    try:
+        x = float(v)
+    except (TypeError, ValueError):
+        return None
+    return x if math.isfinite(x) else None
+
 FPR_GRID = (0.001, 0.01, 0.02, 0.05, 0.1)
 
 # Below this many texts in a set, a warning says the figures are very uncertain.

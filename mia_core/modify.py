@@ -21,21 +21,17 @@ same member always gets the same edit.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from .cache import text_hash
 from .data import Dataset
 from .errors import DataError, SettingsError
-from .neighbours import NeighbourSettings, Word, make_generator, words
+from .neighbours import NeighbourSettings, make_generator
+from .neighbours.words import Word, text_rng, words
+from .progress import Progress, noop
 
 VARIANTS = ("duplicate", "delete", "add")
-Progress = Callable[[str, float], None]
-
-
-def _noop(msg: str, frac: float) -> None:
-    pass
 
 
 @dataclass(frozen=True)
@@ -48,7 +44,7 @@ class Modification:
 
 
 def _rng(seed: int, text: str, variant: str) -> np.random.Generator:
-    return np.random.default_rng([int(seed), int(text_hash(text)[:15], 16), VARIANTS.index(variant)])
+    return text_rng(seed, text, VARIANTS.index(variant))
 
 
 def _free(text: str, w: Word) -> bool:
@@ -127,7 +123,7 @@ def modify_texts(texts: Sequence[str], variant: str, *, seed: int = 0, generator
 
 def run_modified(dataset: Dataset, target, *, variants: Sequence[str] = VARIANTS, reference=None, config=None,
                  train: Dataset | None = None, population: Dataset | None = None,
-                 neighbours: NeighbourSettings | None = None, seed: int = 0, progress: Progress = _noop,
+                 neighbours: NeighbourSettings | None = None, seed: int = 0, progress: Progress = noop,
                  verbatim: dict | None = None) -> dict:
     """Every attack's metrics on the verbatim members and on each one-word variant.
 

@@ -32,6 +32,7 @@ from .errors import DataError, SettingsError
 from .models import LoadedModel, describe
 from .stats import StatsSettings, compute_stats
 from .progress import Progress, noop
+from .results import AuditResult, json_default
 
 
 @dataclass
@@ -68,7 +69,17 @@ class RunContext:
 
 
 @dataclass
-class RunResult:
+class RunResult(AuditResult):
+    """What ``run_attacks`` produced (:class:`mia_core.results.AuditResult`).
+
+    ``scores``: one row per scored text (``text_id``, ``label``, ``text_hash``, [``split``],
+    [``group``], one column per attack); ``metrics``: ``{attack: metrics}`` on the evaluation
+    part (plus ``blind``); ``config``, ``models`` (``describe`` of the target and, when used,
+    the reference), ``timings``, ``shift`` (the blind-baseline report), ``population``
+    (threshold decisions), ``group_metrics``, ``extra`` (attack artefacts) and ``report``
+    (notes).
+    """
+
     scores: pd.DataFrame
     metrics: dict
     config: dict
@@ -87,11 +98,55 @@ class RunResult:
         out = dict(self.metrics)
         return out
 
-    def save(self, out_dir: str | Path) -> Path:
+    def summary_text(self) -> str:
+        """The report ``mia run`` prints: models, counts, the metrics table, precision/recall at
+        the population threshold, group-level AUCs, the blind-baseline verdict and the notes."""
+        from .metrics import summarize_table
+
+        t = self.models.get("target") or {}
+        ref = self.models.get("reference")
+        sc = self.scores
+        # the audited set: every row, except the rows of a separate training set (split
+        # "train" without a split fraction)
+        ds = sc[sc["split"] == "eval"] if "split" in sc and not self.config.get("split") else sc
+        n_eval = int((sc.get("split", "eval") == "eval").sum()) if "split" in sc else len(sc)
+        lines = [
+            f"target: {t.get('name')} ({t.get('dtype')}, {t.get('quantize')})"
+            + (f"; reference: {ref['name']}" if ref is not None else ""),
+            f"{int((ds['label'] == 1).sum())} members, {int((ds['label'] == 0).sum())} non-members; "
+            f"{n_eval} texts evaluated",
+            summarize_table(self.metrics),
+        ]
+        if self.population:
+            lines += ["", f"threshold at {self.population['alpha']:.0%} FPR on the population set "
+                          f"({self.population['n_population']} texts):"]
+            for name, d in self.population["attacks"].items():
+                if "error" in d:
+                    lines.append(f"  {name:<12} {d['error']}")
+                    continue
+                prec = "n/a" if d["precision"] is None else f"{d['precision']:.3f}"
+                lines.append(f"  {name:<12} precision {prec}  recall {d['recall']:.3f}  "
+                             f"FPR on evaluated non-members {d['fpr']:.3f}")
+        if self.group_metrics:
+            lines += ["", "group-level AUC (mean score per group):"]
+            for name, g in self.group_metrics.items():
+                lines.append(f"  {name:<12} " + (g["error"] if "error" in g else f"{g['auc']:.3f} over {g['n_groups']} groups"))
+        if self.shift:
+            v = self.shift["verdict"]
+            lines += ["", f"VERDICT [{v['level']}]: {v['message']}"]
+        for line in self.report:
+            lines.append(f"note: {line}")
+        return "\n".join(lines)
+
+    def save(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write ``scores.csv``, ``metrics.json`` and ``run.json`` (config, models, timings,
+        shift, population, group metrics, notes, extra); returns ``{"scores", "metrics", "run"}``
+        -> path."""
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        self.scores.to_csv(out / "scores.csv", index=False)
-        (out / "metrics.json").write_text(json.dumps(self.metrics, indent=2, default=_json_default))
+        paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json", "run": out / "run.json"}
+        self.scores.to_csv(paths["scores"], index=False)
+        paths["metrics"].write_text(json.dumps(self.metrics, indent=2, default=json_default))
         run = {
             "config": self.config,
             "models": self.models,
@@ -102,20 +157,8 @@ class RunResult:
             "report": self.report,
             "extra": self.extra,
         }
-        (out / "run.json").write_text(json.dumps(run, indent=2, default=_json_default))
-        return out
-
-
-def _json_default(o):
-    if isinstance(o, (np.floating,)):
-        return float(o)
-    if isinstance(o, (np.integer,)):
-        return int(o)
-    if isinstance(o, np.ndarray):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)
+        paths["run"].write_text(json.dumps(run, indent=2, default=json_default))
+        return paths
 
 
 def parse_attacks(spec: str | Sequence[str] | None) -> list[str]:

@@ -26,6 +26,8 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from .metrics import finite
+
 # One colour per attack, the same on every page and in the report (Plotly's D3 palette).
 ATTACK_COLOURS: dict[str, str] = {
     "loss": "#1f77b4",
@@ -58,13 +60,6 @@ def _label(name: str, m: dict | None) -> str:
     return str((m or {}).get("label") or name)
 
 
-def _finite(v) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
 
 def _roc_points(m: dict, log: bool) -> tuple[np.ndarray, np.ndarray] | None:
     roc = (m or {}).get("roc") or {}
@@ -92,7 +87,7 @@ def _roc_curves(metrics: dict, names: Sequence[str], log: bool) -> tuple[list[tu
         fpr, tpr = pts
         if fpr[fpr > 0].size:
             min_fpr = min(min_fpr, float(fpr[fpr > 0].min()))
-        curves.append((n, m, fpr, tpr, _finite(m.get("auc"))))
+        curves.append((n, m, fpr, tpr, finite(m.get("auc"))))
     return curves, min_fpr
 
 
@@ -215,10 +210,10 @@ def placement_figure(member_scores: Iterable[float], nonmember_scores: Iterable[
         fig.add_trace(go.Histogram(x=arr, name=f"{name} (calibration run)", marker_color=colour, opacity=0.5,
                                    nbinsx=nbins, histnorm="percent"))
     for lab, t in (thresholds or {}).items():
-        if _finite(t) is not None:
+        if finite(t) is not None:
             fig.add_vline(x=t, line=dict(color="#555", dash="dot", width=1), annotation_text=lab,
                           annotation_position="top left", annotation_font_size=10)
-    if _finite(value) is not None:
+    if finite(value) is not None:
         fig.add_vline(x=value, line=dict(color="#111", width=3), annotation_text="this text",
                       annotation_position="top right")
     fig.update_layout(barmode="overlay", template=TEMPLATE, title=title, height=height,

@@ -22,22 +22,15 @@ from typing import Sequence
 
 import pandas as pd
 
-from .metrics import FPR_GRID, fpr_key
+from .metrics import FPR_GRID, finite, fpr_key
 
 # --------------------------------------------------------------------------- formatting
 
 
-def _f(v) -> float | None:
-    try:
-        x = float(v)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
 
 def fmt_pct(v, sig: int = 3) -> str:
     """A rate as a percentage with ``sig`` significant digits: 0.0123 -> '1.23%', 1 -> '100%', 0 -> '0%'."""
-    x = _f(v)
+    x = finite(v)
     if x is None:
         return "–"
     p = x * 100.0
@@ -51,7 +44,7 @@ def fmt_pct(v, sig: int = 3) -> str:
 
 def fmt_num(v, sig: int = 3) -> str:
     """A number with ``sig`` significant digits, without scientific notation for ordinary sizes."""
-    x = _f(v)
+    x = finite(v)
     if x is None:
         return "–"
     if x == 0:
@@ -66,11 +59,11 @@ def fmt_num(v, sig: int = 3) -> str:
 
 def fmt_auc(auc, ci=None) -> str:
     """'0.734 [0.650, 0.812]' (AUC with 3 decimals, the CI when given)."""
-    a = _f(auc)
+    a = finite(auc)
     if a is None:
         return "–"
     s = f"{a:.3f}"
-    if ci and _f(ci[0]) is not None and _f(ci[1]) is not None:
+    if ci and finite(ci[0]) is not None and finite(ci[1]) is not None:
         s += f" [{float(ci[0]):.3f}, {float(ci[1]):.3f}]"
     return s
 
@@ -78,13 +71,13 @@ def fmt_auc(auc, ci=None) -> str:
 def fmt_rate_ci(v, ci=None) -> str:
     """'12.3% [5.00%, 20.1%]'."""
     s = fmt_pct(v)
-    if ci and _f(ci[0]) is not None and _f(ci[1]) is not None:
+    if ci and finite(ci[0]) is not None and finite(ci[1]) is not None:
         s += f" [{fmt_pct(ci[0])}, {fmt_pct(ci[1])}]"
     return s
 
 
 def fmt_seconds(s) -> str:
-    x = _f(s)
+    x = finite(s)
     if x is None:
         return "–"
     if x < 60:
@@ -97,7 +90,7 @@ def fmt_seconds(s) -> str:
 
 
 def fmt_bytes(n) -> str:
-    x = _f(n)
+    x = finite(n)
     if x is None:
         return "–"
     for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
@@ -144,7 +137,7 @@ def numeric_table(metrics: dict, *, fprs: Sequence[float] = FPR_GRID, include_bl
     for n in _attack_rows(metrics, include_blind):
         m = metrics[n]
         t = m.get("tpr_at_fpr") or {}
-        rows[n] = {"auc": _f(m.get("auc")), **{f"tpr@{fpr_key(f)}": _f(t.get(fpr_key(f))) for f in fprs}}
+        rows[n] = {"auc": finite(m.get("auc")), **{f"tpr@{fpr_key(f)}": finite(t.get(fpr_key(f))) for f in fprs}}
     return pd.DataFrame.from_dict(rows, orient="index")
 
 
@@ -157,13 +150,13 @@ def compare_table(a: dict, b: dict, *, label_a: str = "A", label_b: str = "B",
     for n in names:
         ma, mb = a.get(n) or {}, b.get(n) or {}
         row = {"Attack": ma.get("label") or mb.get("label") or n}
-        va, vb = _f(ma.get("auc")), _f(mb.get("auc"))
+        va, vb = finite(ma.get("auc")), finite(mb.get("auc"))
         row[f"AUC {label_a}"] = fmt_auc(va, ma.get("auc_ci"))
         row[f"AUC {label_b}"] = fmt_auc(vb, mb.get("auc_ci"))
         row["ΔAUC"] = f"{vb - va:+.3f}" if va is not None and vb is not None else "–"
         for f in fprs:
             k = fpr_key(f)
-            ta, tb = _f((ma.get("tpr_at_fpr") or {}).get(k)), _f((mb.get("tpr_at_fpr") or {}).get(k))
+            ta, tb = finite((ma.get("tpr_at_fpr") or {}).get(k)), finite((mb.get("tpr_at_fpr") or {}).get(k))
             row[f"TPR@{fpr_label(f)} {label_a}"] = fmt_pct(ta)
             row[f"TPR@{fpr_label(f)} {label_b}"] = fmt_pct(tb)
             row[f"Δ TPR@{fpr_label(f)}"] = f"{(tb - ta) * 100:+.1f} pp" if ta is not None and tb is not None else "–"

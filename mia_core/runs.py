@@ -102,7 +102,7 @@ class StoredRun:
     @classmethod
     def from_result(cls, result, *, meta: dict | None = None, run_id: str = "unsaved") -> "StoredRun":
         """Wrap a ``RunResult`` in memory (same JSON round trip as saving, without the disk)."""
-        from .pipeline import _json_default
+        from .results import json_default as _json_default
 
         run = {
             "config": result.config, "models": result.models, "timings": result.timings, "shift": result.shift,
@@ -162,7 +162,7 @@ def save_run(result, *, name: str | None = None, data: dict | None = None, root=
     tmp = path.with_name(path.name + ".tmp")
     result.save(tmp)
     meta = build_meta(result, name=name, data=data, run_id=run_id)
-    from .pipeline import _json_default
+    from .results import json_default as _json_default
 
     (tmp / META).write_text(json.dumps(meta, indent=2, default=_json_default))
     tmp.rename(path)

@@ -35,6 +35,7 @@ from typing import Sequence
 import numpy as np
 
 from .errors import DataError, SettingsError
+from .metrics import finite
 from .progress import Progress, noop
 
 
@@ -419,13 +420,6 @@ def overlap_stats(
 # --------------------------------------------------------------------------- verdict
 
 
-def _finite(x) -> float | None:
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        return None
-    return x if math.isfinite(x) else None
-
 
 def verdict(blind: dict, attack_metrics: dict[str, dict] | None = None) -> dict:
     """Plain-language verdict on whether attack AUCs on these sets can mean membership.
@@ -442,13 +436,13 @@ def verdict(blind: dict, attack_metrics: dict[str, dict] | None = None) -> dict:
 
     ``attack_metrics`` maps attack names to ``evaluate``-style dicts (only ``auc`` is read).
     """
-    auc = _finite(blind.get("auc"))
+    auc = finite(blind.get("auc"))
     ci = blind.get("auc_ci") or (None, None)
-    lo = _finite(ci[0]) if len(ci) > 0 else None
-    hi = _finite(ci[1]) if len(ci) > 1 else None
+    lo = finite(ci[0]) if len(ci) > 0 else None
+    hi = finite(ci[1]) if len(ci) > 1 else None
     best_name, best_auc = None, None
     for name, m in (attack_metrics or {}).items():
-        a = _finite((m or {}).get("auc"))
+        a = finite((m or {}).get("auc"))
         if a is not None and (best_auc is None or a > best_auc):
             best_name, best_auc = name, a
     info = {"blind_auc": auc, "blind_auc_ci": [lo, hi], "best_attack": best_name, "best_attack_auc": best_auc}

@@ -17,7 +17,7 @@ from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
 from mia_core import plots
 from mia_core.errors import DataError, MiaError, SettingsError
-from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, run_mlm_audit
+from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
 
 RESULT_KEY = "mlm_audit_result"
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
@@ -146,22 +146,21 @@ if go_:
         res = run_mlm_audit(target=target_spec.strip(), reference=reference_spec.strip(), k=int(k), seed=int(seed),
                             alpha=float(alpha), n_bootstrap=int(n_boot), device=panel.device, dtype=panel.dtype,
                             trust_remote_code=panel.trust_remote_code, progress=progress, **kw)
-        res.pop("plan", None)  # tokenisation and masks: large, not needed for display
-        res["notes"] = notes
-        res["seconds"] = time.time() - t0
-        st.session_state[RESULT_KEY] = res
-        bar.progress(1.0, text=f"done in {fmt_seconds(res['seconds'])}")
+        res.plan = None  # tokenisation and masks: large, not needed for display
+        seconds = time.time() - t0
+        st.session_state[RESULT_KEY] = {"result": res, "notes": notes, "seconds": seconds}
+        bar.progress(1.0, text=f"done in {fmt_seconds(seconds)}")
     except MiaError as e:
         show_error(e)
 
 
-def _histogram(res: dict, attack: str):
+def _histogram(res: MlmAuditResult, attack: str):
     """Members, non-members and population scores with the population threshold (the paper's Figure 3)."""
-    scores = pd.DataFrame(res["scores"])
-    pt = res["metrics"][attack]["population_threshold"]
+    scores = res.scores
+    pt = res.metrics[attack]["population_threshold"]
     return plots.population_histogram(
         scores.loc[scores["label"] == 1, attack], scores.loc[scores["label"] == 0, attack],
-        pd.Series(res["population_scores"][attack], dtype=float), threshold=pt.get("threshold"),
+        pd.Series(res.population_scores[attack], dtype=float), threshold=pt.get("threshold"),
         threshold_label=f"threshold: flags {fmt_pct(pt['alpha'])} of the population", title=ATTACKS[attack])
 
 
@@ -186,18 +185,19 @@ def _metrics_rows(metrics: dict, group: bool = False) -> pd.DataFrame:
 
 
 # ------------------------------------------------------------------ results
-res = st.session_state.get(RESULT_KEY)
-if res is not None:
+stored = st.session_state.get(RESULT_KEY)
+if stored is not None:
+    res: MlmAuditResult = stored["result"]
     st.subheader("4 · Results")
-    for w in res.get("warnings", []):
+    for w in res.warnings:
         st.warning(w)
-    for n in res.get("notes", []):
+    for n in stored["notes"]:
         st.caption(n)
-    s = res["settings"]
+    s = res.settings
     st.caption(f"{s['n_members']} members · {s['n_nonmembers']} non-members · {s['n_population']} population texts · "
-               f"K = {s['k']} · α = {fmt_pct(s['alpha'])} · {fmt_seconds(res.get('seconds'))}")
-    cols = st.columns(len(res["metrics"]))
-    for col, (name, m) in zip(cols, res["metrics"].items()):
+               f"K = {s['k']} · α = {fmt_pct(s['alpha'])} · {fmt_seconds(stored['seconds'])}")
+    cols = st.columns(len(res.metrics))
+    for col, (name, m) in zip(cols, res.metrics.items()):
         pt = m["population_threshold"]
         with col:
             st.markdown(f"**{ATTACKS.get(name, name)}**")
@@ -209,13 +209,13 @@ if res is not None:
             st.caption(f"AUC {fmt_auc(m.get('auc'), m.get('auc_ci'))}")
             st.plotly_chart(_histogram(res, name), key=f"mlm_hist_{name}")
     st.markdown("**At the population threshold**")
-    st.dataframe(_metrics_rows(res["metrics"]), hide_index=True, key="mlm_metrics_table")
-    if res.get("group_metrics"):
-        g0 = next(iter(res["group_metrics"].values()))
+    st.dataframe(_metrics_rows(res.metrics), hide_index=True, key="mlm_metrics_table")
+    if res.group_metrics:
+        g0 = next(iter(res.group_metrics.values()))
         st.markdown(f"**Group level** (mean score per group; threshold from the "
                     f"{g0['population_threshold'].get('threshold_from', 'population')}; §4.2)")
-        st.dataframe(_metrics_rows(res["group_metrics"], group=True), hide_index=True, key="mlm_group_table")
-    leaks = res.get("leak_features") or {}
+        st.dataframe(_metrics_rows(res.group_metrics, group=True), hide_index=True, key="mlm_group_table")
+    leaks = res.leak_features or {}
     if leaks:
         with st.expander("Which members leak (§4.6): features of flagged vs unflagged members"):
             for name, lk in leaks.items():
@@ -226,7 +226,7 @@ if res is not None:
                     st.dataframe(pd.DataFrame({"feature": feats, "flagged members": [fmt_num(fl.get(f)) for f in feats],
                                                "unflagged members": [fmt_num(un.get(f)) for f in feats]}),
                                  hide_index=True, key=f"mlm_leak_{name}")
-    scores = pd.DataFrame(res["scores"])
+    scores = res.scores
     with st.expander("Per-text scores"):
         st.dataframe(scores, hide_index=True, key="mlm_scores_table")
     st.download_button("Download the per-text scores (CSV)", scores.to_csv(index=False).encode("utf-8"),

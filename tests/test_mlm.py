@@ -23,6 +23,9 @@ import pytest
 from mia_core import mlm as M
 from mia_core.cache import text_hash
 from mia_core.errors import DataError, ModelError, SettingsError
+from mia_core.mlm import audit as mlm_audit, energy as mlm_energy
+from mia_core.models import MaskedLM, load_masked_lm
+from mia_core.models.masked import forget_loaded
 
 DATA = Path(__file__).resolve().parent / "data"
 N_MEM, N_NON, N_POP, N_REF = 60, 60, 60, 160
@@ -100,7 +103,7 @@ def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("mlm")
     old_cache = os.environ.get("MIA_CACHE_DIR")
     os.environ["MIA_CACHE_DIR"] = str(root / "cache")
-    M.forget_loaded()
+    forget_loaded()
     texts = _paragraphs()
     order = np.random.default_rng(0).permutation(len(texts))
     cuts = np.cumsum([N_MEM, N_NON, N_POP, N_REF])
@@ -111,7 +114,7 @@ def world(tmp_path_factory):
     res = M.run_mlm_audit(mem, non, pop, str(target), str(reference), k=K, seed=0, n_bootstrap=200)
     yield {"root": root, "mem": mem, "non": non, "pop": pop, "ref": ref, "target": target, "reference": reference,
            "tok": tok, "res": res}
-    M.forget_loaded()
+    forget_loaded()
     torch.set_num_threads(threads)
     if old_cache is None:
         os.environ.pop("MIA_CACHE_DIR", None)
@@ -124,7 +127,7 @@ def world(tmp_path_factory):
 # --------------------------------------------------------------------------------------
 def test_likelihood_ratio_beats_loss_on_controlled_models(world):
     res = world["res"]
-    lr, loss = res["metrics"]["likelihood_ratio"], res["metrics"]["loss"]
+    lr, loss = res.metrics["likelihood_ratio"], res.metrics["loss"]
     assert lr["auc"] >= 0.8, lr["auc"]
     assert lr["auc"] > loss["auc"], (lr["auc"], loss["auc"])
     assert lr["n_members"] == N_MEM and lr["n_nonmembers"] == N_NON
@@ -133,35 +136,35 @@ def test_likelihood_ratio_beats_loss_on_controlled_models(world):
     assert d["precision"] is not None and d["precision"] >= 0.7 and d["recall"] >= 0.5
     assert d["alpha"] == 0.1
     # scores follow the convention: higher = member; -L = E_ref - E_target
-    rows = res["scores"]
-    e_t = np.array([r["energy_target"] for r in rows])
-    e_r = np.array([r["energy_reference"] for r in rows])
-    np.testing.assert_allclose([r["likelihood_ratio"] for r in rows], e_r - e_t)
-    np.testing.assert_allclose([r["loss"] for r in rows], -e_t)
-    lab = np.array([r["label"] for r in rows])
+    rows = res.scores
+    e_t = rows["energy_target"].to_numpy()
+    e_r = rows["energy_reference"].to_numpy()
+    np.testing.assert_allclose(rows["likelihood_ratio"], e_r - e_t)
+    np.testing.assert_allclose(rows["loss"], -e_t)
+    lab = rows["label"].to_numpy()
     assert np.mean(e_t[lab == 1]) < np.mean(e_t[lab == 0])  # the target fits its members
 
 
 def test_threshold_is_set_on_population_only_and_decisions_on_held_out_rows(world):
     res = world["res"]
-    rows = res["scores"]
+    rows = res.scores
     pop_hashes = {text_hash(t) for t in world["pop"]}
     assert len(rows) == N_MEM + N_NON
-    assert not pop_hashes & {r["text_hash"] for r in rows}
+    assert not pop_hashes & set(rows["text_hash"])
     for name in M.ATTACKS:
-        pop_scores = np.array(res["population_scores"][name])
+        pop_scores = np.array(res.population_scores[name])
         assert pop_scores.size == N_POP
-        d = res["metrics"][name]["population_threshold"]
+        d = res.metrics[name]["population_threshold"]
         # the threshold flags alpha of the population ...
         assert np.mean(pop_scores >= d["threshold"]) == pytest.approx(0.1, abs=1.5 / N_POP)
         # ... and precision/recall are counted on the evaluated rows only
-        s = np.array([r[name] for r in rows])
-        lab = np.array([r["label"] for r in rows])
+        s = rows[name].to_numpy()
+        lab = rows["label"].to_numpy()
         flagged = s >= d["threshold"]
         assert d["n_flagged"] == int(flagged.sum())
         assert d["recall"] == pytest.approx(flagged[lab == 1].mean())
         assert d["fpr"] == pytest.approx(flagged[lab == 0].mean())
-        assert [r[f"flagged_{name}"] for r in rows] == flagged.tolist()
+        assert rows[f"flagged_{name}"].tolist() == flagged.tolist()
 
 
 def test_population_overlapping_the_evaluation_is_refused(world):
@@ -181,21 +184,21 @@ def test_group_level_attack(world):
     pg = [f"pp{i // size}" for i in range(len(pop))]
     res = M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, n_bootstrap=200,
                           member_groups=mg, nonmember_groups=ng, population_groups=pg)
-    sample_auc = res["metrics"]["likelihood_ratio"]["auc"]
-    g = res["group_metrics"]["likelihood_ratio"]
+    sample_auc = res.metrics["likelihood_ratio"]["auc"]
+    g = res.group_metrics["likelihood_ratio"]
     assert g["n_groups"] == (N_MEM + N_NON) // size
     assert g["n_members"] == N_MEM // size and g["n_nonmembers"] == N_NON // size
     assert g["auc"] >= 0.8 and g["auc"] >= sample_auc - 0.02, (g["auc"], sample_auc)
     assert g["population_threshold"]["threshold_from"] == "population groups"
     assert g["population_threshold"]["n_population"] == N_POP // size
     # group score = mean of its texts' scores
-    s = np.array([r["likelihood_ratio"] for r in res["scores"] if r["group"] == "pm0"])
+    s = res.scores.loc[res.scores["group"] == "pm0", "likelihood_ratio"].to_numpy()
     assert s.size == size
     # without population groups, the text-level population threshold is applied to group means
     res2 = M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, n_bootstrap=0,
                            member_groups=mg, nonmember_groups=ng)
-    g2 = res2["group_metrics"]["likelihood_ratio"]["population_threshold"]
-    assert g2["threshold"] == res2["metrics"]["likelihood_ratio"]["population_threshold"]["threshold"]
+    g2 = res2.group_metrics["likelihood_ratio"]["population_threshold"]
+    assert g2["threshold"] == res2.metrics["likelihood_ratio"]["population_threshold"]["threshold"]
     assert g2["threshold_from"].startswith("population texts")
 
 
@@ -203,18 +206,18 @@ def test_loss_mu_threshold_and_leak_features(world):
     mem, non, pop = world["mem"], world["non"], world["pop"]
     res = M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, n_bootstrap=0,
                           train_samples=mem[:30])
-    mu = res["metrics"]["loss"]["mu_threshold"]
-    assert mu["mu"] == pytest.approx(np.mean(res["energies"]["train_target"]))
-    assert mu["mu"] == pytest.approx(np.mean(res["energies"]["target"][:30]))  # same texts, same masks
-    e_t = np.array(res["energies"]["target"])
+    mu = res.metrics["loss"]["mu_threshold"]
+    assert mu["mu"] == pytest.approx(np.mean(res.energies["train_target"]))
+    assert mu["mu"] == pytest.approx(np.mean(res.energies["target"][:30]))  # same texts, same masks
+    e_t = np.array(res.energies["target"])
     lab = np.r_[np.ones(N_MEM), np.zeros(N_NON)]
     assert mu["recall"] == pytest.approx(np.mean(e_t[lab == 1] <= mu["mu"]))
     # §4.6: features of flagged vs unflagged members
-    lf = res["leak_features"]["likelihood_ratio"]
+    lf = res.leak_features["likelihood_ratio"]
     assert lf["n_flagged"] + lf["n_unflagged"] == N_MEM
-    flagged = np.array([r["flagged_likelihood_ratio"] for r in res["scores"][:N_MEM]])
+    flagged = res.scores["flagged_likelihood_ratio"].to_numpy()[:N_MEM]
     assert lf["n_flagged"] == int(flagged.sum())
-    plan = res["plan"]
+    plan = res.plan
     if flagged.any():
         assert lf["flagged"]["n_tokens"] == pytest.approx(plan.n_tokens_full[:N_MEM][flagged].mean())
         digits = np.array([sum(c.isdigit() for c in t) for t in mem])
@@ -224,12 +227,12 @@ def test_loss_mu_threshold_and_leak_features(world):
 
 def test_truncation_is_counted(world):
     res = world["res"]
-    plan = res["plan"]
+    plan = res.plan
     too_long = int(np.sum(plan.n_tokens_full[:N_MEM + N_NON + N_POP] > MAX_POS - 2))
     assert too_long > 0  # the data has paragraphs longer than the tiny models take
     assert plan.n_truncated == too_long
     assert max(plan.n_tokens) == MAX_POS - 2
-    assert any("truncated" in w for w in res["warnings"])
+    assert any("truncated" in w for w in res.warnings)
 
 
 # --------------------------------------------------------------------------------------
@@ -250,7 +253,7 @@ def test_masking_patterns_are_seeded():
 
 
 def test_energy_deterministic_given_seed(world):
-    lm = M.load_masked_lm(str(world["target"]))
+    lm = load_masked_lm(str(world["target"]))
     texts = world["mem"][:6] + world["non"][:6]
     e0 = M.energies(lm, texts, k=K, seed=0, cache=False)
     e0b = M.energies(lm, list(reversed(texts)), k=K, seed=0, cache=False, batch_tokens=300)
@@ -274,13 +277,13 @@ def test_energy_deterministic_given_seed(world):
 
 def test_target_and_reference_score_identical_masks(world, monkeypatch):
     seen = []
-    real = M.energies
+    real = mlm_audit.energies
 
     def spy(mlm, *args, **kw):
         seen.append((mlm.name, kw["plan"]))
         return real(mlm, *args, **kw)
 
-    monkeypatch.setattr(M, "energies", spy)
+    monkeypatch.setattr(mlm_audit, "energies", spy)
     mem, non, pop = world["mem"][:10], world["non"][:10], world["pop"][:10]
     M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, n_bootstrap=0)
     assert [name for name, _ in seen] == ["target", "reference"]
@@ -297,11 +300,11 @@ def test_rerun_uses_the_cache_and_makes_no_model_call(world, monkeypatch):
     def boom(*a, **k):
         raise AssertionError("the model was called although every energy is cached")
 
-    monkeypatch.setattr(M, "_score_batch", boom)
+    monkeypatch.setattr(mlm_energy, "_score_batch", boom)
     res = M.run_mlm_audit(world["mem"], world["non"], world["pop"], str(world["target"]), str(world["reference"]),
                           k=K, seed=0, n_bootstrap=200)
-    assert res["metrics"]["likelihood_ratio"]["auc"] == world["res"]["metrics"]["likelihood_ratio"]["auc"]
-    assert [r["likelihood_ratio"] for r in res["scores"]] == [r["likelihood_ratio"] for r in world["res"]["scores"]]
+    assert res.metrics["likelihood_ratio"]["auc"] == world["res"].metrics["likelihood_ratio"]["auc"]
+    assert res.scores["likelihood_ratio"].tolist() == world["res"].scores["likelihood_ratio"].tolist()
 
 
 @pytest.mark.parametrize("arch", ["bert", "roberta", "distilbert", "modernbert"])
@@ -311,7 +314,7 @@ def test_masked_positions_only_head_matches_full_logits(arch):
     import torch
     import transformers as T
 
-    from mia_core.mlm import _forward_logprobs
+    from mia_core.mlm.energy import _forward_logprobs
 
     v = 300
     small = dict(num_hidden_layers=1, num_attention_heads=2, intermediate_size=64)
@@ -344,7 +347,7 @@ def test_masked_positions_only_head_matches_full_logits(arch):
 # models: tokenizer agreement and loading errors
 # --------------------------------------------------------------------------------------
 def _fake(tok, name):
-    return M.MaskedLM(model=None, tokenizer=tok, name=name, identity=name, device="cpu", dtype="fp32",
+    return MaskedLM(model=None, tokenizer=tok, name=name, identity=name, device="cpu", dtype="fp32",
                       max_length=128, n_params=0)
 
 
@@ -380,16 +383,16 @@ def test_model_loading_errors(tmp_path, monkeypatch):
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(ModelError, match="not found locally"):
-        M.load_masked_lm("no-such-org/no-such-masked-lm")
+        load_masked_lm("no-such-org/no-such-masked-lm")
     (tmp_path / "empty").mkdir()
     with pytest.raises(ModelError, match="no config.json"):
-        M.load_masked_lm(str(tmp_path / "empty"))
+        load_masked_lm(str(tmp_path / "empty"))
     with pytest.raises(ModelError, match="no such folder"):
-        M.load_masked_lm(str(tmp_path / "missing"))
+        load_masked_lm(str(tmp_path / "missing"))
     GPT2LMHeadModel(GPT2Config(vocab_size=50, n_embd=16, n_layer=1, n_head=1, n_positions=32)).save_pretrained(
         str(tmp_path / "causal"))
     with pytest.raises(ModelError, match="not a masked language model"):
-        M.load_masked_lm(str(tmp_path / "causal"))
+        load_masked_lm(str(tmp_path / "causal"))
 
 
 # --------------------------------------------------------------------------------------
@@ -433,7 +436,7 @@ def test_cli_end_to_end(world, tmp_path, capsys):
     # the same run through the library gives the same scores (the CLI adds nothing of its own)
     lib = M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, n_bootstrap=0)
     np.testing.assert_allclose([float(r["likelihood_ratio"]) for r in rows],
-                               [r["likelihood_ratio"] for r in lib["scores"]], rtol=1e-9)
+                               lib.scores["likelihood_ratio"], rtol=1e-9)
 
     # a population that overlaps the evaluated texts: one line, exit 2
     (tmp_path / "bad_pop.txt").write_text("\n".join(pop + non[:1]) + "\n", encoding="utf-8")

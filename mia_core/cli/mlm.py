@@ -10,10 +10,7 @@ is given, and the features of the members the attack flags vs. those it misses.
 from __future__ import annotations
 
 import argparse
-import csv
-import json
 import time
-from pathlib import Path
 
 from ..errors import SettingsError
 from .common import ProgressBar, add_data_args, add_model_args, add_output_args, add_progress_args, print_notes
@@ -64,83 +61,6 @@ def _read_set(paths, args, notes: list[str], role: str):
                            notes=notes, role=role)
 
 
-def _pct(v) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}%"
-
-
-def _decision_line(name: str, d: dict, what: str) -> str:
-    return (f"  {name:<17} precision {_pct(d['precision']):>6}  recall {_pct(d['recall']):>6}  "
-            f"FPR {_pct(d['fpr']):>6}  ({d['n_flagged']} flagged; threshold {d['threshold']:.4g} {what})")
-
-
-def _json_metrics(m: dict) -> dict:
-    return {k: v for k, v in m.items() if k != "roc"}
-
-
-def format_report(res: dict) -> str:
-    """The human-readable summary printed by the CLI."""
-    from ..metrics import summarize_table
-
-    s = res["settings"]
-    lines = [
-        f"target: {res['models']['target']['name']}; reference: {res['models']['reference']['name']} "
-        f"(K={s['k']} masks of {s['rate']:.0%} of the tokens, max {s['max_length']} tokens)",
-        f"{s['n_members']} members, {s['n_nonmembers']} non-members, {s['n_population']} population texts",
-        "",
-        summarize_table(res["metrics"]),
-        "",
-        f"at the population threshold (flags {s['alpha']:.0%} of the population; §2.4):",
-    ]
-    for name, m in res["metrics"].items():
-        lines.append(_decision_line(name, m["population_threshold"], "on the score"))
-    mu = res["metrics"].get("loss", {}).get("mu_threshold")
-    if mu:
-        lines.append(f"loss attack at the mean training-sample energy mu = {mu['mu']:.4g} ({mu['n_train_samples']} "
-                     "training samples; §3.4):")
-        lines.append(_decision_line("loss (mu)", mu, "on -energy"))
-    if res.get("group_metrics"):
-        g0 = next(iter(res["group_metrics"].values()))
-        lines += ["", f"group level (mean score per group, {g0['n_groups']} groups; §4.2):",
-                  summarize_table(res["group_metrics"]),
-                  f"at the group threshold (from the {g0['population_threshold']['threshold_from']}):"]
-        for name, m in res["group_metrics"].items():
-            lines.append(_decision_line(name, m["population_threshold"], "on the group mean"))
-    lf = res["leak_features"].get("likelihood_ratio")
-    if lf:
-        lines += ["", f"members flagged by the likelihood ratio ({lf['n_flagged']}) vs. not flagged "
-                      f"({lf['n_unflagged']}), feature means (§4.6):"]
-        for f in lf["features"]:
-            a, b = lf["flagged"][f], lf["unflagged"][f]
-            lines.append(f"  {f:<18} {'-' if a is None else f'{a:.1f}':>8}  {'-' if b is None else f'{b:.1f}':>8}")
-    for w in res.get("warnings", []):
-        lines.append(f"note: {w}")
-    return "\n".join(lines)
-
-
-def write_outputs(res: dict, out: Path, extra: dict | None = None) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    rows = res["scores"]
-    cols = ["text_id", "label", "text_hash", "likelihood_ratio", "loss"]
-    if rows and "group" in rows[0]:
-        cols.append("group")
-    cols += [c for c in rows[0] if c not in cols] if rows else []
-    with open(out / "scores.csv", "w", newline="", encoding="utf-8") as f:
-        w = csv.DictWriter(f, fieldnames=cols)
-        w.writeheader()
-        for r in rows:
-            w.writerow({c: r.get(c) for c in cols})
-    metrics = {name: _json_metrics(m) for name, m in res["metrics"].items()}
-    if res.get("group_metrics"):
-        metrics["group"] = {name: _json_metrics(m) for name, m in res["group_metrics"].items()}
-    metrics["leak_features"] = res["leak_features"]
-    metrics["settings"] = res["settings"]
-    metrics["models"] = res["models"]
-    metrics["warnings"] = res["warnings"]
-    if extra:
-        metrics.update(extra)
-    (out / "metrics.json").write_text(json.dumps(metrics, indent=2, allow_nan=True))
-
-
 def cmd_mlm(args) -> int:
     from ..data import load_dataset
     from ..mlm import run_mlm_audit
@@ -172,8 +92,7 @@ def cmd_mlm(args) -> int:
             batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap, cache=not args.no_cache,
             device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
             vocab_only=args.vocab_match_only, progress=bar)
-    out = Path(args.out)
-    write_outputs(res, out, extra={"data_notes": notes})
-    print(format_report(res))
-    print(f"\nwrote {out / 'scores.csv'} and {out / 'metrics.json'} in {time.time() - t0:.0f}s")
+    paths = res.save(args.out, extra={"data_notes": notes})
+    print(res.summary_text())
+    print(f"\nwrote {paths['scores']} and {paths['metrics']} in {time.time() - t0:.0f}s")
     return 0

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from pathlib import Path
 
 from ..attacks import REGISTRY
 from ..errors import SettingsError
@@ -150,8 +151,7 @@ def _neighbour_params(args, cfg, params):
 
 # ----------------------------------------------------------------------------- the command
 def cmd_run(args) -> int:
-    from ..metrics import summarize_table
-    from ..models import describe, load_causal_lm
+    from ..models import load_causal_lm
     from ..pipeline import RunConfig, parse_attacks, run_attacks
     from ..stats import StatsSettings
 
@@ -184,33 +184,13 @@ def cmd_run(args) -> int:
     train = _neighbour_params(args, cfg, params)
     result = run_attacks(ds, target, reference=reference, config=cfg, train=train, population=population, progress=bar)
     bar.close()
-    out = result.save(args.out)
+    paths = result.save(args.out)
+    out = Path(args.out)
     print()
-    print(f"target: {describe(target)['name']} ({target.dtype}, {target.quantize})"
-          + (f"; reference: {reference.name}" if reference is not None else ""))
-    n_eval = int((result.scores.get("split", "eval") == "eval").sum()) if "split" in result.scores else len(result.scores)
-    print(f"{ds.n_members} members, {ds.n_nonmembers} non-members; {n_eval} texts evaluated")
-    print(summarize_table(result.metrics))
-    if result.population:
-        print(f"\nthreshold at {args.alpha:.0%} FPR on the population set ({result.population['n_population']} texts):")
-        for name, d in result.population["attacks"].items():
-            if "error" in d:
-                print(f"  {name:<12} {d['error']}")
-                continue
-            prec = "n/a" if d["precision"] is None else f"{d['precision']:.3f}"
-            print(f"  {name:<12} precision {prec}  recall {d['recall']:.3f}  FPR on evaluated non-members {d['fpr']:.3f}")
-    if result.group_metrics:
-        print("\ngroup-level AUC (mean score per group):")
-        for name, g in result.group_metrics.items():
-            print(f"  {name:<12} " + (g["error"] if "error" in g else f"{g['auc']:.3f} over {g['n_groups']} groups"))
-    if result.shift:
-        v = result.shift["verdict"]
-        print(f"\nVERDICT [{v['level']}]: {v['message']}")
-    for line in result.report:
-        print(f"note: {line}")
+    print(result.summary_text())
     _modified(args, ds=ds, target=target, reference=reference, config=cfg, train=train, population=population,
               result=result, out=out)
-    print(f"\nwrote {out/'scores.csv'}, {out/'metrics.json'} and {out/'run.json'} in {time.time() - t_start:.0f}s")
+    print(f"\nwrote {paths['scores']}, {paths['metrics']} and {paths['run']} in {time.time() - t_start:.0f}s")
     return 0
 
 

@@ -28,6 +28,7 @@ from .normalization import LABELS as NORM_LABELS, NORMALIZATIONS, normalized_val
 from .partial import DEFAULT_LENGTHS, partial_curve
 from .pipeline import cross_validate
 from ..progress import Progress, noop
+from ..results import AuditResult
 
 DEFAULT_CONTEXT = 128  # §4.1; the paper also uses 1024 and 2048
 PAPER_BEST = ("maxnorm_tf", "hist")  # the paper's best pipeline for books (§5.3)
@@ -94,8 +95,9 @@ def _safe_filename(name: str) -> str:
 
 
 @dataclass
-class DocumentAuditResult:
-    """Everything a document-level audit produced (see ``run_document_audit``)."""
+class DocumentAuditResult(AuditResult):
+    """Everything a document-level audit produced (see ``run_document_audit``); an
+    :class:`mia_core.results.AuditResult` (``metrics`` per pipeline, ``scores`` per document)."""
 
     documents: list[dict]  # name, label, source, n_tokens, n_chars, strip report
     labels: np.ndarray

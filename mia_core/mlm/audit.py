@@ -1,0 +1,380 @@
+"""``run_mlm_audit``: the masked-LM audit of Mireshghallah et al. 2022, and its result.
+
+See the package docstring (``mia_core.mlm``) for the method; this module checks that the two
+models share a tokenizer (§2.2), wires masking, energies, thresholds and leak features
+together, and returns an :class:`MlmAuditResult` (the project's one result type,
+:class:`mia_core.results.AuditResult`), which prints the CLI's report and writes its files.
+"""
+from __future__ import annotations
+
+import csv
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ..cache import text_hash
+from ..errors import DataError, SettingsError
+from ..models import MaskedLM, load_masked_lm
+from ..progress import Progress, noop
+from ..results import AuditResult
+from .energy import energies
+from .leak import _leak_table, token_counts
+from .masking import DEFAULT_K, DEFAULT_RATE, MaskPlan, _check_settings, _subplan, plan_masks
+
+DEFAULT_ALPHA = 0.1
+ATTACKS = ("likelihood_ratio", "loss")
+_PROBE = "Membership inference: 1234 naïve Résumé, ~zß! The QUICK brown fox."
+
+
+def check_same_tokenizer(target: MaskedLM, reference: MaskedLM, *, vocab_only: bool = False) -> list[str]:
+    """Raise ``SettingsError`` unless both models share a tokenizer; returns warnings.
+
+    The likelihood ratio compares the two models' probabilities of the *same* token ids at the
+    *same* masked positions (§2.2), so the vocabularies (token -> id maps), the mask token and
+    the tokenisation of a probe string (case, accents, digits, punctuation) must all agree.
+    Both models are always fed the ids made by the *target's* tokenizer. With ``vocab_only``,
+    a difference in text normalisation alone (e.g. a cased vocabulary that one tokenizer
+    lowercases) is accepted with a warning: the reference then sees text normalised as the
+    target's tokenizer does it, which can bias its energies.
+    """
+    a, b = target.tokenizer, reference.tokenizer
+    why = None
+    va, vb = a.get_vocab(), b.get_vocab()
+    if va != vb:
+        missing = len(set(va) - set(vb))
+        renumbered = sum(1 for tok, i in va.items() if tok in vb and vb[tok] != i)
+        why = (f"their vocabularies differ ({len(va):,} vs {len(vb):,} tokens; {missing:,} of the target's "
+               f"tokens are missing from the reference and {renumbered:,} have another id)")
+    elif a.mask_token_id != b.mask_token_id:
+        why = "their mask tokens differ"
+    else:
+        ea = a(_PROBE).input_ids
+        eb = b(_PROBE).input_ids
+        if ea != eb:
+            why = (f"they tokenise text differently (the probe {_PROBE!r} gets different token ids: one "
+                   "tokenizer may lowercase or strip accents and the other not)")
+            if vocab_only:
+                return [f"the target and the reference share a vocabulary but {why}; both are fed the target's "
+                        "tokenisation (vocab_only), which the reference may find unusual."]
+    if why:
+        raise SettingsError(
+            f"the target ({target.name}) and the reference ({reference.name}) do not share a tokenizer: {why}. "
+            "The likelihood-ratio attack needs a reference with the target's tokenizer, such as the "
+            "general-domain model the target was trained from."
+            + (" (Same vocabulary, different normalisation only? vocab_only / --vocab-match-only accepts that.)"
+               if why.startswith("they tokenise") else ""))
+    return []
+
+
+# --------------------------------------------------------------------------------------
+# the result
+# --------------------------------------------------------------------------------------
+def _pct(v) -> str:
+    return "n/a" if v is None else f"{100 * v:.1f}%"
+
+
+def _decision_line(name: str, d: dict, what: str) -> str:
+    return (f"  {name:<17} precision {_pct(d['precision']):>6}  recall {_pct(d['recall']):>6}  "
+            f"FPR {_pct(d['fpr']):>6}  ({d['n_flagged']} flagged; threshold {d['threshold']:.4g} {what})")
+
+
+def _json_metrics(m: dict) -> dict:
+    return {k: v for k, v in m.items() if k != "roc"}
+
+
+@dataclass
+class MlmAuditResult(AuditResult):
+    """Everything a masked-LM audit produced (see :func:`run_mlm_audit`).
+
+    ``metrics``: ``{"likelihood_ratio": evaluate(...) + {"population_threshold": decisions,
+    "alpha"}, "loss": ... (+ "mu_threshold" with training samples)}``; ``group_metrics``: the
+    same per attack at group level (§4.2), or ``None``; ``scores``: one row per evaluated text
+    (``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``, ``likelihood_ratio``,
+    ``loss``, ``energy_target``, ``energy_reference``, ``flagged_likelihood_ratio``,
+    ``flagged_loss``); ``population_scores``: ``{attack: [...]}``; ``leak_features``:
+    ``{attack: {"flagged": {feature: mean}, "unflagged": {...}, ...}}`` (§4.6); ``energies``:
+    ``{"target": [...], "reference": [...], "population_target": [...], ...}``; ``settings``,
+    ``models`` (``{"target": {...}, "reference": {...}}``) and ``warnings``. ``plan``: the
+    tokenisation and masks both models scored (:class:`MaskPlan`; not written by :meth:`save`).
+    """
+
+    metrics: dict
+    group_metrics: dict | None
+    scores: pd.DataFrame
+    population_scores: dict
+    leak_features: dict
+    energies: dict
+    settings: dict
+    models: dict
+    warnings: list[str] = field(default_factory=list)
+    plan: MaskPlan | None = field(default=None, repr=False, compare=False)
+
+    def summary_text(self) -> str:
+        """The human-readable summary printed by the CLI."""
+        from ..metrics import summarize_table
+
+        s = self.settings
+        lines = [
+            f"target: {self.models['target']['name']}; reference: {self.models['reference']['name']} "
+            f"(K={s['k']} masks of {s['rate']:.0%} of the tokens, max {s['max_length']} tokens)",
+            f"{s['n_members']} members, {s['n_nonmembers']} non-members, {s['n_population']} population texts",
+            "",
+            summarize_table(self.metrics),
+            "",
+            f"at the population threshold (flags {s['alpha']:.0%} of the population; §2.4):",
+        ]
+        for name, m in self.metrics.items():
+            lines.append(_decision_line(name, m["population_threshold"], "on the score"))
+        mu = self.metrics.get("loss", {}).get("mu_threshold")
+        if mu:
+            lines.append(f"loss attack at the mean training-sample energy mu = {mu['mu']:.4g} ({mu['n_train_samples']} "
+                         "training samples; §3.4):")
+            lines.append(_decision_line("loss (mu)", mu, "on -energy"))
+        if self.group_metrics:
+            g0 = next(iter(self.group_metrics.values()))
+            lines += ["", f"group level (mean score per group, {g0['n_groups']} groups; §4.2):",
+                      summarize_table(self.group_metrics),
+                      f"at the group threshold (from the {g0['population_threshold']['threshold_from']}):"]
+            for name, m in self.group_metrics.items():
+                lines.append(_decision_line(name, m["population_threshold"], "on the group mean"))
+        lf = self.leak_features.get("likelihood_ratio")
+        if lf:
+            lines += ["", f"members flagged by the likelihood ratio ({lf['n_flagged']}) vs. not flagged "
+                          f"({lf['n_unflagged']}), feature means (§4.6):"]
+            for f in lf["features"]:
+                a, b = lf["flagged"][f], lf["unflagged"][f]
+                lines.append(f"  {f:<18} {'-' if a is None else f'{a:.1f}':>8}  {'-' if b is None else f'{b:.1f}':>8}")
+        for w in self.warnings:
+            lines.append(f"note: {w}")
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        """The content of ``metrics.json``: metrics without ROC curves (``group`` for the group
+        level), leak features, settings, models and warnings."""
+        metrics = {name: _json_metrics(m) for name, m in self.metrics.items()}
+        if self.group_metrics:
+            metrics["group"] = {name: _json_metrics(m) for name, m in self.group_metrics.items()}
+        metrics["leak_features"] = self.leak_features
+        metrics["settings"] = self.settings
+        metrics["models"] = self.models
+        metrics["warnings"] = self.warnings
+        return metrics
+
+    def save(self, out_dir, *, extra: dict | None = None) -> dict[str, Path]:
+        """Write ``scores.csv`` (one row per evaluated text; ``text_id``, ``label``, ``text_hash``,
+        ``likelihood_ratio``, ``loss`` [, ``group``] first) and ``metrics.json`` (:meth:`to_json`,
+        updated with ``extra``, e.g. the CLI's ``data_notes``)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json"}
+        rows = self.scores.to_dict(orient="records")
+        cols = ["text_id", "label", "text_hash", "likelihood_ratio", "loss"]
+        if rows and "group" in rows[0]:
+            cols.append("group")
+        cols += [c for c in rows[0] if c not in cols] if rows else []
+        with open(paths["scores"], "w", newline="", encoding="utf-8") as f:
+            w = csv.DictWriter(f, fieldnames=cols)
+            w.writeheader()
+            for r in rows:
+                w.writerow({c: r.get(c) for c in cols})
+        metrics = self.to_json()
+        if extra:
+            metrics.update(extra)
+        paths["metrics"].write_text(json.dumps(metrics, indent=2, allow_nan=True))
+        return paths
+
+
+# --------------------------------------------------------------------------------------
+# the audit
+# --------------------------------------------------------------------------------------
+def _as_model(m, device, dtype, trust_remote_code, progress) -> MaskedLM:
+    if isinstance(m, MaskedLM):
+        return m
+    return load_masked_lm(m, device=device, dtype=dtype, trust_remote_code=trust_remote_code, progress=progress)
+
+
+def _texts(name: str, xs) -> list[str]:
+    xs = [] if xs is None else [str(x) for x in xs]
+    if any(not x.strip() for x in xs):
+        raise DataError(f"the {name} contain empty texts; remove them.")
+    return xs
+
+
+def _groups(name: str, groups, n: int, prefix: str) -> list[str] | None:
+    if groups is None:
+        return None
+    g = list(groups)
+    if len(g) != n:
+        raise DataError(f"got {len(g)} group ids for {n} {name}; give one per text.")
+    # a text without a group is a group of its own
+    return [f"{prefix}{i}" if (x is None or str(x) == "" or (isinstance(x, float) and math.isnan(x))) else str(x)
+            for i, x in enumerate(g)]
+
+
+def _sub(p: Progress, lo: float, hi: float) -> Progress:
+    return lambda msg, f: p(msg, lo + (hi - lo) * max(0.0, min(1.0, f)))
+
+
+
+def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], target, reference, *,
+                  k: int = DEFAULT_K, seed: int = 0, rate: float = DEFAULT_RATE, alpha: float = DEFAULT_ALPHA,
+                  member_groups=None, nonmember_groups=None, population_groups=None,
+                  train_samples: Sequence[str] | None = None, member_ids=None, nonmember_ids=None,
+                  batch_tokens: int = 8192, n_bootstrap: int = 1000, cache: bool = True, device: str = "auto",
+                  dtype: str = "fp32", trust_remote_code: bool = False, vocab_only: bool = False,
+                  progress: Progress | None = None) -> MlmAuditResult:
+    """The masked-LM audit of Mireshghallah et al. 2022 on members vs non-members.
+
+    ``target``/``reference``: :class:`MaskedLM` objects or specs for :func:`load_masked_lm`;
+    they must share a tokenizer (``SettingsError`` otherwise; ``vocab_only`` accepts the same
+    vocabulary with different text normalisation, see :func:`check_same_tokenizer`). ``population``: texts known not
+    to be in the target's training data, **disjoint** from the evaluated texts (``DataError``
+    otherwise), used only to set the thresholds (§2.4): a fraction ``alpha`` of the population
+    is flagged. ``train_samples``: optional known training texts for the loss attack's
+    ``mu`` threshold (§3.4; they may include the members).
+
+    Group level (§4.2): with ``member_groups``/``nonmember_groups`` (one id per text; a missing
+    id makes the text its own group) a group's score is the mean of its texts' scores. Its
+    threshold flags ``alpha`` of the *population groups* when ``population_groups`` is given,
+    else the text-level population threshold is applied to the group means.
+
+    Returns an :class:`MlmAuditResult`: ``metrics`` (``{"likelihood_ratio": evaluate(...) +
+    {"population_threshold": decisions, "alpha"}, "loss": ... (+ "mu_threshold" with
+    train_samples)}``), ``group_metrics`` (``{attack: ...}`` or ``None``), ``scores`` (a DataFrame,
+    one row per evaluated text: ``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``,
+    ``likelihood_ratio``, ``loss``, ``energy_target``, ``energy_reference``,
+    ``flagged_likelihood_ratio``, ``flagged_loss``), ``population_scores``, ``leak_features``,
+    ``energies``, ``settings``, ``models``, ``warnings`` and ``plan`` (the tokenisation and masks
+    both models scored; not JSON).
+    """
+    from .. import metrics as M
+
+    progress = progress or noop
+    if not 0.0 < float(alpha) < 1.0:
+        raise SettingsError(f"alpha (the share of the population flagged) must be between 0 and 1, got {alpha}.")
+    _check_settings(k, seed, rate)
+    mem, non, pop = _texts("members", members), _texts("non-members", nonmembers), _texts("population texts", population)
+    train = _texts("training samples", train_samples) if train_samples is not None else []
+    if not mem:
+        raise DataError("no members given: the audit needs texts believed to be in the training data.")
+    if not non:
+        raise DataError("no non-members given: the audit needs texts known not to be in the training data.")
+    if not pop:
+        raise DataError("no population texts given: the threshold needs texts known not to be in the training "
+                        "data, other than the evaluated non-members.")
+    eval_texts = mem + non
+    eval_hashes = {text_hash(t) for t in eval_texts}
+    overlap = [t for t in pop if text_hash(t) in eval_hashes]
+    if overlap:
+        n_m = len({text_hash(t) for t in overlap} & {text_hash(t) for t in mem})
+        raise DataError(f"{len(overlap)} population text{'s' if len(overlap) != 1 else ''} also appear"
+                        f"{'' if len(overlap) != 1 else 's'} among the evaluated texts ({n_m} among the members); "
+                        "the population must be disjoint from the members and non-members, or the precision "
+                        "and recall would be measured on the data that set the threshold.")
+    both = {text_hash(t) for t in mem} & {text_hash(t) for t in non}
+    if both:
+        raise DataError(f"{len(both)} text{'s' if len(both) != 1 else ''} are both members and non-members; "
+                        "remove them from one of the sets.")
+    labels = np.r_[np.ones(len(mem), dtype=np.int64), np.zeros(len(non), dtype=np.int64)]
+    ids = list(member_ids) if member_ids is not None else [f"m{i + 1:04d}" for i in range(len(mem))]
+    ids += list(nonmember_ids) if nonmember_ids is not None else [f"n{i + 1:04d}" for i in range(len(non))]
+    if len(ids) != len(eval_texts):
+        raise DataError("give one id per member and per non-member text.")
+    mg = _groups("members", member_groups, len(mem), "_m")
+    ng = _groups("non-members", nonmember_groups, len(non), "_n")
+    if (mg is None) != (ng is None):
+        raise DataError("give groups for both the members and the non-members (or for neither).")
+    groups = None if mg is None else mg + ng
+    pg = _groups("population texts", population_groups, len(pop), "_p")
+
+    t = _as_model(target, device, dtype, trust_remote_code, _sub(progress, 0.0, 0.05))
+    r = _as_model(reference, device, dtype, trust_remote_code, _sub(progress, 0.05, 0.1))
+    warnings: list[str] = check_same_tokenizer(t, r, vocab_only=vocab_only)
+    max_len = min(t.max_length, r.max_length)
+    all_texts = eval_texts + pop + train
+    plan = plan_masks(t.tokenizer, all_texts, k=k, seed=seed, rate=rate, max_length=max_len)
+    if plan.n_truncated:
+        warnings.append(f"{plan.n_truncated} text{'s' if plan.n_truncated != 1 else ''} longer than {max_len} "
+                        f"tokens {'were' if plan.n_truncated != 1 else 'was'} truncated: only the first "
+                        f"{max_len} tokens (special tokens included) are scored.")
+    e_t = energies(t, k=k, seed=seed, rate=rate, batch_tokens=batch_tokens, cache=cache, plan=plan,
+                   progress=_sub(progress, 0.1, 0.55))
+    # the reference is not needed for the training samples (loss attack only)
+    ne = len(eval_texts) + len(pop)
+    plan_r = _subplan(plan, range(ne))
+    e_r = np.r_[energies(r, k=k, seed=seed, rate=rate, batch_tokens=batch_tokens, cache=cache, plan=plan_r,
+                         progress=_sub(progress, 0.55, 0.95)), np.full(len(train), np.nan)]
+    progress("metrics: AUC, thresholds, bootstrap", 0.95)
+
+    n_eval = len(eval_texts)
+    ev, pv = slice(0, n_eval), slice(n_eval, ne)
+    scores_all = {"likelihood_ratio": -(e_t - e_r), "loss": -e_t}
+    metrics, group_metrics = {}, ({} if groups is not None else None)
+    flagged = {}
+    for name, s in scores_all.items():
+        m = M.evaluate(labels, s[ev], n_bootstrap=n_bootstrap, seed=seed)
+        thr = M.population_threshold(s[pv], alpha)
+        m["population_threshold"] = {**M.decisions_at(labels, s[ev], thr), "alpha": float(alpha),
+                                     "n_population": int(np.sum(~np.isnan(s[pv])))}
+        flagged[name] = np.where(np.isnan(s[ev]), False, s[ev] >= thr)
+        metrics[name] = m
+        if groups is not None:
+            gids, gs, gl = M.group_scores(s[ev], labels, groups, how="mean")
+            gm = M.evaluate(gl, gs, n_bootstrap=n_bootstrap, seed=seed)
+            if pg is not None:
+                _, pgs, _ = M.group_scores(s[pv], np.zeros(len(pop), dtype=np.int64), pg, how="mean")
+                gthr, how = M.population_threshold(pgs, alpha), "population groups"
+                npop = int(np.sum(~np.isnan(pgs)))
+            else:
+                gthr, how, npop = thr, "population texts (no population groups given)", int(np.sum(~np.isnan(s[pv])))
+            gm["population_threshold"] = {**M.decisions_at(gl, gs, gthr), "alpha": float(alpha),
+                                          "threshold_from": how, "n_population": npop}
+            gm["n_groups"] = len(gids)
+            group_metrics[name] = gm
+    if train:
+        mu = float(np.nanmean(e_t[ne:]))
+        metrics["loss"]["mu_threshold"] = {**M.decisions_at(labels, scores_all["loss"][ev], -mu), "mu": mu,
+                                           "n_train_samples": len(train)}
+
+    # §4.6: which members leak, at the population threshold
+    freq = token_counts(plan, range(ne))
+    member_idx = np.arange(len(mem))
+    leaks = {name: {**_leak_table(plan, member_idx, flagged[name][:len(mem)], freq),
+                    "threshold": metrics[name]["population_threshold"]["threshold"]}
+             for name in scores_all}
+
+    rows = []
+    for i in range(n_eval):
+        row = {"text_id": ids[i], "label": int(labels[i]), "text_hash": plan.hashes[i]}
+        if groups is not None:
+            row["group"] = groups[i]
+        row.update({"n_tokens": int(plan.n_tokens[i]),
+                    "likelihood_ratio": float(scores_all["likelihood_ratio"][i]),
+                    "loss": float(scores_all["loss"][i]),
+                    "energy_target": float(e_t[i]), "energy_reference": float(e_r[i]),
+                    "flagged_likelihood_ratio": bool(flagged["likelihood_ratio"][i]),
+                    "flagged_loss": bool(flagged["loss"][i])})
+        rows.append(row)
+    progress("metrics: done", 1.0)
+    return MlmAuditResult(
+        metrics=metrics,
+        group_metrics=group_metrics,
+        scores=pd.DataFrame(rows),
+        population_scores={n: s[pv].tolist() for n, s in scores_all.items()},
+        leak_features=leaks,
+        energies={"target": e_t[ev].tolist(), "reference": e_r[ev].tolist(),
+                  "population_target": e_t[pv].tolist(), "population_reference": e_r[pv].tolist(),
+                  "train_target": e_t[ne:].tolist()},
+        settings={"k": int(k), "seed": int(seed), "rate": float(rate), "alpha": float(alpha),
+                  "max_length": int(max_len), "batch_tokens": int(batch_tokens),
+                  "n_members": len(mem), "n_nonmembers": len(non), "n_population": len(pop),
+                  "n_train_samples": len(train)},
+        models={"target": t.describe(), "reference": r.describe()},
+        warnings=warnings,
+        plan=plan,
+    )
