@@ -40,3 +40,23 @@ def save_tiny_llama(out: Path) -> str:
     LlamaForCausalLM(cfg).save_pretrained(out)
     tok.save_pretrained(out)
     return str(out)
+
+
+def run_mia(*args, cwd=None, env_extra=None, timeout=600, **kw):
+    """``python -m mia_core ARGS`` in a subprocess (what a user runs): the CompletedProcess."""
+    import subprocess
+    import sys
+
+    env = {**os.environ, **(env_extra or {})}
+    return subprocess.run([sys.executable, "-m", "mia_core", *map(str, args)], capture_output=True, text=True,
+                          env=env, cwd=cwd, timeout=timeout, **kw)
+
+
+def assert_one_error(rc: int, stderr: str, needle: str = "") -> str:
+    """Bad input: exit code 2, exactly one ``error:`` line (containing ``needle``, case-insensitive),
+    no traceback. Returns the error line."""
+    assert "Traceback" not in stderr, stderr
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("error:")]
+    assert rc == 2 and len(lines) == 1, f"exit {rc}, error lines {lines}:\n{stderr[-2000:]}"
+    assert needle.lower() in lines[0].lower(), lines[0]
+    return lines[0]
