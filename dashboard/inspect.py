@@ -105,9 +105,11 @@ def reference_counts(lm, corpus: str, upload, stats) -> tuple[np.ndarray, str]:
     if corpus == "upload":
         if upload is None:
             raise DataError("no reference corpus uploaded yet: upload a .txt file, or use this text itself.")
-        from mia_core.data import decode_bytes
+        from mia_core.data import MAX_BYTES, decode_bytes
+        from mia_core.data.decoding import _read_bytes
 
-        text, _ = decode_bytes(upload.getvalue(), upload.name)
+        _, raw = _read_bytes(upload, MAX_BYTES)  # the same size limit as every other reader
+        text, _ = decode_bytes(raw, upload.name)
         if not text.strip():
             raise DataError(f"{upload.name} holds no text.")
         texts = (text,)

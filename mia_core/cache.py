@@ -5,7 +5,8 @@ key is a hash of the JSON settings (model identity incl. dtype and quantisation,
 length, prefix policy, statistics version...). Arrays are stored with ``numpy.savez``
 (``allow_pickle=False`` on load: nothing in the cache is ever unpickled).
 
-``clear_cache()`` removes everything; ``cache_info()`` reports sizes.
+``clear_cache()`` removes everything; ``cache_info()`` reports sizes. An unusable cache folder
+(``MIA_CACHE_DIR`` a file, not writable, ...) is a one-line ``SettingsError`` from either.
 """
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .errors import SettingsError
 from .paths import cache_root, cache_subdir
 
 NAMESPACES = ("stats", "neighbours", "embeddings", "mlm", "documents")
@@ -44,10 +46,14 @@ class ArrayCache:
         self.misses = 0
         if enabled:
             self.dir = cache_subdir(namespace) / self.key
-            self.dir.mkdir(parents=True, exist_ok=True)
-            meta = self.dir / "settings.json"
-            if not meta.exists():
-                meta.write_text(json.dumps(settings, indent=2, sort_keys=True, default=str))
+            try:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                meta = self.dir / "settings.json"
+                if not meta.exists():
+                    meta.write_text(json.dumps(settings, indent=2, sort_keys=True, default=str))
+            except OSError as e:
+                raise SettingsError(f"the cache folder {self.dir} is not usable ({e.strerror or type(e).__name__}): "
+                                    "fix it, or set MIA_CACHE_DIR to another folder") from None
         else:
             self.dir = None
 
@@ -110,20 +116,36 @@ class ArrayCache:
 
 
 def cache_info() -> dict:
+    """The cache root and, per kind of entry, how many files and MB it holds.
+
+    ``SettingsError`` (one line, naming the folder) when the cache cannot be used or read.
+    """
     root = cache_root()
     out = {"root": str(root), "namespaces": {}}
-    for ns in sorted(p.name for p in root.iterdir() if p.is_dir()):
-        files = [p for p in (root / ns).rglob("*") if p.is_file()]
-        out["namespaces"][ns] = {"files": len(files), "mb": round(sum(p.stat().st_size for p in files) / 2**20, 1)}
+    try:
+        for ns in sorted(p.name for p in root.iterdir() if p.is_dir()):
+            files = [p for p in (root / ns).rglob("*") if p.is_file()]
+            out["namespaces"][ns] = {"files": len(files),
+                                     "mb": round(sum(p.stat().st_size for p in files) / 2**20, 1)}
+    except OSError as e:
+        raise SettingsError(f"cannot read the cache folder {root} ({e.strerror or type(e).__name__}"
+                            f"{': ' + str(e.filename) if e.filename else ''})") from None
     return out
 
 
 def clear_cache(include_models: bool = False) -> list[str]:
     """Remove cached statistics (and, if asked, converted model copies). Returns what was removed."""
     root = cache_root()
-    removed = []
-    for p in root.iterdir():
+    removed, failed = [], []
+    try:
+        entries = sorted(root.iterdir())
+    except OSError as e:
+        raise SettingsError(f"cannot read the cache folder {root} ({e.strerror or type(e).__name__})") from None
+    for p in entries:
         if p.is_dir() and (include_models or p.name != "models"):
             shutil.rmtree(p, ignore_errors=True)
-            removed.append(p.name)
+            (failed if p.exists() else removed).append(p.name)
+    if failed:
+        raise SettingsError(f"could not remove {', '.join(failed)} from the cache folder {root} "
+                            f"(removed: {', '.join(removed) or 'nothing'}); check its permissions")
     return removed

@@ -41,6 +41,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import os
 import shutil
 import sys
 import time
@@ -49,7 +50,7 @@ from pathlib import Path
 from typing import Sequence
 
 from .errors import DataError, ModelError, SettingsError
-from .models import EMBEDDED_NAME, TARGET_MARKER, load_causal_lm, resolve_spec
+from .models import EMBEDDED_NAME, TARGET_MARKER, load_causal_lm, resolve_device, resolve_spec
 from .progress import Progress, noop
 
 METHODS = ("lora", "full")
@@ -237,6 +238,7 @@ def make_target(
         raise SettingsError(f"adapter_dtype must be one of {', '.join(ADAPTER_DTYPES)}, not {adapter_dtype!r}.")
     if method == "lora" and lora_r < 1:
         raise SettingsError(f"the LoRA rank must be at least 1, got {lora_r}.")
+    device = resolve_device(device)  # a device this machine lacks: SettingsError before anything is read
     members = [str(t).strip() for t in member_texts if str(t).strip()]
     if not members:
         raise DataError("no member text to train on.")
@@ -340,7 +342,7 @@ def make_target(
 
     # ---- write the folder (in a temporary sibling, then moved into place)
     progress(f"saving to {out_dir}", 0.99)
-    tmp = out_dir.with_name(out_dir.name + ".tmp-make-target")
+    tmp = out_dir.with_name(f"{out_dir.name}.tmp-make-target-{os.getpid()}")  # one per process
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir(parents=True)
@@ -395,12 +397,14 @@ def make_target(
             "versions": _versions(),
         }
         (tmp / TRAINING_LOG).write_text(json.dumps(log, indent=2))
-        if out_dir.exists():
-            shutil.rmtree(out_dir)
-        tmp.rename(out_dir)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    # one rename; a folder another run wrote meanwhile is kept (this run's target then stays in a
+    # named sibling and SettingsError says where); with overwrite the old one is replaced only now
+    from .outputs import publish
+
+    publish(tmp, out_dir, overwrite=overwrite)
     progress(f"target written to {out_dir}", 1.0)
     log["out_dir"] = str(out_dir)
     return log

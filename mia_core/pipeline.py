@@ -165,7 +165,9 @@ def parse_attacks(spec: str | Sequence[str] | None) -> list[str]:
     """``"all"``, a comma list, or a sequence -> validated attack names."""
     if spec is None:
         return ["loss", "zlib", "lowercase", "min_k", "min_k_pp"]
-    names = [s.strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if s.strip()]
+    names = [str(s).strip() for s in (spec.split(",") if isinstance(spec, str) else spec) if str(s).strip()]
+    if not names:
+        raise SettingsError(f"no attack given; choose from {', '.join(REGISTRY)} or 'all'")
     if names == ["all"] or "all" in names:
         return list(REGISTRY)
     unknown = [n for n in names if n not in REGISTRY]

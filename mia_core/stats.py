@@ -26,6 +26,12 @@ Full-vocabulary logits exist only for one window batch at a time, and they are r
 chunks of positions; what is kept per text is a handful of scalars per token.
 Results are cached on disk (``mia_core.cache``) keyed by model identity, settings and
 text hash, so a re-run of any attack on cached texts makes no model call.
+
+Out of memory (``torch.OutOfMemoryError``, a CPU allocator failure, ``MemoryError``): the
+batch is retried with half the batch tokens (a warning says so), for the rest of the call,
+down to one window per batch; when one window does not fit, a ``ModelError`` names
+``--context`` (and ``--batch-tokens``). Buffers are written only after a whole batch is
+reduced, so a failed batch leaves nothing half-counted.
 """
 from __future__ import annotations
 
@@ -259,9 +265,10 @@ def compute_stats(
     for j in short:
         if not j.windows:  # fewer than two tokens in the sequence: nothing to predict
             finish(j)
-    _run_short(lm, [j for j in short if j.windows], st.batch_tokens, finish, tick)
+    budget = _Budget(st.batch_tokens)  # halved, for the rest of the call, when a batch runs out of memory
+    _run_short(lm, [j for j in short if j.windows], budget, finish, tick)
     for j in long:
-        _run_long(lm, j, cache, hashes[j.idx], st.batch_tokens, finish, tick)
+        _run_long(lm, j, cache, hashes[j.idx], budget, finish, tick)
     progress(f"{label}: done ({len(jobs)} texts scored, {len(texts) - sum(len(v) for v in todo.values())} cached)", 1.0)
     return results  # type: ignore[return-value]
 
@@ -285,11 +292,42 @@ def batches_by_length(lengths: list[int], batch_tokens: int) -> list[list[int]]:
     return out
 
 
-def _run_short(lm, jobs: list[_Job], batch_tokens: int, finish, tick):
+class _Budget:
+    """The batch-token budget of one :func:`compute_stats` call; halved on out-of-memory."""
+
+    def __init__(self, batch_tokens: int):
+        self.tokens = max(1, int(batch_tokens))
+        self.asked = self.tokens
+
+    def halve(self, lm: LoadedModel, n_rows: int, length: int) -> None:
+        """Half the budget (at least one window of ``length`` tokens fits a batch of one)."""
+        if n_rows <= 1:
+            raise _oom_error(n_rows, length, self.asked)
+        _free_memory(lm)
+        self.tokens = max(1, min(self.tokens, n_rows * length) // 2)
+        warnings.warn(f"out of memory with a batch of {n_rows} x {length} tokens; retrying with "
+                      f"batch_tokens {self.tokens} (set --batch-tokens lower to avoid this)", RuntimeWarning,
+                      stacklevel=3)
+
+
+def _run_short(lm, jobs: list[_Job], batch_tokens, finish, tick):
+    budget = batch_tokens if isinstance(batch_tokens, _Budget) else _Budget(batch_tokens)
     lengths = [len(j.window(0)) for j in jobs]
-    for b in batches_by_length(lengths, batch_tokens):
-        items = [(jobs[i], 0) for i in b]
-        _forward(lm, items)
+    queue = [[jobs[i] for i in b] for b in batches_by_length(lengths, budget.tokens)]
+    while queue:
+        batch = queue.pop(0)
+        items = [(j, 0) for j in batch]
+        try:
+            _forward(lm, items)
+        except _OutOfMemory:
+            length = max(len(j.window(0)) for j in batch)
+            budget.halve(lm, len(batch), length)
+            sub = batches_by_length([len(j.window(0)) for j in batch], budget.tokens)
+            if len(sub) == 1:  # the budget still holds the whole batch: split it in two
+                half = (len(batch) + 1) // 2
+                sub = [list(range(half)), list(range(half, len(batch)))]
+            queue[:0] = [[batch[i] for i in b] for b in sub]
+            continue
         for j, _ in items:
             tick()
             finish(j)
@@ -305,12 +343,17 @@ def _run_long(lm, job: _Job, cache: ArrayCache, h: str, batch_tokens: int, finis
             job.vp = part["vp"]
         for _ in range(job.done_windows):
             tick()
-    per_batch = max(1, batch_tokens // job.context)
+    budget = batch_tokens if isinstance(batch_tokens, _Budget) else _Budget(batch_tokens)
     last_save = time.time()
     w = job.done_windows
     while w < len(job.windows):
+        per_batch = max(1, budget.tokens // job.context)
         ws = list(range(w, min(len(job.windows), w + per_batch)))
-        _forward(lm, [(job, k) for k in ws])
+        try:
+            _forward(lm, [(job, k) for k in ws])
+        except _OutOfMemory:
+            budget.halve(lm, len(ws), job.context)
+            continue
         w = ws[-1] + 1
         job.done_windows = w
         for _ in ws:
@@ -324,8 +367,50 @@ def _run_long(lm, job: _Job, cache: ArrayCache, h: str, batch_tokens: int, finis
     finish(job)
 
 
+class _OutOfMemory(Exception):
+    """A batch did not fit in memory (CUDA, CPU allocator or Python); the caller retries smaller."""
+
+
+def _is_oom(e: BaseException) -> bool:
+    import torch
+
+    if isinstance(e, MemoryError):
+        return True
+    oom_type = getattr(torch, "OutOfMemoryError", None)
+    if oom_type is not None and isinstance(e, oom_type):
+        return True
+    msg = str(e).lower()
+    return isinstance(e, RuntimeError) and any(
+        m in msg for m in ("out of memory", "not enough memory", "can't allocate memory", "cannot allocate memory"))
+
+
+def _free_memory(lm: LoadedModel) -> None:
+    import gc
+
+    gc.collect()
+    try:
+        import torch
+
+        if str(lm.device).startswith("cuda") and torch.cuda.is_available():
+            torch.cuda.empty_cache()
+    except Exception:  # pragma: no cover - best effort
+        pass
+
+
+def _oom_error(n_rows: int, length: int, batch_tokens: int) -> ModelError:
+    return ModelError(
+        f"out of memory scoring a single window of {length} tokens (--batch-tokens {batch_tokens} was already "
+        "lowered to one window): lower --context (the window length), or use int8/int4 or a smaller model"
+    )
+
+
 def _forward(lm: LoadedModel, items: list[tuple[_Job, int]]):
-    """One forward pass over a batch of windows; reduce logits to per-token scalars."""
+    """One forward pass over a batch of windows; reduce logits to per-token scalars.
+
+    The job buffers are written only once the whole batch is reduced, so a batch that runs
+    out of memory (raised as :class:`_OutOfMemory`) leaves them untouched and can be retried
+    in smaller pieces.
+    """
     import torch
 
     wins = [j.window(w) for j, w in items]
@@ -337,6 +422,7 @@ def _forward(lm: LoadedModel, items: list[tuple[_Job, int]]):
         ids[r, : len(x)] = x
         mask[r, : len(x)] = 1
     dev = lm.device
+    pending = []  # (job, text-token indices, reduced arrays)
     try:
         with torch.inference_mode():
             out = lm.model(input_ids=torch.from_numpy(ids).to(dev), attention_mask=torch.from_numpy(mask).to(dev))
@@ -352,23 +438,18 @@ def _forward(lm: LoadedModel, items: list[tuple[_Job, int]]):
                     c1 = min(n_pred, c0 + REDUCE_CHUNK)
                     lg = logits[r, c0:c1].float()
                     targets = torch.from_numpy(x[c0 + 1 : c1 + 1]).to(lg.device)
-                    red = _reduce(lg, targets, job.vp is not None)
-                    ti = tok_idx[c0:c1]
-                    for f in (*FIELDS, *INT_FIELDS):
-                        job.out[f][ti] = red[f]
-                    if job.vp is not None:
-                        job.vp += red["vp"]
+                    pending.append((job, tok_idx[c0:c1], _reduce(lg, targets, job.vp is not None)))
             del logits
-    except torch.OutOfMemoryError as e:  # type: ignore[attr-defined]
-        raise ModelError(
-            f"out of memory scoring a batch of {len(wins)} x {L} tokens: lower batch_tokens or the context length"
-        ) from e
-    except RuntimeError as e:
-        if "out of memory" in str(e).lower() or "not enough memory" in str(e).lower():
-            raise ModelError(
-                f"out of memory scoring a batch of {len(wins)} x {L} tokens: lower batch_tokens or the context length"
-            ) from e
-        raise
+    except (RuntimeError, MemoryError) as e:
+        if not _is_oom(e):
+            raise
+        pending.clear()
+        raise _OutOfMemory(f"{len(wins)} x {L} tokens") from None
+    for job, ti, red in pending:
+        for f in (*FIELDS, *INT_FIELDS):
+            job.out[f][ti] = red[f]
+        if job.vp is not None:
+            job.vp += red["vp"]
 
 
 def _reduce(logits, targets, want_vp: bool) -> dict[str, np.ndarray]:

@@ -48,11 +48,16 @@ else:
                           key="inspect_upload")
     strip = st.checkbox("Strip a Project Gutenberg header and footer", value=True, key="inspect_strip")
     if up is not None:
-        from mia_core.data import decode_bytes
+        from mia_core.data import MAX_BYTES, decode_bytes
+        from mia_core.data.decoding import _read_bytes
         from mia_core.documents import strip_gutenberg
 
         try:
-            text, _ = decode_bytes(up.getvalue(), up.name)
+            read_notes: list[str] = []
+            _, raw = _read_bytes(up, MAX_BYTES)  # the same size limit as every other reader
+            text, _ = decode_bytes(raw, up.name, read_notes)
+            for n_ in read_notes:  # e.g. read as Windows-1252
+                st.caption(n_)
             if strip:
                 text, info = strip_gutenberg(text)
             text = text.strip()

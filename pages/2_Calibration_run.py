@@ -19,7 +19,7 @@ from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, page_setup, render_stages, show_error
 from mia_core import runs
 from mia_core.attacks import REGISTRY
-from mia_core.errors import MiaError
+from mia_core.errors import MiaError, SettingsError
 
 page_setup("Calibration run", ":material/monitoring:")
 panel = model_panel(load=False)
@@ -141,6 +141,10 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
     try:
         inputs = read_inputs(source, demo=demo, members=members, nonmembers=nonmembers, mode=mode,
                              population=population, members_text=members_text, nonmembers_text=nonmembers_text)
+        for note in inputs.notes:  # e.g. a file read as Windows-1252: shown even when a later check fails
+            st.caption(note)
+        if not chosen:  # cheap settings first, before any model is loaded
+            raise SettingsError("choose at least one attack.")
         if use_demo_models:
             with st.spinner("Loading the demo target and reference…"):
                 target = load_model(str(demo["target"]), panel.dtype, panel.quantize, panel.device, panel.trust_remote_code)

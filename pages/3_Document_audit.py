@@ -18,7 +18,8 @@ from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
 from mia_core import plots
 from mia_core.documents import (
-    DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, precision_table, run_document_audit,
+    DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, check_document_overlap, precision_table,
+    run_document_audit,
 )
 from mia_core.documents.normalization import LABELS as NORM_LABELS
 from mia_core.errors import MiaError, SettingsError
@@ -113,15 +114,20 @@ if go_:
     st.session_state.pop(RESULT_KEY, None)
     st.session_state.pop(PRECISION_KEY, None)
     try:
-        if panel.target is None:
-            raise SettingsError(f"the target model is not loaded: {panel.target_error or 'choose one in the sidebar'}.")
+        # cheap checks first (settings, books), the model last
         if not norms:
             raise SettingsError("choose at least one normalisation.")
         members = _read_docs("member", mem_up, mem_paths, strip)
         nonmembers = _read_docs("non-member", non_up, non_paths, strip)
+        for d in members + nonmembers:  # e.g. a book read as Windows-1252
+            for n_ in (d.strip or {}).get("notes") or []:
+                st.caption(n_)
+        check_document_overlap(members, nonmembers)
         if len(members) < int(folds) or len(nonmembers) < int(folds):
             raise SettingsError(f"{int(folds)}-fold cross-validation needs at least {int(folds)} member and "
                                 f"{int(folds)} non-member books; got {len(members)} and {len(nonmembers)}.")
+        if panel.target is None:
+            raise SettingsError(f"the target model is not loaded: {panel.target_error or 'choose one in the sidebar'}.")
         feats = ("hist", "agg") if feat_choice == "both" else (feat_choice,)
         bar = st.progress(0.0, text="starting…")
 

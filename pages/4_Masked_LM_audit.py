@@ -135,6 +135,10 @@ if go_:
     try:
         kw = _inputs()
         notes = kw.pop("notes")
+        notes_slot = st.empty()  # input notes (e.g. a file read as Windows-1252), kept when a later step fails
+        with notes_slot.container():
+            for n_ in notes:
+                st.caption(n_)
         bar = st.progress(0.0, text="starting…")
 
         def progress(message: str, fraction: float) -> None:
@@ -149,6 +153,7 @@ if go_:
         res.plan = None  # tokenisation and masks: large, not needed for display
         seconds = time.time() - t0
         st.session_state[RESULT_KEY] = {"result": res, "notes": notes, "seconds": seconds}
+        notes_slot.empty()  # the results below show them
         bar.progress(1.0, text=f"done in {fmt_seconds(seconds)}")
     except MiaError as e:
         show_error(e)

@@ -116,6 +116,8 @@ def _corpus_texts() -> tuple[list[str], list[str]]:
             if t and t not in seen:
                 seen.add(t)
                 texts.append(t)
+    for n_ in notes:  # e.g. a file read as Windows-1252: shown even when a later check fails
+        st.caption(n_)
     return texts, notes
 
 
@@ -141,6 +143,10 @@ def _plan() -> dict:
     base = EMBEDDED_NAME if base_choice == "smollm2" else base_custom.strip()
     if not base:
         raise SettingsError("type a hub id or a local folder for the base model.")
+    if base != EMBEDDED_NAME:
+        from mia_core.models.hub import locate
+
+        locate(base)  # a path that does not exist: ModelError now, before anything is written
     folder_name = name.strip()
     if not folder_name or not re.fullmatch(r"[A-Za-z0-9._-]+", folder_name) or folder_name.startswith("."):
         raise SettingsError("the experiment name may hold only letters, digits, '.', '_' and '-'.")
@@ -169,19 +175,20 @@ def _plan() -> dict:
 
 
 if build:
+    created: Path | None = None
     try:
         plan = _plan()
         from mia_core.finetune import make_target
 
         out_root: Path = plan["out_root"]
+        if not out_root.exists():
+            created = out_root
         out_root.mkdir(parents=True, exist_ok=True)
         files = {}
         for role, texts in plan["sets"].items():
             if texts:
                 files[role] = out_root / f"{role}.txt"
                 files[role].write_text("\n".join(texts) + "\n", encoding="utf-8")
-        for n_ in plan["notes"]:
-            st.caption(n_)
         st.caption(f"Split: {len(plan['sets']['members'])} members · {len(plan['sets']['nonmembers'])} non-members · "
                    f"{len(plan['sets']['population'])} population texts, written to `{out_root}`.")
         bar = st.progress(0.0, text="loading the base model…")
@@ -202,8 +209,14 @@ if build:
         st.session_state["controlled_population"] = str(files["population"]) if "population" in files else None
         st.session_state["controlled_reference"] = plan["base"]
         st.session_state["controlled_log"] = log
+        created = None
     except MiaError as e:
         show_error(e)
+    finally:
+        if created is not None:  # the build failed: drop the half-made experiment so its name stays free
+            import shutil
+
+            shutil.rmtree(created, ignore_errors=True)
 
 # ------------------------------------------------------------------ result and hand-over
 if st.session_state.get("controlled_target"):

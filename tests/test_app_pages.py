@@ -318,7 +318,9 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     at.selectbox(key="cx_method").set_value("full")
     at.number_input(key="cx_epochs").set_value(1)
     at.number_input(key="cx_max_length").set_value(64)
-    at.text_input(key="cx_name").input("page-test-" + Path(tiny_llama).name)
+    import uuid  # a fresh name: the controlled/ folder of the shared test cache outlives the session
+
+    at.text_input(key="cx_name").input(f"page-test-{uuid.uuid4().hex[:12]}")
     at.button(key="cx_go").click().run()
     _no_exception(at)
     assert not _errors(at), _errors(at)
@@ -333,3 +335,6 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     at.button(key="cx_use").click().run()
     _no_exception(at)
     assert at.session_state["mp_target"] == "custom" and at.session_state["mp_target_custom"] == str(target)
+    import shutil
+
+    shutil.rmtree(target.parent, ignore_errors=True)  # the experiment folder in the shared test cache

@@ -442,6 +442,7 @@ def test_cli_end_to_end(world, tmp_path, capsys):
     (tmp_path / "bad_pop.txt").write_text("\n".join(pop + non[:1]) + "\n", encoding="utf-8")
     bad = list(args)
     bad[bad.index(str(tmp_path / "population.txt"))] = str(tmp_path / "bad_pop.txt")
+    bad[bad.index(str(out))] = str(tmp_path / "out_bad")  # a used --out would be refused first
     assert main(bad) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and "population" in err[-1]

@@ -12,7 +12,8 @@ and sets ``func`` (called with the parsed namespace; returns an exit code):
 
 The flags every command shares (data, models, output, progress) come from the argument
 groups of :mod:`.common`, so they are spelled the same everywhere. User errors
-(``MiaError``) print one clear ``error:`` line and exit 2; no traceback.
+(``MiaError``) and bad arguments (:class:`.common.Parser`) print one clear ``error:`` line and
+exit 2; no traceback.
 """
 from __future__ import annotations
 
@@ -23,17 +24,19 @@ import sys
 from .. import __version__
 from ..errors import MiaError
 from . import cache, documents, mlm, run, shift, target
+from .common import Parser
+from .quiet import memory_hint, quiet_output
 
 COMMANDS = (run, cache, target, documents, mlm, shift)  # in --help order
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="mia",
         description="Membership-inference audits of language models (offline by default).",
     )
     parser.add_argument("--version", action="version", version=f"mia-dashboard {__version__}")
-    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.register(sub)
     return parser
@@ -42,18 +45,35 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as e:  # --help, --version, or a bad argument (one "error:" line printed)
+        return e.code if isinstance(e.code, int) else (0 if e.code is None else 2)
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
     try:
-        return int(args.func(args) or 0)
+        with quiet_output(bool(getattr(args, "quiet", False))):
+            return int(args.func(args) or 0)
     except MiaError as e:
+        _close_progress_bars()
         print(f"error: {e}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
+        _close_progress_bars()
         print("interrupted; everything computed so far is cached", file=sys.stderr)
         return 130
-    except MemoryError:
-        print("error: out of memory: try a smaller --batch-tokens, int8/int4, or fewer texts", file=sys.stderr)
+    except MemoryError as e:
+        _close_progress_bars()
+        print(f"error: {memory_hint(e)}", file=sys.stderr)
         return 2
+
+
+def _close_progress_bars() -> None:
+    """Clear any progress bar left open by the failed command, so the message gets its own line."""
+    tqdm = sys.modules.get("tqdm")
+    for bar in list(getattr(getattr(tqdm, "tqdm", None), "_instances", None) or []):
+        try:
+            bar.close()
+        except Exception:  # noqa: BLE001 - never hide the message behind a display error
+            pass

@@ -10,15 +10,97 @@ sets the defaults and help texts that differ (e.g. ``--out`` is ``mia_run`` for 
 * :func:`add_output_args`   output folder, cache, bootstrap, seed
 * :func:`add_progress_args` ``--quiet``
 * :class:`ProgressBar`      the engine's ``progress(message, fraction)`` callback as a tqdm bar
+* :class:`Parser`           argparse with one-line ``error: ...`` messages and exit code 2
+* ``type=`` helpers         :func:`positive_int`, :func:`non_negative_int`, :func:`int_at_least`,
+  :func:`fraction` (open interval), :func:`fraction_closed_right`, :func:`unit_interval_open_right`,
+  :func:`positive_float`: a bad number is refused while the arguments are read
 """
 from __future__ import annotations
 
 import argparse
+import math
+import re
 import sys
 
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE_CHOICES = ("none", "int8", "int4")
 TEXT_FORMATS = ".txt (one per line or blank-line paragraphs), .csv, .tsv, .jsonl, .json or .zip"
+
+
+class Parser(argparse.ArgumentParser):
+    """An ``ArgumentParser`` whose errors are one ``error: ...`` line on stderr and exit code 2
+    (argparse's default prints the usage and ``PROG: error: ...``). Sub-parsers get it too
+    (``add_subparsers(parser_class=Parser)``)."""
+
+    def error(self, message: str):  # noqa: D401 - argparse API
+        message = " ".join(str(message).split())
+        # "argument --alpha: must be ..." (a type= helper below) -> "--alpha must be ..."
+        m = re.match(r"argument (\S+): (must .*)$", message)
+        if m:
+            message = f"{m.group(1)} {m.group(2)}"
+        print(f"error: {message} (see: {self.prog} --help)", file=sys.stderr)
+        self.exit(2)
+
+
+# ----------------------------------------------------------------------------- numbers
+def _number(s: str, kind):
+    try:
+        v = kind(s)
+    except (TypeError, ValueError):
+        raise argparse.ArgumentTypeError(
+            f"must be {'a whole number' if kind is int else 'a number'}, got {s!r}") from None
+    if kind is float and not math.isfinite(v):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {s!r}")
+    return v
+
+
+def int_at_least(lo: int):
+    """``type=`` for a whole number >= ``lo``."""
+    def parse(s: str) -> int:
+        v = _number(s, int)
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"must be at least {lo} (a whole number), got {s}")
+        return v
+    parse.__name__ = f"int>={lo}"
+    return parse
+
+
+positive_int = int_at_least(1)
+positive_int.__name__ = "positive_int"
+non_negative_int = int_at_least(0)
+non_negative_int.__name__ = "non_negative_int"
+
+
+def positive_float(s: str) -> float:
+    """``type=`` for a number > 0."""
+    v = _number(s, float)
+    if v <= 0:
+        raise argparse.ArgumentTypeError(f"must be a number > 0, got {s}")
+    return v
+
+
+def fraction(s: str) -> float:
+    """``type=`` for a fraction strictly between 0 and 1."""
+    v = _number(s, float)
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction strictly between 0 and 1, got {s}")
+    return v
+
+
+def fraction_closed_right(s: str) -> float:
+    """``type=`` for a fraction in (0, 1]."""
+    v = _number(s, float)
+    if not 0 < v <= 1:
+        raise argparse.ArgumentTypeError(f"must be a fraction > 0 and <= 1, got {s}")
+    return v
+
+
+def unit_interval_open_right(s: str) -> float:
+    """``type=`` for a value in [0, 1) (e.g. a dropout rate)."""
+    v = _number(s, float)
+    if not 0 <= v < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 0 and < 1, got {s}")
+    return v
 
 
 def add_data_args(p: argparse.ArgumentParser, *, demo: str | None = None, population: str | None = None,
@@ -68,17 +150,21 @@ def add_model_args(p: argparse.ArgumentParser, *, model_help: str, model_default
 
 def add_output_args(p: argparse.ArgumentParser, *, out_default=None, out_help: str = "output folder",
                     out_required: bool = False, cache: str | None = "do not read or write the statistics cache",
-                    bootstrap: bool = True, seed_help: str | None = "seed for bootstrap, splits and sampling"):
-    """``--out`` [``--no-cache``] [``--bootstrap``] [``--seed``]."""
+                    bootstrap: bool = True, seed_help: str | None = "seed for bootstrap, splits and sampling",
+                    overwrite: str | None = "replace an existing non-empty --out folder (only once the new "
+                                            "results are complete; without it such a folder is refused)"):
+    """``--out`` [``--overwrite``] [``--no-cache``] [``--bootstrap``] [``--seed``]."""
     o = p.add_argument_group("output")
     o.add_argument("--out", default=out_default, required=out_required, help=out_help)
+    if overwrite:
+        o.add_argument("--overwrite", action="store_true", help=overwrite)
     if cache:
         o.add_argument("--no-cache", action="store_true", help=cache)
     if bootstrap:
-        o.add_argument("--bootstrap", type=int, default=1000, help="bootstrap resamples for the CIs")
-        o.add_argument("--n-bootstrap", type=int, dest="bootstrap", help=argparse.SUPPRESS)  # older spelling
+        o.add_argument("--bootstrap", type=non_negative_int, default=1000, help="bootstrap resamples for the CIs")
+        o.add_argument("--n-bootstrap", type=non_negative_int, dest="bootstrap", help=argparse.SUPPRESS)  # older spelling
     if seed_help:
-        o.add_argument("--seed", type=int, default=0, help=seed_help)
+        o.add_argument("--seed", type=non_negative_int, default=0, help=seed_help)
     return o
 
 
@@ -131,3 +217,15 @@ class ProgressBar:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def check_machine(args) -> None:
+    """Before any model is loaded: the ``--device`` exists on this machine, and the cache folder
+    (``$MIA_CACHE_DIR``) is usable unless ``--no-cache`` is given. One-line errors."""
+    from ..models.device import resolve_device
+    from ..paths import cache_root
+
+    if getattr(args, "device", None) is not None:
+        resolve_device(args.device)
+    if not getattr(args, "no_cache", False):
+        cache_root()

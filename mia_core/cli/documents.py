@@ -14,7 +14,9 @@ import argparse
 import sys
 
 from ..errors import SettingsError
-from .common import ProgressBar, add_model_args, add_output_args, add_progress_args
+from ..outputs import check_output_dir, final_path, staged_output
+from .common import (ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
+                     positive_int)
 
 
 def register(subparsers) -> None:
@@ -32,21 +34,21 @@ def register(subparsers) -> None:
     add_model_args(p, model_help="target model (default: the embedded SmolLM2-135M)",
                    reference_help="reference model for the reference-model baseline")
     a = p.add_argument_group("attack (Meeus et al. 2024)")
-    a.add_argument("--context", type=int, default=128, help="context length C; stride C-1 (default 128; paper: 128/1024/2048)")
+    a.add_argument("--context", type=int_at_least(2), default=128, help="context length C; stride C-1 (default 128; paper: 128/1024/2048)")
     a.add_argument("--normalization", default="all",
                    help="nonorm, rationorm-tf, rationorm-gp, maxnorm-tf, maxnorm-gp, a comma list, or all (default)")
     a.add_argument("--features", default="both", help="hist, agg or both (default)")
-    a.add_argument("--folds", type=int, default=5, help="stratified cross-validation folds (default 5)")
-    a.add_argument("--bins", type=int, default=1000, help="histogram bins N_b for HistFE (default 1000, as the paper)")
-    a.add_argument("--trees", type=int, default=500, help="random-forest trees (default 500, as the paper)")
+    a.add_argument("--folds", type=int_at_least(2), default=5, help="stratified cross-validation folds (default 5)")
+    a.add_argument("--bins", type=positive_int, default=1000, help="histogram bins N_b for HistFE (default 1000, as the paper)")
+    a.add_argument("--trees", type=positive_int, default=500, help="random-forest trees (default 500, as the paper)")
     a.add_argument("--partial-lengths", default="100,500,1000,2500,5000,10000,25000",
                    help="comma list of excerpt lengths in tokens for the partial-document curve, or none")
-    a.add_argument("--batch-tokens", type=int, default=None, help="tokens per forward batch (memory)")
+    a.add_argument("--batch-tokens", type=positive_int, default=None, help="tokens per forward batch (memory)")
     b = p.add_argument_group("sequence-level baselines (§6.2)")
     b.add_argument("--no-baselines", action="store_true", help="skip the sequence-level baselines")
-    b.add_argument("--max-sequences", type=int, default=32,
+    b.add_argument("--max-sequences", type=non_negative_int, default=32,
                    help="128-token sequences sampled per document for the baselines (0 = all; default 32)")
-    b.add_argument("--n-neighbours", type=int, default=0,
+    b.add_argument("--n-neighbours", type=non_negative_int, default=0,
                    help="neighbours per sequence for the neighbourhood baseline (0 = off, the default; costly)")
     b.add_argument("--neighbours", default="offline", metavar="GENERATOR",
                    help="neighbour generator for --n-neighbours (offline, masked-lm:MODEL, t5:MODEL; default offline)")
@@ -71,18 +73,24 @@ def _lengths(s: str) -> tuple[int, ...]:
 
 
 def run(args) -> int:
-    from ..documents import load_documents, parse_features, parse_normalizations, run_document_audit
+    from ..documents import (check_document_overlap, load_documents, make_folds, parse_features, parse_normalizations,
+                             run_document_audit)
     from ..models import load_causal_lm
 
-    norms = parse_normalizations(args.normalization)
-    feats = parse_features(args.features)
-    lengths = _lengths(args.partial_lengths)
+    if args.out:
+        check_output_dir(args.out, overwrite=args.overwrite)
+    check_machine(args)
     if args.neighbours.strip().isdigit():
         raise SettingsError("--neighbours names the neighbour generator (offline, masked-lm:MODEL, t5:MODEL); "
                             "the number of neighbours per sequence is --n-neighbours")
+    norms = parse_normalizations(args.normalization)
+    feats = parse_features(args.features)
+    lengths = _lengths(args.partial_lengths)
     strip = not args.no_strip
     members = load_documents(args.members, strip=strip)
     nonmembers = load_documents(args.nonmembers, strip=strip)
+    check_document_overlap(members, nonmembers)
+    make_folds([1] * len(members) + [0] * len(nonmembers), args.folds, args.seed)  # too few documents: before loading
     n_strip = sum(1 for d in members + nonmembers if d.strip.get("stripped"))
     print(f"{len(members)} member and {len(nonmembers)} non-member documents"
           + (f"; Gutenberg header/footer removed from {n_strip}" if n_strip else ""), file=sys.stderr)
@@ -100,6 +108,8 @@ def run(args) -> int:
         )
     print(res.summary_text())
     if args.out:
-        paths = res.save(args.out, token_values=not args.no_token_values)
-        print(f"wrote {', '.join(str(p) for p in paths.values())}")
+        # written into a temporary sibling of --out, published in one rename at the end
+        with staged_output(args.out, overwrite=args.overwrite) as tmp:
+            paths = res.save(tmp, token_values=not args.no_token_values)
+        print(f"wrote {', '.join(str(final_path(p, tmp, args.out)) for p in paths.values())}")
     return 0

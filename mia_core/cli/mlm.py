@@ -13,7 +13,9 @@ import argparse
 import time
 
 from ..errors import SettingsError
-from .common import ProgressBar, add_data_args, add_model_args, add_output_args, add_progress_args, print_notes
+from ..outputs import check_output_dir, final_path, staged_output
+from .common import (ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+                     positive_int, print_notes)
 
 
 def register(subparsers) -> None:
@@ -43,10 +45,10 @@ def register(subparsers) -> None:
                    help="accept a reference with the same vocabulary whose tokenizer normalises text differently "
                         "(e.g. lowercases); both models get the target's tokenisation")
     a = p.add_argument_group("attack")
-    a.add_argument("--masks", type=int, default=10, help="K, the number of random masking patterns per text (§2.3)")
-    a.add_argument("--mask-rate", type=float, default=0.15, help="share of tokens masked in each pattern (§2.3)")
-    a.add_argument("--alpha", type=float, default=0.1, help="share of the population flagged by the threshold (§2.4)")
-    a.add_argument("--batch-tokens", type=int, default=8192, help="padded tokens per forward pass (memory knob)")
+    a.add_argument("--masks", type=positive_int, default=10, help="K, the number of random masking patterns per text (§2.3)")
+    a.add_argument("--mask-rate", type=fraction, default=0.15, help="share of tokens masked in each pattern (§2.3)")
+    a.add_argument("--alpha", type=fraction, default=0.1, help="share of the population flagged by the threshold (§2.4)")
+    a.add_argument("--batch-tokens", type=positive_int, default=8192, help="padded tokens per forward pass (memory knob)")
     add_output_args(p, out_default="mia_mlm", cache="do not read or write the energy cache",
                     seed_help="seed for the masking patterns and the bootstrap")
     add_progress_args(p)
@@ -66,6 +68,8 @@ def cmd_mlm(args) -> int:
     from ..mlm import run_mlm_audit
 
     t0 = time.time()
+    check_output_dir(args.out, overwrite=args.overwrite)
+    check_machine(args)
     if not (args.labelled or (args.members and args.nonmembers)):
         raise SettingsError("give --members and --nonmembers, or --labelled")
     ds = load_dataset(members=args.members, nonmembers=args.nonmembers, labelled=args.labelled, mode=args.mode,
@@ -92,7 +96,9 @@ def cmd_mlm(args) -> int:
             batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap, cache=not args.no_cache,
             device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
             vocab_only=args.vocab_match_only, progress=bar)
-    paths = res.save(args.out, extra={"data_notes": notes})
     print(res.summary_text())
+    # written into a temporary sibling of --out, published in one rename at the end
+    with staged_output(args.out, overwrite=args.overwrite) as tmp:
+        paths = {k: final_path(v, tmp, args.out) for k, v in res.save(tmp, extra={"data_notes": notes}).items()}
     print(f"\nwrote {paths['scores']} and {paths['metrics']} in {time.time() - t0:.0f}s")
     return 0

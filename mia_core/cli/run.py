@@ -19,7 +19,11 @@ from pathlib import Path
 from ..attacks import REGISTRY
 from ..errors import SettingsError
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_M, DEFAULT_N, NeighbourSettings
-from .common import ProgressBar, add_data_args, add_model_args, add_output_args, add_progress_args, print_notes
+from ..outputs import check_output_dir, final_path, staged_output
+from .common import (ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+                     fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
+                     unit_interval_open_right)
+from .quiet import without_printed_notes
 
 
 def register(sub) -> None:
@@ -36,35 +40,35 @@ def register(sub) -> None:
     d = add_data_args(
         p, demo="use the bundled demo: members, non-members, fine-tuned demo target, base SmolLM2 as reference",
         population="population set (non-members disjoint from the evaluated ones) to fit a threshold at --alpha FPR")
-    d.add_argument("--alpha", type=float, default=0.1, help="target FPR on the population set for the threshold")
+    d.add_argument("--alpha", type=fraction, default=0.1, help="target FPR on the population set for the threshold")
     add_model_args(
         p, model_default="smollm2",
         model_help="target: 'smollm2' (embedded), hub id, local folder, .gguf file or a make-target folder",
         reference_help="reference model for the 'ref' attack (same forms as --model); default for a fine-tuned target: its base")
     a = p.add_argument_group("attacks")
     a.add_argument("--attacks", default="loss,zlib,lowercase,min_k,min_k_pp", help=f"comma list or 'all' ({', '.join(REGISTRY)})")
-    a.add_argument("--k", type=float, default=0.2, help="fraction k of lowest-scoring tokens for Min-K%% and Min-K%%++")
-    a.add_argument("--context", type=int, help="window length C for long texts (stride C-1); default min(model max, 2048)")
-    a.add_argument("--batch-tokens", type=int, default=4096, help="tokens per forward batch (memory knob)")
+    a.add_argument("--k", type=fraction_closed_right, default=0.2, help="fraction k of lowest-scoring tokens for Min-K%% and Min-K%%++")
+    a.add_argument("--context", type=int_at_least(2), help="window length C for long texts (stride C-1); default min(model max, 2048)")
+    a.add_argument("--batch-tokens", type=positive_int, default=4096, help="tokens per forward batch (memory knob)")
     a.add_argument("--no-prefix", action="store_true", help="do not put a BOS/EOS token before each text (the first token is then not scored)")
     g = p.add_argument_group("neighbours and SMIA (attacks 'neighbourhood' and 'smia')")
     g.add_argument("--neighbours", default="offline", metavar="GENERATOR",
                    help="neighbour generator: 'offline' (embedded SmolLM2 proposes words, no download), "
                         "'masked-lm:MODEL' (Mattern et al. 2023, e.g. masked-lm:roberta-base) or 't5:MODEL' (span filling)")
-    g.add_argument("--n-neighbours", type=int, default=DEFAULT_N, help="neighbours per text (Mattern et al. best: 100)")
-    g.add_argument("--m-words", type=int, default=DEFAULT_M, help="words replaced per neighbour (masked spans for t5)")
-    g.add_argument("--dropout", type=float, default=DEFAULT_DROPOUT, help="embedding dropout of the masked-LM generator")
-    g.add_argument("--neighbour-seed", type=int, default=0, help="seed of the neighbour positions and samples")
+    g.add_argument("--n-neighbours", type=positive_int, default=DEFAULT_N, help="neighbours per text (Mattern et al. best: 100)")
+    g.add_argument("--m-words", type=positive_int, default=DEFAULT_M, help="words replaced per neighbour (masked spans for t5)")
+    g.add_argument("--dropout", type=unit_interval_open_right, default=DEFAULT_DROPOUT, help="embedding dropout of the masked-LM generator")
+    g.add_argument("--neighbour-seed", type=non_negative_int, default=0, help="seed of the neighbour positions and samples")
     g.add_argument("--embedder", default="minilm",
                    help="SMIA sentence embedder: 'minilm' (embedded all-MiniLM-L6-v2), a sentence-transformers id or folder")
     g.add_argument("--train-members", nargs="+", help="SMIA training members (never evaluated)")
     g.add_argument("--train-nonmembers", nargs="+", help="SMIA training non-members (never evaluated)")
-    g.add_argument("--split", type=float,
+    g.add_argument("--split", type=fraction,
                    help="train on this stratified fraction of the labelled texts and report every attack on the rest")
-    g.add_argument("--split-seed", type=int, help="seed of --split (default: --seed)")
+    g.add_argument("--split-seed", type=non_negative_int, help="seed of --split (default: --seed)")
     g.add_argument("--smia-save", metavar="PATH", help="save the trained SMIA network (safetensors + JSON) to this folder")
     g.add_argument("--smia-load", metavar="PATH", help="apply a saved SMIA network instead of training one")
-    g.add_argument("--smia-epochs", type=int, default=60, help="SMIA training epochs (the best validation epoch is kept)")
+    g.add_argument("--smia-epochs", type=positive_int, default=60, help="SMIA training epochs (the best validation epoch is kept)")
     g.add_argument("--modify", metavar="VARIANTS",
                    help="also evaluate on members modified by one word: comma list of duplicate, delete, add")
     o = add_output_args(p, out_default="mia_run")
@@ -156,7 +160,23 @@ def cmd_run(args) -> int:
     from ..stats import StatsSettings
 
     t_start = time.time()
+    # every settings and output check first (cheap), then the inputs, the models last
     attacks = parse_attacks(args.attacks)
+    check_output_dir(args.out, overwrite=args.overwrite)
+    check_machine(args)
+    _variants(args.modify)
+    params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
+    cfg = RunConfig(
+        attacks=attacks,
+        params=params,
+        stats=StatsSettings(context=args.context, prefix=not args.no_prefix, batch_tokens=args.batch_tokens),
+        use_cache=not args.no_cache,
+        n_bootstrap=args.bootstrap,
+        seed=args.seed,
+        population_alpha=args.alpha,
+        blind=not args.no_blind,
+    )
+    train = _neighbour_params(args, cfg, params)
     ds, population = _load_inputs(args)
     print_notes(ds.report)
     bar = ProgressBar(disable=args.quiet)
@@ -170,26 +190,18 @@ def cmd_run(args) -> int:
         if ref_spec is None:
             raise SettingsError("the 'ref' attack needs --reference (e.g. --reference smollm2 or a hub id / local folder)")
         reference = load_causal_lm(ref_spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code, progress=bar)
-    params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
-    cfg = RunConfig(
-        attacks=attacks,
-        params=params,
-        stats=StatsSettings(context=args.context, prefix=not args.no_prefix, batch_tokens=args.batch_tokens),
-        use_cache=not args.no_cache,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        population_alpha=args.alpha,
-        blind=not args.no_blind,
-    )
-    train = _neighbour_params(args, cfg, params)
     result = run_attacks(ds, target, reference=reference, config=cfg, train=train, population=population, progress=bar)
     bar.close()
-    paths = result.save(args.out)
-    out = Path(args.out)
     print()
-    print(result.summary_text())
-    _modified(args, ds=ds, target=target, reference=reference, config=cfg, train=train, population=population,
-              result=result, out=out)
+    print(without_printed_notes(result.summary_text(), ds.report))  # the input notes went to stderr above
+    out = Path(args.out)
+    # written into a temporary sibling of --out, published in one rename at the end
+    with staged_output(args.out, overwrite=args.overwrite) as tmp:
+        paths = {k: final_path(v, tmp, out) for k, v in result.save(tmp).items()}
+        _modified(args, ds=ds, target=target, reference=reference, config=cfg, train=train, population=population,
+                  result=result, out=tmp)
+    if args.modify:
+        print(f"wrote {out / 'modified.json'}")
     print(f"\nwrote {paths['scores']}, {paths['metrics']} and {paths['run']} in {time.time() - t_start:.0f}s")
     return 0
 
@@ -209,4 +221,3 @@ def _modified(args, *, ds, target, reference, config, train, population, result,
     slim = {k: ({a: {kk: vv for kk, vv in m.items() if kk != "roc"} for a, m in v.items()}
                 if k not in ("modifications", "n_unmodified") else v) for k, v in res.items()}
     (out / "modified.json").write_text(json.dumps(slim, indent=2, default=float))
-    print(f"wrote {out / 'modified.json'}")

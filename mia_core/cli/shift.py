@@ -11,7 +11,9 @@ import json
 from pathlib import Path
 
 from ..errors import DataError, SettingsError
-from .common import ProgressBar, add_data_args, add_output_args, add_progress_args, print_notes
+from ..outputs import check_output_dir, staged_output
+from .common import (ProgressBar, add_data_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
+                     print_notes)
 
 
 def register(subparsers) -> None:
@@ -24,8 +26,8 @@ def register(subparsers) -> None:
     )
     add_data_args(p, mode=False, group_column=None)
     b = p.add_argument_group("blind baseline")
-    b.add_argument("--folds", type=int, default=5, help="cross-validation folds (default 5)")
-    b.add_argument("--year-cutoff", type=int, default=2020,
+    b.add_argument("--folds", type=int_at_least(2), default=5, help="cross-validation folds (default 5)")
+    b.add_argument("--year-cutoff", type=non_negative_int, default=2020,
                    help="report the share of texts mentioning a year >= this (default 2020)")
     b.add_argument("--match-lengths", action="store_true",
                    help="also run the blind baseline after matching word-count distributions")
@@ -109,6 +111,8 @@ def run(args) -> int:
         raise SettingsError(f"--folds must be at least 2 (got {args.folds}).")
     if args.bootstrap < 0:
         raise SettingsError(f"--bootstrap must be >= 0 (got {args.bootstrap}).")
+    if args.out:
+        check_output_dir(args.out, overwrite=args.overwrite)
     if args.labelled:
         if args.members or args.nonmembers:
             raise DataError("give either --labelled or --members and --nonmembers, not both.")
@@ -124,12 +128,11 @@ def run(args) -> int:
                            year_cutoff=args.year_cutoff, progress=bar)
     print(format_report(rep))
     if args.out:
-        out = Path(args.out)
-        try:
-            out.mkdir(parents=True, exist_ok=True)
-            path = out / "shift.json"
-            path.write_text(json.dumps(rep, indent=2), encoding="utf-8")
-        except OSError as e:
-            raise DataError(f"cannot write {args.out}/shift.json: {e.strerror or e}") from None
-        print(f"wrote {path}")
+        # written into a temporary sibling of --out, published in one rename at the end
+        with staged_output(args.out, overwrite=args.overwrite) as tmp:
+            try:
+                (tmp / "shift.json").write_text(json.dumps(rep, indent=2), encoding="utf-8")
+            except OSError as e:
+                raise DataError(f"cannot write {args.out}/shift.json: {e.strerror or e}") from None
+        print(f"wrote {Path(args.out) / 'shift.json'}")
     return 0

@@ -10,7 +10,9 @@ import shlex
 import sys
 
 from ..finetune import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
-from .common import ProgressBar, add_output_args, add_progress_args
+from ..outputs import check_output_dir
+from .common import (ProgressBar, check_machine, add_output_args, add_progress_args, int_at_least, positive_float,
+                     positive_int)
 
 
 def register(subparsers) -> None:
@@ -31,19 +33,19 @@ def register(subparsers) -> None:
     m.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
     t = p.add_argument_group("training")
     t.add_argument("--method", choices=METHODS, default="lora", help="lora (default) or full fine-tuning")
-    t.add_argument("--epochs", type=int, default=3, help="passes over the members (default 3)")
-    t.add_argument("--lr", type=float, default=None,
+    t.add_argument("--epochs", type=positive_int, default=3, help="passes over the members (default 3)")
+    t.add_argument("--lr", type=positive_float, default=None,
                    help=f"learning rate (default {DEFAULT_LR['lora']:g} for lora, {DEFAULT_LR['full']:g} for full)")
-    t.add_argument("--max-length", type=int, default=256, help="tokens per training sequence (default 256)")
-    t.add_argument("--batch-size", type=int, default=8, help="sequences per step (default 8)")
-    t.add_argument("--lora-r", type=int, default=16, help="LoRA rank (default 16; alpha = 2 r)")
+    t.add_argument("--max-length", type=int_at_least(2), default=256, help="tokens per training sequence (default 256)")
+    t.add_argument("--batch-size", type=positive_int, default=8, help="sequences per step (default 8)")
+    t.add_argument("--lora-r", type=positive_int, default=16, help="LoRA rank (default 16; alpha = 2 r)")
     t.add_argument("--lora-modules", default=None,
                    help="comma-separated module names for LoRA (default: attention + MLP projections)")
     t.add_argument("--adapter-dtype", choices=ADAPTER_DTYPES, default="fp32",
                    help="precision the LoRA adapter is saved in (fp16 halves the file; default fp32)")
-    o = add_output_args(p, out_required=True, out_help="folder to write the target to", cache=None, bootstrap=False,
-                        seed_help="seed of the adapter initialisation and data order")
-    o.add_argument("--overwrite", action="store_true", help="replace an existing target folder at --out")
+    add_output_args(p, out_required=True, out_help="folder to write the target to", cache=None, bootstrap=False,
+                    seed_help="seed of the adapter initialisation and data order",
+                    overwrite="replace an existing target folder at --out")
     add_progress_args(p)
     p.set_defaults(func=run)
 
@@ -55,6 +57,10 @@ def _texts(path: str, text_column: str | None) -> list[str]:
 
 
 def run(args) -> int:
+    # the output folder first (cheap; make_target itself writes it through a temporary sibling
+    # and refuses a non-empty folder that is not a target, even with --overwrite)
+    check_output_dir(args.out, overwrite=args.overwrite)
+    check_machine(args)
     members = _texts(args.members, args.text_column)
     heldout = _texts(args.heldout, args.text_column) if args.heldout else None
     files = {"members": {"path": args.members, "sha256": file_sha256(args.members)}}

@@ -5,13 +5,16 @@ a BOM (or BOM-less UTF-16 recognised by its NUL pattern), else Windows-1252, els
 (which maps every byte, so nothing is lost; a fallback is noted). Newlines are normalised to
 ``\\n``. Binary content (NUL bytes, control characters), PDFs and zips under another name raise
 :class:`~mia_core.errors.DataError`. ``_read_bytes`` reads a path or an uploaded file-like
-object under ``max_bytes``; ``_zip_txt_members`` and ``_folder_txt_files`` list the ``.txt``
-files of a zip (with a zip-bomb guard) or a folder under the same limit.
+object under a hard cap of ``max_bytes`` (at most ``max_bytes + 1`` bytes are read, whatever
+``st_size`` says: pipes and ``<(...)`` report 0; devices such as ``/dev/zero`` are refused);
+``_zip_txt_members`` and ``_folder_txt_contents`` read the ``.txt`` files of a zip (with a
+zip-bomb guard) or a folder under the same limit.
 """
 from __future__ import annotations
 
 import codecs
 import io
+import stat
 import zipfile
 from pathlib import Path
 
@@ -21,6 +24,7 @@ MAX_BYTES = 200 * 2**20
 SUPPORTED_TEXT_SETS = ".txt, .csv, .tsv, .jsonl, .json or .zip (of .txt files)"
 TEXT_SUFFIXES = {".txt", ".text", ".md", ""}
 MAX_ZIP_MEMBERS = 100_000
+READ_CHUNK = 1 << 20  # bytes per read() of a capped read
 
 
 # --------------------------------------------------------------------------------------
@@ -43,29 +47,88 @@ def _display_name(path) -> str:
     return Path(path).name
 
 
+def _too_big(name: str, size: int | None, max_bytes: int) -> DataError:
+    what = f"is {_human(size)}" if size is not None else "is larger than that"
+    return DataError(f"{name} {what}, above the {_human(max_bytes)} limit; split it or raise max_bytes.")
+
+
+def _read_capped(fh, name: str, max_bytes: int) -> bytes:
+    """At most ``max_bytes`` bytes from an open binary stream, whatever its size claims.
+
+    Reads in chunks and stops at ``max_bytes + 1`` bytes, so ``/dev/zero``-like streams, pipes
+    and process substitutions (whose ``st_size`` is 0) cannot grow without bound.
+    """
+    chunks, total = [], 0
+    try:
+        while total <= max_bytes:
+            chunk = fh.read(min(READ_CHUNK, max_bytes + 1 - total))
+            if not chunk:
+                break
+            if isinstance(chunk, str):
+                chunk = chunk.encode("utf-8")
+            chunks.append(chunk)
+            total += len(chunk)
+    except MemoryError:
+        raise DataError(f"not enough memory to read {name} ({_human(total)} read so far); "
+                        "give a smaller file.") from None
+    if total > max_bytes:
+        raise DataError(f"{name} is larger than the {_human(max_bytes)} limit; split it or raise max_bytes.")
+    return b"".join(chunks)
+
+
+def _file_kind(mode: int) -> str | None:
+    """What a non-regular, non-FIFO file is ('a character device'...), or None when readable."""
+    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
+        return None
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    return "not a regular file"
+
+
 def _read_bytes(path, max_bytes: int) -> tuple[str, bytes]:
-    """(display name, content) of a path or an uploaded file-like object, size-checked."""
+    """(display name, content) of a path or an uploaded file-like object, read under a hard cap.
+
+    Regular files and FIFOs (pipes, ``<(...)``) are read; at most ``max_bytes + 1`` bytes are
+    ever read, whatever ``st_size`` says. Character and block devices (``/dev/zero``), sockets
+    and other special files are refused.
+    """
     if _is_filelike(path):
         name = _display_name(path)
         size = getattr(path, "size", None)
         if isinstance(size, int) and size > max_bytes:
-            raise DataError(f"{name} is {_human(size)}, above the {_human(max_bytes)} limit; split it or raise max_bytes.")
-        data = path.getvalue() if hasattr(path, "getvalue") else path.read()
-        if isinstance(data, str):
-            data = data.encode("utf-8")
-        if len(data) > max_bytes:
-            raise DataError(f"{name} is {_human(len(data))}, above the {_human(max_bytes)} limit; split it or raise max_bytes.")
-        return name, bytes(data)
+            raise _too_big(name, size, max_bytes)
+        if hasattr(path, "getvalue"):  # in memory already (Streamlit uploads, BytesIO)
+            data = path.getvalue()
+            if isinstance(data, str):
+                data = data.encode("utf-8")
+            if len(data) > max_bytes:
+                raise _too_big(name, len(data), max_bytes)
+            return name, bytes(data)
+        return name, _read_capped(path, name, max_bytes)
     p = Path(path).expanduser()
-    if not p.exists():
-        raise DataError(f"file not found: {p}")
-    if p.is_dir():
-        raise DataError(f"{p} is a folder, not a file.")
-    size = p.stat().st_size
-    if size > max_bytes:
-        raise DataError(f"{p.name} is {_human(size)}, above the {_human(max_bytes)} limit; split it or raise max_bytes.")
     try:
-        return p.name, p.read_bytes()
+        st = p.stat()
+    except FileNotFoundError:
+        raise DataError(f"file not found: {p}") from None
+    except OSError as e:
+        raise DataError(f"cannot read {p}: {e.strerror or e}.") from None
+    if stat.S_ISDIR(st.st_mode):
+        raise DataError(f"{p} is a folder, not a file.")
+    kind = _file_kind(st.st_mode)
+    if kind is not None:
+        raise DataError(f"{p} is {kind}, not a file: give a {SUPPORTED_TEXT_SETS} file.")
+    if stat.S_ISREG(st.st_mode) and st.st_size > max_bytes:
+        raise _too_big(p.name, st.st_size, max_bytes)
+    name = p.name if stat.S_ISREG(st.st_mode) else str(p)  # a pipe: /dev/fd/63 rather than 63
+    try:
+        with open(p, "rb") as fh:
+            return name, _read_capped(fh, name, max_bytes)
     except OSError as e:
         raise DataError(f"cannot read {p}: {e.strerror or e}.") from None
 
@@ -183,6 +246,7 @@ def _zip_txt_members(data: bytes, name: str, max_bytes: int) -> list[tuple[str, 
 
 
 def _folder_txt_files(p: Path, max_bytes: int) -> list[Path]:
+    """The regular ``.txt`` files under ``p`` (recursively, hidden ones skipped), size-checked."""
     files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() == ".txt" and not f.name.startswith("."))
     if not files:
         raise DataError(f"the folder {p} holds no .txt file.")
@@ -190,6 +254,18 @@ def _folder_txt_files(p: Path, max_bytes: int) -> list[Path]:
     if total > max_bytes:
         raise DataError(f"the .txt files in {p} total {_human(total)}, above the {_human(max_bytes)} limit.")
     return files
+
+
+def _folder_txt_contents(p: Path, max_bytes: int) -> list[tuple[Path, bytes]]:
+    """(path, bytes) of the ``.txt`` files under ``p``; the total actually read is capped at ``max_bytes``."""
+    out, total = [], 0
+    for f in _folder_txt_files(p, max_bytes):
+        _, data = _read_bytes(f, max_bytes)
+        total += len(data)
+        if total > max_bytes:  # the files grew after they were listed
+            raise DataError(f"the .txt files in {p} total more than the {_human(max_bytes)} limit.")
+        out.append((f, data))
+    return out
 
 
 def _suffix(path) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, SettingsError
-from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_files,
+from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_contents,
                        _is_filelike, _read_bytes, _suffix, _zip_txt_members, decode_bytes)
 from .records import Record, _split_plain
 from .tables import _records_from_table, _table_from_text
@@ -103,8 +103,7 @@ def read_texts(path, *, mode: str = "auto", text_column: str | None = None, labe
             raise DataError(f"file not found: {p}")
         if p.is_dir():
             records = []
-            for f in _folder_txt_files(p, max_bytes):
-                name, data = _read_bytes(f, max_bytes)
+            for f, data in _folder_txt_contents(p, max_bytes):
                 text, _ = decode_bytes(data, str(f.relative_to(p)), notes)
                 text = text.strip()
                 if text:

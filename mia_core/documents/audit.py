@@ -20,7 +20,7 @@ from ..errors import DataError, SettingsError
 from ..models import LoadedModel, describe
 from ..stats import StatsSettings, TokenStats, compute_stats
 from .baselines import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES, run_baselines
-from .books import Document, load_documents
+from .books import Document, check_document_overlap, load_documents
 from .dictionaries import ReferenceDictionaries
 from .features import DEFAULT_BINS, LABELS as FEATURE_LABELS, parse_features
 from .meta import fold_warnings, make_folds
@@ -277,6 +277,28 @@ class DocumentAuditResult(AuditResult):
         return paths
 
 
+def learned_nothing_warning(oof: dict, split, labels) -> str | None:
+    """One warning naming the pipelines whose meta-classifier learned nothing: in every fold each
+    held-out document got the same probability, so their AUC of 0.5 is no measurement."""
+    flat, values = [], set()
+    for name, v in oof.items():
+        v = np.asarray(v, dtype=float)
+        folds = [v[te][np.isfinite(v[te])] for _, te in split]
+        folds = [f for f in folds if len(f)]
+        if folds and all(float(f.max() - f.min()) < 1e-9 for f in folds):
+            flat.append(name)
+            values.update(round(float(f[0]), 2) for f in folds)
+    if not flat:
+        return None
+    n_m = int(np.sum(labels == 1))
+    n_n = int(np.sum(labels == 0))
+    probs = " or ".join(f"{p:.2f}" for p in sorted(values))
+    which = "every pipeline" if len(flat) == len(oof) else ", ".join(flat)
+    return (f"the meta-classifier learned nothing for {which}: every held-out document got probability {probs} "
+            f"({n_m} members and {n_n} non-members are too few for the random forest to split on); "
+            "the AUC of 0.5 is not a measurement: add documents")
+
+
 def run_document_audit(
     member_docs,
     nonmember_docs,
@@ -330,6 +352,7 @@ def run_document_audit(
     labels = np.array([1] * len(members) + [0] * len(nonmembers), dtype=int)
     if not members or not nonmembers:
         raise DataError("the document audit needs member and non-member documents")
+    check_document_overlap(members, nonmembers)
     make_folds(labels, int(folds), seed)  # validate before the long model pass
     names = _unique_names([d.name for d in docs])
     warnings: list[str] = []
@@ -366,6 +389,9 @@ def run_document_audit(
     )
     t_cv = time.time() - t0
     warnings += fold_warnings([(int(labels[te].sum()), int((labels[te] == 0).sum())) for _, te in split])
+    flat = learned_nothing_warning(cv.oof, split, labels)
+    if flat:
+        warnings.append(flat)
 
     base_metrics, base_notes, base_scores = None, [], {}
     t0 = time.time()

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.decoding import (MAX_BYTES, TEXT_SUFFIXES, _folder_txt_files, _is_filelike, _read_bytes, _suffix,
+from ..data.decoding import (MAX_BYTES, TEXT_SUFFIXES, _folder_txt_contents, _is_filelike, _read_bytes, _suffix,
                              _zip_txt_members, decode_bytes)
 from ..errors import DataError
 
@@ -108,8 +108,7 @@ def load_documents(path_or_paths, *, strip: bool = True, max_bytes: int = MAX_BY
             if not p.exists():
                 raise DataError(f"file not found: {p}")
             if p.is_dir():
-                for f in _folder_txt_files(p, max_bytes):
-                    _, data = _read_bytes(f, max_bytes)
+                for f, data in _folder_txt_contents(p, max_bytes):
                     docs.append(_document(f.stem, str(f), data, strip))
                 continue
         name, data = _read_bytes(item, max_bytes)
@@ -125,3 +124,25 @@ def load_documents(path_or_paths, *, strip: bool = True, max_bytes: int = MAX_BY
         else:
             raise DataError(f"{name}: documents must be .txt files, a folder of .txt files or a .zip of .txt files.")
     return docs
+
+
+def _text_hash(text: str) -> str:
+    import hashlib
+
+    return hashlib.sha256(text.strip().encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def check_document_overlap(members, nonmembers) -> None:
+    """Refuse a document given both as a member and as a non-member (the same text after
+    stripping, compared by SHA-256): ``DataError`` naming up to 5 such pairs by their sources.
+    Cheap; called before any model is loaded."""
+    first: dict[str, Document] = {}
+    for d in members:
+        first.setdefault(_text_hash(d.text), d)
+    both = [(first[h], d) for d in nonmembers if (h := _text_hash(d.text)) in first]
+    if both:
+        pairs = "; ".join(f"{m.source} and {n.source}" for m, n in both[:5])
+        head = "document appears in both sets" if len(both) == 1 else f"{len(both)} documents appear in both sets"
+        more = " ..." if len(both) > 5 else ""
+        raise DataError(f"{head}: {pairs}{more}. A document cannot be both a member and a non-member; "
+                        "remove it from one of the sets.")

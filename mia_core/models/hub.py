@@ -16,9 +16,14 @@ user strings and must agree on what they mean, so the rules live here once:
   fingerprint (:func:`file_fingerprint`, :func:`folder_fingerprint`), so editing a model in
   place invalidates its caches; hub models by id **and** the resolved revision (commit hash,
   ``unknown`` when transformers did not record one), so a hub update does too.
-* **Errors** — :func:`load_error`: any ``OSError`` / ``ValueError`` / ``RuntimeError`` raised
-  while loading becomes a one-line ``ModelError`` (not on the hub, custom code needed, out of
-  memory, or the first line of the original message).
+* **Reaching the hub** — :func:`hub_local_only`: before a hub id is loaded without
+  ``HF_HUB_OFFLINE``, one quick reachability check (:func:`hub_reachable`, ~3 s at most), so an
+  unreachable hub means the cached copy or a ``ModelError`` in seconds, not a minute of retries.
+* **Errors** — :func:`load_error`: any of :data:`LOAD_ERRORS` raised while loading (``OSError``,
+  ``ValueError``, ``RuntimeError``, a corrupt ``.safetensors``, a ``.bin`` that torch's
+  ``weights_only`` refused because it would run code...) becomes a one-line ``ModelError`` (not
+  on the hub, custom code needed, out of memory, refused pickle, or the first line of the
+  original message).
 * **Load once** — :class:`LoadOnce`: a per-process registry (dict + lock) each loader keeps,
   so a model asked for twice with the same settings is loaded once.
 """
@@ -26,6 +31,8 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
+import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -87,6 +94,86 @@ def hub_offline() -> bool:
     return value is not None and value.upper() in _TRUE_VALUES
 
 
+# --------------------------------------------------------------------------- reaching the hub
+
+HUB_CHECK_TIMEOUT = 3.0  # seconds for the one reachability check
+_REACHABLE: dict[str, tuple[float, bool]] = {}  # endpoint -> (when checked, reachable)
+_REACHABLE_TTL = 60.0
+
+
+def hub_endpoint() -> str:
+    """The hub's address: ``HF_ENDPOINT`` (read at call time) or https://huggingface.co."""
+    return (os.environ.get("HF_ENDPOINT") or "https://huggingface.co").strip().rstrip("/")
+
+
+def hub_reachable(endpoint: str | None = None, timeout: float = HUB_CHECK_TIMEOUT) -> bool:
+    """One quick check that the hub answers at all (any HTTP status counts), bounded by ``timeout``.
+
+    huggingface_hub retries an unreachable hub for most of a minute before giving up; this
+    check lets a loader fail (or fall back to the local cache) in seconds. It honours the
+    proxy variables (``urllib``), runs in a daemon thread so a hanging DNS look-up cannot
+    block longer than ``timeout``, and its answer is remembered for a minute.
+    """
+    import ssl
+    import time
+    import urllib.error
+    import urllib.request
+
+    endpoint = endpoint or hub_endpoint()
+    now = time.monotonic()
+    seen = _REACHABLE.get(endpoint)
+    if seen is not None and now - seen[0] < _REACHABLE_TTL:
+        return seen[1]
+    result: list[bool] = []
+
+    def probe() -> None:
+        try:
+            urllib.request.urlopen(urllib.request.Request(endpoint, method="HEAD"), timeout=timeout).close()
+            result.append(True)
+        except urllib.error.HTTPError:  # the server answered, with any status
+            result.append(True)
+        except urllib.error.URLError as e:  # a certificate problem still means something answered
+            result.append(isinstance(e.reason, ssl.SSLError))
+        except Exception:  # noqa: BLE001 - timeouts, refused connections, bad URLs: not reachable
+            result.append(False)
+
+    t = threading.Thread(target=probe, name="mia-hub-check", daemon=True)
+    t.start()
+    t.join(timeout + 0.5)
+    ok = bool(result and result[0])
+    _REACHABLE[endpoint] = (time.monotonic(), ok)
+    return ok
+
+
+def in_hub_cache(repo_id: str) -> bool:
+    """Whether the local Hugging Face cache holds ``repo_id`` (its ``config.json`` or ``modules.json``)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        return any(isinstance(try_to_load_from_cache(repo_id, f), str) for f in ("config.json", "modules.json"))
+    except Exception:  # noqa: BLE001 - an id the cache cannot even hold is not in it
+        return False
+
+
+def hub_local_only(repo_id: str, *, what: str = "model",
+                   hint: str = "check the network, or pass a local folder") -> bool:
+    """``local_files_only`` for loading the hub id ``repo_id``, decided before any download.
+
+    Offline (:func:`hub_offline`): ``True``. Otherwise one quick check (:func:`hub_reachable`):
+    reachable -> ``False`` (transformers may download); unreachable but in the local cache ->
+    ``True`` (load the cached copy at once); unreachable and not cached -> ``ModelError``.
+    """
+    if hub_offline():
+        return True
+    endpoint = hub_endpoint()
+    if hub_reachable(endpoint):
+        return False
+    if in_hub_cache(repo_id):
+        return True
+    raise ModelError(f"{what} {repo_id!r} is not in the local cache and the hub is not reachable "
+                     f"({endpoint}): {hint}")
+
+
 # --------------------------------------------------------------------------- identity
 
 
@@ -138,7 +225,27 @@ def identity(kind: str, location: str, model=None) -> str:
 
 # --------------------------------------------------------------------------- errors
 
-LOAD_ERRORS = (OSError, ValueError, RuntimeError)
+try:  # a corrupt or truncated .safetensors file (not an OSError)
+    from safetensors import SafetensorError as _SafetensorError
+except ImportError:  # pragma: no cover - safetensors always comes with transformers
+    class _SafetensorError(Exception):
+        pass
+
+# what loading a model can raise for a reason the user can act on (a ``ValueError`` also covers
+# bad JSON and undecodable files; ``UnpicklingError``: torch's ``weights_only`` refused a .bin)
+LOAD_ERRORS = (OSError, ValueError, RuntimeError, ImportError, EOFError, LookupError, pickle.UnpicklingError,
+               _SafetensorError)
+
+
+def _raised_by_torch_load(e: BaseException) -> bool:
+    """Whether ``e`` came out of ``torch.load`` (reading a .bin checkpoint), judged by its traceback."""
+    tb = e.__traceback__
+    while tb is not None:
+        f = tb.tb_frame.f_code.co_filename.replace(os.sep, "/")
+        if f.endswith(("torch/serialization.py", "torch/_weights_only_unpickler.py")):
+            return True
+        tb = tb.tb_next
+    return False
 
 
 def first_line(e: BaseException) -> str:
@@ -153,15 +260,33 @@ def load_error(e: BaseException, name: str, *, what: str = "model", hub: bool = 
     """The one-line ``ModelError`` for an exception raised while loading ``name``.
 
     ``what`` names the kind of model in the message ("model", "masked LM", ...); ``hub``:
-    ``name`` is a hub id, so an ``OSError`` means it is neither cached nor reachable.
+    ``name`` is a hub id, so an ``OSError`` means it is not on the hub, or neither cached nor
+    reachable. A ``.bin`` that torch's ``weights_only`` refused because unpickling it would call
+    a function says so (and which function); any other failure inside ``torch.load`` is a
+    corrupt checkpoint; a ``SafetensorError`` a corrupt or truncated ``.safetensors`` file.
     """
+    msg = str(e)
+    if isinstance(e, RuntimeError) and "out of memory" in msg.lower():
+        return ModelError(f"out of memory loading {name}: {oom_hint}")
+    if isinstance(e, pickle.UnpicklingError) and "weights only load failed" in msg.lower() and "GLOBAL" in msg:
+        called = re.search(r"GLOBAL\s+(\S+)", msg)
+        return ModelError(f"{what} {name}: its PyTorch checkpoint (.bin) was refused: loading it would run code "
+                          f"(it calls {called.group(1) if called else 'a function'}); use a .safetensors copy "
+                          "of the model")
+    if isinstance(e, pickle.UnpicklingError) or (
+            isinstance(e, (EOFError, LookupError, ValueError, RuntimeError)) and _raised_by_torch_load(e)):
+        return ModelError(f"could not load {what} {name}: its PyTorch checkpoint (.bin) is corrupt or not a "
+                          "checkpoint; use a .safetensors copy of the model")
+    if isinstance(e, _SafetensorError):
+        return ModelError(f"could not load {what} {name}: a .safetensors file is corrupt or incomplete "
+                          f"({first_line(e)})")
+    if isinstance(e, OSError) and hub and "not a valid model identifier" in str(e):
+        return ModelError(f"{what} {name!r} is not on the hub, or is private ({hub_hint})")
     if isinstance(e, OSError) and hub:
         return ModelError(f"{what} {name!r} not found locally and the hub is not reachable ({hub_hint}): "
                           f"{first_line(e)}")
-    if isinstance(e, ValueError) and "trust_remote_code" in str(e):
+    if isinstance(e, ValueError) and "trust_remote_code" in msg:
         return ModelError(f"{name} needs custom code; enable trust_remote_code only if you trust its author")
-    if isinstance(e, RuntimeError) and "out of memory" in str(e).lower():
-        return ModelError(f"out of memory loading {name}: {oom_hint}")
     return ModelError(f"could not load {what} {name}: {first_line(e)}")
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import ModelError
 from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
-from .hub import LOAD_ERRORS, LoadOnce, hub_offline, identity, load_error, locate
+from .hub import LOAD_ERRORS, LoadOnce, hub_local_only, identity, load_error, locate
 
 
 @dataclass
@@ -95,7 +95,7 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
           progress: Progress) -> MaskedLM:
     t0 = time.time()
     progress(f"loading models: {s}", 0.0)
-    local_only = kind == "local" or hub_offline()
+    local_only = kind == "local" or hub_local_only(location, what="masked LM")
     from transformers.utils import logging as hf_logging
 
     bars = hf_logging.is_progress_bar_enabled()

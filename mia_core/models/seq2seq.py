@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from ..errors import ModelError
 from .device import resolve_device
-from .hub import LOAD_ERRORS, LoadOnce, hub_offline, identity, load_error, locate
+from .hub import LOAD_ERRORS, LoadOnce, hub_local_only, identity, load_error, locate
 
 
 @dataclass
@@ -40,7 +40,7 @@ def load_seq2seq(spec: str, *, device: str = "auto") -> Seq2SeqLM:
 def _load(s: str, location: str, local: bool, device: str) -> Seq2SeqLM:
     import torch
 
-    local_only = local or hub_offline()
+    local_only = local or hub_local_only(location, what="the T5 model")
     try:
         from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
 
