@@ -6,7 +6,8 @@
 * A ``MemoryError`` while reading is not blamed on ``--batch-tokens``.
 * A forward batch that runs out of memory is retried with half the batch tokens (down to one
   window); one window that does not fit is one ``ModelError`` naming ``--context``. Tested by
-  injecting the failure into the model call (cheaper than a real out-of-memory).
+  injecting the failure into the model call, and once for real: a subprocess under an
+  address-space limit (``resource.setrlimit``) whose first batches do not fit.
 * ``--quiet``: no transformers loading bar, no library warnings; each input note printed once.
 
 Nothing here loads a model for a case that fails before loading (``no_model`` makes any
@@ -322,3 +323,44 @@ def test_quiet_run_prints_no_bars_and_each_note_once(tmp_path):
     for note in ("note: m.txt: read 3 texts as one text per line.", "note: n.txt: read 2 texts as one text per line.",
                  "note: m.txt: dropped 1 empty line.", "note: members: dropped 1 exact duplicate"):
         assert both.count(note) == 1, (note, both)
+
+
+_PROBE = r'''
+import json, resource, sys, warnings
+import torch
+from mia_core.models import load_causal_lm
+from mia_core.stats import StatsSettings, compute_stats
+
+torch.set_num_threads(1)  # no new threads (and their stacks) once the limit is set
+lm = load_causal_lm(sys.argv[1], device="cpu")
+texts = json.loads(sys.argv[2])
+vm = next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize:"))
+limit = vm + 900 * 2**20  # what is mapped now, plus 900 MiB
+resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    stats = compute_stats(lm, texts, StatsSettings(context=256, batch_tokens=65536), use_cache=False)
+print(json.dumps({"retries": [str(w.message) for w in caught if "out of memory" in str(w.message)],
+                  "loss": [s.loss for s in stats]}))
+'''
+
+
+@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc to size the memory limit")
+def test_a_real_out_of_memory_under_a_memory_limit_is_retried_smaller(tiny_lm, tmp_path):
+    """Not injected: a subprocess caps its address space at what it has mapped + 900 MiB and asks
+    for batches of 65,536 tokens; each long text's windows (about 20 x 256 tokens, about 1 GB of
+    logits) do not fit, the allocator really fails, the batch is halved until it fits, and the
+    per-token statistics equal an unconstrained pass with small batches."""
+    from mia_core.stats import StatsSettings, compute_stats
+    import json
+
+    texts = [" ".join(f"word{(i * 37 + k) % 101}" for i in range(1600)) for k in range(2)]
+    script = tmp_path / "probe.py"
+    script.write_text(_PROBE)
+    r = subprocess.run([sys.executable, str(script), tiny_lm.info["location"], json.dumps(texts)],
+                       capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr[-3000:]
+    got = json.loads(r.stdout.strip().splitlines()[-1])
+    assert got["retries"], "the memory limit did not cause an out-of-memory retry"
+    want = [s.loss for s in compute_stats(tiny_lm, texts, StatsSettings(context=256, batch_tokens=512), use_cache=False)]
+    assert np.allclose(got["loss"], want, rtol=0, atol=1e-5)
