@@ -204,11 +204,7 @@ def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_
 
     both = [(first_of[(1, r.text)], r) for r in kept if r.label == 0 and (1, r.text) in first_of]
     if both:
-        pairs = "; ".join(f"{m.source} and {n.source}" for m, n in both[:5])
-        head = "text appears in both sets" if len(both) == 1 else f"{len(both)} texts appear in both sets"
-        more = " ..." if len(both) > 5 else ""
-        raise DataError(f"{head}: {pairs}{more}. A text cannot be both a member and a non-member; "
-                        "remove it from one of the sets.")
+        raise in_both_sets(both, "text")
 
     # ids: from an id column when every text has one and they are unique, else m0001 / n0001
     file_ids = [r.id for r in kept]
@@ -235,6 +231,16 @@ def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_
 
     return Dataset(texts=[r.text for r in kept], labels=np.array([r.label for r in kept], dtype=np.int64),
                    ids=ids, groups=groups, sources=[r.source for r in kept], report=notes)
+
+
+def in_both_sets(both, noun: str = "text") -> DataError:
+    """The one-line error for items found among the members and the non-members:
+    ``both`` holds (member, non-member) pairs of objects with a ``.source``."""
+    pairs = "; ".join(f"{m.source} and {n.source}" for m, n in both[:5])
+    head = f"{noun} appears in both sets" if len(both) == 1 else f"{len(both)} {noun}s appear in both sets"
+    more = " ..." if len(both) > 5 else ""
+    return DataError(f"{head}: {pairs}{more}. A {noun} cannot be both a member and a non-member; "
+                     "remove it from one of the sets.")
 
 
 def load_dataset(members=None, nonmembers=None, labelled=None, *, mode: str = "auto",

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from ..data.decoding import (MAX_BYTES, TEXT_SUFFIXES, _folder_txt_contents, _is_filelike, _read_bytes, _suffix,
                              _zip_txt_members, decode_bytes)
+from ..data.sets import in_both_sets
 from ..errors import DataError
 
 
@@ -141,8 +142,4 @@ def check_document_overlap(members, nonmembers) -> None:
         first.setdefault(_text_hash(d.text), d)
     both = [(first[h], d) for d in nonmembers if (h := _text_hash(d.text)) in first]
     if both:
-        pairs = "; ".join(f"{m.source} and {n.source}" for m, n in both[:5])
-        head = "document appears in both sets" if len(both) == 1 else f"{len(both)} documents appear in both sets"
-        more = " ..." if len(both) > 5 else ""
-        raise DataError(f"{head}: {pairs}{more}. A document cannot be both a member and a non-member; "
-                        "remove it from one of the sets.")
+        raise in_both_sets(both, "document")
