@@ -82,6 +82,21 @@ class Dataset:
 # --------------------------------------------------------------------------------------
 # public readers
 # --------------------------------------------------------------------------------------
+def _one_text_per_file(files, where: str, label: str, notes: list[str]) -> list[Record]:
+    """Records of a folder or a .zip of .txt files: ``files`` yields (name for decoding notes,
+    source, bytes); one text per file, empty files skipped."""
+    records = []
+    for decode_name, source, data in files:
+        text, _ = decode_bytes(data, decode_name, notes)
+        text = text.strip()
+        if text:
+            records.append(Record(text, source))
+    if not records:
+        raise DataError(f"the .txt files in {where} hold no text.")
+    notes.append(f"{label}: read {len(records)} texts, one per .txt file.")
+    return records
+
+
 def read_texts(path, *, mode: str = "auto", text_column: str | None = None, label_column: str | None = None,
                group_column: str | None = None, max_bytes: int = MAX_BYTES,
                notes: list[str] | None = None) -> list[Record]:
@@ -102,31 +117,15 @@ def read_texts(path, *, mode: str = "auto", text_column: str | None = None, labe
         if not p.exists():
             raise DataError(f"file not found: {p}")
         if p.is_dir():
-            records = []
-            for f, data in _folder_txt_contents(p, max_bytes):
-                text, _ = decode_bytes(data, str(f.relative_to(p)), notes)
-                text = text.strip()
-                if text:
-                    records.append(Record(text, f"{p.name}/{f.relative_to(p)}"))
-            if not records:
-                raise DataError(f"the .txt files in {p} hold no text.")
-            notes.append(f"{p.name}: read {len(records)} texts, one per .txt file.")
-            return records
+            files = ((str(f.relative_to(p)), f"{p.name}/{f.relative_to(p)}", data)
+                     for f, data in _folder_txt_contents(p, max_bytes))
+            return _one_text_per_file(files, str(p), p.name, notes)
     name, data = _read_bytes(path, max_bytes)
     suffix = _suffix(path)
     if suffix == ".zip":
-        records = []
-        for member, raw in _zip_txt_members(data, name, max_bytes):
-            if not raw:
-                continue
-            text, _ = decode_bytes(raw, f"{name}:{member}", notes)
-            text = text.strip()
-            if text:
-                records.append(Record(text, f"{name}:{member}"))
-        if not records:
-            raise DataError(f"the .txt files in {name} hold no text.")
-        notes.append(f"{name}: read {len(records)} texts, one per .txt file.")
-        return records
+        members = ((f"{name}:{member}", f"{name}:{member}", raw)
+                   for member, raw in _zip_txt_members(data, name, max_bytes) if raw)
+        return _one_text_per_file(members, name, name, notes)
     if suffix not in TEXT_SUFFIXES and suffix not in (".csv", ".tsv", ".jsonl", ".ndjson", ".json"):
         raise DataError(f"{name}: unsupported format {suffix!r}; give a {SUPPORTED_TEXT_SETS} file.")
     text, _ = decode_bytes(data, name, notes)
