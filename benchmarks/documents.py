@@ -14,10 +14,13 @@ Three parts, each optional:
    books (ground truth membership), then every normalisation × feature extractor, the
    sequence-level baselines scaled to documents, the partial-document curve (§6.4) and the
    precision table (fp32 / bf16 / fp16 / int8 / int4, Table 5).
+4. **Partial-document curve** (``--partial-curve``): 42 + 42 Gutenberg excerpts of about 3,100 tokens,
+   a tiny GPT-2 trained on the members, the curve of the paper's pipeline and of the best full-document
+   pipeline with the first L tokens and with random excerpts (``--bins 1000`` for the paper's bins).
 
     python benchmarks/documents.py [--book FILE] [--max-tokens 3000] [--contexts 128,1024]
                                    [--long-tokens 200000] [--skip-embedded] [--skip-long]
-                                   [--skip-controlled] [--json out.json]
+                                   [--skip-controlled] [--partial-curve] [--json out.json]
 
 Statistics are computed with ``use_cache=False`` so the timings are real model passes.
 """
@@ -229,8 +232,7 @@ def controlled_part(args, tiny_dir: Path, members: list[str], nonmembers: list[s
     t0 = time.time()
     res = run_document_audit(members, nonmembers, lm, reference=None, context=128, normalizations="all",
                              features="both", folds=5, n_bins=args.bins, seed=0,
-                             partial_lengths=(50, 100, 200, 400, 800), partial_pipelines=[("maxnorm_gp", "hist"),
-                                                                                          ("maxnorm_tf", "hist")],
+                             partial_lengths=(50, 100, 200, 400, 800),  # paper's pipeline + best full-document one
                              baselines=True, baseline_max_sequences=8, use_cache=False)
     print(f"audit in {time.time() - t0:.0f}s ({res.timings})")
     print(res.summary_text())
@@ -241,6 +243,55 @@ def controlled_part(args, tiny_dir: Path, members: list[str], nonmembers: list[s
     with_err = tab.copy()
     print(with_err.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     return {"audit": res.to_json(), "precision": tab.to_dict(orient="records")}
+
+
+# --------------------------------------------------------------------------- part 4
+
+
+GUTENBERG = ROOT.parent / "shared" / "data" / "gutenberg"
+
+
+def partial_part(args) -> dict:
+    """The partial-document curve (§6.4) on 42 + 42 Gutenberg excerpts (8,000 characters from a third of the
+    way into each book) with a tiny GPT-2 trained on the members: full-document AUC of every pipeline, then the
+    curve of the paper's MaxNormTF + HistFE and of the best full-document pipeline, first L tokens (the audit's
+    protocol) and random excerpts of L tokens (the older curve), re-fitted at each L on the same folds."""
+    import tempfile
+
+    from mia_core.documents import cross_validate, make_folds, partial_curve
+    from mia_core.documents.normalization import NORMALIZATIONS
+    from mia_core.models import load_causal_lm
+
+    texts = []
+    for b in sorted(GUTENBERG.glob("pg*.txt"))[:84]:
+        t = load_documents(b)[0].text
+        a = t.find(" ", len(t) // 3) + 1
+        texts.append(t[a: t.rfind(" ", a, a + 8000)].strip())
+    members, nonmembers = texts[0::2], texts[1::2]
+    with tempfile.TemporaryDirectory() as tmp:
+        info = build_tiny(Path(tmp) / "tiny", members, texts, epochs=4)
+        lm = load_causal_lm(str(Path(tmp) / "tiny"))
+        st = StatsSettings(context=128, vocab_probs=True)
+        stats = [compute_stats(lm, [t], st, use_cache=False)[0] for t in members + nonmembers]
+    y = np.array([1] * len(members) + [0] * len(nonmembers))
+    split = make_folds(y, 5, 0)
+    kw = dict(vocab_size=lm.vocab_size, folds=split, seed=0, n_bins=args.bins, n_estimators=args.trees)
+    cv = cross_validate(stats, y, list(NORMALIZATIONS), ["hist", "agg"], **kw)
+    best = max(cv.metrics, key=lambda p: cv.metrics[p]["auc_mean"])
+    print(f"tiny target: {info}; {np.mean([s.n_tokens for s in stats]):.0f} tokens per document on average")
+    for name, m in sorted(cv.metrics.items(), key=lambda kv: -kv[1]["auc_mean"]):
+        print(f"  full documents  {name:<18} {m['auc_mean']:.3f} ± {m['auc_std']:.3f}")
+    pp = list(dict.fromkeys([("maxnorm_tf", "hist"), tuple(best.split("+"))]))
+    out = {"train": info, "full": {p: cv.metrics[p]["auc_mean"] for p in cv.metrics}, "best": best, "curves": {}}
+    kw.pop("folds")
+    for position in ("start", "random"):
+        c = partial_curve(stats, y, split, pp, lengths=(100, 250, 500, 1000, 2000), position=position, **kw)
+        out["curves"][position] = c.to_dict(orient="records")
+        for p in c["pipeline"].unique():
+            sub = c[c.pipeline == p]
+            print(f"  {position:<6} {p:<18} " + ", ".join(f"{r.n_tokens}: {r.auc_mean:.3f} ± {r.auc_std:.3f}"
+                                                          for r in sub.itertuples()), flush=True)
+    return out
 
 
 def main(argv=None) -> int:
@@ -254,6 +305,9 @@ def main(argv=None) -> int:
     ap.add_argument("--skip-embedded", action="store_true")
     ap.add_argument("--skip-long", action="store_true")
     ap.add_argument("--skip-controlled", action="store_true")
+    ap.add_argument("--partial-curve", action="store_true",
+                    help="also part 4: the partial-document curve on 42 + 42 Gutenberg excerpts (../shared/data)")
+    ap.add_argument("--trees", type=int, default=200, help="random-forest trees for part 4 (paper: 500)")
     ap.add_argument("--json", type=Path, default=None)
     ap.add_argument("--measure", default=None, help=argparse.SUPPRESS)  # internal: one measurement in a fresh process
     args = ap.parse_args(argv)
@@ -285,6 +339,9 @@ def main(argv=None) -> int:
             if not args.skip_controlled:
                 print("== 3. controlled audit, tiny model trained on the member documents ==")
                 out["controlled"] = controlled_part(args, tiny, members, nonmembers, info)
+    if args.partial_curve:
+        print("== 4. partial-document curve, tiny model trained on 42 Gutenberg excerpts ==")
+        out["partial"] = partial_part(args)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str))
     return 0

@@ -192,10 +192,16 @@ if res is not None:
                     key="doc_roc_chart")
 
     if res.partial is not None and len(res.partial):
-        st.markdown("**Partial documents** (§6.4): how much of each book the auditor needs")
-        st.plotly_chart(plots.partial_documents_figure(res.partial), key="doc_partial_chart")
+        st.markdown("**Partial documents** (§6.4): how much of each book the auditor needs. Each book is cut "
+                    "to its first L tokens and the dictionaries, histogram bins and meta-classifier are re-fitted "
+                    "at each L on the same folds; the curves are the paper's MaxNormTF + HistFE and this audit's "
+                    "best full-document pipeline.")
+        roles = {"paper": "paper", "best": "best full-document", "paper+best": "paper, best full-document"}
+        named = res.partial.assign(pipeline=[f"{p} ({roles[r]})" if r in roles else p
+                                             for p, r in zip(res.partial["pipeline"], res.partial["role"])])
+        st.plotly_chart(plots.partial_documents_figure(named), key="doc_partial_chart")
         st.dataframe(pd.DataFrame({
-            "tokens per book": res.partial["n_tokens"], "pipeline": res.partial["pipeline"],
+            "tokens per book": res.partial["n_tokens"], "pipeline": named["pipeline"],
             "AUC": [_fmt_pm(a, s) for a, s in zip(res.partial["auc_mean"], res.partial["auc_std"])],
             "TPR at 1% FPR": [fmt_pct(v) for v in res.partial["tpr_1_mean"]],
             "TPR at 10% FPR": [fmt_pct(v) for v in res.partial["tpr_10_mean"]],

@@ -186,6 +186,7 @@ def test_neighbourhood_baseline_when_asked(audit, tiny_lm):
 def test_partial_documents_curve_uses_excerpts(audit):
     part = audit.partial
     assert part["n_tokens"].tolist() == [100, 400]
+    assert (part["position"] == "start").all()  # the first L tokens; re-fitted at each L (test_partial_documents.py)
     assert (part["mean_tokens"] == part["n_tokens"]).all()  # every document is longer than 400 tokens
     assert (part["n_truncated"] == 40).all()
     assert part["auc_mean"].between(0, 1).all()

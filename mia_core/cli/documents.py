@@ -4,7 +4,8 @@ Reads member and non-member documents (folders of ``.txt``, ``.zip`` of ``.txt``
 files; Project Gutenberg headers/footers are stripped unless ``--no-strip``), runs
 :func:`mia_core.documents.run_document_audit` and prints a table of mean ± std AUC and TPR
 at 1 %/10 % FPR per normalisation × feature extractor, the scaled sequence-level
-baselines and the partial-document curve. ``--out DIR`` writes ``document_metrics.json``,
+baselines and the partial-document curve (the paper's MaxNormTF + HistFE and this audit's best
+full-document pipeline, re-trained at each length). ``--out DIR`` writes ``document_metrics.json``,
 ``document_scores.csv``, ``partial_documents.csv``, ``baselines.csv`` and
 ``token_values/<doc>.npz`` (per-token normalised values for a document's strip).
 """
@@ -42,7 +43,13 @@ def register(subparsers) -> None:
     a.add_argument("--bins", type=positive_int, default=1000, help="histogram bins N_b for HistFE (default 1000, as the paper)")
     a.add_argument("--trees", type=positive_int, default=500, help="random-forest trees (default 500, as the paper)")
     a.add_argument("--partial-lengths", default="100,500,1000,2500,5000,10000,25000",
-                   help="comma list of excerpt lengths in tokens for the partial-document curve, or none")
+                   help="comma list of lengths L in tokens for the partial-document curve (§6.4), or none")
+    a.add_argument("--partial-position", choices=("start", "random"), default="start",
+                   help="partial documents are the first L tokens of each document (start, default) or a random "
+                        "excerpt of L tokens")
+    a.add_argument("--partial-dictionaries", choices=("partial", "full"), default="partial",
+                   help="R^TF of the partial-document curve counted on the training documents cut to L tokens "
+                        "(partial, default) or taken from the full training documents (full)")
     a.add_argument("--batch-tokens", type=positive_int, default=None, help="tokens per forward batch (memory)")
     b = p.add_argument_group("sequence-level baselines (§6.2)")
     b.add_argument("--no-baselines", action="store_true", help="skip the sequence-level baselines")
@@ -102,6 +109,7 @@ def run(args) -> int:
         res = run_document_audit(
             members, nonmembers, lm, reference=ref, context=args.context, normalizations=norms, features=feats,
             folds=args.folds, n_bins=args.bins, seed=args.seed, partial_lengths=lengths,
+            partial_position=args.partial_position, partial_dictionaries=args.partial_dictionaries,
             baselines=not args.no_baselines, baseline_max_sequences=args.max_sequences or None,
             baseline_neighbours={"n": args.n_neighbours, "generator": args.neighbours} if args.n_neighbours else False,
             n_estimators=args.trees, batch_tokens=args.batch_tokens, use_cache=not args.no_cache, progress=bar,

@@ -30,8 +30,10 @@ step by step, with the module that holds each step:
 6. **Baselines (§6.2)** — ``baselines``: LOSS, zlib, lowercase, reference model, Min-K %
    (and neighbourhood when registered) on 128-token sequences, scaled to documents at
    sequence level, by document average and by a fitted threshold.
-7. **Mitigations (§6.4)** — ``partial``: AUC versus the number of tokens seen per
-   document; ``precision``: the audit at fp32 / bf16 / int8 / int4 (Table 5).
+7. **Mitigations (§6.4)** — ``partial``: AUC versus the number L of tokens seen per
+   document (each document cut to its first L tokens; dictionaries, bins and forest re-fitted
+   at each L on the same folds; the paper's pipeline and the audit's best one);
+   ``precision``: the audit at fp32 / bf16 / int8 / int4 (Table 5).
 
 ``audit.run_document_audit`` runs 1-7 (7 partially: the precision table loads several
 models and is a separate call) and returns a ``DocumentAuditResult``. The CLI is
@@ -44,7 +46,7 @@ from .dictionaries import ReferenceDictionaries, build_dictionaries, token_count
 from .features import AGG_NAMES, DEFAULT_BINS, HistogramFeatures, agg_features, parse_features
 from .meta import RF_PARAMS, make_folds, random_forest
 from .normalization import NORMALIZATIONS, normalize, normalized_values, parse_normalizations
-from .partial import DEFAULT_LENGTHS, excerpts, partial_curve
+from .partial import DEFAULT_LENGTHS, excerpts, partial_cross_validation, partial_curve, partial_documents, prefixes
 from .pipeline import CrossValidation, cross_validate, pipeline_name
 from .precision import DEFAULT_PRECISIONS, precision_table
 
@@ -53,6 +55,6 @@ __all__ = [
     "PAPER_BASELINES", "PAPER_BEST", "RF_PARAMS", "CrossValidation", "Document", "DocumentAuditResult",
     "HistogramFeatures", "ReferenceDictionaries", "agg_features", "build_dictionaries", "check_document_overlap", "cross_validate", "excerpts",
     "load_documents", "make_folds", "normalize", "normalized_values", "parse_features", "parse_normalizations",
-    "partial_curve", "pipeline_name", "precision_table", "random_forest", "run_baselines", "run_document_audit",
+    "partial_cross_validation", "partial_curve", "partial_documents", "pipeline_name", "prefixes", "precision_table", "random_forest", "run_baselines", "run_document_audit",
     "sample_sequences", "scale_to_documents", "strip_gutenberg", "token_counts", "token_frequency",
 ]

@@ -25,7 +25,7 @@ from .dictionaries import ReferenceDictionaries
 from .features import DEFAULT_BINS, LABELS as FEATURE_LABELS, parse_features
 from .meta import fold_warnings, make_folds
 from .normalization import LABELS as NORM_LABELS, NORMALIZATIONS, normalized_values, parse_normalizations
-from .partial import DEFAULT_LENGTHS, partial_curve
+from .partial import DEFAULT_LENGTHS, DICTIONARIES as PARTIAL_DICTIONARIES, POSITIONS, partial_curve
 from .pipeline import cross_validate
 from ..progress import Progress, noop
 from ..results import AuditResult
@@ -208,10 +208,21 @@ class DocumentAuditResult(AuditResult):
         for n in self.baseline_notes:
             lines.append(f"  note: {n}")
         if self.partial is not None and len(self.partial):
-            lines += ["", "Partial documents (§6.4): AUC vs tokens per document"]
+            where = ("the first L tokens" if self.settings.get("partial_position", "start") == "start"
+                     else "a random excerpt of L tokens")
+            dicts = ("R(t) from the full training documents"
+                     if self.settings.get("partial_dictionaries") == "full" else "R^TF counted at length L")
+            lines += ["", f"Partial documents (§6.4): AUC mean ± std vs L tokens per document ({where} of each; "
+                          f"{dicts}, bins and meta-classifier re-fitted at each L on the same folds)"]
+            role_text = {"paper": "paper's pipeline", "best": "best full-document pipeline",
+                         "paper+best": "paper's pipeline, also the best full-document one", "requested": "requested"}
             for p in self.partial["pipeline"].unique():
                 sub = self.partial[self.partial.pipeline == p]
-                lines.append(f"  {p}: " + ", ".join(f"{int(r.n_tokens)}: {f(r.auc_mean)}" for r in sub.itertuples()))
+                role = role_text.get(str(sub["role"].iloc[0]), "") if "role" in sub else ""
+                full = self.metrics.get(p, {}).get("auc_mean")
+                lines.append(f"  {p}" + (f" ({role})" if role else "") + ": "
+                             + ", ".join(f"{int(r.n_tokens)}: {f(r.auc_mean)} ± {f(r.auc_std)}" for r in sub.itertuples())
+                             + (f", full: {f(full)}" if full is not None else ""))
         for w in self.warnings:
             lines.append(f"warning: {w}")
         return "\n".join(lines)
@@ -299,6 +310,37 @@ def learned_nothing_warning(oof: dict, split, labels) -> str | None:
             "the AUC of 0.5 is not a measurement: add documents")
 
 
+def _check_partial_settings(pipelines, position: str, dictionaries: str) -> None:
+    if position not in POSITIONS:
+        raise SettingsError(f"unknown partial-document position {position!r}: choose {' or '.join(POSITIONS)}")
+    if dictionaries not in PARTIAL_DICTIONARIES:
+        raise SettingsError(f"unknown partial-document dictionaries {dictionaries!r}: "
+                            f"choose {' or '.join(PARTIAL_DICTIONARIES)}")
+    for n, f in pipelines or ():
+        if n not in NORMALIZATIONS or f not in ("hist", "agg"):
+            raise SettingsError(f"unknown partial-document pipeline {n}+{f}")
+
+
+def _partial_pipelines(requested, norms, feats, full_metrics) -> tuple[list[tuple[str, str]], dict[str, str]]:
+    """The pipelines of the partial-document curve and their roles: ``requested`` when given; else the
+    paper's MaxNormTF+HistFE (``"paper"``, when this audit runs it) and the pipeline with the best
+    full-document mean AUC (``"best"``; ``"paper+best"`` when they coincide)."""
+    best = max(full_metrics, key=lambda p: -1 if math.isnan(full_metrics[p]["auc_mean"]) else full_metrics[p]["auc_mean"])
+    paper = "+".join(PAPER_BEST)
+    if requested:
+        pp = [tuple(x) for x in requested]
+    else:
+        pp = [PAPER_BEST] if PAPER_BEST[0] in norms and PAPER_BEST[1] in feats else []
+        pp.append(tuple(best.split("+")))
+    pp = list(dict.fromkeys(pp))
+    roles = {}
+    for n, f in pp:
+        name = f"{n}+{f}"
+        r = [x for x, hit in (("paper", name == paper), ("best", name == best)) if hit]
+        roles[name] = "+".join(r) or "requested"
+    return pp, roles
+
+
 def run_document_audit(
     member_docs,
     nonmember_docs,
@@ -313,6 +355,8 @@ def run_document_audit(
     seed: int = 0,
     partial_lengths: Sequence[int] | None = DEFAULT_LENGTHS,
     partial_pipelines: Sequence[tuple[str, str]] | None = None,
+    partial_position: str = "start",
+    partial_dictionaries: str = "partial",
     baselines: bool = True,
     baseline_attacks: Sequence[str] = PAPER_BASELINES,
     baseline_seq_len: int = DEFAULT_SEQ_LEN,
@@ -335,8 +379,12 @@ def run_document_audit(
     every document an out-of-fold membership probability. Optional: the sequence-level baselines
     scaled to documents (§6.2; ``reference`` adds the reference-model attack,
     ``baseline_neighbours=True`` or a dict of its parameters the neighbourhood attack) and the
-    partial-document curve (§6.4; ``partial_lengths=None`` or ``()`` turns it off;
-    ``partial_pipelines`` defaults to MaxNormTF+HistFE, the paper's best for books, when it runs).
+    partial-document curve (§6.4; ``partial_lengths=None`` or ``()`` turns it off): at each length L
+    the documents are cut to their first L tokens (``partial_position="random"``: a random excerpt)
+    and dictionaries, histogram bins and forest are re-fitted on the same folds at that length
+    (``partial_dictionaries="full"`` takes R^TF/R^GP from the full training documents instead);
+    ``partial_pipelines`` defaults to MaxNormTF+HistFE, the paper's best for books, and the pipeline
+    with the best full-document AUC of this audit (column ``role`` of ``result.partial``).
     ``n_bins`` defaults to the paper's 1,000 histogram bins; ``n_estimators`` to its 500 trees.
     Raises ``DataError``/``SettingsError``/``ModelError`` with one sentence for bad input.
     """
@@ -354,6 +402,8 @@ def run_document_audit(
         raise DataError("the document audit needs member and non-member documents")
     check_document_overlap(members, nonmembers)
     make_folds(labels, int(folds), seed)  # validate before the long model pass
+    if partial_lengths:
+        _check_partial_settings(partial_pipelines, partial_position, partial_dictionaries)
     names = _unique_names([d.name for d in docs])
     warnings: list[str] = []
 
@@ -407,14 +457,10 @@ def run_document_audit(
     part = None
     t0 = time.time()
     if partial_lengths:
-        pp = list(partial_pipelines) if partial_pipelines else [
-            PAPER_BEST if PAPER_BEST[0] in norms and PAPER_BEST[1] in feats else (norms[0], feats[0])
-        ]
-        for n, f in pp:
-            if n not in NORMALIZATIONS or f not in ("hist", "agg"):
-                raise SettingsError(f"unknown partial-document pipeline {n}+{f}")
+        pp, roles = _partial_pipelines(partial_pipelines, norms, feats, cv.metrics)
         part = partial_curve(
-            stats, labels, split, pp, vocab_size=vocab, lengths=partial_lengths, seed=seed, n_bins=n_bins,
+            stats, labels, split, pp, vocab_size=vocab, lengths=partial_lengths, position=partial_position,
+            dictionaries=partial_dictionaries, roles=roles, full_metrics=cv.metrics, seed=seed, n_bins=n_bins,
             n_estimators=n_estimators, n_jobs=n_jobs, progress=lambda m, f: progress(m, 0.9 + 0.1 * f),
         )
     t_part = time.time() - t0
@@ -444,7 +490,8 @@ def run_document_audit(
         "context": resolved, "stride": resolved - 1, "normalizations": list(norms), "features": list(feats),
         "folds": int(folds), "n_bins": int(n_bins), "seed": int(seed),
         "n_estimators": int(n_estimators or 500), "max_depth": 5, "min_samples_leaf": 3,
-        "partial_lengths": list(partial_lengths or []), "baselines": bool(baselines),
+        "partial_lengths": list(partial_lengths or []), "partial_position": partial_position,
+        "partial_dictionaries": partial_dictionaries, "baselines": bool(baselines),
         "baseline_seq_len": baseline_seq_len, "baseline_max_sequences": baseline_max_sequences,
         "baseline_neighbours": baseline_neighbours,
     }

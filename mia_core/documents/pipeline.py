@@ -32,6 +32,9 @@ class CrossValidation:
     folds: list[tuple[np.ndarray, np.ndarray]]
     fold_of_doc: np.ndarray  # the fold in which each document was held out
     fold_dicts: list[ReferenceDictionaries]
+    # with keep_fitted=True: per fold, pipeline -> {"hist": HistogramFeatures or None, "classifier": forest,
+    # "train_tokens": finite token values the training features were computed from}
+    fitted: list[dict[str, dict]] | None = None
 
 
 def cross_validate(
@@ -47,12 +50,17 @@ def cross_validate(
     n_estimators: int | None = None,
     n_jobs: int | None = None,
     gp_stats: Sequence[TokenStats] | None = None,
+    dict_stats: Sequence[TokenStats] | None = None,
+    keep_fitted: bool = False,
     progress: Callable[[str, float], None] | None = None,
 ) -> CrossValidation:
     """Run every (normalisation × feature extractor) pipeline over the same folds.
 
     ``folds`` is k (stratified, shuffled with ``seed``) or a precomputed list of
-    ``(train_idx, test_idx)``. ``gp_stats``: see ``build_dictionaries``.
+    ``(train_idx, test_idx)``. ``dict_stats`` (same indexing as ``stats``; default ``stats``): the
+    statistics a fold's R^TF is counted from, e.g. the full documents when ``stats`` are
+    partial documents; ``gp_stats``: see ``build_dictionaries`` (default ``dict_stats``).
+    ``keep_fitted=True`` keeps each fold's fitted histogram bins and forest in ``.fitted``.
     """
     y = np.asarray(labels, dtype=int)
     split = make_folds(y, folds, seed) if isinstance(folds, int) else list(folds)
@@ -61,16 +69,20 @@ def cross_validate(
     per_fold: dict[str, list[dict]] = {p: [] for p in names}
     fold_of_doc = np.full(len(y), -1, dtype=int)
     fold_dicts: list[ReferenceDictionaries] = []
+    fitted: list[dict[str, dict]] = []
+    ref = stats if dict_stats is None else dict_stats
     steps = max(1, len(split) * len(names))
     done = 0
     for k, (tr, te) in enumerate(split):
         fold_of_doc[te] = k
-        dicts = build_dictionaries(stats, tr, vocab_size, gp_stats=gp_stats)
+        dicts = build_dictionaries(ref, tr, vocab_size, gp_stats=gp_stats)
         fold_dicts.append(dicts)
+        fitted.append({})
         for norm in normalizations:
             values = [normalized_values(s, norm, dicts) for s in stats]
             for feat in features:
                 name = pipeline_name(norm, feat)
+                fe = None
                 if feat == "hist":
                     fe = HistogramFeatures(n_bins).fit([values[i] for i in tr])
                     X_tr = fe.transform([values[i] for i in tr])
@@ -81,10 +93,14 @@ def cross_validate(
                 clf = random_forest(seed, n_estimators, n_jobs).fit(X_tr, y[tr])
                 p = clf.predict_proba(X_te)[:, list(clf.classes_).index(1)]
                 oof[name][te] = p
+                if keep_fitted:
+                    fitted[k][name] = {"hist": fe, "classifier": clf,
+                                       "train_tokens": int(sum(np.isfinite(values[i]).sum() for i in tr))}
                 per_fold[name].append(fold_figures(y[te], p))
                 done += 1
                 if progress:
                     progress(f"meta-classifier: fold {k + 1}/{len(split)}, {name}", done / steps)
             del values
     metrics = {p: summarize_folds(per_fold[p], y, oof[p]) for p in names}
-    return CrossValidation(metrics=metrics, oof=oof, folds=split, fold_of_doc=fold_of_doc, fold_dicts=fold_dicts)
+    return CrossValidation(metrics=metrics, oof=oof, folds=split, fold_of_doc=fold_of_doc, fold_dicts=fold_dicts,
+                           fitted=fitted if keep_fitted else None)
