@@ -89,18 +89,26 @@ def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembe
 
 
 def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int, seed: int,
-                 context: int | None, blind: bool, dataset: Dataset, reference) -> RunConfig:
-    """Validate the settings against the data and models; a RunConfig or a clear SettingsError."""
+                 context: int | None, blind: bool, dataset: Dataset, reference, population: Dataset | None = None
+                 ) -> RunConfig:
+    """Validate the settings against the data and models; a RunConfig or a clear SettingsError.
+
+    ``reference``: the reference model, or anything not None when one will be loaded (the
+    page checks before loading models)."""
     attacks = list(attacks)
     if not attacks:
         raise SettingsError("choose at least one attack.")
     unknown = [a for a in attacks if a not in REGISTRY]
     if unknown:
         raise SettingsError(f"unknown attack(s): {', '.join(unknown)}.")
-    needs_ref = [REGISTRY[a].label for a in attacks if "reference" in REGISTRY[a].needs]
+    needs_ref = [REGISTRY[a].label for a in attacks if "reference" in REGISTRY[a].inputs_needed(params.get(a))]
     if needs_ref and reference is None:
         raise SettingsError(f"{', '.join(needs_ref)} needs a reference model: choose one in the sidebar "
                             "(for a fine-tuned target, its base model), or untick the attack.")
+    needs_pop = [REGISTRY[a].label for a in attacks if "population" in REGISTRY[a].inputs_needed(params.get(a))]
+    if needs_pop and (population is None or not len(population)):
+        raise SettingsError(f"{', '.join(needs_pop)} needs known non-member texts: upload them under "
+                            "'Population set', or untick the attack.")
     for name, p in params.items():
         k = p.get("k")
         if k is not None and not 0 < float(k) <= 1:

@@ -1,7 +1,8 @@
 """The logic behind the "Inspect a text" page (kept out of the page so it stays thin).
 
 * :func:`attack_scores`   every sequence-level attack's score for one text (cheap functions of the
-  token statistics already computed; the calibration run's attack parameters when there is one).
+  token statistics already computed; the calibration run's attack parameters and first-token
+  rule when there is one, :func:`run_first_token`, so the scores equal the run's).
 * :func:`placement_rows`  each score placed on a calibration run (``mia_core.placement``: percentile
   among its members and non-members, and the decision at the thresholds that flag 1 % / 5 % of its
   non-members, Mireshghallah et al. 2022 §2.4: member iff score >= t), formatted as table rows.
@@ -36,12 +37,23 @@ def sequence_attacks() -> list[str]:
     return [n for n, a in REGISTRY.items() if a.prepare is None and set(a.needs) <= SEQUENCE_NEEDS]
 
 
+def run_first_token(run=None) -> bool:
+    """Whether attacks score each text's first token, as the calibration ``run`` did
+    (``RunConfig.score_first_token``; ``mia_core.attacks.base``). Without a run: the default
+    (tokens 2..n, as the papers). A run saved before the rule existed has no such setting and
+    scored every token."""
+    if run is None:
+        return False
+    cfg = run.config or {}
+    return bool(cfg.get("score_first_token", True))
+
+
 def attack_scores(res: dict, run=None) -> tuple[dict[str, tuple[str, float]], list[str]]:
     """{attack: (label, score)} for one analysed text, plus notes on attacks left out."""
     inputs = AttackInputs(texts=[res["text"]], target=[res["stats"]],
                           target_lower=[res["lower"]] if res.get("lower") is not None else None,
                           reference=[res["ref"]] if res.get("ref") is not None else None,
-                          same_tokenizer=res.get("same_tokenizer", True))
+                          same_tokenizer=res.get("same_tokenizer", True), first_token=run_first_token(run))
     run_params = ((run.config if run is not None else {}) or {}).get("params") or {}
     out, notes = {}, []
     for name in sequence_attacks():
@@ -156,8 +168,12 @@ def neighbour_settings(run=None, n: int | None = None):
     return settings_from(params)
 
 
-def inspect_neighbours(lm, text: str, settings, *, progress) -> dict:
-    """Neighbours of one text with their target loss and embedding cosine similarity to the text."""
+def inspect_neighbours(lm, text: str, settings, *, progress, first_token: bool = False) -> dict:
+    """Neighbours of one text with their target loss and embedding cosine similarity to the text.
+
+    Losses follow the first-token rule (``first_token``; ``mia_core.attacks.base``), as the
+    neighbourhood attack computes them."""
+    from mia_core.attacks.base import scored_tokens
     from mia_core.embeddings import neighbour_similarities
     from mia_core.neighbours import generate_neighbours
     from mia_core.stats import compute_stats
@@ -165,9 +181,10 @@ def inspect_neighbours(lm, text: str, settings, *, progress) -> dict:
     nbs = generate_neighbours([text], settings, progress=progress)[0]
     if not nbs:
         return {"original_loss": float("nan"), "neighbours": []}
-    stats = compute_stats(lm, [n.text for n in nbs], progress=progress, label="neighbour pass")
+    stats = scored_tokens(compute_stats(lm, [n.text for n in nbs], progress=progress, label="neighbour pass"),
+                          first_token)
     cos = neighbour_similarities([text], [nbs], progress=progress)[0]
-    return {"settings": settings.to_dict(), "neighbours": [
+    return {"settings": settings.to_dict(), "first_token": bool(first_token), "neighbours": [
         {"text": n.text, "spans": neighbour_spans(text, n.replaced), "loss": float(s.loss), "cosine": float(c),
          "replaced": [list(r) for r in n.replaced]} for n, s, c in zip(nbs, stats, cos)]}
 
@@ -234,7 +251,8 @@ def neighbour_section(lm, res: dict, run=None) -> None:
         slot = st.empty()
         cb = stage_progress(slot.container())
         try:
-            out = inspect_neighbours(lm, res["text"], neighbour_settings(run, n), progress=cb)
+            out = inspect_neighbours(lm, res["text"], neighbour_settings(run, n), progress=cb,
+                                     first_token=run_first_token(run))
             st.session_state["inspect_neighbours"] = (res["hash"], lm.identity, out)
             slot.empty()
         except MiaError as e:
@@ -243,7 +261,9 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     if not got or got[0] != res["hash"] or got[1] != lm.identity:
         return
     out = got[2]
-    base = float(res["stats"].loss)
+    from mia_core.attacks.base import scored_tokens
+
+    base = float(scored_tokens([res["stats"]], bool(out.get("first_token", False)))[0].loss)
     nbs = out.get("neighbours") or []
     if not nbs:
         st.warning("No neighbour could be generated: the text has no replaceable content word.")

@@ -35,6 +35,12 @@ The loss reported per epoch as ``train_loss`` is the token-weighted mean of the 
 seen during that epoch (the model changes as it goes); ``final`` holds the losses of the
 finished model on the members and on the held-out texts (one more pass over each), whose gap
 is the membership signal a LOSS attack (Yeom et al. 2018) can see.
+
+Reference models for RMIA (Zarifzadeh et al. 2024): :func:`make_references` trains ``k``
+models with the same recipe, each on a random half of a population set (complementary halves
+in pairs, seeded), writes them as ``ref-0 .. ref-<k-1>`` target folders with the record of
+which population texts each one saw (``reference_members.json``), and ``references.json``
+with the time each took (``mia make-references``).
 """
 from __future__ import annotations
 
@@ -48,6 +54,8 @@ import time
 import warnings
 from pathlib import Path
 from typing import Sequence
+
+import numpy as np
 
 from .errors import DataError, ModelError, SettingsError
 from .models import EMBEDDED_NAME, TARGET_MARKER, load_causal_lm, resolve_device, resolve_spec
@@ -431,3 +439,123 @@ def read_log(target_dir: str | Path) -> dict | None:
     if not p.exists():
         return None
     return json.loads(p.read_text())
+
+
+# --------------------------------------------------------------------------- reference models (RMIA)
+
+REFERENCES_INDEX = "references.json"  # the folder's record: which texts every reference trained on
+REFERENCE_MEMBERS = "reference_members.json"  # in every reference folder: hashes of its training texts
+
+
+def reference_splits(n: int, k: int, seed: int = 0) -> list[list[int]]:
+    """Indices of the population texts each of ``k`` reference models trains on.
+
+    Reference models come in pairs trained on complementary random halves (ML Privacy Meter's
+    ``split_dataset_for_training``): every text is IN for exactly one model of each pair, so
+    with an even ``k`` every population text has exactly ``k/2`` references that never saw it
+    (RMIA estimates ``Pr(z)`` from those). An odd ``k`` ends with one random half.
+    Seeded (``numpy.random.default_rng(seed)``); the indices of each half are sorted.
+    """
+    rng = np.random.default_rng(seed)
+    out: list[list[int]] = []
+    perm = None
+    for i in range(k):
+        if i % 2 == 0:
+            perm = rng.permutation(n)
+            out.append(sorted(int(j) for j in perm[: n // 2]))
+        else:
+            out.append(sorted(int(j) for j in perm[n // 2 :]))
+    return out
+
+
+def make_references(
+    population_texts: Sequence[str],
+    base: str | None = EMBEDDED_NAME,
+    out_dir: str | Path = "references",
+    k: int = 4,
+    epochs: int = 1,
+    seed: int = 0,
+    progress: Progress | None = None,
+    *,
+    overwrite: bool = False,
+    command: str | None = None,
+    data_files: dict | None = None,
+    **train_kwargs,
+) -> dict:
+    """Train ``k`` reference models for RMIA, each on a random half of ``population_texts``.
+
+    Every reference is trained exactly like a ``make-target`` target (:func:`make_target`, same
+    recipe and options in ``train_kwargs``: method, lr, max_length, batch_size, LoRA rank...)
+    on its half (:func:`reference_splits`; the other half is its held-out set), with seed
+    ``seed + i``, and written to ``out_dir/ref-<i>`` (a target folder any command loads), with
+    ``reference_members.json`` (the SHA-256-based hashes of the texts it trained on, as
+    ``mia_core.cache.text_hash`` computes them, and their indices). ``out_dir/references.json``
+    lists them with the seconds each took. Cost: ``k`` fine-tunes on ``N/2`` texts each.
+
+    Returns the record written to ``references.json``.
+    """
+    from .cache import text_hash
+
+    progress = progress or noop
+    if not isinstance(k, int) or k < 1:
+        raise SettingsError(f"k (the number of reference models) must be a whole number >= 1, got {k!r}.")
+    texts = list(dict.fromkeys(str(t).strip() for t in population_texts if str(t).strip()))
+    if len(texts) < 2:
+        raise DataError(f"the population needs at least 2 distinct texts to split in halves, got {len(texts)}.")
+    out = Path(out_dir).expanduser()
+    if out.exists():
+        if not out.is_dir():
+            raise SettingsError(f"{out} exists and is not a folder.")
+        if any(out.iterdir()):
+            if not overwrite:
+                raise SettingsError(f"{out} is not empty: choose a new folder or pass overwrite (--overwrite).")
+            if not (out / REFERENCES_INDEX).exists():
+                raise SettingsError(f"{out} is not empty and is not a reference folder: refusing to overwrite it.")
+    splits = reference_splits(len(texts), k, seed)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / REFERENCES_INDEX).unlink(missing_ok=True)  # written again at the end: a partial folder has none
+    t_start = time.time()
+    refs = []
+    for i, idx in enumerate(splits):
+        members = [texts[j] for j in idx]
+        chosen = set(idx)
+        heldout = [t for j, t in enumerate(texts) if j not in chosen]
+
+        def sub(msg: str, frac: float, i=i) -> None:
+            progress(f"reference {i + 1}/{k}: {msg}", (i + min(frac, 1.0)) / k)
+
+        t0 = time.time()
+        log = make_target(members, base=base, out_dir=out / f"ref-{i}", epochs=epochs, seed=seed + i,
+                          heldout_texts=heldout, progress=sub, overwrite=overwrite, command=command,
+                          data_files=data_files, **train_kwargs)
+        (out / f"ref-{i}" / REFERENCE_MEMBERS).write_text(json.dumps(
+            {"text_hashes": [text_hash(t) for t in members], "indices": idx, "n_population": len(texts)}))
+        refs.append({"dir": f"ref-{i}", "seed": seed + i, "n_members": len(members), "seconds": round(time.time() - t0, 1),
+                     "final": log["final"], "n_trainable_params": log["n_trainable_params"]})
+    seconds = time.time() - t_start
+    record = {
+        "k": k,
+        "base": base_record(base),
+        "n_population": len(texts),
+        "population_sha256": texts_sha256(texts),
+        "split": "complementary random halves in pairs (ML Privacy Meter), numpy default_rng(seed)",
+        "seed": seed,
+        "epochs": epochs,
+        "train_options": {kk: v for kk, v in train_kwargs.items() if isinstance(v, (int, float, str, type(None)))},
+        "references": refs,
+        "seconds": round(seconds, 1),
+        "seconds_per_reference": round(seconds / k, 1),
+        "threads": _threads(),
+        "command": command,
+        "data_files": data_files or {},
+    }
+    (out / REFERENCES_INDEX).write_text(json.dumps(record, indent=2))
+    progress(f"{k} reference models written to {out}", 1.0)
+    record["out_dir"] = str(out)
+    return record
+
+
+def _threads() -> int:
+    import torch
+
+    return torch.get_num_threads()

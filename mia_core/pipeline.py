@@ -47,6 +47,7 @@ class RunConfig:
     split_seed: int = 0
     population_alpha: float = 0.1  # FPR on the population set for the threshold (Mireshghallah §2.4)
     blind: bool = True  # model-free baseline (distribution-shift check)
+    score_first_token: bool = False  # attacks score tokens 2..n, as the papers do (attacks.base)
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "stats"}
@@ -66,6 +67,7 @@ class RunContext:
     train_mask: np.ndarray  # texts usable for training (labels known to the attack)
     progress: Progress
     compute: Callable[..., list]  # compute(lm, texts, label=...) -> list[TokenStats] with the run's settings
+    population: Dataset | None = None  # known non-members disjoint from the audited texts (ReCaLL prefix, RMIA)
 
 
 @dataclass
@@ -176,6 +178,59 @@ def parse_attacks(spec: str | Sequence[str] | None) -> list[str]:
     return names
 
 
+def plan_attacks(spec: str | Sequence[str] | None, *, have: set[str] | Sequence[str],
+                 params: dict | None = None) -> tuple[list[str], dict[str, str]]:
+    """Which of the requested attacks can run with the inputs at hand, before anything loads.
+
+    ``have``: the optional run inputs available: "reference" (a reference model),
+    "labels" (a training set or a split), "population" (known non-members). An attack named
+    explicitly that lacks an input stops the run (``SettingsError``, one line, naming what to
+    give); with ``all`` such attacks are skipped and returned with the reason, so that
+    ``--attacks all`` runs every attack its inputs allow.
+
+    Returns ``(names to run, {skipped name: reason})``.
+    """
+    from .attacks.base import OPTIONAL_INPUTS
+
+    names = parse_attacks(spec)
+    raw = [str(x).strip() for x in (spec.split(",") if isinstance(spec, str) else (spec or []))]
+    all_mode = "all" in raw
+    have = set(have)
+    run, skipped, errors = [], {}, []
+    for n in names:
+        missing = sorted(REGISTRY[n].inputs_needed((params or {}).get(n)) - have)
+        if not missing:
+            run.append(n)
+            continue
+        reason = "; ".join(OPTIONAL_INPUTS[m] for m in missing)
+        if all_mode:
+            skipped[n] = reason
+        else:
+            errors.append(f"{REGISTRY[n].label} ({n}) {reason}")
+    if errors:
+        raise SettingsError("; ".join(errors))
+    if not run:
+        raise SettingsError("none of the attacks can run with these inputs: "
+                            + "; ".join(f"{n}: {r}" for n, r in skipped.items()))
+    return run, skipped
+
+
+def uses_reference(names: Sequence[str], params: dict | None = None) -> bool:
+    """Whether any of the attacks ``names`` uses the run's reference model (the reference pass,
+    or an attack that loads it itself with these parameters, e.g. offline RMIA)."""
+    return any("reference" in REGISTRY[n].needs or "reference" in REGISTRY[n].inputs_needed((params or {}).get(n))
+               for n in names)
+
+
+def check_population(population: Dataset | None, texts: Sequence[str]) -> None:
+    """The population (known non-members) must be disjoint from every audited text."""
+    if population is None or not len(population):
+        return
+    overlap = set(population.texts) & set(texts)
+    if overlap:
+        raise DataError(f"{len(overlap)} population text(s) also appear in the audited sets; they must be disjoint")
+
+
 def split_mask(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
     """Stratified random split: True = training part. Each class keeps >= 1 text on both sides."""
     if not 0 < fraction < 1:
@@ -210,17 +265,19 @@ def run_attacks(
     evaluation set, used to fit a decision threshold at FPR ``config.population_alpha``.
     """
     cfg = config or RunConfig()
-    names = parse_attacks(list(cfg.attacks))
     if dataset.n_members == 0 or dataset.n_nonmembers == 0:
         raise DataError("need at least one member and one non-member text")
+    have = {"reference"} if reference is not None else set()
+    if train is not None or cfg.split:
+        have.add("labels")
+    if population is not None and len(population):
+        have.add("population")
+    names, skipped = plan_attacks(list(cfg.attacks), have=have, params=cfg.params)
     attacks = [REGISTRY[n] for n in names]
     needs = {n for a in attacks for n in a.needs}
-    if "reference" in needs and reference is None:
-        raise SettingsError(
-            "the reference attack needs a reference model (--reference ID|PATH|smollm2); "
-            "for a fine-tuned target, its base model is the natural reference"
-        )
     report = list(dataset.report)
+    for n, why in skipped.items():
+        report.append(f"skipped {REGISTRY[n].label} ({n}): it {why}")
     timings: dict[str, float] = {}
 
     # ---- which texts are scored, which train, which are evaluated
@@ -242,12 +299,7 @@ def run_attacks(
         groups = list(dataset.groups) if dataset.groups else [""] * len(dataset)
         train_mask = split_mask(labels, cfg.split, cfg.split_seed) if cfg.split else np.zeros(len(labels), bool)
     eval_mask = ~train_mask
-    learns = [a for a in attacks if a.prepare is not None and "labels" in a.needs]
-    if learns and not train_mask.any():
-        raise SettingsError(
-            f"{', '.join(a.label for a in learns)} learn(s) from labelled texts: give a training set "
-            "(--train-members/--train-nonmembers) or a split (--split 0.5)"
-        )
+    check_population(population, all_texts)
     full = Dataset(
         texts=all_texts, labels=labels, ids=ids, groups=groups if any(groups) else None,
         sources=list(dataset.sources) + (list(train.sources) if train is not None else []), report=[],
@@ -257,7 +309,7 @@ def run_attacks(
         return compute_stats(lm, texts, settings or cfg.stats, use_cache=cfg.use_cache, progress=progress, label=label)
 
     # ---- the model passes
-    inputs = AttackInputs(texts=all_texts)
+    inputs = AttackInputs(texts=all_texts, first_token=cfg.score_first_token)
     t0 = time.time()
     inputs.target = compute(target, all_texts, "target pass")
     timings["target_pass"] = time.time() - t0
@@ -275,12 +327,12 @@ def run_attacks(
             report.append("target and reference tokenizers differ: the reference attack compares NLL per byte")
         timings["reference_pass"] = time.time() - t0
 
-    short = sum(1 for s in inputs.target if s.n_predicted == 0)
+    short = sum(1 for s in inputs.scored() if s.n_predicted == 0)
     if short:
         report.append(f"{short} text(s) too short to score (no predicted token): left out of the figures")
 
     # ---- attack-specific preparation (neighbours, embeddings, training)
-    ctx = RunContext(target, reference, cfg, full, train_mask, progress, compute)
+    ctx = RunContext(target, reference, cfg, full, train_mask, progress, compute, population=population)
     extra: dict = {}
     for a in attacks:
         if a.prepare is not None:
@@ -346,10 +398,7 @@ def run_attacks(
 
     pop = None
     if population is not None and len(population):
-        overlap = set(population.texts) & set(all_texts)
-        if overlap:
-            raise DataError(f"{len(overlap)} population text(s) also appear in the audited sets; they must be disjoint")
-        pop_inputs = AttackInputs(texts=list(population.texts))
+        pop_inputs = AttackInputs(texts=list(population.texts), first_token=cfg.score_first_token)
         pop_inputs.target = compute(target, pop_inputs.texts, "population pass")
         if "target_lower" in needs:
             pop_inputs.target_lower = compute(target, [t.lower() for t in pop_inputs.texts], "population pass (lower)")
@@ -373,13 +422,13 @@ def run_attacks(
             metrics[a.name]["population_threshold"] = d
 
     models = {"target": describe(target)}
-    if reference is not None and "reference" in needs:
+    if reference is not None and ("reference" in needs or uses_reference(names, cfg.params)):
         models["reference"] = describe(reference)
     progress("done", 1.0)
     return RunResult(
         scores=df,
         metrics=metrics,
-        config={**cfg.to_dict(), "attacks": names},
+        config={**cfg.to_dict(), "attacks": names, **({"skipped": skipped} if skipped else {})},
         models=models,
         timings={k: round(v, 3) for k, v in timings.items()},
         shift=shift,

@@ -22,6 +22,24 @@ or ``<|endoftext|>``/EOS when it has none) is put in front of each text by defau
 the first text token is predicted too; every text token then has a prediction and the
 total NLL covers the whole string (needed for per-byte comparisons across tokenizers).
 
+**Conditioning** (``StatsSettings.condition``, ReCaLL's non-member prefix, Xie et al. 2024):
+the statistics of a text's tokens are computed *given* a conditioning text. The condition is
+tokenised on its own (no special tokens) and put between the prefix token and the text,
+``[prefix token] + condition + text``; only the text's tokens are reduced and returned, so the
+result has the same shape as the unconditional one and attacks compare the two token by token.
+Context window: when prefix token + condition + text fit in one window of C tokens, that is one
+window and every text token sees the whole condition. Otherwise the condition is truncated
+*from the left* (its last tokens, the ones nearest the text, are kept): to the room the text
+leaves in the first window when the text itself fits in one window (every text token still
+sees the kept condition), or to half a window when the text alone is longer than a window
+(the first window then holds the kept condition and the first text tokens; later windows are
+cut as usual and do not see the condition). :func:`kept_condition_tokens` gives the number
+kept. Texts that see the whole condition in one window are scored against a key/value cache
+of ``[prefix token] + condition`` computed once per call (same numbers up to float rounding;
+the condition, e.g. twelve shots, is often ten times longer than a text). The cache key holds
+a hash of the condition; without a condition the key, the windows and every value are exactly
+those of the unconditional pass.
+
 Full-vocabulary logits exist only for one window batch at a time, and they are reduced in
 chunks of positions; what is kept per text is a handful of scalars per token.
 Results are cached on disk (``mia_core.cache``) keyed by model identity, settings and
@@ -132,6 +150,7 @@ class StatsSettings:
     prefix: bool = True  # put a BOS/EOS token in front so every text token is predicted
     batch_tokens: int = DEFAULT_BATCH_TOKENS
     vocab_probs: bool = False  # also accumulate sum of predicted distributions (R^GP)
+    condition: str | None = None  # text every text is conditioned on (ReCaLL's prefix); None/"": none
 
     def resolved_context(self, lm: LoadedModel) -> int:
         c = self.context or min(lm.max_context, DEFAULT_CONTEXT_CAP)
@@ -161,33 +180,61 @@ def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
 
 
 def cache_settings(lm: LoadedModel, st: StatsSettings) -> dict:
-    return {
+    out = {
         "model": lm.identity,
         "context": st.resolved_context(lm),
         "prefix": st.prefix,
         "vocab_probs": st.vocab_probs,
         "version": STATS_VERSION,
     }
+    if st.condition:  # only when set: the unconditional key stays what it always was
+        out["condition"] = text_hash(st.condition)
+        out["condition_chars"] = len(st.condition)
+    return out
+
+
+def kept_condition_tokens(n_condition: int, n_text: int, context: int, prefix: bool = True) -> int:
+    """How many of the condition's last tokens a text of ``n_text`` tokens is conditioned on
+    (the module docstring's rule): all when prefix + condition + text fit in ``context``;
+    else the room the text leaves in the first window when the text fits in one; else half a
+    window (``(context - prefix) // 2``). Never more than ``context - prefix - 1``, so the first
+    window always predicts at least one text token."""
+    p = 1 if prefix else 0
+    if n_condition <= 0 or n_text <= 0:
+        return 0
+    if p + n_condition + n_text <= context:
+        return n_condition
+    if p + n_text < context:
+        return min(n_condition, context - p - n_text)
+    return min(n_condition, (context - p) // 2)
 
 
 class _Job:
     """One text being scored: its token sequence, windows and output buffers."""
 
-    def __init__(self, idx: int, text: str, ids: np.ndarray, prefix: int | None, context: int, vocab: int, want_vp: bool):
+    def __init__(self, idx: int, text: str, ids: np.ndarray, prefix: int | None, context: int, vocab: int, want_vp: bool,
+                 condition: np.ndarray | None = None):
         self.idx = idx
         self.text = text
         self.ids = ids
         self.prefix = prefix
-        seq = np.concatenate([[prefix], ids]).astype(np.int64) if prefix is not None else ids.astype(np.int64)
-        self.seq = seq
-        self.offset = 1 if prefix is not None else 0  # seq position of text token 0
         n = len(ids)
+        k = kept_condition_tokens(len(condition), n, context, prefix is not None) if condition is not None else 0
+        self.n_condition = k  # condition tokens in front of the text (its last k tokens)
+        if k:
+            head = [prefix] if prefix is not None else []
+            seq = np.concatenate([np.asarray(head, dtype=np.int64), condition[len(condition) - k:].astype(np.int64),
+                                  ids.astype(np.int64)])
+        else:
+            seq = np.concatenate([[prefix], ids]).astype(np.int64) if prefix is not None else ids.astype(np.int64)
+        self.seq = seq
+        self.offset = (1 if prefix is not None else 0) + k  # seq position of text token 0
         self.out = {f: np.full(n, np.nan, dtype=np.float32) for f in FIELDS}
         self.out.update({f: np.full(n, -1, dtype=np.int32) for f in INT_FIELDS})
         self.vp = np.zeros(vocab, dtype=np.float64) if want_vp else None
         stride = context - 1
         self.windows: list[int] = []  # window start positions in seq
-        if len(seq) >= 2:
+        if len(seq) >= 2 and n:
             s = 0
             while True:
                 self.windows.append(s)
@@ -238,11 +285,12 @@ def compute_stats(
         return results  # type: ignore[return-value]
 
     prefix = prefix_token_id(lm.tokenizer) if st.prefix else None
+    condition = tokenize(lm, st.condition) if st.condition else None
     vocab = lm.vocab_size
     jobs = []
     for h, idxs in todo.items():
         i = idxs[0]
-        jobs.append(_Job(i, texts[i], tokenize(lm, texts[i]), prefix, context, vocab, st.vocab_probs))
+        jobs.append(_Job(i, texts[i], tokenize(lm, texts[i]), prefix, context, vocab, st.vocab_probs, condition))
     total_windows = sum(len(j.windows) for j in jobs) or 1
     done = {"w": 0}
     t0 = time.time()
@@ -266,6 +314,10 @@ def compute_stats(
         if not j.windows:  # fewer than two tokens in the sequence: nothing to predict
             finish(j)
     budget = _Budget(st.batch_tokens)  # halved, for the rest of the call, when a batch runs out of memory
+    if condition is not None:  # texts that see the whole condition: its key/value cache is computed once
+        shared = [j for j in short if j.windows and j.n_condition == len(condition)]
+        via_cache = _run_conditioned(lm, shared, budget, finish, tick)
+        short = [j for j in short if j not in via_cache]
     _run_short(lm, [j for j in short if j.windows], budget, finish, tick)
     for j in long:
         _run_long(lm, j, cache, hashes[j.idx], budget, finish, tick)
@@ -331,6 +383,101 @@ def _run_short(lm, jobs: list[_Job], batch_tokens, finish, tick):
         for j, _ in items:
             tick()
             finish(j)
+
+
+def _run_conditioned(lm, jobs: list[_Job], budget: "_Budget", finish, tick) -> list[_Job]:
+    """Conditioned texts that fit in one window with the whole condition, scored against a key/value
+    cache of ``[prefix token] + condition`` computed once (the condition is often much longer than
+    the texts: without the cache every text would pay for it again). The same numbers as the full
+    sequence pass up to float rounding. Returns the jobs done; a model that cannot take a cache
+    (an exception other than out-of-memory on the first batch) leaves them all to the plain path.
+    """
+    import torch
+
+    if not jobs:
+        return []
+    head = jobs[0].seq[: jobs[0].offset]  # identical for these jobs: [prefix] + the whole condition
+    dev = lm.device
+    try:
+        with torch.inference_mode():
+            out = lm.model(input_ids=torch.from_numpy(head[None].astype(np.int64)).to(dev), use_cache=True)
+        cache, last = out.past_key_values, out.logits[0, -1:].float()
+        del out
+        if cache is None:
+            return []
+    except Exception as e:  # noqa: BLE001 - no cache support (or no memory for it): the plain path
+        if _is_oom(e):
+            _free_memory(lm)
+        return []
+    n_head = len(head)
+    done: list[_Job] = []
+    # a row holds the head's cached keys/values as well as the text: budget both
+    queue = [[jobs[i] for i in b] for b in batches_by_length([n_head + len(j.ids) for j in jobs], budget.tokens)]
+    while queue:
+        batch = queue.pop(0)
+        try:
+            pending = _forward_cached(lm, batch, cache, last, n_head)
+        except _OutOfMemory:
+            budget.halve(lm, len(batch), n_head + max(len(j.ids) for j in batch))
+            half = (len(batch) + 1) // 2
+            queue[:0] = [b for b in (batch[:half], batch[half:]) if b]
+            continue
+        except Exception:  # noqa: BLE001 - the model took the cache for the head but not for a batch
+            if done:
+                raise
+            return []
+        for job, ti, red in pending:
+            for f in (*FIELDS, *INT_FIELDS):
+                job.out[f][ti] = red[f]
+            if job.vp is not None:
+                job.vp += red["vp"]
+        for j in batch:
+            tick()
+            finish(j)
+            done.append(j)
+    return done
+
+
+def _forward_cached(lm, batch: list[_Job], head_cache, head_last, n_head: int):
+    """One batch of texts after the cached head; reduced per-token arrays (nothing written yet)."""
+    import copy
+
+    import torch
+
+    L = max(len(j.ids) for j in batch)
+    pad = lm.tokenizer.pad_token_id or 0
+    ids = np.full((len(batch), L), pad, dtype=np.int64)
+    mask = np.zeros((len(batch), n_head + L), dtype=np.int64)
+    mask[:, :n_head] = 1
+    for r, j in enumerate(batch):
+        ids[r, : len(j.ids)] = j.ids
+        mask[r, n_head : n_head + len(j.ids)] = 1
+    dev = lm.device
+    pending = []
+    try:
+        cache = copy.deepcopy(head_cache)
+        if len(batch) > 1:
+            cache.batch_repeat_interleave(len(batch))
+        with torch.inference_mode():
+            out = lm.model(input_ids=torch.from_numpy(ids).to(dev), attention_mask=torch.from_numpy(mask).to(dev),
+                           past_key_values=cache, use_cache=True)
+            logits = out.logits
+            del out, cache
+            for r, j in enumerate(batch):
+                n = len(j.ids)
+                # text token 0 is predicted by the head's last position, token t by text position t-1
+                lg_all = torch.cat([head_last.to(logits.device), logits[r, : n - 1].float()])
+                for c0 in range(0, n, REDUCE_CHUNK):
+                    c1 = min(n, c0 + REDUCE_CHUNK)
+                    targets = torch.from_numpy(j.ids[c0:c1].astype(np.int64)).to(lg_all.device)
+                    pending.append((j, np.arange(c0, c1), _reduce(lg_all[c0:c1], targets, j.vp is not None)))
+            del logits
+    except (RuntimeError, MemoryError) as e:
+        if not _is_oom(e):
+            raise
+        pending.clear()
+        raise _OutOfMemory(f"{len(batch)} x {L} tokens after {n_head}") from None
+    return pending
 
 
 def _run_long(lm, job: _Job, cache: ArrayCache, h: str, batch_tokens: int, finish, tick):
@@ -434,7 +581,9 @@ def _forward(lm: LoadedModel, items: list[tuple[_Job, int]]):
                 # predictions at window positions 0..n_pred-1 are for seq positions start+1..start+n_pred
                 tgt_seq = np.arange(start_seq + 1, start_seq + 1 + n_pred)
                 tok_idx = tgt_seq - job.offset  # index into text tokens
-                for c0 in range(0, n_pred, REDUCE_CHUNK):
+                # positions predicting condition tokens (conditioned passes only) are not reduced
+                first = max(0, job.offset - 1 - start_seq)
+                for c0 in range(first, n_pred, REDUCE_CHUNK):
                     c1 = min(n_pred, c0 + REDUCE_CHUNK)
                     lg = logits[r, c0:c1].float()
                     targets = torch.from_numpy(x[c0 + 1 : c1 + 1]).to(lg.device)

@@ -17,6 +17,7 @@ from dashboard.inspect import (
 )
 from dashboard.sidebar import model_panel
 from dashboard.ui import fmt_num, fmt_pct, page_setup, show_error, stage_progress
+from mia_core.attacks.base import scored_tokens
 from mia_core import plots
 from mia_core.cache import text_hash
 from mia_core.documents.dictionaries import token_frequency
@@ -120,8 +121,11 @@ n = stats.n_tokens
 p = np.exp(stats.logprob.astype(np.float64))
 c = st.columns(4)
 c[0].metric("Tokens", f"{n:,}")
-c[1].metric("Loss (mean NLL)", fmt_num(stats.loss))
-c[2].metric("Perplexity", fmt_num(math.exp(stats.loss)) if stats.loss < 50 else "> 10^21")
+body_loss = scored_tokens([stats])[0].loss  # tokens 2..n, as the attacks score them (attacks.base)
+c[1].metric("Loss (mean NLL)", fmt_num(body_loss),
+            help="Mean negative log-likelihood of tokens 2..n, the tokens the attacks score (the papers and MIMIR "
+                 f"leave out the first token). Over every token: {fmt_num(stats.loss)}.")
+c[2].metric("Perplexity", fmt_num(math.exp(body_loss)) if body_loss < 50 else "> 10^21")
 c[3].metric("Median token probability", fmt_pct(float(np.nanmedian(p))))
 
 # ------------------------------------------------------------------ per-token view

@@ -20,6 +20,7 @@ from dashboard.ui import AUC_EXPLAINER, page_setup, render_stages, show_error
 from mia_core import runs
 from mia_core.attacks import REGISTRY
 from mia_core.errors import MiaError, SettingsError
+from mia_core.pipeline import uses_reference
 
 page_setup("Calibration run", ":material/monitoring:")
 panel = model_panel(load=False)
@@ -57,7 +58,8 @@ elif source == "upload":
                         format_func={"auto": "auto-detect", "lines": "one text per line",
                                      "blank": "paragraphs separated by blank lines"}.get)
     with st.expander("Population set (optional)"):
-        population = st.file_uploader("Known non-members, disjoint from the sets above, to fit a decision threshold",
+        population = st.file_uploader("Known non-members, disjoint from the sets above: they fit a decision threshold, "
+                                      "and are ReCaLL's prefix and RMIA's population",
                                       type=UPLOAD_TYPES, accept_multiple_files=True, key="cal_population")
     st.caption(".txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json with a text column, "
                "or .zip of .txt files.")
@@ -95,7 +97,10 @@ if with_params:
             for p, dv in REGISTRY[a].params.items():
                 key = f"cal_param_{a}_{p}"
                 label = f"{REGISTRY[a].label}: {p}" + (" (fraction of lowest-scoring tokens)" if p == "k" else "")
-                if isinstance(dv, bool):
+                if p in REGISTRY[a].choices:
+                    opts = list(REGISTRY[a].choices[p])
+                    vals[p] = st.selectbox(label, opts, index=opts.index(dv) if dv in opts else 0, key=key)
+                elif isinstance(dv, bool):
                     vals[p] = st.checkbox(label, value=dv, key=key)
                 elif isinstance(dv, int):
                     vals[p] = int(st.number_input(label, value=dv, step=1, key=key))
@@ -130,6 +135,9 @@ with st.expander("Advanced"):
     blind = c[3].checkbox("Blind baseline", value=True, key="cal_blind",
                           help="A classifier that never sees the model: if it separates the sets, attack AUCs "
                                "measure a distribution shift, not membership.")
+    first_token = st.checkbox("Also score each text's first token", value=False, key="cal_first_token",
+                              help="The papers and their reference code (MIMIR) score tokens 2..n: the first token, "
+                                   "predicted from nothing, is the noisiest of a text. Tick to include it.")
     run_name = st.text_input("Run name (optional)", key="cal_name", placeholder="e.g. SmolLM2 fp32 demo")
 
 # ------------------------------------------------------------------ run
@@ -145,6 +153,10 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             st.caption(note)
         if not chosen:  # cheap settings first, before any model is loaded
             raise SettingsError("choose at least one attack.")
+        cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
+                           blind=blind, dataset=inputs.dataset, population=inputs.population,
+                           reference=(demo.get("reference") or "smollm2") if use_demo_models else panel.reference)
+        cfg.score_first_token = bool(first_token)
         if use_demo_models:
             with st.spinner("Loading the demo target and reference…"):
                 target = load_model(str(demo["target"]), panel.dtype, panel.quantize, panel.device, panel.trust_remote_code)
@@ -156,9 +168,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             if panel.reference_error:
                 raise MiaError(f"the reference model did not load: {panel.reference_error}")
             target, reference = panel.target, panel.reference
-        cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
-                           blind=blind, dataset=inputs.dataset, reference=reference)
-        work = make_job(inputs, target, reference if any("reference" in REGISTRY[a].needs for a in chosen) else None,
+        work = make_job(inputs, target, reference if uses_reference(chosen, params) else None,
                         cfg, name=run_name.strip() or None, modify_variants=modify_variants)
         job = reg.start("calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
                         f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work)

@@ -138,7 +138,7 @@ def test_min_k_and_min_k_pp_formulas():
         sigma=np.full(5, 0.5, np.float32), entropy=np.full(5, 2.0, np.float32), rank=np.ones(5, np.int32),
         top_id=np.zeros(5, np.int32), n_bytes=10,
     )
-    inp = AttackInputs(["x"], target=[st])
+    inp = AttackInputs(["x"], target=[st], first_token=True)  # all 5 tokens (tests/test_faithful_scores.py: 2..n)
     # k = 40 % of 5 tokens -> the 2 lowest log-probs
     assert REGISTRY["min_k"].score(inp, k=0.4)[0] == pytest.approx(np.mean(np.log([0.01, 0.1])), rel=1e-6)
     assert REGISTRY["min_k_pp"].score(inp, k=0.4)[0] == pytest.approx(np.mean((np.log([0.01, 0.1]) + 2.0) / 0.5), rel=1e-5)

@@ -140,7 +140,9 @@ def test_likelihood_ratio_beats_loss_on_controlled_models(world):
     e_t = rows["energy_target"].to_numpy()
     e_r = rows["energy_reference"].to_numpy()
     np.testing.assert_allclose(rows["likelihood_ratio"], e_r - e_t)
-    np.testing.assert_allclose(rows["loss"], -e_t)
+    # the loss baseline is the mean loss per masked token (§3.4): -E / l, l = ceil(0.15 T)
+    assert rows["n_masked"].tolist() == [M.n_masked(int(t)) for t in rows["n_tokens"]]
+    np.testing.assert_allclose(rows["loss"], -e_t / rows["n_masked"].to_numpy())
     lab = rows["label"].to_numpy()
     assert np.mean(e_t[lab == 1]) < np.mean(e_t[lab == 0])  # the target fits its members
 
@@ -207,11 +209,13 @@ def test_loss_mu_threshold_and_leak_features(world):
     res = M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, n_bootstrap=0,
                           train_samples=mem[:30])
     mu = res.metrics["loss"]["mu_threshold"]
-    assert mu["mu"] == pytest.approx(np.mean(res.energies["train_target"]))
-    assert mu["mu"] == pytest.approx(np.mean(res.energies["target"][:30]))  # same texts, same masks
-    e_t = np.array(res.energies["target"])
+    # mu: the training samples' mean loss per masked token (§3.4), energy / l
+    per_token = -res.scores["loss"].to_numpy()
+    assert mu["mu"] == pytest.approx(np.mean(res.energies["train_loss_per_token"]))
+    assert mu["mu"] == pytest.approx(np.mean(per_token[:30]))  # same texts, same masks
+    np.testing.assert_allclose(per_token, np.array(res.energies["target"]) / res.scores["n_masked"].to_numpy())
     lab = np.r_[np.ones(N_MEM), np.zeros(N_NON)]
-    assert mu["recall"] == pytest.approx(np.mean(e_t[lab == 1] <= mu["mu"]))
+    assert mu["recall"] == pytest.approx(np.mean(per_token[lab == 1] <= mu["mu"]))
     # §4.6: features of flagged vs unflagged members
     lf = res.leak_features["likelihood_ratio"]
     assert lf["n_flagged"] + lf["n_unflagged"] == N_MEM

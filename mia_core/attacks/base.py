@@ -11,6 +11,14 @@ pipeline runs each model pass once for all attacks:
 * ``"neighbours"``: target-model losses of each text's neighbours (neighbour attacks),
 * ``"labels"``: the attack learns from labelled training texts (SMIA).
 
+**Which tokens are scored.** The statistics pass predicts every token of a text (a BOS/EOS
+prefix token is put in front, ``mia_core.stats``), so the whole-string NLL is available
+(per-byte comparisons across tokenizers need it). The papers and their reference code
+(Carlini et al. 2021, Shi et al. 2024, Zhang et al. 2024, MIMIR) score tokens 2..n: the
+first token, predicted from nothing but the prefix, is the noisiest of a text. Attacks
+therefore read :meth:`AttackInputs.scored`, which leaves the first token out unless
+``first_token=True`` (``mia run --score-first-token``); one cached pass serves both.
+
 Attacks that need more than statistics (neighbours, embeddings, a trained network) set a
 ``prepare(inputs, ctx, **params)`` hook; the pipeline calls it once before scoring, and it
 stores what ``score`` needs in ``inputs.extra`` (and may return artefacts for the report).
@@ -33,6 +41,13 @@ class AttackInputs:
     reference: list[TokenStats] | None = None
     same_tokenizer: bool = True  # target and reference share a tokenizer
     extra: dict = field(default_factory=dict)  # neighbour losses, embeddings, trained models...
+    first_token: bool = False  # also score each text's first token (the papers score tokens 2..n)
+
+    def scored(self, which: str = "target") -> list[TokenStats]:
+        """The statistics of pass ``which`` ("target", "target_lower", "reference") restricted
+        to the tokens attacks score: tokens 2..n of each text, or all of them when
+        ``first_token`` (see the module docstring)."""
+        return scored_tokens(getattr(self, which), self.first_token)
 
 
 @dataclass(frozen=True)
@@ -45,6 +60,32 @@ class Attack:
     params: dict = field(default_factory=dict)  # default parameters
     prepare: Callable[..., dict | None] | None = None
     population_ok: bool = True  # can score texts outside the prepared set (population thresholds)
+    # which of the run's optional inputs ("reference", "labels", "population") the attack needs
+    # with these parameters; None: the ones in ``needs``
+    requires: Callable[[dict], set] | None = None
+    choices: dict = field(default_factory=dict)  # {param: allowed values} for parameters with a fixed set
+
+    def inputs_needed(self, params: dict | None = None) -> set:
+        """The optional run inputs this attack needs with ``params`` (registered defaults
+        filled in): a subset of {"reference", "labels", "population"}."""
+        if self.requires is not None:
+            return set(self.requires({**self.params, **(params or {})}))
+        return {n for n in self.needs if n in OPTIONAL_INPUTS}
+
+
+# optional inputs of a run, and what to give when one is missing (CLI words; the page says its own)
+OPTIONAL_INPUTS = {
+    "reference": "needs a reference model (--reference ID|PATH|smollm2)",
+    "labels": "learns from labelled texts: give --train-members/--train-nonmembers or --split 0.5",
+    "population": "needs known non-member texts: give --population (ReCaLL also takes --param recall.prefix=FILE)",
+}
+
+
+def scored_tokens(stats: list[TokenStats], first_token: bool = False) -> list[TokenStats]:
+    """``stats`` without each text's first token (unless ``first_token``)."""
+    if stats is None or first_token:
+        return stats
+    return [s.slice(1, s.n_tokens) if s.n_tokens else s for s in stats]
 
 
 def per_text(stats: list[TokenStats], fn: Callable[[TokenStats], float]) -> np.ndarray:

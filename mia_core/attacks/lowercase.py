@@ -6,6 +6,8 @@ written. A memorised text is fit much better in its original casing than lower-c
     score(x) = L(lower(x)) / L(x)
 
 (higher = more likely member). Needs a second pass of the target on the lower-cased text.
+Both losses are means over tokens t = 2..T of their own tokenisation (all tokens with
+``first_token=True``; ``attacks.base``).
 """
 import numpy as np
 
@@ -14,7 +16,7 @@ from .base import AttackInputs
 
 def score(inputs: AttackInputs) -> np.ndarray:
     out = np.full(len(inputs.texts), np.nan)
-    for i, (s, sl) in enumerate(zip(inputs.target, inputs.target_lower)):
+    for i, (s, sl) in enumerate(zip(inputs.scored("target"), inputs.scored("target_lower"))):
         if s.n_predicted > 0 and sl.n_predicted > 0 and s.loss > 0:
             out[i] = sl.loss / s.loss
     return out

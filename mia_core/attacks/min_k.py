@@ -3,28 +3,42 @@
 A non-member text tends to contain a few outlier tokens with very low probability; a
 member does not. Take the k% of tokens with the lowest log-probability and average them:
 
-    score(x) = (1/|min-k%|) Σ_{x_t ∈ min-k%(x)} log p(x_t | x_<t)
+    score(x) = (1/|min-k%|) Σ_{x_t ∈ min-k%(x)} log p(x_t | x_<t),   t = 2..T
 
-k defaults to 20 % (the paper's recommended setting); at least one token is used.
+k defaults to 20 % (the paper's recommended setting). Of the n scored tokens, the
+``floor(k·n)`` lowest are kept, as the reference code does (``int(len(probs) * k)`` in Shi et
+al.'s code and in MIMIR), but at least one (the reference code averages an empty list, NaN,
+for texts shorter than 1/k tokens). The first token is left out unless ``first_token=True``
+(``attacks.base``). MIMIR reports ``-score`` (lower = member).
 """
-import math
-
 import numpy as np
 
 from .base import AttackInputs, per_text
 
 
+def n_lowest(n: int, k: float) -> int:
+    """How many of ``n`` values Min-K% averages: ``floor(k·n)``, at least 1 (0 when n is 0)."""
+    if n <= 0:
+        return 0
+    return max(1, int(n * k))
+
+
 def lowest_mean(values: np.ndarray, k: float) -> float:
+    """Mean of the ``floor(k·n)`` (at least one) lowest of the non-NaN ``values``."""
     v = values[~np.isnan(values)]
     if v.size == 0:
         return float("nan")
-    n = max(1, int(math.ceil(v.size * k)))
+    n = n_lowest(v.size, k)
     return float(np.mean(np.partition(v, n - 1)[:n]))
 
 
-def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
+def check_k(k: float, name: str = "Min-K%") -> None:
     if not 0 < k <= 1:
         from ..errors import SettingsError
 
-        raise SettingsError(f"Min-K% needs 0 < k <= 1 (a fraction), got {k}")
-    return per_text(inputs.target, lambda s: lowest_mean(s.logprob.astype(np.float64), k))
+        raise SettingsError(f"{name} needs 0 < k <= 1 (a fraction), got {k}")
+
+
+def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
+    check_k(k)
+    return per_text(inputs.scored(), lambda s: lowest_mean(s.logprob.astype(np.float64), k))

@@ -7,15 +7,17 @@ log-probabilities of the model's own next-token distribution at that position:
     s(x_t) = (log p(x_t | x_<t) - μ_t) / σ_t,
     μ_t = E_{z ~ p(.|x_<t)}[log p(z | x_<t)],   σ_t² = E_z[(log p(z | x_<t) - μ_t)²]
 
-and the score is the mean of the lowest k% of s(x_t) (k = 20 % by default). Training
-texts sit at local maxima of the likelihood, where the true token's log-probability is
-high relative to the distribution. μ_t and σ_t come from the same forward pass as the
-other statistics (``mia_core.stats``).
+and the score is the mean of the lowest k% of s(x_t) over t = 2..T (k = 20 % by default;
+``floor(k·n)`` tokens, at least one, as Min-K%, ``attacks.min_k``; the first token only with
+``first_token=True``, ``attacks.base``). Training texts sit at local maxima of the
+likelihood, where the true token's log-probability is high relative to the distribution.
+μ_t and σ_t come from the same forward pass as the other statistics (``mia_core.stats``).
+MIMIR reports ``-score`` (lower = member).
 """
 import numpy as np
 
 from .base import AttackInputs, per_text
-from .min_k import lowest_mean
+from .min_k import check_k, lowest_mean
 
 
 def token_scores(s) -> np.ndarray:
@@ -25,8 +27,5 @@ def token_scores(s) -> np.ndarray:
 
 
 def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
-    if not 0 < k <= 1:
-        from ..errors import SettingsError
-
-        raise SettingsError(f"Min-K%++ needs 0 < k <= 1 (a fraction), got {k}")
-    return per_text(inputs.target, lambda s: lowest_mean(token_scores(s), k))
+    check_k(k, "Min-K%++")
+    return per_text(inputs.scored(), lambda s: lowest_mean(token_scores(s), k))

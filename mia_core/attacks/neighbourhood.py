@@ -9,7 +9,8 @@ scores about as well as its neighbours (§2.1)::
 
     score(x) = -( L(x) - (1/n) sum_j L(x~_j) )
 
-(higher = more likely member; L is the mean NLL per token, ``TokenStats.loss``). The paper
+(higher = more likely member; L is the mean NLL per token over tokens t = 2..T of the text or
+neighbour, as LOSS; every token with ``first_token=True``, ``attacks.base``). The paper
 thresholds ``L(x) - mean_j L(x~_j)``; its best neighbours came from a masked LM with
 embedding dropout 0.7, n = 100 neighbours, m = 1 replaced word (§2.2, §4).
 
@@ -29,7 +30,7 @@ import numpy as np
 from ..cache import text_hash
 from ..errors import SettingsError
 from ..neighbours import Neighbour, NeighbourSettings, make_generator
-from .base import AttackInputs
+from .base import AttackInputs, scored_tokens
 
 DEFAULTS = {"generator": "offline", "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
 N_EXAMPLES = 3  # texts whose full neighbours are put in the run's report
@@ -49,6 +50,9 @@ def ensure_neighbours(inputs: AttackInputs, settings: NeighbourSettings, ctx=Non
     Results are kept in ``inputs.extra["neighbour_store"]`` (shared by the neighbourhood
     attack and SMIA, and by the population pass, which re-uses ``inputs.extra``); the run
     context given to ``prepare`` is kept too, so population texts can be handled later.
+    The store is keyed by the neighbour settings and holds each neighbour's loss both ways
+    (tokens 2..T and every token, from the same statistics); the losses returned are those
+    of ``inputs.first_token``, so the two rules never mix.
     """
     texts = list(inputs.texts if texts is None else texts)
     if ctx is not None:
@@ -67,16 +71,17 @@ def ensure_neighbours(inputs: AttackInputs, settings: NeighbourSettings, ctx=Non
         t1 = time.time()
         flat = [n.text for ns in nbs for n in ns]
         stats = ctx.compute(ctx.target, flat, label="neighbour pass") if flat else []
-        losses = np.array([s.loss for s in stats], dtype=float)
+        losses = {ft: np.array([s.loss for s in scored_tokens(stats, ft)], dtype=float) for ft in (False, True)}
         k = 0
         for t, ns in zip(missing, nbs):
-            by_hash[text_hash(t)] = (ns, losses[k : k + len(ns)])
+            by_hash[text_hash(t)] = (ns, {ft: ls[k : k + len(ns)] for ft, ls in losses.items()})
             k += len(ns)
         timing = inputs.extra.setdefault("neighbour_timing", {"generate_s": 0.0, "score_s": 0.0, "n_texts": 0})
         timing["generate_s"] += t1 - t0
         timing["score_s"] += time.time() - t1
         timing["n_texts"] += len(missing)
-    return [by_hash[text_hash(t)] for t in texts]
+    ft = bool(inputs.first_token)
+    return [(ns, ls[ft]) for ns, ls in (by_hash[text_hash(t)] for t in texts)]
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
@@ -109,7 +114,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     data = ensure_neighbours(inputs, settings_from(params))
     out = np.full(len(inputs.texts), np.nan)
-    for i, (s, (ns, losses)) in enumerate(zip(inputs.target, data)):
+    for i, (s, (ns, losses)) in enumerate(zip(inputs.scored(), data)):
         ok = losses[np.isfinite(losses)] if len(losses) else losses
         if s.n_predicted == 0 or len(ok) == 0:
             continue

@@ -1,27 +1,68 @@
-"""Reference-model ratio (Carlini et al. 2021 §5.1; Mattern et al. 2023 §3.2 "reference attack").
+"""Reference-model attack: the target's loss calibrated by a reference model's loss.
 
 A reference model trained on similar data but not on the audited texts calibrates for how
-hard a text is in general; membership shows as a target loss much lower than the
-reference loss:
+hard a text is in general; membership shows as a target loss much lower than the reference
+loss. Two forms are in use (parameter ``form``):
 
-    score(x) = -(L_target(x) - L_ref(x))
+* ``"difference"`` (default), a difference of log-likelihoods (a log-likelihood ratio)::
 
-When target and reference share a tokenizer, L is the mean NLL per token. When they do not,
-per-token losses are not comparable, so both sides use the NLL of the whole string per
-UTF-8 byte (every token is predicted thanks to the prefix token, see ``mia_core.stats``).
+      score(x) = -(L_target(x) - L_ref(x))
+
+  the reference attack of Mattern et al. 2023 §3.2 (difficulty calibration, Watson et al.
+  2022) and MIMIR's ``ReferenceAttack`` (which reports ``L_target - L_ref``, lower = member);
+  Mireshghallah et al. 2022's likelihood ratio for masked LMs has the same form
+  (``mia_core.mlm``).
+* ``"ratio"``, the ratio of log-perplexities::
+
+      score(x) = -L_target(x) / L_ref(x)
+
+  Carlini et al. 2021 §5.1 ("Comparing to other neural language models": the ratio of the
+  log-perplexities of two GPT-2 models) and Meeus et al. 2024 §6.2 (the "ratio" baseline of
+  document-level inference).
+
+Both are oriented higher = more likely member. When target and reference share a tokenizer,
+``L`` is the mean NLL per token over tokens t = 2..T, as for LOSS (all tokens with
+``first_token=True``, ``attacks.base``). When they do not, per-token losses are not
+comparable, so both sides use the NLL of the **whole string** per UTF-8 byte: every token,
+the first included (it is predicted from the BOS/EOS prefix, ``mia_core.stats``), whatever
+``first_token`` says, so that both models account for exactly the same bytes.
 """
 import numpy as np
 
+from ..errors import SettingsError
 from .base import AttackInputs
 
+FORMS = ("difference", "ratio")
 
-def score(inputs: AttackInputs) -> np.ndarray:
+
+def check_form(form) -> str:
+    if form not in FORMS:
+        raise SettingsError(f"the reference attack's form must be one of {', '.join(FORMS)}, got {form!r}")
+    return form
+
+
+def requires(params: dict) -> set:
+    """The run inputs the attack needs (a reference model); checks ``form`` first, so that a bad
+    value stops the run before any model loads (``pipeline.plan_attacks`` calls this)."""
+    check_form(params.get("form", "difference"))
+    return {"reference"}
+
+
+def score(inputs: AttackInputs, form: str = "difference") -> np.ndarray:
+    check_form(form)
     out = np.full(len(inputs.texts), np.nan)
-    for i, (s, r) in enumerate(zip(inputs.target, inputs.reference)):
-        if s.n_predicted == 0 or r.n_predicted == 0:
+    if inputs.same_tokenizer:
+        pairs = [(s.loss, r.loss) if s.n_predicted and r.n_predicted else None
+                 for s, r in zip(inputs.scored("target"), inputs.scored("reference"))]
+    else:  # whole string, all tokens, per byte
+        pairs = [(s.nll_per_byte, r.nll_per_byte) if s.n_predicted and r.n_predicted else None
+                 for s, r in zip(inputs.target, inputs.reference)]
+    for i, p in enumerate(pairs):
+        if p is None:
             continue
-        if inputs.same_tokenizer:
-            out[i] = -(s.loss - r.loss)
-        else:
-            out[i] = -(s.nll_per_byte - r.nll_per_byte)
+        lt, lr = p
+        if form == "difference":
+            out[i] = -(lt - lr)
+        elif lr > 0:
+            out[i] = -lt / lr
     return out

@@ -8,7 +8,9 @@ non-members react differently. For a text ``x`` and its neighbour ``x~_j``:
     features(x, x~_j) = ( e(x) - e(x~_j),  L(x) - L(x~_j) )
 
 with ``e`` a sentence embedding (the paper: Cohere Embedding V3; here all-MiniLM-L6-v2 by
-default, ``mia_core.embeddings``) and ``L`` the target's mean NLL per token.
+default, ``mia_core.embeddings``) and ``L`` the target's mean NLL per token over tokens
+t = 2..T, for the text and its neighbours alike (every token with ``first_token=True``,
+``attacks.base``; a saved model records which rule it was trained with).
 
 Training (their Algorithm 1): every (text, neighbour) pair of the labelled training texts is
 one example, label 1 for members, 0 for non-members. Network (their Table 6): a loss branch
@@ -301,8 +303,9 @@ def _p(params: dict) -> dict:
     return {**DEFAULTS, **{k: v for k, v in params.items() if v is not None}}
 
 
-def expected_settings(ctx, settings, embedder) -> dict:
-    """What a saved model must have been trained with to be applied here."""
+def expected_settings(ctx, settings, embedder, first_token: bool = False) -> dict:
+    """What a saved model must have been trained with to be applied here (``first_token``:
+    whether the losses include each text's first token, ``attacks.base``)."""
     from ..neighbours import make_generator
     from ..stats import cache_settings
 
@@ -311,8 +314,13 @@ def expected_settings(ctx, settings, embedder) -> dict:
         "target": ctx.target.identity,
         "embedder": embedder.identity,
         "neighbours": {**settings.to_dict(), "generator_identity": make_generator(settings).identity},
-        "statistics": {"context": st["context"], "prefix": st["prefix"]},
+        "statistics": {"context": st["context"], "prefix": st["prefix"], "first_token": bool(first_token)},
     }
+
+
+def _text_losses(inputs: AttackInputs) -> np.ndarray:
+    """The texts' target losses under the run's first-token rule (as the neighbours' losses)."""
+    return np.array([s.loss for s in inputs.scored()], dtype=float)
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
@@ -322,14 +330,17 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     settings = settings_from(p)
     embedder = load_embedder(p["embedder"])
     data = ensure_neighbours(inputs, settings, ctx)
-    losses = np.array([s.loss for s in inputs.target], dtype=float)
+    losses = _text_losses(inputs)
     feats = pair_features(inputs.texts, data, losses, embedder, use_cache=ctx.config.use_cache, progress=ctx.progress)
-    expected = expected_settings(ctx, settings, embedder)
+    expected = expected_settings(ctx, settings, embedder, inputs.first_token)
     labels = np.asarray(ctx.dataset.labels, dtype=int)
     report: dict = {"settings": {k: p[k] for k in NEIGHBOUR_DEFAULTS}, "embedder": embedder.describe()}
     t0 = time.time()
     if p["load"]:
         model = load_smia(p["load"])
+        stats_meta = (model.meta.get("trained_with") or {}).get("statistics")
+        if isinstance(stats_meta, dict):
+            stats_meta.setdefault("first_token", True)  # saved before the rule: every token was scored
         model.check(expected)
         report["loaded_from"] = str(p["load"])
         report["training"] = model.meta.get("training", {})
@@ -369,7 +380,7 @@ def score(inputs: AttackInputs, **params) -> np.ndarray:
         raise SettingsError("SMIA has no trained model: run it through mia_core.pipeline.run_attacks")
     data = ensure_neighbours(inputs, state["settings"])
     ctx = inputs.extra.get("run_context")
-    losses = np.array([s.loss for s in inputs.target], dtype=float)
+    losses = _text_losses(inputs)
     feats = pair_features(inputs.texts, data, losses, state["embedder"],
                           use_cache=ctx.config.use_cache if ctx is not None else True)
     probs = state["model"].probabilities(feats.emb_diff, feats.loss_diff)
@@ -379,7 +390,7 @@ def score(inputs: AttackInputs, **params) -> np.ndarray:
         cnt = np.bincount(feats.text_index, minlength=len(inputs.texts))
         ok = cnt > 0
         out[ok] = sums[ok] / cnt[ok]
-    for i, s in enumerate(inputs.target):
+    for i, s in enumerate(inputs.scored()):
         if s.n_predicted == 0:
             out[i] = np.nan
     return out

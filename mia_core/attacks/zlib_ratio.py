@@ -6,6 +6,9 @@ the text is anyway. Carlini et al. rank samples by the ratio of the two; a low
 loss relative to the zlib entropy suggests memorisation:
 
     score(x) = -L(x) / zlib(x),   zlib(x) = len(zlib.compress(x.encode("utf-8")))
+
+with ``L`` the mean NLL over tokens t = 2..T (as LOSS, ``attacks.loss``; all tokens with
+``first_token=True``). MIMIR computes ``L / zlib`` (lower = member); this is its negation.
 """
 import zlib
 
@@ -20,7 +23,7 @@ def zlib_entropy(text: str) -> int:
 
 def score(inputs: AttackInputs) -> np.ndarray:
     out = np.full(len(inputs.texts), np.nan)
-    for i, (t, s) in enumerate(zip(inputs.texts, inputs.target)):
+    for i, (t, s) in enumerate(zip(inputs.texts, inputs.scored())):
         if s.n_predicted > 0 and t:
             out[i] = -s.loss / zlib_entropy(t)
     return out

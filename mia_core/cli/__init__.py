@@ -6,6 +6,7 @@ and sets ``func`` (called with the parsed namespace; returns an exit code):
 * ``run``          (:mod:`.run`)       attacks on member / non-member sets: baselines, neighbourhood, SMIA
 * ``cache``        (:mod:`.cache`)     show or clear the statistics cache
 * ``make-target``  (:mod:`.target`)    fine-tune a controlled target on known members
+* ``make-references`` (:mod:`.target`) train k reference models on population halves (RMIA)
 * ``documents``    (:mod:`.documents`) document-level membership inference (Meeus et al. 2024)
 * ``mlm``          (:mod:`.mlm`)       masked-LM likelihood ratio (Mireshghallah et al. 2022)
 * ``shift``        (:mod:`.shift`)     member/non-member distribution shift, no model

@@ -7,7 +7,13 @@ Baselines, the neighbourhood attack and SMIA, with the options of each:
 * SMIA: ``--embedder``, a training set (``--train-members``/``--train-nonmembers``) or a split
   (``--split 0.5 [--split-seed]``), ``--smia-save PATH`` / ``--smia-load PATH``, ``--smia-epochs``;
 * ``--modify duplicate,delete,add``: also report every attack on one-word-modified members
-  (SMIA §5.2; ``mia_core.modify``), written to ``OUT/modified.json``.
+  (SMIA §5.2; ``mia_core.modify``), written to ``OUT/modified.json``;
+* ``--param ATTACK.NAME=VALUE`` sets any registered attack parameter (``--list-params`` lists
+  them with their defaults); ``--score-first-token`` scores each text's first token too.
+
+``--attacks all`` runs every attack the inputs allow (a reference model, a training set or
+split, a population) and says which it skipped and why; named attacks whose inputs are missing
+stop the run before any model is loaded (``mia_core.pipeline.plan_attacks``).
 """
 from __future__ import annotations
 
@@ -51,6 +57,12 @@ def register(sub) -> None:
     a.add_argument("--context", type=int_at_least(2), help="window length C for long texts (stride C-1); default min(model max, 2048)")
     a.add_argument("--batch-tokens", type=positive_int, default=4096, help="tokens per forward batch (memory knob)")
     a.add_argument("--no-prefix", action="store_true", help="do not put a BOS/EOS token before each text (the first token is then not scored)")
+    a.add_argument("--score-first-token", action="store_true",
+                   help="also score each text's first token (the papers and MIMIR score tokens 2..n; the default follows them)")
+    a.add_argument("--param", action="append", default=[], metavar="ATTACK.NAME=VALUE",
+                   help="set any registered parameter of an attack, e.g. --param min_k.k=0.1 --param ref.form=ratio "
+                        "(repeatable; overrides the dedicated flags; the parameters and defaults are listed by --list-params)")
+    a.add_argument("--list-params", action="store_true", help="print every attack's parameters with their defaults and exit")
     g = p.add_argument_group("neighbours and SMIA (attacks 'neighbourhood' and 'smia')")
     g.add_argument("--neighbours", default="offline", metavar="GENERATOR",
                    help="neighbour generator: 'offline' (embedded SmolLM2 proposes words, no download), "
@@ -154,20 +166,90 @@ def _neighbour_params(args, cfg, params):
 
 
 # ----------------------------------------------------------------------------- the command
+def list_params() -> str:
+    """Every attack's parameters and defaults (``mia run --list-params``)."""
+    lines = []
+    for name, a in REGISTRY.items():
+        ps = ", ".join(f"{k}={v!r}" for k, v in a.params.items()) or "(no parameters)"
+        lines.append(f"{name:<14} {ps}")
+    return "\n".join(lines)
+
+
+def _coerce(attack: str, key: str, value: str, default):
+    where = f"--param {attack}.{key}"
+    if isinstance(default, bool):
+        v = value.strip().lower()
+        if v in ("1", "true", "yes", "on"):
+            return True
+        if v in ("0", "false", "no", "off"):
+            return False
+        raise SettingsError(f"{where}: expected true or false, got {value!r}")
+    if isinstance(default, (int, float)):
+        kind = int if isinstance(default, int) else float
+        try:
+            return kind(value)
+        except ValueError:
+            raise SettingsError(f"{where}: expected {'a whole number' if kind is int else 'a number'}, got {value!r}") from None
+    if default is None and value.strip().lower() in ("", "none"):
+        return None
+    return value
+
+
+def parse_params(items: list[str], params: dict) -> dict:
+    """``--param ATTACK.NAME=VALUE`` items into ``params`` ({attack: {name: value}}), each value
+    coerced to the type of the registered default; unknown attacks or names are refused."""
+    for item in items or []:
+        head, eq, value = item.partition("=")
+        attack, dot, key = head.strip().partition(".")
+        if not eq or not dot or not attack or not key:
+            raise SettingsError(f"--param {item!r}: write ATTACK.NAME=VALUE, e.g. --param min_k.k=0.1")
+        if attack not in REGISTRY:
+            raise SettingsError(f"--param {item!r}: unknown attack {attack!r}; choose from {', '.join(REGISTRY)}")
+        defaults = REGISTRY[attack].params
+        if key not in defaults:
+            known = ", ".join(defaults) or "none"
+            raise SettingsError(f"--param {item!r}: {attack} has no parameter {key!r} (its parameters: {known})")
+        v = _coerce(attack, key, value, defaults[key])
+        allowed = REGISTRY[attack].choices.get(key)
+        if allowed and v not in allowed:
+            raise SettingsError(f"--param {attack}.{key}: choose from {', '.join(map(str, allowed))}, got {value!r}")
+        params.setdefault(attack, {})[key] = v
+    return params
+
+
+def _reference_spec(args) -> str | None:
+    """The reference model the run would load: --reference, else the base of a make-target
+    folder (read from its record, nothing loaded)."""
+    if args.reference:
+        return args.reference
+    try:
+        from ..models.causal import TARGET_MARKER, resolve_spec
+
+        ms = resolve_spec(args.model)
+        if ms.kind == "target":
+            return json.loads((Path(ms.location) / TARGET_MARKER).read_text()).get("base")
+    except Exception:  # noqa: BLE001 - an unreadable target is reported when it is loaded
+        return None
+    return None
+
+
 def cmd_run(args) -> int:
     from ..models import load_causal_lm
-    from ..pipeline import RunConfig, parse_attacks, run_attacks
+    from ..pipeline import RunConfig, check_population, parse_attacks, plan_attacks, run_attacks, uses_reference
     from ..stats import StatsSettings
 
     t_start = time.time()
+    if args.list_params:
+        print(list_params())
+        return 0
     # every settings and output check first (cheap), then the inputs, the models last
-    attacks = parse_attacks(args.attacks)
+    parse_attacks(args.attacks)
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)
     _variants(args.modify)
     params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
     cfg = RunConfig(
-        attacks=attacks,
+        attacks=[a.strip() for a in args.attacks.split(",") if a.strip()],
         params=params,
         stats=StatsSettings(context=args.context, prefix=not args.no_prefix, batch_tokens=args.batch_tokens),
         use_cache=not args.no_cache,
@@ -175,22 +257,40 @@ def cmd_run(args) -> int:
         seed=args.seed,
         population_alpha=args.alpha,
         blind=not args.no_blind,
+        score_first_token=args.score_first_token,
     )
     train = _neighbour_params(args, cfg, params)
+    parse_params(args.param, params)
     ds, population = _load_inputs(args)
     print_notes(ds.report)
+    check_population(population, list(ds.texts) + (list(train.texts) if train is not None else []))
+    ref_spec = _reference_spec(args)
+    have = {"reference"} if ref_spec else set()
+    if train is not None or cfg.split:
+        have.add("labels")
+    if population is not None and len(population):
+        have.add("population")
+    attacks, skipped = plan_attacks(args.attacks, have=have, params=params)
+    if args.quantize != "none" and "gradnorm" in attacks:  # no gradients through bitsandbytes weights
+        why = f"needs gradients, which a --quantize {args.quantize} model does not give (use --quantize none)"
+        if "all" not in cfg.attacks:
+            raise SettingsError(f"gradnorm {why}")
+        attacks.remove("gradnorm")
+        skipped["gradnorm"] = why
+    cfg.attacks = list(attacks)  # the plan; what was skipped is added to the report below
+    print_notes([f"skipping {n}: it {why}" for n, why in skipped.items()])
     bar = ProgressBar(disable=args.quiet)
     target = load_causal_lm(
         args.model, dtype=args.dtype, quantize=args.quantize, device=args.device,
         trust_remote_code=args.trust_remote_code, progress=bar,
     )
     reference = None
-    if "ref" in attacks or any("reference" in REGISTRY[a].needs for a in attacks):
-        ref_spec = args.reference or target.base_spec
-        if ref_spec is None:
-            raise SettingsError("the 'ref' attack needs --reference (e.g. --reference smollm2 or a hub id / local folder)")
+    if uses_reference(attacks, params):
         reference = load_causal_lm(ref_spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code, progress=bar)
     result = run_attacks(ds, target, reference=reference, config=cfg, train=train, population=population, progress=bar)
+    if skipped:
+        result.config["skipped"] = skipped
+        result.report += [f"skipped {REGISTRY[n].label} ({n}): it {why}" for n, why in skipped.items()]
     bar.close()
     print()
     print(without_printed_notes(result.summary_text(), ds.report))  # the input notes went to stderr above

@@ -31,9 +31,20 @@ def register(subparsers) -> None:
     m.add_argument("--base", default="smollm2",
                    help="base model: smollm2 (embedded, default), a local folder, a .gguf file or a hub id")
     m.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
+    _add_training_args(p, epochs=3)
+    add_output_args(p, out_required=True, out_help="folder to write the target to", cache=None, bootstrap=False,
+                    seed_help="seed of the adapter initialisation and data order",
+                    overwrite="replace an existing target folder at --out")
+    add_progress_args(p)
+    p.set_defaults(func=run)
+    _register_references(subparsers)
+
+
+def _add_training_args(p, *, epochs: int) -> None:
+    """The training options ``make-target`` and ``make-references`` share (one recipe)."""
     t = p.add_argument_group("training")
     t.add_argument("--method", choices=METHODS, default="lora", help="lora (default) or full fine-tuning")
-    t.add_argument("--epochs", type=positive_int, default=3, help="passes over the members (default 3)")
+    t.add_argument("--epochs", type=positive_int, default=epochs, help=f"passes over the training texts (default {epochs})")
     t.add_argument("--lr", type=positive_float, default=None,
                    help=f"learning rate (default {DEFAULT_LR['lora']:g} for lora, {DEFAULT_LR['full']:g} for full)")
     t.add_argument("--max-length", type=int_at_least(2), default=256, help="tokens per training sequence (default 256)")
@@ -43,11 +54,6 @@ def register(subparsers) -> None:
                    help="comma-separated module names for LoRA (default: attention + MLP projections)")
     t.add_argument("--adapter-dtype", choices=ADAPTER_DTYPES, default="fp32",
                    help="precision the LoRA adapter is saved in (fp16 halves the file; default fp32)")
-    add_output_args(p, out_required=True, out_help="folder to write the target to", cache=None, bootstrap=False,
-                    seed_help="seed of the adapter initialisation and data order",
-                    overwrite="replace an existing target folder at --out")
-    add_progress_args(p)
-    p.set_defaults(func=run)
 
 
 def _texts(path: str, text_column: str | None) -> list[str]:
@@ -102,3 +108,63 @@ def _reconstruct(args) -> str:
     if args.lora_modules:
         parts += ["--lora-modules", args.lora_modules]
     return " ".join(shlex.quote(p) for p in parts)
+
+
+# --------------------------------------------------------------------------- make-references
+
+
+def _register_references(subparsers) -> None:
+    p = subparsers.add_parser(
+        "make-references",
+        help="train k reference models on random halves of a population set (for RMIA)",
+        description="Train k reference models for RMIA (Zarifzadeh et al. 2024), each with the make-target "
+                    "recipe on a random half of a population set (complementary halves in pairs, seeded), "
+                    "and write them to OUT/ref-0 .. OUT/ref-<k-1> with the record of which texts each saw "
+                    "(OUT/references.json). Use them with: mia run ... --attacks rmia --population FILE "
+                    "--param rmia.references=OUT. Cost: k fine-tunes on N/2 texts each.",
+    )
+    d = p.add_argument_group("data")
+    d.add_argument("--population", required=True,
+                   help="known non-member texts to train the references on (.txt one per line, .csv, .jsonl, ...)")
+    d.add_argument("--text-column", default=None, help="text column of table inputs (default: auto)")
+    m = p.add_argument_group("models")
+    m.add_argument("--base", default="smollm2",
+                   help="base model of every reference: smollm2 (embedded, default), a local folder, a .gguf "
+                        "file or a hub id (the target's base, for a make-target target)")
+    m.add_argument("--device", default="auto", help="cpu, cuda, cuda:1 ... (default: auto)")
+    m.add_argument("--k", type=positive_int, default=4, help="number of reference models (default 4; even: pairs)")
+    _add_training_args(p, epochs=1)
+    add_output_args(p, out_required=True, out_help="folder to write ref-0 .. ref-<k-1> and references.json to",
+                    cache=None, bootstrap=False, seed_help="seed of the halves (and, + i, of reference i's training)",
+                    overwrite="replace an existing reference folder at --out")
+    add_progress_args(p)
+    p.set_defaults(func=run_references)
+
+
+def run_references(args) -> int:
+    from ..finetune import make_references
+
+    check_output_dir(args.out, overwrite=args.overwrite)
+    check_machine(args)
+    population = _texts(args.population, args.text_column)
+    files = {"population": {"path": args.population, "sha256": file_sha256(args.population)}}
+    command = "python -m mia_core " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
+        "make-references"] else None
+    with ProgressBar(disable=args.quiet) as bar:
+        rec = make_references(
+            population, base=args.base, out_dir=args.out, k=args.k, epochs=args.epochs, seed=args.seed, progress=bar,
+            overwrite=args.overwrite, command=command, data_files=files, method=args.method, lr=args.lr,
+            max_length=args.max_length, batch_size=args.batch_size, lora_r=args.lora_r,
+            lora_modules=[m.strip() for m in args.lora_modules.split(",") if m.strip()] if args.lora_modules else None,
+            adapter_dtype=args.adapter_dtype, device=args.device,
+        )
+    for r in rec["references"]:
+        f = r["final"]
+        held = "" if f["heldout_loss"] is None else f", other half {f['heldout_loss']:.4f}"
+        print(f"{r['dir']}: {r['n_members']} texts, loss on its half {f['train_loss']:.4f}{held} ({r['seconds']:.0f} s)")
+    n = rec["n_population"]
+    print(f"{rec['k']} reference models written to {rec['out_dir']} (base {rec['base']}, {args.epochs} epoch(s) on "
+          f"{n // 2}-{n - n // 2} of {n} texts each): {rec['seconds']:.0f} s in all, "
+          f"{rec['seconds_per_reference'] / 60:.1f} min per reference on {rec['threads']} thread(s)")
+    print(f"use them with: --attacks rmia --population {args.population} --param rmia.references={rec['out_dir']}")
+    return 0

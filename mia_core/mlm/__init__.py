@@ -33,9 +33,13 @@ same kind. The method, step by step, with the module that holds each step:
    log of the ratio ``p_target(s) / p_reference(s)`` up to the intractable normalisers, which
    are constant across texts). Members have a *low* ``L``; the score reported is ``-L`` (higher
    = more likely member, the project's convention).
-4. **Loss baseline (§3.4)** — ``audit``: the attack of prior work, the target's energy alone,
-   score ``-E``. With known training samples, the paper's threshold ``mu`` = their mean energy
-   (member iff ``E <= mu``) is reported too.
+4. **Loss baseline (§3.4)** — ``audit``: the attack of prior work, the target's loss alone: its
+   mean loss per masked token, ``E / l`` (the energy sums over the ``l`` masked tokens of each
+   pattern, so it grows with the text's length; the per-token average does not), score
+   ``-E / l``. With known training samples, the paper's threshold ``mu`` = their mean loss per
+   masked token (member iff ``E / l <= mu``) is reported too. The likelihood ratio (step 3)
+   keeps the energies (sums, eq. 2) as the paper defines them: both models score the same masked
+   tokens, so the reference calibrates for how hard, and how long, a text is.
 5. **Population threshold (§2.4)** — ``audit`` (with ``mia_core.metrics``): the threshold flags
    a fraction ``alpha`` (default 10 %) of a *population* set of known non-members that is
    disjoint from the evaluated texts; precision and recall of members at that threshold are

@@ -94,8 +94,9 @@ class MlmAuditResult(AuditResult):
     ``metrics``: ``{"likelihood_ratio": evaluate(...) + {"population_threshold": decisions,
     "alpha"}, "loss": ... (+ "mu_threshold" with training samples)}``; ``group_metrics``: the
     same per attack at group level (§4.2), or ``None``; ``scores``: one row per evaluated text
-    (``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``, ``likelihood_ratio``,
-    ``loss``, ``energy_target``, ``energy_reference``, ``flagged_likelihood_ratio``,
+    (``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``, ``n_masked`` (``l``, the
+    tokens each pattern masks), ``likelihood_ratio``, ``loss`` (minus the target's mean loss per
+    masked token, ``-E/l``), ``energy_target``, ``energy_reference``, ``flagged_likelihood_ratio``,
     ``flagged_loss``); ``population_scores``: ``{attack: [...]}``; ``leak_features``:
     ``{attack: {"flagged": {feature: mean}, "unflagged": {...}, ...}}`` (§4.6); ``energies``:
     ``{"target": [...], "reference": [...], "population_target": [...], ...}``; ``settings``,
@@ -132,9 +133,9 @@ class MlmAuditResult(AuditResult):
             lines.append(_decision_line(name, m["population_threshold"], "on the score"))
         mu = self.metrics.get("loss", {}).get("mu_threshold")
         if mu:
-            lines.append(f"loss attack at the mean training-sample energy mu = {mu['mu']:.4g} ({mu['n_train_samples']} "
-                         "training samples; §3.4):")
-            lines.append(_decision_line("loss (mu)", mu, "on -energy"))
+            lines.append(f"loss attack at the mean training-sample loss per masked token mu = {mu['mu']:.4g} "
+                         f"({mu['n_train_samples']} training samples; §3.4):")
+            lines.append(_decision_line("loss (mu)", mu, "on -loss"))
         if self.group_metrics:
             g0 = next(iter(self.group_metrics.values()))
             lines += ["", f"group level (mean score per group, {g0['n_groups']} groups; §4.2):",
@@ -236,7 +237,8 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     to be in the target's training data, **disjoint** from the evaluated texts (``DataError``
     otherwise), used only to set the thresholds (§2.4): a fraction ``alpha`` of the population
     is flagged. ``train_samples``: optional known training texts for the loss attack's
-    ``mu`` threshold (§3.4; they may include the members).
+    ``mu`` threshold (§3.4: their mean loss per masked token; member iff a text's loss is at most
+    ``mu``; they may include the members).
 
     Group level (§4.2): with ``member_groups``/``nonmember_groups`` (one id per text; a missing
     id makes the text its own group) a group's score is the mean of its texts' scores. Its
@@ -247,7 +249,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     {"population_threshold": decisions, "alpha"}, "loss": ... (+ "mu_threshold" with
     train_samples)}``), ``group_metrics`` (``{attack: ...}`` or ``None``), ``scores`` (a DataFrame,
     one row per evaluated text: ``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``,
-    ``likelihood_ratio``, ``loss``, ``energy_target``, ``energy_reference``,
+    ``n_masked``, ``likelihood_ratio``, ``loss`` (``-E/l``), ``energy_target``, ``energy_reference``,
     ``flagged_likelihood_ratio``, ``flagged_loss``), ``population_scores``, ``leak_features``,
     ``energies``, ``settings``, ``models``, ``warnings`` and ``plan`` (the tokenisation and masks
     both models scored; not JSON).
@@ -313,7 +315,12 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
 
     n_eval = len(eval_texts)
     ev, pv = slice(0, n_eval), slice(n_eval, ne)
-    scores_all = {"likelihood_ratio": -(e_t - e_r), "loss": -e_t}
+    # §3.4: the loss baseline is the target's mean loss per masked token, E / l (the energy is a
+    # sum over the l masked tokens of each pattern, so it grows with the text's length)
+    n_mask = plan.n_masked
+    with np.errstate(invalid="ignore", divide="ignore"):
+        loss_t = np.where(n_mask > 0, e_t / np.maximum(n_mask, 1), np.nan)
+    scores_all = {"likelihood_ratio": -(e_t - e_r), "loss": -loss_t}
     metrics, group_metrics = {}, ({} if groups is not None else None)
     flagged = {}
     for name, s in scores_all.items():
@@ -337,7 +344,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
             gm["n_groups"] = len(gids)
             group_metrics[name] = gm
     if train:
-        mu = float(np.nanmean(e_t[ne:]))
+        mu = float(np.nanmean(loss_t[ne:]))
         metrics["loss"]["mu_threshold"] = {**M.decisions_at(labels, scores_all["loss"][ev], -mu), "mu": mu,
                                            "n_train_samples": len(train)}
 
@@ -353,7 +360,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
         row = {"text_id": ids[i], "label": int(labels[i]), "text_hash": plan.hashes[i]}
         if groups is not None:
             row["group"] = groups[i]
-        row.update({"n_tokens": int(plan.n_tokens[i]),
+        row.update({"n_tokens": int(plan.n_tokens[i]), "n_masked": int(n_mask[i]),
                     "likelihood_ratio": float(scores_all["likelihood_ratio"][i]),
                     "loss": float(scores_all["loss"][i]),
                     "energy_target": float(e_t[i]), "energy_reference": float(e_r[i]),
@@ -369,7 +376,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
         leak_features=leaks,
         energies={"target": e_t[ev].tolist(), "reference": e_r[ev].tolist(),
                   "population_target": e_t[pv].tolist(), "population_reference": e_r[pv].tolist(),
-                  "train_target": e_t[ne:].tolist()},
+                  "train_target": e_t[ne:].tolist(), "train_loss_per_token": loss_t[ne:].tolist()},
         settings={"k": int(k), "seed": int(seed), "rate": float(rate), "alpha": float(alpha),
                   "max_length": int(max_len), "batch_tokens": int(batch_tokens),
                   "n_members": len(mem), "n_nonmembers": len(non), "n_population": len(pop),

@@ -83,6 +83,11 @@ class MaskPlan:
     def n_tokens(self) -> np.ndarray:
         return np.array([c.size for c in self.content], dtype=np.int64)
 
+    @property
+    def n_masked(self) -> np.ndarray:
+        """``l`` per text: the tokens each of its ``K`` patterns masks (``ceil(rate * T)``, §2.3)."""
+        return np.array([m.shape[1] for m in self.masks], dtype=np.int64)
+
     def settings(self) -> dict:
         return {"k": self.k, "seed": self.seed, "rate": self.rate, "max_length": self.max_length}
 

@@ -1,0 +1,104 @@
+"""DC-PDD: divergence-based calibration (Zhang, Zhang, Guo, de Rijke, Fan & Cheng 2024,
+"Pretraining Data Detection for Large Language Models: A Divergence-based Calibration
+Method", EMNLP 2024, arXiv:2409.14781, §4; official code github.com/zhang-wei-chao/DC-PDD,
+``com_det_sco.py``).
+
+Min-K%-style scores mistake texts full of common words for members: common tokens get high
+probabilities whether or not the text was trained on. DC-PDD, after divergence-from-randomness
+in information retrieval, weighs each token's probability by how surprising the token is in a
+reference corpus -- the cross-entropy between the model's token probabilities and the
+corpus' token frequencies::
+
+    alpha_t = p(x_t | x_<t) * log(1 / f(x_t)),     alpha_t <- min(alpha_t, a)
+    beta(x) = (1 / |FOS(x)|) * sum_{t in FOS(x)} alpha_t
+
+* ``p(x_t | x_<t) = exp(logprob)`` from the one statistics pass (``mia_core.stats``);
+* ``f`` the Laplace-smoothed token frequencies of a reference corpus under the target's
+  tokenizer (``mia_core.token_frequency``): the bundled public-domain Gutenberg corpus by
+  default (the paper used 15 files of C4), or the user's (param ``corpus``, a file or folder);
+* ``a`` the upper bound on a token's contribution (so that one rare token predicted with high
+  probability cannot dominate); ``a = 0.01``, the official code's default (``--a 0.01``, also
+  MIMIR's);
+* ``FOS(x)`` the tokens at their *first occurrence* in the text (a repeated token, easy to
+  predict the second time, counts once); param ``first_occurrence=False`` averages over all
+  scored tokens instead.
+
+Tokens scored: 2..n, as the official code (``input_ids[1:]``) and MIMIR do
+(``AttackInputs.scored``; all tokens with ``--score-first-token``); first occurrences are
+found among those. Sign: the paper flags a text as training data when beta is *large*
+(the official code stores ``-beta`` and negates it again in its ROC), so the score is
+``beta`` itself -- higher = more likely member, no flip.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import DataError, SettingsError
+from .base import AttackInputs
+
+DEFAULTS = {"a": 0.01, "corpus": None, "first_occurrence": True}
+EXTRA_KEY = "dc_pdd_frequencies"
+
+
+def check_params(params: dict) -> None:
+    """Cheap checks of the parameters (before any model is loaded)."""
+    a = params.get("a", DEFAULTS["a"])
+    try:
+        a = float(a)
+    except (TypeError, ValueError):
+        raise SettingsError(f"DC-PDD's bound a must be a number, got {a!r}") from None
+    if not a > 0:
+        raise SettingsError(f"DC-PDD's bound a must be > 0 (the paper's default is 0.01), got {a}")
+    corpus = params.get("corpus")
+    if corpus is not None and str(corpus).strip().lower() not in ("", "none", "bundled"):
+        if not Path(str(corpus)).expanduser().exists():
+            raise DataError(f"DC-PDD reference corpus not found: {corpus}")
+
+
+def requires(params: dict) -> set:
+    """No optional run input (the reference corpus is bundled); checks the parameters first."""
+    check_params(params)
+    return set()
+
+
+def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    from ..token_frequency import frequency_table
+
+    check_params(params)
+    table = frequency_table(ctx.target.tokenizer, params.get("corpus"), use_cache=ctx.config.use_cache,
+                            progress=ctx.progress)
+    inputs.extra[EXTRA_KEY] = table.frequencies
+    report = table.summary()
+    if not table.cached:
+        report["note"] = f"token frequencies counted in {table.seconds:.1f}s (cached for later runs)"
+    return report
+
+
+def token_alphas(token_ids: np.ndarray, logprob: np.ndarray, freq: np.ndarray, a: float,
+                 first_occurrence: bool = True) -> np.ndarray:
+    """alpha_t = min(p_t * -log f(x_t), a) over the predicted tokens (first occurrences only)."""
+    ok = ~np.isnan(logprob)
+    ids = np.asarray(token_ids, dtype=np.int64)[ok]
+    p = np.exp(np.asarray(logprob, dtype=np.float64)[ok])
+    if first_occurrence:
+        _, first = np.unique(ids, return_index=True)
+        keep = np.sort(first)
+        ids, p = ids[keep], p[keep]
+    # an id outside the table (not the tokenizer's: cannot happen with the target's own) counts as rarest
+    f = np.where(ids < len(freq), freq[np.minimum(ids, len(freq) - 1)], freq.min())
+    return np.minimum(p * -np.log(f), a)
+
+
+def score(inputs: AttackInputs, a: float = 0.01, corpus=None, first_occurrence: bool = True) -> np.ndarray:
+    check_params({"a": a})
+    freq = inputs.extra.get(EXTRA_KEY)
+    if freq is None:
+        raise SettingsError("DC-PDD's token frequencies are missing: run it through mia_core.pipeline.run_attacks")
+    out = np.full(len(inputs.texts), np.nan)
+    for i, s in enumerate(inputs.scored()):
+        if s.n_predicted == 0:
+            continue
+        out[i] = float(np.mean(token_alphas(s.token_ids, s.logprob, freq, float(a), bool(first_occurrence))))
+    return out

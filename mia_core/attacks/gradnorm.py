@@ -1,0 +1,89 @@
+"""Gradient-norm attack (white-box): the norm of the loss gradient with respect to the weights.
+
+A model trained on a text sits near a minimum of that text's loss, so the gradient of the
+loss there is small; on an unseen text the loss still pulls the weights, and the gradient is
+larger. Used as a membership signal on image classifiers (Nasr et al. 2019 §3, white-box
+"gradient" features; Rezaei & Liu 2021, "On the Difficulty of Membership Inference Attacks",
+CVPR, gradient-norm attack) and evaluated on LLM pre-training data by Duan et al. 2024 ("Do
+Membership Inference Attacks Work on Large Language Models?", COLM; MIMIR's
+``mimir/attacks/gradnorm.py``)::
+
+    L(x) = -(1/T) sum_{t=2..n} log p_theta(x_t | x_<t)
+    score(x) = -|| grad_theta L(x) ||_p
+
+(higher = more likely member). Defaults: ``p = "l2"``, ``aggregate = "global"``: the L2 norm of
+the whole gradient vector over every parameter tensor. MIMIR instead averages the per-tensor
+norms with p = infinity (``aggregate="mean", p="linf"``); both are one parameter away
+(``mia run --param gradnorm.p=linf --param gradnorm.aggregate=mean``).
+
+The gradients come from ``mia_core.gradients`` (the one place a backward pass runs): all
+parameters, LoRA targets with the adapter merged (see there), texts windowed like the
+statistics pass, results cached. Cost: one forward + backward pass per text, unbatched
+(measured figures in the README); population texts are handled on demand.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from ..errors import SettingsError
+from ..gradients import NORMS, compute_grad_norms
+from .base import AttackInputs
+
+DEFAULTS = {"p": "l2", "aggregate": "global"}
+AGGREGATES = ("global", "mean")
+
+
+def _check(p: str, aggregate: str) -> None:
+    if p not in NORMS:
+        raise SettingsError(f"gradnorm: p must be one of {', '.join(NORMS)}, not {p!r}")
+    if aggregate not in AGGREGATES:
+        raise SettingsError(f"gradnorm: aggregate must be one of {', '.join(AGGREGATES)}, not {aggregate!r}")
+
+
+def _norms(inputs: AttackInputs, ctx=None, texts=None):
+    """Gradient norms of ``texts`` (default: the prepared texts), computed where missing."""
+    if ctx is not None:
+        inputs.extra["run_context"] = ctx
+    ctx = ctx or inputs.extra.get("run_context")
+    texts = list(inputs.texts if texts is None else texts)
+    store = inputs.extra.setdefault("gradnorm_store", {})
+    missing = [t for t in dict.fromkeys(texts) if t not in store]
+    if missing:
+        if ctx is None:
+            raise SettingsError("gradient norms are missing and no target model is at hand: run the attack "
+                                "through mia_core.pipeline.run_attacks")
+        got = compute_grad_norms(ctx.target, missing, ctx.config.stats, first_token=inputs.first_token,
+                                 use_cache=ctx.config.use_cache, progress=ctx.progress)
+        store.update(zip(missing, got))
+    return [store[t] for t in texts]
+
+
+def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    p = {**DEFAULTS, **params}
+    _check(str(p["p"]), str(p["aggregate"]))
+    t0 = time.time()
+    n_before = len(inputs.extra.get("gradnorm_store", {}))
+    got = _norms(inputs, ctx)
+    seconds = time.time() - t0
+    n_new = len(inputs.extra["gradnorm_store"]) - n_before
+    first = next((g for g in got if g.n_scored), None)
+    report = {
+        "n_texts": len(got),
+        "n_parameter_tensors": int(len(first.names)) if first is not None else 0,
+        "seconds": round(seconds, 2),
+        "seconds_per_text": round(seconds / n_new, 3) if n_new else None,
+        "note": "one forward + backward pass per text over all parameters (mia_core.gradients)",
+    }
+    if first is not None:  # which tensors carry the gradient, on average (per-layer view)
+        l2 = np.mean([g.l2 for g in got if g.n_scored], axis=0)
+        top = np.argsort(-l2)[:5]
+        report["largest_tensors_l2"] = {str(first.names[i]): float(l2[i]) for i in top}
+    return report
+
+
+def score(inputs: AttackInputs, **params) -> np.ndarray:
+    p = {**DEFAULTS, **params}
+    _check(str(p["p"]), str(p["aggregate"]))
+    return np.array([-g.norm(str(p["p"]), str(p["aggregate"])) for g in _norms(inputs)], dtype=float)

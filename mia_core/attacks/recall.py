@@ -1,0 +1,138 @@
+"""ReCaLL: relative conditional log-likelihood (Xie, Wang, Huang, Zhang, Ge, Pei, Gong & Dhingra
+2024, "ReCaLL: Membership Inference via Relative Conditional Log-Likelihoods", EMNLP 2024,
+arXiv:2406.15968, §3; official code github.com/ruoyuxie/recall, ``src/run.py``; MIMIR
+``mimir/attacks/recall.py``).
+
+Put known *non-member* texts in front of the audited text and see how much its likelihood
+drops. Conditioning on non-member context changes the model's predictive distribution (much
+like in-context fine-tuning); that hurts a memorised member more than a text the model never
+saw, which it predicts about as poorly with or without the context (§3, §6)::
+
+    ReCaLL(x) = LL(x | P) / LL(x),     P = p_1 + p_2 + ... + p_n   (n non-member "shots")
+
+with ``LL`` the mean log-likelihood per token of ``x`` (negative), ``LL(x | P)`` that of the
+same tokens of ``x`` when the prefix ``P`` comes before it. Both are negative, so a larger
+drop under the prefix gives a larger ratio: **higher = more likely member**, the paper's
+orientation ("a higher ReCaLL score indicates ... a member"), used as is (no sign flip).
+
+Prefix ``P``: the first ``n_shots`` texts of the run's population set (known non-members,
+``mia run --population``; the population upload on the calibration page), or of the file
+given as param ``prefix`` (read with ``mia_core.data.read_population``), joined with
+``separator`` (the official code joins the shots with ``""``). ``n_shots = 12`` is the
+official code's default (``--num_shots 12``). With neither a population nor a prefix file
+the attack refuses to run (``SettingsError`` from :func:`requires`, before any model is
+loaded); a prefix text that is also an audited text is refused (``DataError``): a member in
+the prefix would leak the answer. The population texts being the prefix, ReCaLL is not
+scored on them for the population threshold (``population_ok=False``).
+
+Computation: one extra statistics pass of the target over the audited texts with
+``StatsSettings.condition = P`` (``mia_core.stats``: ``[prefix token] + P + text``, only the
+text's tokens kept; a prefix too long for the context window is truncated from the left,
+see :func:`mia_core.stats.kept_condition_tokens`), cached like every pass. Both LLs are
+means over the scored tokens (2..n of the text, ``AttackInputs.scored``; all of them with
+``--score-first-token``), the same tokens in both passes. The official code compares the
+conditional LL of tokens 1..n with the unconditional LL of tokens 2..n; here the two
+averages cover the same tokens.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+
+from ..cache import text_hash
+from ..errors import DataError, SettingsError
+from .base import AttackInputs, scored_tokens
+
+DEFAULTS = {"n_shots": 12, "prefix": None, "separator": ""}
+EXTRA_KEY = "recall_conditional"
+MISSING = ("ReCaLL needs known non-member texts for its prefix: give a population set (--population FILE; "
+           "its first n_shots texts are used) or a prefix file (--param recall.prefix=FILE)")
+
+
+def _prefix_path(params: dict) -> Path | None:
+    p = params.get("prefix")
+    if p is None or (isinstance(p, str) and p.strip().lower() in ("", "none")):
+        return None
+    return Path(str(p)).expanduser()
+
+
+def check_params(params: dict) -> None:
+    """Cheap checks of the parameters (before any model is loaded)."""
+    n = params.get("n_shots", DEFAULTS["n_shots"])
+    try:
+        ok = int(n) == float(n) and int(n) >= 1
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise SettingsError(f"ReCaLL's n_shots must be a whole number >= 1, got {n!r}")
+    path = _prefix_path(params)
+    if path is not None and not path.exists():
+        raise DataError(f"ReCaLL prefix file not found: {path}")
+
+
+def requires(params: dict) -> set:
+    """The population set, unless a prefix file is given; checks the parameters first."""
+    check_params(params)
+    return set() if _prefix_path(params) is not None else {"population"}
+
+
+def prefix_texts(params: dict, population=None) -> tuple[list[str], str]:
+    """(the prefix shots, where they came from): the prefix file, else the population set."""
+    check_params(params)
+    n = int(params.get("n_shots", DEFAULTS["n_shots"]))
+    path = _prefix_path(params)
+    if path is not None:
+        from ..data import read_population
+
+        recs = read_population(path, role="ReCaLL prefix")
+        return [r.text for r in recs][:n], str(path)
+    if population is not None and len(population):
+        return list(population.texts)[:n], "population"
+    raise SettingsError(MISSING)
+
+
+def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    from ..stats import kept_condition_tokens, tokenize
+
+    shots, source = prefix_texts(params, getattr(ctx, "population", None))
+    audited = set(inputs.texts)
+    clash = [i for i, t in enumerate(shots) if t in audited]
+    if clash:
+        raise DataError(f"{len(clash)} ReCaLL prefix text(s) (shot {', '.join(str(i + 1) for i in clash[:5])}) "
+                        "are also audited texts; the prefix must be known non-members outside the audited sets")
+    sep = "" if params.get("separator") is None else str(params.get("separator"))
+    condition = sep.join(shots)
+    if not condition.strip():
+        raise DataError("ReCaLL's prefix texts are empty")
+    settings = dataclasses.replace(ctx.config.stats, condition=condition)
+    cond = ctx.compute(ctx.target, inputs.texts, label="ReCaLL conditional pass", settings=settings)
+    inputs.extra[EXTRA_KEY] = cond
+    n_cond = len(tokenize(ctx.target, condition))
+    context = settings.resolved_context(ctx.target)
+    kept = [kept_condition_tokens(n_cond, s.n_tokens, context, settings.prefix) for s in cond]
+    truncated = sum(1 for k, s in zip(kept, cond) if s.n_tokens and k < n_cond)
+    report = {"source": source, "n_shots": len(shots), "prefix_tokens": n_cond, "prefix_hash": text_hash(condition),
+              "context": context, "texts_with_truncated_prefix": truncated,
+              "shots_preview": [t[:80] for t in shots[:3]]}
+    if len(shots) < int(params.get("n_shots", DEFAULTS["n_shots"])):
+        report["note"] = f"only {len(shots)} prefix text(s) available (n_shots {params.get('n_shots')})"
+    if truncated:
+        report["note_truncated"] = (f"the {n_cond}-token prefix did not fit the {context}-token window for {truncated} "
+                                    "text(s): it was cut from the left (stats.kept_condition_tokens)")
+    return report
+
+
+def score(inputs: AttackInputs, **params) -> np.ndarray:
+    cond = inputs.extra.get(EXTRA_KEY)
+    if cond is None:
+        raise SettingsError("ReCaLL's conditional pass is missing: run it through mia_core.pipeline.run_attacks")
+    out = np.full(len(inputs.texts), np.nan)
+    for i, (u, c) in enumerate(zip(inputs.scored(), scored_tokens(cond, inputs.first_token))):
+        if u.n_predicted == 0 or c.n_predicted == 0:
+            continue
+        ll_u, ll_c = -u.loss, -c.loss
+        if ll_u != 0:
+            out[i] = ll_c / ll_u
+    return out

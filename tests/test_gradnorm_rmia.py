@@ -1,0 +1,284 @@
+"""GradNorm and RMIA (issue 12) against hand computations on tiny real models, and
+``make-references`` end to end.
+
+* GradNorm (``mia_core.gradients`` / ``attacks.gradnorm``): the global L2 norm of the gradient
+  of the mean NLL over tokens 2..n equals torch autograd on the raw model with the same
+  tokens, also for a text cut into windows and with the first token scored; the model's
+  ``requires_grad`` flags are restored and no gradient is left behind.
+* RMIA (``attacks.rmia``): scores equal a numpy computation from per-text NLLs (raw forward
+  passes) for the offline variant (one reference, Pr(x) = ((1+a) Pr_ref + 1 - a) / 2) and
+  for k = 2 references trained by ``make-references`` on complementary halves of the
+  population (Pr(z) from the IN and the OUT model, Pr(x) offline from both).
+* A missing population is a one-line ``SettingsError`` (and a one-line CLI error) before
+  any model pass.
+
+Models: the random 2-layer Llama of ``helpers.save_tiny_llama`` (SmolLM2 tokenizer) as target,
+a seeded perturbation of it as the offline reference; texts are short Gutenberg paragraphs.
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import assert_one_error, empty_cache, run_mia, save_tiny_llama
+from tiny_lm import paragraphs
+
+from mia_core.data import Dataset
+from mia_core.errors import ModelError, SettingsError
+from mia_core.gradients import compute_grad_norms
+from mia_core.models import load_causal_lm
+from mia_core.pipeline import RunConfig, run_attacks
+from mia_core.stats import StatsSettings, prefix_token_id
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _env(tmp_path_factory):
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("MIA_CACHE_DIR", str(empty_cache(tmp_path_factory.mktemp("cache"))))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+    mp.undo()
+
+
+@pytest.fixture(scope="module")
+def texts():
+    short = [t for t in paragraphs() if 15 <= len(t.split()) <= 45]
+    return short[:20]
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory):
+    """(target folder, reference folder): the tiny Llama and a seeded perturbation of it."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    root = tmp_path_factory.mktemp("models")
+    target = save_tiny_llama(root / "target")
+    ref = LlamaForCausalLM.from_pretrained(target)
+    g = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        for p in ref.parameters():
+            p.add_(0.05 * torch.randn(p.shape, generator=g))
+    ref.save_pretrained(root / "reference")
+    AutoTokenizer.from_pretrained(target).save_pretrained(root / "reference")
+    return target, str(root / "reference")
+
+
+def _seq(lm, text: str) -> list[int]:
+    prefix = lm.tokenizer.convert_tokens_to_ids("<|endoftext|>")
+    assert prefix == prefix_token_id(lm.tokenizer)
+    return [prefix] + lm.tokenizer(text, add_special_tokens=False)["input_ids"]
+
+
+def _hand_gradnorm(model, seq: list[int], context: int, first_token: bool) -> tuple[float, float]:
+    """Mean NLL over the scored tokens and the global L2 gradient norm, by plain autograd:
+    windows of ``context`` tokens with stride context-1, the window losses summed."""
+    scored_from = 1 if first_token else 2  # sequence position of the first scored target
+    starts, s = [], 0
+    while True:
+        starts.append(s)
+        if s + context >= len(seq):
+            break
+        s += context - 1
+    n = sum(1 for t in range(1, len(seq)) if t >= scored_from)
+    model.zero_grad(set_to_none=True)
+    total = torch.zeros((), dtype=torch.float64)
+    for s in starts:
+        w = torch.tensor(seq[s : s + context]).unsqueeze(0)
+        logp = torch.log_softmax(model(input_ids=w).logits[0, :-1].float(), -1)
+        nll = -logp[torch.arange(w.shape[1] - 1), w[0, 1:]]
+        keep = torch.tensor([s + 1 + i >= scored_from for i in range(w.shape[1] - 1)])
+        part = nll[keep].sum()
+        (part / n).backward()
+        total = total + part.detach().double()
+    sq = sum(float(p.grad.double().pow(2).sum()) for p in model.parameters() if p.grad is not None)
+    model.zero_grad(set_to_none=True)
+    return float(total / n), float(np.sqrt(sq))
+
+
+def test_gradnorm_equals_autograd_and_restores_the_model(models, texts):
+    lm = load_causal_lm(models[0], dtype="fp32", device="cpu")
+    model = lm.model
+    frozen = [n for n, _ in model.named_parameters()][::3]
+    for n, p in model.named_parameters():
+        p.requires_grad_(n not in frozen)
+    flags = {n: p.requires_grad for n, p in model.named_parameters()}
+    few = texts[:3]
+    got = compute_grad_norms(lm, few, use_cache=False)
+    got_win = compute_grad_norms(lm, few[:1], StatsSettings(context=9), use_cache=False)[0]
+    got_first = compute_grad_norms(lm, few[:1], first_token=True, use_cache=False)[0]
+    # the model is left as it was: same requires_grad flags, no gradient buffers
+    assert {n: p.requires_grad for n, p in model.named_parameters()} == flags
+    assert all(p.grad is None for p in model.parameters())
+
+    for p in model.parameters():
+        p.requires_grad_(True)
+    for t, g in zip(few, got):
+        seq = _seq(lm, t)
+        loss, norm = _hand_gradnorm(model, seq, context=len(seq), first_token=False)
+        assert g.n_scored == len(seq) - 2
+        assert g.loss == pytest.approx(loss, rel=1e-5)
+        assert g.norm("l2") == pytest.approx(norm, rel=1e-4)
+    seq = _seq(lm, few[0])
+    assert len(seq) > 3 * 9  # several windows
+    loss, norm = _hand_gradnorm(model, seq, context=9, first_token=False)
+    assert got_win.loss == pytest.approx(loss, rel=1e-5) and got_win.norm("l2") == pytest.approx(norm, rel=1e-4)
+    loss, norm = _hand_gradnorm(model, seq, context=len(seq), first_token=True)
+    assert got_first.n_scored == len(seq) - 1
+    assert got_first.loss == pytest.approx(loss, rel=1e-5) and got_first.norm("l2") == pytest.approx(norm, rel=1e-4)
+    assert got_first.norm("l2") != pytest.approx(got[0].norm("l2"), rel=1e-3)  # the flag matters
+    for n, p in model.named_parameters():
+        p.requires_grad_(flags[n])
+
+    # through the pipeline: score = -norm, cached on the second run, MIMIR's variant one param away
+    ds = Dataset(texts=few + texts[3:5], labels=[1, 1, 1, 0, 0], ids=[f"t{i}" for i in range(5)])
+    res = run_attacks(ds, lm, config=RunConfig(attacks=["gradnorm"], n_bootstrap=0, blind=False))
+    hand = [-g.norm("l2") for g in got]
+    np.testing.assert_allclose(res.scores["gradnorm"].to_numpy()[:3], hand, rtol=1e-6)
+    assert res.extra["gradnorm"]["n_parameter_tensors"] == len(flags)
+    res2 = run_attacks(ds, lm, config=RunConfig(attacks=["gradnorm"], params={"gradnorm": {"p": "linf", "aggregate": "mean"}},
+                                                n_bootstrap=0, blind=False))
+    assert compute_grad_norms.last_cache.hits == len(ds) and compute_grad_norms.last_cache.misses == 0
+    np.testing.assert_allclose(res2.scores["gradnorm"].to_numpy()[:3], [-g.linf.mean() for g in got], rtol=1e-6)
+    with pytest.raises(SettingsError, match="p must be one of"):
+        run_attacks(ds, lm, config=RunConfig(attacks=["gradnorm"], params={"gradnorm": {"p": "l3"}}, blind=False))
+
+
+def _mean_nll(lm, text: str) -> float:
+    """Mean NLL over tokens 2..n by a raw forward pass (the RMIA likelihood is exp(-this))."""
+    seq = _seq(lm, text)
+    with torch.no_grad():
+        w = torch.tensor(seq).unsqueeze(0)
+        logp = torch.log_softmax(lm.model(input_ids=w).logits[0, :-1].double(), -1)
+        nll = -logp[torch.arange(len(seq) - 1), w[0, 1:]]
+    return float(nll[1:].mean())
+
+
+def _hand_rmia(p_target_x, p_refs_x, p_target_z, p_refs_z, in_z, a, gamma):
+    """Score(x) = mean_z [ (p(x)/Pr(x)) / (p(z)/Pr(z)) >= gamma ], Pr(.) = ((1+a) P_OUT + 1 - a) / 2
+    with P_OUT the mean over the references that did not train on the text."""
+    pr_x = 0.5 * ((1 + a) * p_refs_x.mean(1) + (1 - a))
+    pr_z = np.array([0.5 * ((1 + a) * p_refs_z[j][~in_z[j]].mean() + (1 - a)) for j in range(len(p_target_z))])
+    ratio = (p_target_x / pr_x)[:, None] / (p_target_z / pr_z)[None, :]
+    return (ratio >= gamma).mean(1)
+
+
+def _sets(texts):
+    ds = Dataset(texts=texts[:8], labels=[1] * 4 + [0] * 4, ids=[f"t{i}" for i in range(8)])
+    pop = Dataset(texts=texts[8:20], labels=[0] * 12, ids=[f"p{i}" for i in range(12)])
+    return ds, pop
+
+
+def test_rmia_offline_equals_hand_computation(models, texts):
+    target = load_causal_lm(models[0], dtype="fp32", device="cpu")
+    reference = load_causal_lm(models[1], dtype="fp32", device="cpu")
+    ds, pop = _sets(texts)
+    px = np.exp(-np.array([_mean_nll(target, t) for t in ds.texts]))
+    pz = np.exp(-np.array([_mean_nll(target, t) for t in pop.texts]))
+    rx = np.exp(-np.array([[_mean_nll(reference, t)] for t in ds.texts]))
+    rz = np.exp(-np.array([[_mean_nll(reference, t)] for t in pop.texts]))
+    none_in = np.zeros((len(pop), 1), bool)
+    for a, gamma in ((0.3, 1.0), (0.7, 1.05)):
+        res = run_attacks(ds, target, reference=reference, population=pop, config=RunConfig(
+            attacks=["loss", "rmia"], params={"rmia": {"a": a, "gamma": gamma}}, n_bootstrap=0, blind=False))
+        hand = _hand_rmia(px, rx, pz, rz, none_in, a, gamma)
+        np.testing.assert_allclose(res.scores["rmia"].to_numpy(), hand)
+        assert 0 < hand.sum() < len(hand)  # a non-trivial comparison
+        assert res.extra["rmia"]["variant"].startswith("offline") and res.extra["rmia"]["n_z"] == len(pop)
+    # n_z: a seeded subset of the population
+    res = run_attacks(ds, target, reference=reference, population=pop, config=RunConfig(
+        attacks=["rmia"], params={"rmia": {"n_z": 5}}, n_bootstrap=0, blind=False))
+    assert res.extra["rmia"]["n_z"] == 5
+    assert set(np.round(res.scores["rmia"].to_numpy() * 5, 9)) <= {0.0, 1.0, 2.0, 3.0, 4.0, 5.0}
+
+
+def test_rmia_needs_a_population(models, texts, tmp_path):
+    target = load_causal_lm(models[0], dtype="fp32", device="cpu")
+    reference = load_causal_lm(models[1], dtype="fp32", device="cpu")
+    ds, _ = _sets(texts)
+    with pytest.raises(SettingsError, match="population"):
+        run_attacks(ds, target, reference=reference, config=RunConfig(attacks=["rmia"], blind=False))
+    with pytest.raises(SettingsError, match="gamma must be > 0"):
+        run_attacks(ds, target, reference=reference, population=_sets(texts)[1],
+                    config=RunConfig(attacks=["rmia"], params={"rmia": {"gamma": 0}}, blind=False))
+    with pytest.raises(ModelError, match="no such file or folder"):
+        run_attacks(ds, target, population=_sets(texts)[1],
+                    config=RunConfig(attacks=["rmia"], params={"rmia": {"references": str(tmp_path / "nope")}}, blind=False))
+    (tmp_path / "m.txt").write_text("\n".join(ds.members()))
+    (tmp_path / "n.txt").write_text("\n".join(ds.nonmembers()))
+    r = run_mia("run", "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt", "--model", models[0],
+                "--reference", models[1], "--attacks", "rmia", "--out", tmp_path / "out", "--quiet")
+    assert_one_error(r.returncode, r.stderr, "population")
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.fixture(scope="module")
+def references(models, texts, tmp_path_factory):
+    """``mia make-references`` with k = 2 on the tiny base (one epoch over 6 texts each)."""
+    root = tmp_path_factory.mktemp("refs")
+    pop = root / "population.txt"
+    pop.write_text("\n".join(_sets(texts)[1].texts) + "\n")
+    out = root / "refs"
+    r = run_mia("make-references", "--population", pop, "--base", models[0], "--k", "2", "--epochs", "1",
+                "--lr", "0.01", "--lora-r", "4", "--out", out, "--quiet", "--device", "cpu",
+                env_extra={"OMP_NUM_THREADS": "1"})
+    assert r.returncode == 0, r.stderr[-3000:]
+    assert "2 reference models written" in r.stdout and "min per reference" in r.stdout
+    return out
+
+
+def test_make_references_writes_loadable_halves(references, models, texts):
+    from mia_core.cache import text_hash
+
+    index = json.loads((references / "references.json").read_text())
+    pop = _sets(texts)[1].texts
+    assert index["k"] == 2 and index["n_population"] == len(pop) and index["seconds_per_reference"] > 0
+    seen = []
+    for i, r in enumerate(index["references"]):
+        folder = references / r["dir"]
+        rec = json.loads((folder / "reference_members.json").read_text())
+        assert rec["text_hashes"] == [text_hash(pop[j]) for j in rec["indices"]]
+        seen.append(set(rec["indices"]))
+        lm = load_causal_lm(str(folder), dtype="fp32", device="cpu", reuse=False)
+        assert lm.info["method"] == "lora" and lm.base_spec == str(Path(models[0]).resolve())
+        if i == 0:  # a LoRA folder (adapter merged, weights frozen): gradients reach every weight
+            flags = [p.requires_grad for p in lm.model.parameters()]
+            g = compute_grad_norms(lm, pop[:1], use_cache=False)[0]
+            assert len(g.names) == len(flags) and (g.l2 > 0).all() and np.isfinite(g.norm())
+            assert [p.requires_grad for p in lm.model.parameters()] == flags
+    # complementary halves: every population text is IN for exactly one of the pair
+    assert seen[0] | seen[1] == set(range(len(pop))) and not seen[0] & seen[1]
+    assert len(seen[0]) == len(pop) // 2
+
+
+def test_rmia_with_k_references_equals_hand_computation(models, texts, references):
+    target = load_causal_lm(models[0], dtype="fp32", device="cpu")
+    ds, pop = _sets(texts)
+    refs = [load_causal_lm(str(references / f"ref-{i}"), dtype="fp32", device="cpu") for i in range(2)]
+    index = [set(json.loads((references / f"ref-{i}" / "reference_members.json").read_text())["indices"])
+             for i in range(2)]
+    px = np.exp(-np.array([_mean_nll(target, t) for t in ds.texts]))
+    pz = np.exp(-np.array([_mean_nll(target, t) for t in pop.texts]))
+    rx = np.exp(-np.array([[_mean_nll(r, t) for r in refs] for t in ds.texts]))
+    rz = np.exp(-np.array([[_mean_nll(r, t) for r in refs] for t in pop.texts]))
+    in_z = np.array([[j in index[i] for i in range(2)] for j in range(len(pop))])
+    assert in_z.sum(1).tolist() == [1] * len(pop)
+    # the folder stands for both references; no --reference needed
+    res = run_attacks(ds, target, population=pop, config=RunConfig(
+        attacks=["rmia"], params={"rmia": {"references": str(references)}}, n_bootstrap=0, blind=False))
+    hand = _hand_rmia(px, rx, pz, rz, in_z, 0.3, 1.0)
+    np.testing.assert_allclose(res.scores["rmia"].to_numpy(), hand)
+    assert 0 < hand.sum() < len(hand)
+    rec = res.extra["rmia"]["references"]
+    assert [d["population_texts_seen"] for d in rec] == [len(index[0]), len(index[1])]
+    # the same two given one by one (comma-separated)
+    res2 = run_attacks(ds, target, population=pop, config=RunConfig(
+        attacks=["rmia"], params={"rmia": {"references": f"{references}/ref-0,{references}/ref-1"}},
+        n_bootstrap=0, blind=False))
+    np.testing.assert_allclose(res2.scores["rmia"].to_numpy(), hand)
