@@ -334,11 +334,11 @@ def make_target(
             tot += value * k
             ntok += k
             done += 1
-            progress(f"epoch {ep}/{epochs} step {step}/{steps_per_epoch} loss {tot / max(1, ntok):.3f}",
+            progress(f"training: epoch {ep}/{epochs} step {step}/{steps_per_epoch} loss {tot / max(1, ntok):.3f}",
                      min(0.99, done / total_work))
         rec = {"epoch": ep, "train_loss": tot / max(1, ntok), "heldout_loss": None}
         if held_seqs:
-            progress(f"epoch {ep}/{epochs}: held-out loss", min(0.99, done / total_work))
+            progress(f"training: epoch {ep}/{epochs}, held-out loss", min(0.99, done / total_work))
             rec["heldout_loss"] = _eval_loss(model, held_seqs, batch_size, pad_id, dev)
         rec["seconds"] = round(time.time() - t0, 2)
         log_epochs.append(rec)
