@@ -345,26 +345,22 @@ def _texts(prefix: str, n: int) -> str:
                    for i in range(n))
 
 
-def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny, capsys):
-    (work / "bm.txt").write_text(_texts("member", 40))
-    (work / "bn.txt").write_text(_texts("other", 40))
-    common = ["--members", str(work / "bm.txt"), "--nonmembers", str(work / "bn.txt"), "--model", tiny,
-              "--attacks", "loss,zlib", "--bootstrap", "10", "--no-blind", "--batch-tokens", "64"]
-    before = listing(work)
-    env = {**os.environ, "MIA_CACHE_DIR": str(work / "cache")}
+def _interrupt_run(common, work, env):
+    """Start ``mia run`` and send SIGINT once its target pass has scored some windows, but not all.
+    Returns the process, its stderr and whether SIGINT reached it while it was still running."""
     proc = subprocess.Popen([sys.executable, "-m", "mia_core", "run", *common, "--out", str(work / "out_int")],
                             stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
     err = bytearray()
     sent = threading.Event()
 
-    def watch():  # interrupt once the target pass has scored some windows, but not all
+    def watch():
         while True:
             chunk = proc.stderr.read1(4096)
             if not chunk:
                 return
             err.extend(chunk)
             counts = re.findall(rb"(\d+)/(\d+) windows", bytes(err))
-            if not sent.is_set() and counts and 8 <= int(counts[-1][0]) < int(counts[-1][1]):
+            if not sent.is_set() and counts and 8 <= int(counts[-1][0]) < int(counts[-1][1]) and proc.poll() is None:
                 proc.send_signal(signal.SIGINT)
                 sent.set()
 
@@ -376,15 +372,32 @@ def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny, 
         if proc.poll() is None:
             proc.kill()
     reader.join(10)
-    stderr = err.decode(errors="replace")
-    assert sent.is_set(), f"the run ended before it could be interrupted:\n{stderr[-2000:]}"
+    return proc, err.decode(errors="replace"), sent.is_set()
+
+
+def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny, capsys):
+    (work / "bm.txt").write_text(_texts("member", 100))
+    (work / "bn.txt").write_text(_texts("other", 100))
+    common = ["--members", str(work / "bm.txt"), "--nonmembers", str(work / "bn.txt"), "--model", tiny,
+              "--attacks", "loss,zlib", "--bootstrap", "10", "--no-blind", "--batch-tokens", "16"]
+    before = listing(work)
+    env = {**os.environ, "MIA_CACHE_DIR": str(work / "cache")}
+    # on a loaded machine the reader can fall behind the run's output and signal it only once the
+    # target pass is over (or not at all): such an attempt says nothing, and is made again
+    for attempt in range(3):
+        for leftover in ("cache", "out_int"):  # what an attempt that ran to the end left
+            shutil.rmtree(work / leftover, ignore_errors=True)
+        proc, stderr, sent = _interrupt_run(common, work, env)
+        if sent and len(list((work / "cache").rglob("*.npz"))) < 200:
+            break
+    assert sent, f"the run ended before it could be interrupted (3 attempts):\n{stderr[-2000:]}"
     assert proc.returncode == 130, stderr[-2000:]
     assert "Traceback" not in stderr and "error:" not in stderr
     lines = [ln.strip() for ln in re.split(r"[\r\n]", stderr) if ln.strip()]
     assert lines[-1] == "interrupted; everything computed so far is cached", lines[-3:]
     assert listing(work) == before  # no --out, no staging folder left behind
     cached = list((work / "cache").rglob("*.npz"))
-    assert 0 < len(cached) < 80, len(cached)  # interrupted in the middle, with something cached
+    assert 0 < len(cached) < 200, len(cached)  # interrupted in the middle, with something cached
 
     capsys.readouterr()
     assert main(["run", *common, "--quiet", "--out", str(work / "resumed")]) == 0
@@ -393,6 +406,6 @@ def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny, 
 
     resumed = pd.read_csv(work / "resumed" / "scores.csv")
     clean = pd.read_csv(work / "clean" / "scores.csv")
-    assert list(resumed["text_hash"]) == list(clean["text_hash"]) and len(clean) == 80
+    assert list(resumed["text_hash"]) == list(clean["text_hash"]) and len(clean) == 200
     diff = np.abs(resumed[["loss", "zlib"]].to_numpy() - clean[["loss", "zlib"]].to_numpy()).max()
     assert diff <= 1e-6, diff
