@@ -28,7 +28,7 @@ register(Attack("neighbourhood", "Neighbourhood", ("target", "neighbours"), neig
                 "Mattern et al. 2023 §2", dict(neighbourhood.DEFAULTS), prepare=neighbourhood.prepare))
 register(Attack("smia", "SMIA", ("target", "neighbours", "labels"), smia.score,
                 "Mozaffari & Marathe 2024 §4", dict(smia.DEFAULTS), prepare=smia.prepare))
-register(Attack("gradnorm", "Gradient norm", ("target",), gradnorm.score, "Duan et al. 2024 (MIMIR); Rezaei & Liu 2021", dict(gradnorm.DEFAULTS), prepare=gradnorm.prepare))
+register(Attack("gradnorm", "Gradient norm", ("target",), gradnorm.score, "Duan et al. 2024 (MIMIR); Rezaei & Liu 2021", dict(gradnorm.DEFAULTS), prepare=gradnorm.prepare, choices={"p": ("l1", "l2", "linf"), "aggregate": ("global", "mean")}))
 register(Attack("rmia", "RMIA", ("target",), rmia.score, "Zarifzadeh et al. 2024 §3", dict(rmia.DEFAULTS), prepare=rmia.prepare, population_ok=False, requires=rmia.requires))
 register(Attack("recall", "ReCaLL", ("target",), recall.score, "Xie et al. 2024 §3", dict(recall.DEFAULTS), prepare=recall.prepare, population_ok=False, requires=recall.requires))
 register(Attack("dc_pdd", "DC-PDD", ("target",), dc_pdd.score, "Zhang et al. 2024 (DC-PDD) §4", dict(dc_pdd.DEFAULTS), prepare=dc_pdd.prepare, requires=dc_pdd.requires))

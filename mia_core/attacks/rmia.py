@@ -74,6 +74,7 @@ INDEX_FILE = REFERENCES_INDEX  # written by make-references into its output fold
 def requires(params: dict) -> set:
     """The run inputs RMIA needs: the population, and the run's reference model when no
     ``references`` are given (offline variant)."""
+    _settings(params)  # bad numbers are refused here, before any model is loaded
     need = {"population"}
     if not params.get("references"):
         need.add("reference")
