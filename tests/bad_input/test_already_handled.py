@@ -348,8 +348,12 @@ def _texts(prefix: str, n: int) -> str:
 def _interrupt_run(common, work, env):
     """Start ``mia run`` and send SIGINT once its target pass has scored some windows, but not all.
     Returns the process, its stderr and whether SIGINT reached it while it was still running."""
+    # SIGINT back to its default in the child: a test run started in the background of a shell
+    # without job control (`nohup ... &`, some CI runners) inherits SIGINT *ignored*, and Python then
+    # installs no KeyboardInterrupt handler, so the signal would do nothing
     proc = subprocess.Popen([sys.executable, "-m", "mia_core", "run", *common, "--out", str(work / "out_int")],
-                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env)
+                            stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, env=env,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     err = bytearray()
     sent = threading.Event()
 
