@@ -168,15 +168,17 @@ def _lora_targets(model) -> list[str] | str:
     return found if {"q_proj", "v_proj"} <= set(found) else "all-linear"
 
 
-def _prepare_out(out_dir: Path, overwrite: bool) -> None:
+def _prepare_out(out_dir: Path, overwrite: bool, marker: str = TARGET_MARKER, kind: str = "target") -> None:
+    """Refuse an output folder that is a file, or non-empty without ``overwrite``, or non-empty
+    and not a ``kind`` folder (no ``marker`` file in it) even with ``overwrite``."""
     if out_dir.exists():
         if not out_dir.is_dir():
             raise SettingsError(f"{out_dir} exists and is not a folder.")
         if any(out_dir.iterdir()):
             if not overwrite:
                 raise SettingsError(f"{out_dir} is not empty: choose a new folder or pass overwrite (--overwrite).")
-            if not (out_dir / TARGET_MARKER).exists():
-                raise SettingsError(f"{out_dir} is not empty and is not a target folder: refusing to overwrite it.")
+            if not (out_dir / marker).exists():
+                raise SettingsError(f"{out_dir} is not empty and is not a {kind} folder: refusing to overwrite it.")
 
 
 def _versions() -> dict:
@@ -503,14 +505,7 @@ def make_references(
     if len(texts) < 2:
         raise DataError(f"the population needs at least 2 distinct texts to split in halves, got {len(texts)}.")
     out = Path(out_dir).expanduser()
-    if out.exists():
-        if not out.is_dir():
-            raise SettingsError(f"{out} exists and is not a folder.")
-        if any(out.iterdir()):
-            if not overwrite:
-                raise SettingsError(f"{out} is not empty: choose a new folder or pass overwrite (--overwrite).")
-            if not (out / REFERENCES_INDEX).exists():
-                raise SettingsError(f"{out} is not empty and is not a reference folder: refusing to overwrite it.")
+    _prepare_out(out, overwrite, marker=REFERENCES_INDEX, kind="reference")
     splits = reference_splits(len(texts), k, seed)
     out.mkdir(parents=True, exist_ok=True)
     (out / REFERENCES_INDEX).unlink(missing_ok=True)  # written again at the end: a partial folder has none
