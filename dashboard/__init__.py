@@ -7,3 +7,7 @@
 * ``ui``        page setup, error boxes, verdict banner, stage progress, formatting.
 * ``optional``  access to engine modules other people add (demo set, neighbours, modify).
 """
+
+from . import threadsafe_ast as _threadsafe_ast
+
+_threadsafe_ast.install()
