@@ -184,7 +184,10 @@ def inspect_neighbours(lm, text: str, settings, *, progress, first_token: bool =
     stats = scored_tokens(compute_stats(lm, [n.text for n in nbs], progress=progress, label="neighbour pass"),
                           first_token)
     cos = neighbour_similarities([text], [nbs], progress=progress)[0]
-    return {"settings": settings.to_dict(), "first_token": bool(first_token), "neighbours": [
+    from mia_core.attacks.neighbourhood import coupling_warning
+
+    return {"settings": settings.to_dict(), "first_token": bool(first_token), "warning": coupling_warning(settings, lm),
+            "neighbours": [
         {"text": n.text, "spans": neighbour_spans(text, n.replaced), "loss": float(s.loss), "cosine": float(c),
          "replaced": [list(r) for r in n.replaced]} for n, s, c in zip(nbs, stats, cos)]}
 
@@ -264,6 +267,8 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     from mia_core.attacks.base import scored_tokens
 
     base = float(scored_tokens([res["stats"]], bool(out.get("first_token", False)))[0].loss)
+    if out.get("warning"):
+        st.warning(out["warning"])
     nbs = out.get("neighbours") or []
     if not nbs:
         st.warning("No neighbour could be generated: the text has no replaceable content word.")

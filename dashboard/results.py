@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from mia_core import plots
-from mia_core.report import build_report, fmt_pct, fmt_seconds, metrics_table, modified_table
+from mia_core.report import build_report, fmt_pct, fmt_seconds, metrics_table, modified_table, smia_summary
 
 from .ui import verdict_banner
 
@@ -45,6 +45,12 @@ def render_run(run, *, key: str = "res") -> None:
     labels = {a: (run.metrics.get(a) or {}).get("label", a) for a in attacks}
     if len(run.scores):
         st.plotly_chart(plots.score_histograms(run.scores, attacks, labels=labels), key=f"{key}_hist")
+
+    sm = run.extra.get("smia")
+    if isinstance(sm, dict) and (sm.get("curves") or {}).get("epoch"):
+        st.markdown("##### SMIA training")
+        st.caption(smia_summary(sm))
+        st.plotly_chart(plots.smia_learning_curve(sm["curves"]), key=f"{key}_smia_curve")
 
     pop = run.population
     if pop and pop.get("attacks"):

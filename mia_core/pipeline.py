@@ -339,6 +339,10 @@ def run_attacks(
             t0 = time.time()
             extra[a.name] = a.prepare(inputs, ctx, **{**a.params, **cfg.params.get(a.name, {})}) or {}
             timings[f"{a.name}_prepare"] = time.time() - t0
+            for kind in ("warning", "note"):
+                msg = extra[a.name].get(kind) if isinstance(extra[a.name], dict) else None
+                if msg and f"{a.name}: {msg}" not in report:
+                    report.append(f"{a.name}: {msg}")
 
     # ---- scores
     scores: dict[str, np.ndarray] = {}

@@ -328,3 +328,33 @@ def loss_curve(history) -> go.Figure:
     fig.update_layout(template=TEMPLATE, height=320, title="Loss per epoch", xaxis_title="epoch",
                       yaxis_title="mean token loss (nats)")
     return fig
+
+
+def smia_learning_curve(curves: dict) -> go.Figure:
+    """SMIA's training and validation loss per epoch (class-balanced BCE), the validation AUC
+    (per text, right axis), the constant predictor's loss (ln 2: a network below it learned
+    something that generalises) and the kept epoch. ``curves``: ``train_smia``'s curves."""
+    from plotly.subplots import make_subplots
+
+    ep = list(curves.get("epoch") or [])
+    fig = make_subplots(specs=[[{"secondary_y": True}]])
+    fig.add_trace(go.Scatter(x=ep, y=curves.get("train_loss"), mode="lines", name="training loss",
+                             line=dict(color=MEMBER_COLOUR)), secondary_y=False)
+    fig.add_trace(go.Scatter(x=ep, y=curves.get("val_loss"), mode="lines", name="validation loss",
+                             line=dict(color=NONMEMBER_COLOUR)), secondary_y=False)
+    if curves.get("val_auc"):
+        fig.add_trace(go.Scatter(x=ep, y=curves.get("val_auc"), mode="lines", name="validation AUC (per text)",
+                                 line=dict(color="#555555", dash="dot")), secondary_y=True)
+    chance = curves.get("chance_val_loss")
+    if chance is not None and ep:
+        fig.add_trace(go.Scatter(x=[ep[0], ep[-1]], y=[chance, chance], mode="lines", name="constant predictor (ln 2)",
+                                 line=dict(color="#999999", dash="dash")), secondary_y=False)
+    best = curves.get("best_epoch")
+    if best:
+        fig.add_vline(x=best, line=dict(color="#2ca02c", dash="dot"), annotation_text=f"kept: epoch {best}",
+                      annotation_position="top")
+    fig.update_layout(template=TEMPLATE, height=340, title="SMIA learning curve", xaxis_title="epoch",
+                      margin=dict(l=60, r=60, t=50, b=40), legend=dict(orientation="h", y=-0.25))
+    fig.update_yaxes(title_text="loss (balanced BCE)", secondary_y=False)
+    fig.update_yaxes(title_text="validation AUC", range=[0, 1], secondary_y=True)
+    return fig

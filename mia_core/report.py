@@ -232,6 +232,26 @@ def _model_line(d: dict | None) -> dict:
     }
 
 
+def smia_summary(sm: dict) -> str:
+    """One line on how SMIA's network was trained and whether it learned anything that generalises."""
+    tr = sm.get("training") or {}
+    c = sm.get("curves") or {}
+    best = tr.get("best_epoch")
+    chance = c.get("chance_val_loss")
+    line = (f"Preset {tr.get('preset', 'project')}: lr {tr.get('lr', float('nan')):g}, {tr.get('epochs')} epochs, "
+            f"{tr.get('n_train_texts')} training and {tr.get('n_val_texts')} validation texts; epoch {best} kept "
+            f"(lowest validation loss {tr.get('best_val_loss', float('nan')):.3f}).")
+    if chance is not None and tr.get("best_val_loss") is not None and tr["best_val_loss"] >= chance - 1e-3:
+        line += (" The validation loss never went below the constant predictor's (ln 2): the network learned "
+                 "nothing that generalises to texts it did not train on, so its scores are close to chance.")
+    sweep = [x for x in (sm.get("sweep") or []) if x.get("auc") is not None]
+    if len(sweep) > 1:
+        line += " AUC with the first k neighbours at inference (Table 5 of the paper): " + ", ".join(
+            f"k = {x['n']}: {x['auc']:.3f}" + (f" [{x['auc_ci'][0]:.2f}, {x['auc_ci'][1]:.2f}]" if x.get("auc_ci") else "")
+            for x in sweep) + "."
+    return line
+
+
 def build_report(run, *, title: str | None = None) -> str:
     """A self-contained HTML report of a stored run (``mia_core.runs.StoredRun``)."""
     from . import plots
@@ -267,8 +287,13 @@ def build_report(run, *, title: str | None = None) -> str:
         figs.append(plots.roc_figure(metrics, log=True))
     if scores is not None and len(scores) and attacks:
         figs.append(plots.score_histograms(scores, attacks, labels=labels))
+    sm = run.extra.get("smia")
+    if isinstance(sm, dict) and (sm.get("curves") or {}).get("epoch"):
+        figs.append(plots.smia_learning_curve(sm["curves"]))
     for i, fig in enumerate(figs):
         parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
+    if isinstance(sm, dict) and (sm.get("curves") or {}).get("epoch"):
+        parts.append(f"<p>SMIA training: {_e(smia_summary(sm))}</p>")
 
     mod = run.extra.get("modified")
     if isinstance(mod, dict) and isinstance(mod.get("verbatim"), dict):

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import optional
 from dashboard.calibration import (
-    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs,
+    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, neighbour_coupling, read_inputs,
 )
 from dashboard.jobs import registry
 from dashboard.loaders import load_model
@@ -168,6 +168,9 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             if panel.reference_error:
                 raise MiaError(f"the reference model did not load: {panel.reference_error}")
             target, reference = panel.target, panel.reference
+        coupled = neighbour_coupling(chosen, params, target)
+        if coupled:
+            st.warning(coupled)
         work = make_job(inputs, target, reference if uses_reference(chosen, params) else None,
                         cfg, name=run_name.strip() or None, modify_variants=modify_variants)
         job = reg.start("calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "

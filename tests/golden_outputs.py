@@ -96,6 +96,7 @@ def run_golden(name: str, work: Path) -> Path:
         _cli(["run", "--members", _lines(work / "m.txt", mem), "--nonmembers", _lines(work / "n.txt", non),
               "--mode", "lines", "--model", str(DEMO / "target"), "--reference", "smollm2",
               "--attacks", "loss,zlib,lowercase,ref,min_k,min_k_pp,neighbourhood", "--n-neighbours", "4",
+              "--neighbours", "offline",
               "--bootstrap", "200", "--quiet", "--out", str(out)])
     elif name == "documents":
         model = save_tiny_llama(work / "tiny-llama")

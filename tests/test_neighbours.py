@@ -62,7 +62,7 @@ def assert_m_words_replaced(text: str, nb, m: int) -> None:
 # ------------------------------------------------------------------------------ offline
 @pytest.fixture(scope="module")
 def offline(env):
-    return make_generator(NeighbourSettings(n=3, m=1, seed=0))
+    return make_generator(NeighbourSettings(generator="offline", n=3, m=1, seed=0))
 
 
 def test_offline_neighbours_replace_one_whole_word_deterministically(offline):
@@ -74,12 +74,12 @@ def test_offline_neighbours_replace_one_whole_word_deterministically(offline):
         for n in nbs:
             assert_m_words_replaced(t, n, 1)
             assert n.replaced[0][2].lower() not in ("the", "a", "and")  # content words replace content words
-    other = make_generator(NeighbourSettings(n=3, m=1, seed=1)).generate(TEXTS, use_cache=False)
+    other = make_generator(NeighbourSettings(generator="offline", n=3, m=1, seed=1)).generate(TEXTS, use_cache=False)
     assert [[n.text for n in x] for x in other] != [[n.text for n in x] for x in a]
 
 
 def test_offline_two_words_and_cache_round_trip(env):
-    gen = make_generator(NeighbourSettings(n=2, m=2, seed=0))
+    gen = make_generator(NeighbourSettings(generator="offline", n=2, m=2, seed=0))
     first = gen.generate(TEXTS[:2])
     assert gen.last_cache.misses == 2
     for t, nbs in zip(TEXTS, first):
@@ -208,3 +208,63 @@ def test_each_modification_changes_exactly_one_word(offline):
                 assert op == "insert" and new == [m.word]
             assert len(words(m.text)) == len(words(t)) + (-1 if variant == "delete" else 1)
             assert "  " not in m.text
+
+
+# ------------------------------------------------------------------ the embedded proposer
+def test_embedded_proposer_is_the_default_and_independent_of_smollm2(env, offline):
+    from mia_core.attacks.neighbourhood import coupling_warning
+    from mia_core.models import load_causal_lm
+    from mia_core.neighbours import shares_base
+
+    lm = load_causal_lm()
+    gen = make_generator(NeighbourSettings(n=6, m=1, seed=0))
+    assert gen.kind == "masked-lm" and gen.identity.startswith("embedded-proposer:")
+    # the SmolLM2 proposer shares its base with a SmolLM2 target; the embedded masked LM does not
+    assert shares_base(offline, lm) and not shares_base(gen, lm)
+    assert "shares its base model with the target" in coupling_warning(NeighbourSettings(generator="offline"), lm)
+    assert coupling_warning(NeighbourSettings(), lm) is None
+    a = gen.generate(TEXTS, use_cache=False)
+    b = gen.generate(TEXTS, use_cache=False)
+    assert [[n.text for n in x] for x in a] == [[n.text for n in x] for x in b]
+    for t, nbs in zip(TEXTS, a):
+        assert len(nbs) == 6 and len({n.text for n in nbs}) == 6
+        for n in nbs:
+            assert_m_words_replaced(t, n, 1)
+            assert n.replaced[0][2].lower() not in ("the", "a", "and", n.replaced[0][1].lower())
+
+
+def test_embedded_proposer_predicts_masked_words_of_unseen_text(env):
+    """The shipped head is trained: on paragraphs it never saw (tests/data, not the bundled
+    corpus) the masked word is among its 10 first guesses far more often than chance (1/30,522)."""
+    import torch
+
+    from mia_core.models import load_masked_lm
+
+    mlm = load_masked_lm("embedded", device="cpu")
+    tok, model = mlm.tokenizer, mlm.model
+    rows = [json.loads(x)["text"] for x in (DATA / "paragraphs.jsonl").read_text().splitlines()][:8]
+    hits = total = 0
+    rng = np.random.default_rng(0)
+    for text in rows:
+        ids = tok(" ".join(text.split()[:60]), return_tensors="pt")["input_ids"]
+        pos = rng.choice(np.arange(1, ids.shape[1] - 1), size=6, replace=False)
+        gold = ids[0, pos].clone()
+        ids[0, pos] = tok.mask_token_id
+        with torch.inference_mode():
+            top = model(input_ids=ids).logits[0, pos].topk(10, dim=-1).indices
+        hits += int((top == gold[:, None]).any(-1).sum())
+        total += len(pos)
+    assert hits / total > 0.2, hits / total
+
+
+def test_positions_in_one_proposer_pass_are_spaced():
+    from mia_core.neighbours.masked_lm import MaskedLMGenerator
+
+    gen = MaskedLMGenerator.__new__(MaskedLMGenerator)
+    gen.spacing = 12
+    rows = gen._pack([3, 5, 9, 15, 16, 30, 31, 44])
+    assert sorted(j for r in rows for j in r) == [3, 5, 9, 15, 16, 30, 31, 44]
+    assert all(b - a >= 12 for r in rows for a, b in zip(r, r[1:]))
+    assert len(rows) < 8
+    gen.spacing = 0  # the paper's procedure: one position per pass
+    assert gen._pack([3, 5, 9]) == [[3], [5], [9]]

@@ -2,8 +2,8 @@
 
 A 2-layer Llama with the embedded SmolLM2 tokenizer memorises 24 short member texts from
 ``tests/data/paragraphs.jsonl``; 24 other texts are non-members. Neighbours come from the
-offline generator (the real embedded SmolLM2) with n = 4, embeddings from the embedded
-all-MiniLM-L6-v2. Membership is ground truth, so LOSS, the neighbourhood attack and SMIA
+default generator (the embedded independent proposer, ``masked-lm:embedded``) with n = 4,
+embeddings from the embedded all-MiniLM-L6-v2. Membership is ground truth, so LOSS, the neighbourhood attack and SMIA
 must all separate members from non-members on the held-out half.
 """
 from __future__ import annotations
@@ -156,3 +156,18 @@ def test_smia_refuses_a_model_trained_with_other_settings(run, setup):
         run_attacks(setup["ds"], setup["target"], config=cfg)
     with pytest.raises(SettingsError, match="not a saved SMIA model"):
         load_smia(setup["dir"])
+
+
+def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup):
+    """Never a silently smaller n: a text with fewer replaceable words than n is scored NaN."""
+    texts = list(setup["ds"].texts[:3]) + list(setup["ds"].texts[-3:]) + ["It was.", "!!! ???"]
+    ds = Dataset(texts=texts, labels=[1, 1, 1, 0, 0, 0, 1, 0], ids=[f"s{i}" for i in range(len(texts))])
+    res = run_attacks(ds, setup["target"], config=RunConfig(attacks=("loss", "neighbourhood"),
+                                                            params={"neighbourhood": {"n": N_NEIGHBOURS}},
+                                                            n_bootstrap=20, blind=False))
+    nb = res.scores["neighbourhood"].to_numpy()
+    assert np.isfinite(nb[:6]).all() and np.isnan(nb[6:]).all()
+    assert np.isfinite(res.scores["loss"].to_numpy()[6])  # LOSS still scores the short text
+    note = res.extra["neighbourhood"]["note"]
+    assert f"2 text(s) allow fewer than n = {N_NEIGHBOURS} neighbours (2 with no replaceable word" in note
+    assert any(line.startswith("neighbourhood: 2 text(s) allow fewer") for line in res.report)

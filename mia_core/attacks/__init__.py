@@ -27,7 +27,8 @@ register(Attack("min_k_pp", "Min-K%++", ("target",), min_k_pp.score, "Zhang et a
 register(Attack("neighbourhood", "Neighbourhood", ("target", "neighbours"), neighbourhood.score,
                 "Mattern et al. 2023 §2", dict(neighbourhood.DEFAULTS), prepare=neighbourhood.prepare))
 register(Attack("smia", "SMIA", ("target", "neighbours", "labels"), smia.score,
-                "Mozaffari & Marathe 2024 §4", dict(smia.DEFAULTS), prepare=smia.prepare))
+                "Mozaffari & Marathe 2024 §4", dict(smia.DEFAULTS), prepare=smia.prepare, choices=smia.CHOICES,
+                requires=smia.requires, types=smia.TYPES))
 register(Attack("gradnorm", "Gradient norm", ("target",), gradnorm.score, "Duan et al. 2024 (MIMIR); Rezaei & Liu 2021", dict(gradnorm.DEFAULTS), prepare=gradnorm.prepare, choices={"p": ("l1", "l2", "linf"), "aggregate": ("global", "mean")}))
 register(Attack("rmia", "RMIA", ("target",), rmia.score, "Zarifzadeh et al. 2024 §3", dict(rmia.DEFAULTS), prepare=rmia.prepare, population_ok=False, requires=rmia.requires))
 register(Attack("recall", "ReCaLL", ("target",), recall.score, "Xie et al. 2024 §3", dict(recall.DEFAULTS), prepare=recall.prepare, population_ok=False, requires=recall.requires))

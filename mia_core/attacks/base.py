@@ -64,6 +64,14 @@ class Attack:
     # with these parameters; None: the ones in ``needs``
     requires: Callable[[dict], set] | None = None
     choices: dict = field(default_factory=dict)  # {param: allowed values} for parameters with a fixed set
+    # {param: bool | int | float} for parameters whose default is None ("from a preset"), so the
+    # CLI and the page coerce what the user types; other None-default parameters are strings
+    types: dict = field(default_factory=dict)
+
+    def param_type(self, name: str):
+        """The type of parameter ``name``: its default's, or ``types[name]`` when that is None."""
+        d = self.params.get(name)
+        return type(d) if d is not None else self.types.get(name, str)
 
     def inputs_needed(self, params: dict | None = None) -> set:
         """The optional run inputs this attack needs with ``params`` (registered defaults

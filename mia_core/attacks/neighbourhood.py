@@ -29,10 +29,10 @@ import numpy as np
 
 from ..cache import text_hash
 from ..errors import SettingsError
-from ..neighbours import Neighbour, NeighbourSettings, make_generator
+from ..neighbours import DEFAULT_GENERATOR, Neighbour, NeighbourSettings, make_generator
 from .base import AttackInputs, scored_tokens
 
-DEFAULTS = {"generator": "offline", "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
+DEFAULTS = {"generator": DEFAULT_GENERATOR, "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
 N_EXAMPLES = 3  # texts whose full neighbours are put in the run's report
 
 
@@ -105,18 +105,47 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         ],
         "timing": dict(inputs.extra.get("neighbour_timing", {})),
     }
-    if report["texts_without_neighbours"]:
-        report["note"] = (f"{report['texts_without_neighbours']} text(s) had no replaceable word and get no "
-                          "neighbourhood score (NaN)")
+    short = counts < settings.n
+    report["texts_with_fewer_neighbours"] = int(short.sum())
+    if short.any():
+        report["note"] = short_note(counts, settings.n, "neighbourhood")
+    coupled = coupling_warning(settings, ctx.target)
+    if coupled:
+        report["warning"] = coupled
     return report
+
+
+def short_note(counts: np.ndarray, n: int, attack: str) -> str:
+    """The note for texts that allow fewer than ``n`` neighbours (they are scored NaN: a score
+    over fewer neighbours would not be the attack the run asked for)."""
+    short = counts < n
+    none = int((counts == 0).sum())
+    worst = int(counts[short].min()) if short.any() else n
+    return (f"{int(short.sum())} text(s) allow fewer than n = {n} neighbours ({none} with no replaceable word; "
+            f"as few as {worst}) and get no {attack} score (NaN); lower the number of neighbours to score them")
+
+
+def coupling_warning(settings: NeighbourSettings, target) -> str | None:
+    """A warning when the neighbour proposer shares weights with the target (Mattern et al. draw
+    neighbours from an independent masked LM; a proposer built on the target's base picks words
+    the target already likes). None when they are independent."""
+    from ..neighbours import shares_base
+
+    gen = make_generator(settings)
+    if target is None or not shares_base(gen, target):
+        return None
+    return (f"the neighbour proposer ({settings.generator}) shares its base model with the target, so the neighbours "
+            "are the words the target already likes and the reference they give is coupled to the model under audit; "
+            "use an independent proposer (the default masked-lm:embedded, or masked-lm:MODEL)")
 
 
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     data = ensure_neighbours(inputs, settings_from(params))
+    n = settings_from(params).n
     out = np.full(len(inputs.texts), np.nan)
     for i, (s, (ns, losses)) in enumerate(zip(inputs.scored(), data)):
         ok = losses[np.isfinite(losses)] if len(losses) else losses
-        if s.n_predicted == 0 or len(ok) == 0:
+        if s.n_predicted == 0 or len(ns) < n or len(ok) == 0:
             continue
         out[i] = -(s.loss - float(ok.mean()))
     return out

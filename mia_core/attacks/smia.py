@@ -53,17 +53,32 @@ SMIA_VERSION = 1
 HIDDEN = (512, 256, 128, 64, 32)  # Table 6
 BRANCH = 512
 DROPOUT = 0.2
+# Training recipes. "project": our defaults (standardised inputs, lr 1e-3, balanced batches of
+# 64 pairs, the best of 60 epochs by validation loss). "paper": Mozaffari & Marathe App. D.4
+# (raw inputs, lr 5e-6, 20 epochs, batches of 4 texts with all their neighbours; the paper
+# trains its modified-member variant with lr 1e-6: pass lr=1e-6 for that). Any of lr, epochs,
+# batch_size, batch_texts, standardise given explicitly overrides the preset.
+PRESETS = {
+    "project": {"lr": 1e-3, "epochs": 60, "batch_size": 64, "batch_texts": 0, "standardise": True},
+    "paper": {"lr": 5e-6, "epochs": 20, "batch_size": 64, "batch_texts": 4, "standardise": False},
+}
 DEFAULTS = {
     **NEIGHBOUR_DEFAULTS,
     "embedder": "minilm",
-    "epochs": 60,
-    "lr": 1e-3,
-    "batch_size": 64,
+    "preset": "project",
+    "epochs": None,
+    "lr": None,
+    "batch_size": None,
+    "batch_texts": None,
+    "standardise": None,
+    "weight_decay": 0.0,
     "val_fraction": 0.2,
     "train_seed": 0,
     "save": None,
     "load": None,
 }
+CHOICES = {"preset": tuple(PRESETS)}
+TYPES = {"epochs": int, "lr": float, "batch_size": int, "batch_texts": int, "standardise": bool}
 WEIGHTS_FILE = "smia.safetensors"
 META_FILE = "smia.json"
 
@@ -211,17 +226,25 @@ def _text_split(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
 
 
 def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr: float = 1e-3, batch_size: int = 64,
-               val_fraction: float = 0.2, seed: int = 0, progress=lambda m, f: None) -> tuple[SmiaModel, dict]:
+               val_fraction: float = 0.2, seed: int = 0, standardise: bool = True, batch_texts: int = 0,
+               weight_decay: float = 0.0, progress=lambda m, f: None) -> tuple[SmiaModel, dict]:
     """Train the network on pairs of labelled texts (``labels`` per text index of ``feats``).
 
-    Returns the model from the epoch with the lowest validation loss and the curves
-    ``{"epoch", "train_loss", "val_loss", "val_auc", "best_epoch"}``.
+    ``batch_texts`` 0: balanced batches of ``batch_size`` pairs (half member pairs); k > 0:
+    batches of k texts (half members) with all their pairs, as the paper (App. D.4: 4 texts x 25
+    neighbours). ``standardise``: inputs scaled by the training pairs' mean and deviation (the
+    paper feeds raw differences). Returns the model from the epoch with the lowest validation
+    loss and the curves ``{"epoch", "train_loss", "val_loss", "val_auc", "best_epoch"}``, plus
+    the constant predictor's validation loss (``chance_val_loss``, ln 2 for the class-balanced
+    loss) so a network that learned nothing shows as one.
     """
     import torch
     from sklearn.metrics import roc_auc_score
 
     if int(epochs) < 1 or int(batch_size) < 2 or not lr > 0 or not 0 < val_fraction < 1:
         raise SettingsError("SMIA training needs epochs >= 1, batch_size >= 2, lr > 0 and 0 < val_fraction < 1")
+    if int(batch_texts) < 0 or int(batch_texts) == 1 or weight_decay < 0:
+        raise SettingsError("SMIA training needs batch_texts 0 (batches of pairs) or >= 2, and weight_decay >= 0")
     texts = np.unique(feats.text_index)
     t_labels = labels[texts]
     if (t_labels == 1).sum() < 2 or (t_labels == 0).sum() < 2:
@@ -230,9 +253,12 @@ def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr:
     is_val = np.array([i in val_texts for i in feats.text_index])
     y = labels[feats.text_index].astype(np.float32)
     x = np.concatenate([feats.emb_diff, feats.loss_diff[:, None]], 1)
-    mean = x[~is_val].mean(0)
-    std = x[~is_val].std(0)
-    std[std < 1e-8] = 1.0
+    if standardise:
+        mean = x[~is_val].mean(0)
+        std = x[~is_val].std(0)
+        std[std < 1e-8] = 1.0
+    else:
+        mean, std = np.zeros(x.shape[1]), np.ones(x.shape[1])
     xs = ((x - mean) / std).astype(np.float32)
     dim = feats.emb_diff.shape[1]
     X = torch.from_numpy(xs)
@@ -244,21 +270,37 @@ def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr:
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         net = build_net(dim)
-        opt = torch.optim.Adam(net.parameters(), lr=lr)
+        opt = torch.optim.Adam(net.parameters(), lr=lr, weight_decay=weight_decay)
         bce = torch.nn.BCEWithLogitsLoss(reduction="none")
-        half = max(1, batch_size // 2)
-        n_batches = max(1, int(np.ceil(max(len(tr_pos), len(tr_neg)) / half)))
+        if batch_texts:
+            half = max(1, int(batch_texts) // 2)
+            pos_texts = np.unique(feats.text_index[tr_pos])
+            neg_texts = np.unique(feats.text_index[tr_neg])
+            pairs_of = {int(t): np.flatnonzero((feats.text_index == t) & ~is_val) for t in np.concatenate([pos_texts, neg_texts])}
+            n_batches = max(1, int(np.ceil(max(len(pos_texts), len(neg_texts)) / half)))
+        else:
+            half = max(1, batch_size // 2)
+            n_batches = max(1, int(np.ceil(max(len(tr_pos), len(tr_neg)) / half)))
         curves = {"epoch": [], "train_loss": [], "val_loss": [], "val_auc": []}
         best, best_loss, best_epoch = None, np.inf, 0
         vy = Y[va]
         vw = torch.where(vy == 1, 0.5 / max(1, int((vy == 1).sum())), 0.5 / max(1, int((vy == 0).sum())))
         for ep in range(1, int(epochs) + 1):
             net.train()
-            pp, nn_ = rng.permutation(np.resize(rng.permutation(tr_pos), n_batches * half)), \
-                rng.permutation(np.resize(rng.permutation(tr_neg), n_batches * half))
+            if batch_texts:
+                pt = np.resize(rng.permutation(pos_texts), n_batches * half)
+                nt = np.resize(rng.permutation(neg_texts), n_batches * half)
+                batches = [np.concatenate([pairs_of[int(t)] for t in np.concatenate([pt[b * half : (b + 1) * half],
+                                                                                     nt[b * half : (b + 1) * half]])])
+                           for b in range(n_batches)]
+            else:
+                pp, nn_ = rng.permutation(np.resize(rng.permutation(tr_pos), n_batches * half)), \
+                    rng.permutation(np.resize(rng.permutation(tr_neg), n_batches * half))
+                batches = [np.concatenate([pp[b * half : (b + 1) * half], nn_[b * half : (b + 1) * half]])
+                           for b in range(n_batches)]
             tot = 0.0
             for b in range(n_batches):
-                idx = torch.from_numpy(np.concatenate([pp[b * half : (b + 1) * half], nn_[b * half : (b + 1) * half]]))
+                idx = torch.from_numpy(batches[b])
                 logits = net(X[idx, :dim], X[idx, dim:])
                 loss = bce(logits, Y[idx]).mean()
                 opt.zero_grad()
@@ -289,10 +331,14 @@ def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr:
         net.load_state_dict(best)
         net.eval()
     curves["best_epoch"] = best_epoch
+    curves["chance_val_loss"] = float(np.log(2.0))
     info = {"n_train_texts": int(len(texts) - len(val_texts)), "n_val_texts": int(len(val_texts)),
             "n_train_pairs": int((~is_val).sum()), "n_val_pairs": int(is_val.sum()), "epochs": int(epochs),
-            "lr": float(lr), "batch_size": int(batch_size), "val_fraction": float(val_fraction), "seed": int(seed),
-            "best_epoch": best_epoch, "best_val_loss": float(best_loss)}
+            "lr": float(lr), "batch_size": int(batch_size), "batch_texts": int(batch_texts),
+            "standardise": bool(standardise), "weight_decay": float(weight_decay),
+            "val_fraction": float(val_fraction), "seed": int(seed),
+            "best_epoch": best_epoch, "best_val_loss": float(best_loss),
+            "best_val_auc": float(curves["val_auc"][best_epoch - 1]) if best_epoch else float("nan")}
     return SmiaModel(net, dim, mean, std, {"training": info}), curves
 
 
@@ -300,7 +346,46 @@ def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr:
 # the attack
 # --------------------------------------------------------------------------------------
 def _p(params: dict) -> dict:
-    return {**DEFAULTS, **{k: v for k, v in params.items() if v is not None}}
+    """Parameters with the preset's values where none was given (explicit values win), coerced
+    and checked (``SettingsError`` naming the parameter)."""
+    given = {k: v for k, v in params.items() if v is not None and not (isinstance(v, str) and not v.strip())}
+    preset = str(given.get("preset", DEFAULTS["preset"]))
+    if preset not in PRESETS:
+        raise SettingsError(f"unknown SMIA preset {preset!r}: use one of {', '.join(PRESETS)}")
+    p = {**DEFAULTS, **PRESETS[preset], **given, "preset": preset}
+    for key, kind, ok, what in (("epochs", int, lambda v: v >= 1, ">= 1"), ("lr", float, lambda v: v > 0, "> 0"),
+                                ("batch_size", int, lambda v: v >= 2, ">= 2"),
+                                ("batch_texts", int, lambda v: v == 0 or v >= 2, "0 (batches of pairs) or >= 2"),
+                                ("weight_decay", float, lambda v: v >= 0, ">= 0"),
+                                ("val_fraction", float, lambda v: 0 < v < 1, "between 0 and 1"),
+                                ("train_seed", int, lambda v: v >= 0, ">= 0")):
+        try:
+            v = kind(float(p[key])) if kind is int and float(p[key]).is_integer() else kind(p[key])
+        except (TypeError, ValueError):
+            v = None
+        if v is None or (kind is int and isinstance(p[key], float) and not float(p[key]).is_integer()) or not ok(v):
+            raise SettingsError(f"smia: {key} must be {'a whole number' if kind is int else 'a number'} {what}, "
+                                f"got {p[key]!r}")
+        p[key] = v
+    p["standardise"] = _flag(p["standardise"])
+    return p
+
+
+def requires(params: dict) -> set:
+    """SMIA's settings are checked here, before any model loads; it learns from labelled texts
+    unless a trained model is loaded."""
+    p = _p(params)
+    return set() if p.get("load") else {"labels"}
+
+
+def _flag(v) -> bool:
+    if isinstance(v, str):
+        if v.strip().lower() in ("1", "true", "yes", "on"):
+            return True
+        if v.strip().lower() in ("0", "false", "no", "off"):
+            return False
+        raise SettingsError(f"SMIA standardise must be true or false, got {v!r}")
+    return bool(v)
 
 
 def expected_settings(ctx, settings, embedder, first_token: bool = False) -> dict:
@@ -352,9 +437,10 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
                                 "--train-nonmembers), a split (--split 0.5) or a trained model (--smia-load)")
         sel = train[feats.text_index]
         sub = PairFeatures(feats.text_index[sel], feats.emb_diff[sel], feats.loss_diff[sel], feats.cosine[sel])
-        model, curves = train_smia(sub, labels, epochs=int(p["epochs"]), lr=float(p["lr"]),
-                                   batch_size=int(p["batch_size"]), val_fraction=float(p["val_fraction"]),
-                                   seed=int(p["train_seed"]), progress=ctx.progress)
+        model, curves = train_smia(sub, labels, epochs=p["epochs"], lr=p["lr"], batch_size=p["batch_size"],
+                                   val_fraction=p["val_fraction"], seed=p["train_seed"], standardise=p["standardise"],
+                                   batch_texts=p["batch_texts"], weight_decay=p["weight_decay"], progress=ctx.progress)
+        model.meta["training"]["preset"] = p["preset"]
         model.meta["trained_with"] = expected
         model.meta["curves"] = curves
         report["training"] = model.meta["training"]
@@ -362,7 +448,13 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         report["training_seconds"] = round(time.time() - t0, 2)
         if p["save"]:
             report["saved_to"] = str(save_smia(model, p["save"]))
-    inputs.extra["smia_state"] = {"model": model, "embedder": embedder, "settings": settings}
+    if not p["load"]:
+        tr = report["training"]
+        if tr["best_val_loss"] >= curves["chance_val_loss"] - 1e-3:
+            report["note"] = ("its network never beat the constant predictor on the validation texts (best validation "
+                              f"loss {tr['best_val_loss']:.3f} >= ln 2): it learned nothing that generalises, and its "
+                              "scores are close to chance; more training texts, more neighbours or preset=paper may help")
+    inputs.extra["smia_state"] = {"model": model, "embedder": embedder, "settings": settings, "report": report}
     split = np.where(np.asarray(ctx.train_mask, dtype=bool), "train", "eval")
     report["pairs"] = {
         "text_index": feats.text_index.tolist(),
@@ -384,6 +476,12 @@ def score(inputs: AttackInputs, **params) -> np.ndarray:
     feats = pair_features(inputs.texts, data, losses, state["embedder"],
                           use_cache=ctx.config.use_cache if ctx is not None else True)
     probs = state["model"].probabilities(feats.emb_diff, feats.loss_diff)
+    if ctx is not None and len(inputs.texts) == len(ctx.dataset.texts) and "sweep" not in state["report"]:
+        state["report"]["sweep"] = neighbour_sweep(feats, probs, np.asarray(ctx.dataset.labels, dtype=int),
+                                                   ~np.asarray(ctx.train_mask, dtype=bool), state["settings"].n,
+                                                   n_bootstrap=ctx.config.n_bootstrap, seed=ctx.config.seed)
+    n = state["settings"].n
+    short = np.array([len(ns) < n for ns, _ in data], dtype=bool)
     out = np.full(len(inputs.texts), np.nan)
     if len(probs):
         sums = np.bincount(feats.text_index, weights=probs, minlength=len(inputs.texts))
@@ -391,6 +489,33 @@ def score(inputs: AttackInputs, **params) -> np.ndarray:
         ok = cnt > 0
         out[ok] = sums[ok] / cnt[ok]
     for i, s in enumerate(inputs.scored()):
-        if s.n_predicted == 0:
+        if s.n_predicted == 0 or short[i]:
             out[i] = np.nan
+    return out
+
+
+SWEEP = (2, 5, 15, 25, 50, 100)
+
+
+def neighbour_sweep(feats: PairFeatures, probs: np.ndarray, labels: np.ndarray, eval_mask: np.ndarray, n: int, *,
+                    n_bootstrap: int = 1000, seed: int = 0) -> list[dict]:
+    """AUC of SMIA on the evaluated texts when only each text's first k neighbours (the
+    proposer's best k) are averaged, for k in 2, 5, 15, 25, ... up to the n it was trained
+    with (Mozaffari & Marathe Table 5: trained with 25, evaluated with 2, 5, 15, 25)."""
+    from .. import metrics as M
+
+    rank = np.zeros(len(feats.text_index), dtype=np.int64)
+    seen: dict[int, int] = {}
+    for j, t in enumerate(feats.text_index):
+        rank[j] = seen.get(int(t), 0)
+        seen[int(t)] = rank[j] + 1
+    out = []
+    for k in [k for k in SWEEP if k < n] + [n]:
+        sel = rank < k
+        sums = np.bincount(feats.text_index[sel], weights=probs[sel], minlength=len(labels))
+        cnt = np.bincount(feats.text_index[sel], minlength=len(labels))
+        sc = np.where(cnt >= k, sums / np.maximum(cnt, 1), np.nan)
+        m = M.evaluate(labels[eval_mask], sc[eval_mask], n_bootstrap=n_bootstrap, seed=seed)
+        out.append({"n": int(k), "auc": m.get("auc"), "auc_ci": m.get("auc_ci"),
+                    "n_texts": int(np.isfinite(sc[eval_mask]).sum())})
     return out

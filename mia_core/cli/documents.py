@@ -15,6 +15,7 @@ import argparse
 import sys
 
 from ..errors import SettingsError
+from ..neighbours.base import DEFAULT_GENERATOR
 from ..outputs import check_output_dir, final_path, staged_output
 from .common import (ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      positive_int)
@@ -57,8 +58,9 @@ def register(subparsers) -> None:
                    help="128-token sequences sampled per document for the baselines (0 = all; default 32)")
     b.add_argument("--n-neighbours", type=non_negative_int, default=0,
                    help="neighbours per sequence for the neighbourhood baseline (0 = off, the default; costly)")
-    b.add_argument("--neighbours", default="offline", metavar="GENERATOR",
-                   help="neighbour generator for --n-neighbours (offline, masked-lm:MODEL, t5:MODEL; default offline)")
+    b.add_argument("--neighbours", default=DEFAULT_GENERATOR, metavar="GENERATOR",
+                   help=f"neighbour generator for --n-neighbours (masked-lm:embedded, masked-lm:MODEL, t5:MODEL, offline; "
+                        f"default {DEFAULT_GENERATOR})")
     b.add_argument("--neighbour-generator", dest="neighbours", help=argparse.SUPPRESS)  # older spelling
     o = add_output_args(p, out_help="folder for the output files", cache="do not read or write the statistics cache",
                         bootstrap=False, seed_help="seed of the folds, the sampled sequences and the forest")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from ..attacks import REGISTRY
 from ..errors import SettingsError
-from ..neighbours import DEFAULT_DROPOUT, DEFAULT_M, DEFAULT_N, NeighbourSettings
+from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
 from ..outputs import check_output_dir, final_path, staged_output
 from .common import (ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
@@ -64,9 +64,11 @@ def register(sub) -> None:
                         "(repeatable; overrides the dedicated flags; the parameters and defaults are listed by --list-params)")
     a.add_argument("--list-params", action="store_true", help="print every attack's parameters with their defaults and exit")
     g = p.add_argument_group("neighbours and SMIA (attacks 'neighbourhood' and 'smia')")
-    g.add_argument("--neighbours", default="offline", metavar="GENERATOR",
-                   help="neighbour generator: 'offline' (embedded SmolLM2 proposes words, no download), "
-                        "'masked-lm:MODEL' (Mattern et al. 2023, e.g. masked-lm:roberta-base) or 't5:MODEL' (span filling)")
+    g.add_argument("--neighbours", default=DEFAULT_GENERATOR, metavar="GENERATOR",
+                   help="neighbour generator: 'masked-lm:embedded' (default: the embedded independent masked LM, "
+                        "MiniLM + a head trained on public-domain books, no download), 'masked-lm:MODEL' (Mattern et al. "
+                        "2023, e.g. masked-lm:roberta-base), 't5:MODEL' (span filling) or 'offline' (the embedded "
+                        "SmolLM2 proposes words: it shares weights with SmolLM2-based targets)")
     g.add_argument("--n-neighbours", type=positive_int, default=DEFAULT_N, help="neighbours per text (Mattern et al. best: 100)")
     g.add_argument("--m-words", type=positive_int, default=DEFAULT_M, help="words replaced per neighbour (masked spans for t5)")
     g.add_argument("--dropout", type=unit_interval_open_right, default=DEFAULT_DROPOUT, help="embedding dropout of the masked-LM generator")
@@ -80,7 +82,12 @@ def register(sub) -> None:
     g.add_argument("--split-seed", type=non_negative_int, help="seed of --split (default: --seed)")
     g.add_argument("--smia-save", metavar="PATH", help="save the trained SMIA network (safetensors + JSON) to this folder")
     g.add_argument("--smia-load", metavar="PATH", help="apply a saved SMIA network instead of training one")
-    g.add_argument("--smia-epochs", type=positive_int, default=60, help="SMIA training epochs (the best validation epoch is kept)")
+    g.add_argument("--smia-preset", choices=("project", "paper"), default="project",
+                   help="SMIA training recipe: project (standardised inputs, lr 1e-3, 60 epochs, batches of 64 pairs) or "
+                        "paper (Mozaffari & Marathe App. D.4: raw inputs, lr 5e-6, 20 epochs, batches of 4 texts x all "
+                        "their neighbours); every setting can be overridden with --param smia.NAME=VALUE")
+    g.add_argument("--smia-epochs", type=positive_int, default=None,
+                   help="SMIA training epochs (default: the preset's; the best validation epoch is kept)")
     g.add_argument("--modify", metavar="VARIANTS",
                    help="also evaluate on members modified by one word: comma list of duplicate, delete, add")
     o = add_output_args(p, out_default="mia_run")
@@ -144,7 +151,7 @@ def _neighbour_params(args, cfg, params):
                            seed=args.neighbour_seed).validate().to_dict()
     params["neighbourhood"] = dict(nb)
     params["smia"] = {**nb, "embedder": args.embedder, "save": args.smia_save, "load": args.smia_load,
-                      "epochs": args.smia_epochs}
+                      "epochs": args.smia_epochs, "preset": args.smia_preset}
     if args.smia_save and args.smia_load:
         raise SettingsError("give either --smia-save or --smia-load, not both")
     if args.split is not None:
@@ -177,21 +184,21 @@ def list_params() -> str:
 
 def _coerce(attack: str, key: str, value: str, default):
     where = f"--param {attack}.{key}"
-    if isinstance(default, bool):
+    kind = REGISTRY[attack].param_type(key)
+    if default is None and value.strip().lower() in ("", "none"):
+        return None
+    if kind is bool:
         v = value.strip().lower()
         if v in ("1", "true", "yes", "on"):
             return True
         if v in ("0", "false", "no", "off"):
             return False
         raise SettingsError(f"{where}: expected true or false, got {value!r}")
-    if isinstance(default, (int, float)):
-        kind = int if isinstance(default, int) else float
+    if kind in (int, float):
         try:
             return kind(value)
         except ValueError:
             raise SettingsError(f"{where}: expected {'a whole number' if kind is int else 'a number'}, got {value!r}") from None
-    if default is None and value.strip().lower() in ("", "none"):
-        return None
     return value
 
 
@@ -230,6 +237,18 @@ def _reference_spec(args) -> str | None:
             return json.loads((Path(ms.location) / TARGET_MARKER).read_text()).get("base")
     except Exception:  # noqa: BLE001 - an unreadable target is reported when it is loaded
         return None
+    return None
+
+
+def _coupling(attacks, params: dict, target) -> str | None:
+    """The neighbour attacks' warning when their proposer shares a base with the target (printed
+    before the neighbours are made), as ``attack: message`` (the run's notes use that form)."""
+    from ..attacks.neighbourhood import coupling_warning, settings_from
+
+    for name in ("neighbourhood", "smia"):
+        if name in attacks:
+            w = coupling_warning(settings_from({**REGISTRY[name].params, **params.get(name, {})}), target)
+            return f"{name}: {w}" if w else None
     return None
 
 
@@ -287,13 +306,19 @@ def cmd_run(args) -> int:
     reference = None
     if uses_reference(attacks, params):
         reference = load_causal_lm(ref_spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code, progress=bar)
+    printed = list(ds.report)
+    coupled = _coupling(attacks, params, target)
+    if coupled:
+        bar.close()  # the next stage opens a new bar
+        print_notes([coupled], "warning")
+        printed.append(coupled)
     result = run_attacks(ds, target, reference=reference, config=cfg, train=train, population=population, progress=bar)
     if skipped:
         result.config["skipped"] = skipped
         result.report += [f"skipped {REGISTRY[n].label} ({n}): it {why}" for n, why in skipped.items()]
     bar.close()
     print()
-    print(without_printed_notes(result.summary_text(), ds.report))  # the input notes went to stderr above
+    print(without_printed_notes(result.summary_text(), printed))  # the input notes went to stderr above
     out = Path(args.out)
     # written into a temporary sibling of --out, published in one rename at the end
     with staged_output(args.out, overwrite=args.overwrite) as tmp:

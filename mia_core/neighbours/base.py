@@ -26,6 +26,7 @@ from .words import Word, substitute
 
 NEIGHBOURS_VERSION = 3
 GENERATORS = ("offline", "masked-lm", "t5")
+DEFAULT_GENERATOR = "masked-lm:embedded"  # the embedded independent proposer (neighbours.proposer)
 DEFAULT_N = 25
 DEFAULT_M = 1
 DEFAULT_DROPOUT = 0.7  # Mattern et al. 2023 §2.2
@@ -51,7 +52,7 @@ class NeighbourSettings:
     ``masked-lm:MODEL`` | ``t5:MODEL``; ``n`` neighbours per text with ``m`` replaced words
     (or ``m`` masked spans for T5); ``dropout`` for the masked LM; ``seed``."""
 
-    generator: str = "offline"
+    generator: str = DEFAULT_GENERATOR
     n: int = DEFAULT_N
     m: int = DEFAULT_M
     dropout: float = DEFAULT_DROPOUT
@@ -76,7 +77,7 @@ class NeighbourSettings:
 
 def parse_generator_spec(spec: str) -> tuple[str, str | None]:
     """``"offline"`` -> ("offline", None); ``"masked-lm:bert-base-uncased"`` -> ("masked-lm", ...)."""
-    s = (spec or "offline").strip()
+    s = (spec or DEFAULT_GENERATOR).strip()
     kind, _, model = s.partition(":")
     kind = kind.strip().lower()
     model = model.strip() or None

@@ -27,10 +27,28 @@ from .base import Neighbour, NeighbourGenerator, NeighbourSettings, _select
 from .words import STOPWORDS, Word, _token_words, apply_case, content_positions, text_rng, words
 
 
+SLOT_SPACING = 12
+
+
+def same_stem(a: str, b: str) -> bool:
+    """Whether ``b`` looks like an inflection or derivation of ``a`` (walked/walks, road/roads,
+    friend/friendship, carrying/carried): a common prefix of at least 3 letters that leaves at
+    most 3 letters of the shorter word. Such swaps change the grammar, not the meaning, so
+    they are not proposed (irregular forms, know/knew, pass)."""
+    a, b = a.lower(), b.lower()
+    k = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        k += 1
+    return k >= 3 and k >= min(len(a), len(b)) - 3
+
+
 class MaskedLMGenerator(NeighbourGenerator):
     kind = "masked-lm"
 
-    def __init__(self, settings: NeighbourSettings, model: str, *, device: str = "auto", batch_tokens: int = 8192):
+    def __init__(self, settings: NeighbourSettings, model: str, *, device: str = "auto", batch_tokens: int = 8192,
+                 spacing: int = SLOT_SPACING):
         super().__init__(settings)
         from ..models import load_masked_lm
 
@@ -50,7 +68,9 @@ class MaskedLMGenerator(NeighbourGenerator):
         self.by_word: dict[str, list[int]] = {}
         for tid in np.flatnonzero(self.whole):
             self.by_word.setdefault(self.clean[tid].lower(), []).append(int(tid))
+        self.stop = np.array([c.lower() in STOPWORDS for c in self.clean], dtype=bool)
         self.batch_tokens = batch_tokens
+        self.spacing = int(spacing)
         self.model_spec = model
 
     @property
@@ -91,13 +111,41 @@ class MaskedLMGenerator(NeighbourGenerator):
         keep = text_rng(self.settings.seed, text, 1, word).random(dim) >= p
         return keep.astype(np.float32) / (1.0 - p)
 
-    def _forward_rows(self, rows: list[tuple[list[int], int, np.ndarray | None]]):
-        """Rows (token ids, position, dropout mask or None) -> log-prob vectors at the positions."""
+    def cache_settings(self) -> dict:
+        return {**super().cache_settings(), "slot_spacing": self.spacing}
+
+    def _pack(self, positions: list[int]) -> list[list[int]]:
+        """Token positions -> rows of positions at least ``spacing`` tokens apart (one forward pass
+        each); ``spacing`` 0 puts every position in a row of its own (the paper's procedure)."""
+        rows: list[list[int]] = []
+        for j in sorted(positions):
+            for r in rows:
+                if self.spacing and j - r[-1] >= self.spacing:
+                    r.append(j)
+                    break
+            else:
+                rows.append([j])
+        return rows
+
+    def _split_model(self):
+        """(encoder, head) of a BERT/RoBERTa-style masked LM, so the vocabulary projection runs at
+        the substituted positions only; None for other architectures (full logits)."""
+        m = self.mlm.model
+        base = getattr(m, getattr(m, "base_model_prefix", ""), None)
+        head = getattr(m, "cls", None) or getattr(m, "lm_head", None)
+        return (base, head) if base is not None and head is not None else None
+
+    def _forward_rows(self, rows: list[tuple[list[int], list[tuple[int, np.ndarray | None]]]], on_batch=None):
+        """Rows (token ids, [(position, dropout mask or None)]) -> per row, a [positions, V] tensor of
+        log-probabilities at its positions. Rows are length-sorted into batches of about
+        ``batch_tokens`` tokens; ``on_batch(row indices, log-probs)`` (if given) receives each
+        batch instead of the result being kept (memory stays bounded at any number of texts)."""
         import torch
 
         model = self.mlm.model
         dev = self.mlm.device
         emb_layer = model.get_input_embeddings()
+        split = self._split_model()
         pad = self.mlm.tokenizer.pad_token_id or 0
         order = sorted(range(len(rows)), key=lambda r: -len(rows[r][0]))
         out: list = [None] * len(rows)
@@ -113,17 +161,29 @@ class MaskedLMGenerator(NeighbourGenerator):
                 t = rows[k][0]
                 ids[r, : len(t)] = torch.tensor(t, dtype=torch.long)
                 att[r, : len(t)] = 1
+            rr = torch.tensor([r for r, k in enumerate(idx) for _ in rows[k][1]], dtype=torch.long)
+            pp = torch.tensor([pos for k in idx for pos, _ in rows[k][1]], dtype=torch.long)
             with torch.inference_mode():
                 emb = emb_layer(ids.to(dev))
                 for r, k in enumerate(idx):
-                    _, pos, mask = rows[k]
-                    if mask is not None:
-                        emb[r, pos] = emb[r, pos] * torch.from_numpy(mask).to(emb.device, emb.dtype)
-                logits = model(inputs_embeds=emb, attention_mask=att.to(dev)).logits
-                sel = logits[torch.arange(len(idx)), torch.tensor([rows[k][1] for k in idx])]
+                    for pos, mask in rows[k][1]:
+                        if mask is not None:
+                            emb[r, pos] = emb[r, pos] * torch.from_numpy(mask).to(emb.device, emb.dtype)
+                if split is not None:
+                    hidden = split[0](inputs_embeds=emb, attention_mask=att.to(dev)).last_hidden_state
+                    sel = split[1](hidden[rr.to(dev), pp.to(dev)])
+                else:
+                    sel = model(inputs_embeds=emb, attention_mask=att.to(dev)).logits[rr.to(dev), pp.to(dev)]
                 lp = torch.log_softmax(sel.float(), dim=-1).cpu()
-            for r, k in enumerate(idx):
-                out[k] = lp[r]
+            parts, k0 = [], 0
+            for k in idx:
+                parts.append(lp[k0 : k0 + len(rows[k][1])])
+                k0 += len(rows[k][1])
+            if on_batch is not None:
+                on_batch(idx, parts)
+            else:
+                for k, part in zip(idx, parts):
+                    out[k] = part
         return out
 
     def _generate(self, texts: list[str], progress: Progress) -> list[list[Neighbour]]:
@@ -131,68 +191,58 @@ class MaskedLMGenerator(NeighbourGenerator):
 
         s = self.settings
         dim = self.mlm.model.get_input_embeddings().weight.shape[1]
+        V = int(self.whole.shape[0])
         whole = torch.from_numpy(self.whole)
-        # texts are processed in groups so that the rows of a group fit in memory
-        group: list[int] = []
-        groups: list[list[int]] = []
-        budget = 0
-        infos = []
+        content = whole & ~torch.from_numpy(self.stop)
+        infos = [None] * len(texts)
+        rows: list[tuple[list[int], list[tuple[int, np.ndarray | None]]]] = []
+        row_meta: list[list[tuple[int, int]]] = []  # per row: (text, word) of each position
         for i, t in enumerate(texts):
             ws = words(t)
             enc = self._encode(t)
-            slots = self._slots(t, ws, enc)
-            infos.append((ws, enc, slots))
-            cost = len(slots) * len(enc["input_ids"])
-            if group and budget + cost > 64 * self.batch_tokens:
-                groups.append(group)
-                group, budget = [], 0
-            group.append(i)
-            budget += cost
-        if group:
-            groups.append(group)
-        out: list[list[Neighbour]] = [[] for _ in texts]
-        done = 0
-        for g in groups:
-            rows, meta = [], []
-            for i in g:
-                ws, enc, slots = infos[i]
-                for w, j in slots.items():
-                    rows.append((list(enc["input_ids"]), j, self._dropout_mask(texts[i], w, dim)))
-                    meta.append((i, w, j))
-            lps = self._forward_rows(rows) if rows else []
-            cands: dict[int, list[tuple[int, str, float]]] = {i: [] for i in g}
-            for (i, w, j), lp in zip(meta, lps):
-                ws, enc, _ = infos[i]
-                orig = ws[w].text
-                V = min(lp.shape[0], whole.shape[0])
-                lp = lp[:V]
-                # whole-word tokens other than the original and its case variants, renormalised
-                allowed = whole[:V].clone()
-                allowed[enc["input_ids"][j]] = False
-                for tid in self.by_word.get(orig.lower(), ()):
-                    if tid < V:
-                        allowed[tid] = False
+            slots = self._slots(t, ws, enc)  # word -> token position
+            infos[i] = (ws, enc, slots)
+            word_at = {j: w for w, j in slots.items()}
+            for packed in self._pack(list(slots.values())):
+                rows.append((list(enc["input_ids"]), [(j, self._dropout_mask(t, word_at[j], dim)) for j in packed]))
+                row_meta.append([(i, word_at[j]) for j in packed])
+        cands: list[list[tuple[int, str, float]]] = [[] for _ in texts]
+        k_top = min(4 * s.n + 8, int(content.sum()))
+        done = [0]
+
+        def take(idx: list[int], parts: list) -> None:
+            for k, lp in zip(idx, parts):
+                lp = lp[:, :V]
+                allowed = whole[:V].expand(lp.shape[0], V).clone()
+                for r, (i, w) in enumerate(row_meta[k]):
+                    ws, enc, slots = infos[i]
+                    allowed[r, enc["input_ids"][slots[w]]] = False
+                    for tid in self.by_word.get(ws[w].text.lower(), ()):
+                        if tid < V:
+                            allowed[r, tid] = False
                 masked = torch.where(allowed, lp, torch.full_like(lp, -math.inf))
-                logz = torch.logsumexp(masked, 0).item()
-                top = torch.topk(masked, min(4 * s.n + 8, int(allowed.sum()))).indices.tolist()
-                kept: list[tuple[str, int]] = []
-                for tid in top:
-                    if self.clean[tid].lower() in STOPWORDS:
-                        continue
-                    cased = apply_case(orig, self.clean[tid])
-                    if cased is None or any(k[0].lower() == cased.lower() for k in kept):
-                        continue
-                    kept.append((cased, tid))
-                    if len(kept) >= s.n:
-                        break
-                for cased, tid in kept:
-                    cands[i].append((w, cased, float(lp[tid]) - logz))
-            for i in g:
-                ws = infos[i][0]
-                out[i] = _select(cands[i], s.n, s.m, texts[i], ws)
-            done += len(g)
-            progress(f"{done}/{len(texts)} texts", done / len(texts))
-        return out
+                logz = torch.logsumexp(masked, -1)
+                # candidates: renormalised over every allowed word, stop words never proposed
+                vals, tops = torch.topk(torch.where(content[:V], masked, torch.full_like(lp, -math.inf)), k_top, -1)
+                for r, (i, w) in enumerate(row_meta[k]):
+                    orig = infos[i][0][w].text
+                    kept: list[str] = []
+                    for v, tid in zip((vals[r] - logz[r]).tolist(), tops[r].tolist()):
+                        if v == -math.inf:
+                            break
+                        cased = apply_case(orig, self.clean[tid])
+                        if cased is None or any(c.lower() == cased.lower() for c in kept) or same_stem(orig, cased):
+                            continue
+                        kept.append(cased)
+                        cands[i].append((w, cased, v))
+                        if len(kept) >= s.n:
+                            break
+                done[0] += 1
+            progress(f"{done[0]}/{len(rows)} proposer passes", done[0] / max(len(rows), 1))
+
+        if rows:
+            self._forward_rows(rows, on_batch=take)
+        return [_select(cands[i], s.n, s.m, texts[i], infos[i][0]) for i in range(len(texts))]
 
     def propose_insertions(self, texts: Sequence[str], before: Sequence[int]) -> list[str | None]:
         """Insert a mask token before the word and take the best whole lower-case word."""
@@ -208,12 +258,13 @@ class MaskedLMGenerator(NeighbourGenerator):
             pos = [j for j, x in enumerate(enc["input_ids"]) if x == tok.mask_token_id]
             if not pos:
                 continue
-            rows.append((list(enc["input_ids"]), pos[0], None))
+            rows.append((list(enc["input_ids"]), [(pos[0], None)]))
             excl = {w.text.lower()} | ({ws[before[i] - 1].text.lower()} if before[i] > 0 else set())
             where.append((i, excl))
         out: list[str | None] = [None] * len(texts)
         whole = torch.from_numpy(self.whole)
         for (i, excl), lp in zip(where, self._forward_rows(rows) if rows else []):
+            lp = lp[0]
             V = min(lp.shape[0], whole.shape[0])
             masked = torch.where(whole[:V], lp[:V], torch.full_like(lp[:V], -math.inf))
             for tid in torch.topk(masked, 50).indices.tolist():

