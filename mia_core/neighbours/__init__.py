@@ -2,7 +2,11 @@
 
 Neighbour-based attacks compare the target's behaviour on a text with its behaviour on
 slightly perturbed copies (the *neighbourhood attack*, Mattern et al. 2023, and SMIA,
-Mozaffari & Marathe 2024). Three generators, chosen with a spec string:
+Mozaffari & Marathe 2024). Three generators, chosen with a spec string; the default is
+``masked-lm:embedded``, the masked-LM procedure below with the embedded independent proposer
+(``neighbours.proposer``: MiniLM's encoder + a masked-LM head trained on the bundled books),
+which shares no weights with SmolLM2-based targets (``shares_base`` detects a proposer that
+does, and the attacks warn):
 
 ``masked-lm:MODEL``  (Mattern et al. 2023 §2.2, after Zhou et al. 2019)
     Any Hugging Face masked LM (bert-base-uncased, roberta-base, a local folder...). For a
@@ -19,7 +23,9 @@ Mozaffari & Marathe 2024). Three generators, chosen with a spec string:
     across all positions make the ``n`` neighbours (the paper's procedure; its best setting
     was n = 100, m = 1). For ``m > 1`` words, combinations of single substitutions at
     distinct positions are scored by the product of their probabilities. Positions are the
-    content words that the MLM tokenises as one whole-word token.
+    content words that the MLM tokenises as one whole-word token. Positions at least 12
+    tokens apart share one forward pass (each with its own dropout mask; the paper blurs one
+    per pass), and inflections of the original word (a shared stem) are not proposed.
 
 ``t5:MODEL``  (span filling, as in DetectGPT, Mitchell et al. 2023, and SMIA §4)
     ``m`` random content words are replaced by sentinel tokens ``<extra_id_j>`` and a
@@ -28,7 +34,7 @@ Mozaffari & Marathe 2024). Three generators, chosen with a spec string:
     <extra_id_1> words ... </s>`` with 1-3 whole-word tokens per span, so every sample parses
     into exactly ``m`` filled spans, whatever the model.
 
-``offline`` (default; ``offline:MODEL`` for another causal LM)
+``offline`` (``offline:MODEL`` for another causal LM)
     A stand-in for the masked-LM generator that needs no model from the hub: the embedded
     causal LM (SmolLM2-135M, ``load_causal_lm()``) proposes words from the **left context**
     -- one forward pass gives the next-token distribution at every position at once -- and
