@@ -161,15 +161,3 @@ def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *,
 
     return work
 
-
-def neighbour_coupling(chosen, params: dict, target) -> str | None:
-    """The neighbour attacks' warning when the proposer shares a base with the target (loads the
-    proposer, which the run needs anyway); None otherwise."""
-    from mia_core.attacks import REGISTRY
-    from mia_core.attacks.neighbourhood import coupling_warning, settings_from
-
-    for name in ("neighbourhood", "smia"):
-        if name in chosen:
-            w = coupling_warning(settings_from({**REGISTRY[name].params, **(params.get(name) or {})}), target)
-            return f"{REGISTRY[name].label}: {w}" if w else None
-    return None

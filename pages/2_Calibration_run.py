@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import optional
 from dashboard.calibration import (
-    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, neighbour_coupling, read_inputs,
+    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs,
 )
 from dashboard.jobs import registry
 from dashboard.loaders import load_model
@@ -19,6 +19,7 @@ from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, page_setup, render_stages, show_error
 from mia_core import runs
 from mia_core.attacks import REGISTRY
+from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
 from mia_core.pipeline import uses_reference
 
@@ -168,7 +169,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             if panel.reference_error:
                 raise MiaError(f"the reference model did not load: {panel.reference_error}")
             target, reference = panel.target, panel.reference
-        coupled = neighbour_coupling(chosen, params, target)
+        coupled = run_coupling_warning(chosen, params, target)
         if coupled:
             st.warning(coupled)
         work = make_job(inputs, target, reference if uses_reference(chosen, params) else None,

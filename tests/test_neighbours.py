@@ -65,15 +65,22 @@ def offline(env):
     return make_generator(NeighbourSettings(generator="offline", n=3, m=1, seed=0))
 
 
-def test_offline_neighbours_replace_one_whole_word_deterministically(offline):
-    a = offline.generate(TEXTS, use_cache=False)
-    b = offline.generate(TEXTS, use_cache=False)
-    assert [[n.text for n in x] for x in a] == [[n.text for n in x] for x in b]
+def assert_deterministic_one_word_neighbours(gen, n: int):
+    """``n`` distinct neighbours per text, the same twice without the cache, each one content
+    word replaced by another content word (never the original). Returns the neighbours."""
+    a = gen.generate(TEXTS, use_cache=False)
+    b = gen.generate(TEXTS, use_cache=False)
+    assert [[x.text for x in ns] for ns in a] == [[x.text for x in ns] for ns in b]
     for t, nbs in zip(TEXTS, a):
-        assert len(nbs) == 3 and len({n.text for n in nbs}) == 3
-        for n in nbs:
-            assert_m_words_replaced(t, n, 1)
-            assert n.replaced[0][2].lower() not in ("the", "a", "and")  # content words replace content words
+        assert len(nbs) == n and len({x.text for x in nbs}) == n
+        for nb in nbs:
+            assert_m_words_replaced(t, nb, 1)
+            assert nb.replaced[0][2].lower() not in ("the", "a", "and", nb.replaced[0][1].lower())
+    return a
+
+
+def test_offline_neighbours_replace_one_whole_word_deterministically(offline):
+    a = assert_deterministic_one_word_neighbours(offline, 3)
     other = make_generator(NeighbourSettings(generator="offline", n=3, m=1, seed=1)).generate(TEXTS, use_cache=False)
     assert [[n.text for n in x] for x in other] != [[n.text for n in x] for x in a]
 
@@ -223,14 +230,7 @@ def test_embedded_proposer_is_the_default_and_independent_of_smollm2(env, offlin
     assert shares_base(offline, lm) and not shares_base(gen, lm)
     assert "shares its base model with the target" in coupling_warning(NeighbourSettings(generator="offline"), lm)
     assert coupling_warning(NeighbourSettings(), lm) is None
-    a = gen.generate(TEXTS, use_cache=False)
-    b = gen.generate(TEXTS, use_cache=False)
-    assert [[n.text for n in x] for x in a] == [[n.text for n in x] for x in b]
-    for t, nbs in zip(TEXTS, a):
-        assert len(nbs) == 6 and len({n.text for n in nbs}) == 6
-        for n in nbs:
-            assert_m_words_replaced(t, n, 1)
-            assert n.replaced[0][2].lower() not in ("the", "a", "and", n.replaced[0][1].lower())
+    assert_deterministic_one_word_neighbours(gen, 6)
 
 
 def test_embedded_proposer_predicts_masked_words_of_unseen_text(env):

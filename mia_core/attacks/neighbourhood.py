@@ -125,6 +125,19 @@ def short_note(counts: np.ndarray, n: int, attack: str) -> str:
             f"as few as {worst}) and get no {attack} score (NaN); lower the number of neighbours to score them")
 
 
+def run_coupling_warning(attacks, params: dict, target) -> str | None:
+    """``attack: warning`` for the first neighbour attack among ``attacks`` whose proposer shares a
+    base with the target (``params``: the run's per-attack parameters); None otherwise. Shown by
+    the CLI and the calibration page before the neighbours are made."""
+    from . import REGISTRY
+
+    for name in ("neighbourhood", "smia"):
+        if name in attacks:
+            w = coupling_warning(settings_from({**REGISTRY[name].params, **(params.get(name) or {})}), target)
+            return f"{name}: {w}" if w else None
+    return None
+
+
 def coupling_warning(settings: NeighbourSettings, target) -> str | None:
     """A warning when the neighbour proposer shares weights with the target (Mattern et al. draw
     neighbours from an independent masked LM; a proposer built on the target's base picks words

@@ -240,20 +240,9 @@ def _reference_spec(args) -> str | None:
     return None
 
 
-def _coupling(attacks, params: dict, target) -> str | None:
-    """The neighbour attacks' warning when their proposer shares a base with the target (printed
-    before the neighbours are made), as ``attack: message`` (the run's notes use that form)."""
-    from ..attacks.neighbourhood import coupling_warning, settings_from
-
-    for name in ("neighbourhood", "smia"):
-        if name in attacks:
-            w = coupling_warning(settings_from({**REGISTRY[name].params, **params.get(name, {})}), target)
-            return f"{name}: {w}" if w else None
-    return None
-
-
 def cmd_run(args) -> int:
     from ..models import load_causal_lm
+    from ..attacks.neighbourhood import run_coupling_warning
     from ..pipeline import RunConfig, check_population, parse_attacks, plan_attacks, run_attacks, uses_reference
     from ..stats import StatsSettings
 
@@ -307,7 +296,7 @@ def cmd_run(args) -> int:
     if uses_reference(attacks, params):
         reference = load_causal_lm(ref_spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code, progress=bar)
     printed = list(ds.report)
-    coupled = _coupling(attacks, params, target)
+    coupled = run_coupling_warning(attacks, params, target)
     if coupled:
         bar.close()  # the next stage opens a new bar
         print_notes([coupled], "warning")
