@@ -158,16 +158,30 @@ def test_smia_refuses_a_model_trained_with_other_settings(run, setup):
         load_smia(setup["dir"])
 
 
-def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup):
-    """Never a silently smaller n: a text with fewer replaceable words than n is scored NaN."""
+def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup, monkeypatch):
+    """Never a silently smaller n: a text with fewer neighbours than n is scored NaN, whether it
+    has none (no replaceable word) or some (here one text's neighbours are cut to 2 of 4)."""
+    import mia_core.attacks.neighbourhood as nbh
+
     texts = list(setup["ds"].texts[:3]) + list(setup["ds"].texts[-3:]) + ["It was.", "!!! ???"]
+    cut = texts[0]
+    real = nbh.make_generator
+
+    class FewerForOne:
+        def __init__(self, gen):
+            self.gen, self.identity = gen, gen.identity
+
+        def generate(self, items, **kw):
+            return [ns[:2] if t == cut else ns for t, ns in zip(items, self.gen.generate(items, **kw))]
+
+    monkeypatch.setattr(nbh, "make_generator", lambda settings: FewerForOne(real(settings)))
     ds = Dataset(texts=texts, labels=[1, 1, 1, 0, 0, 0, 1, 0], ids=[f"s{i}" for i in range(len(texts))])
     res = run_attacks(ds, setup["target"], config=RunConfig(attacks=("loss", "neighbourhood"),
                                                             params={"neighbourhood": {"n": N_NEIGHBOURS}},
                                                             n_bootstrap=20, blind=False))
     nb = res.scores["neighbourhood"].to_numpy()
-    assert np.isfinite(nb[:6]).all() and np.isnan(nb[6:]).all()
-    assert np.isfinite(res.scores["loss"].to_numpy()[6])  # LOSS still scores the short text
+    assert np.isnan(nb[0]) and np.isfinite(nb[1:6]).all() and np.isnan(nb[6:]).all()
+    assert np.isfinite(res.scores["loss"].to_numpy()[[0, 6]]).all()  # LOSS still scores them
     note = res.extra["neighbourhood"]["note"]
-    assert f"2 text(s) allow fewer than n = {N_NEIGHBOURS} neighbours (2 with no replaceable word" in note
-    assert any(line.startswith("neighbourhood: 2 text(s) allow fewer") for line in res.report)
+    assert f"3 text(s) allow fewer than n = {N_NEIGHBOURS} neighbours (2 with no replaceable word; as few as 0)" in note
+    assert any(line.startswith("neighbourhood: 3 text(s) allow fewer") for line in res.report)
