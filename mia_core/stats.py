@@ -40,6 +40,14 @@ the condition, e.g. twelve shots, is often ten times longer than a text). The ca
 a hash of the condition; without a condition the key, the windows and every value are exactly
 those of the unconditional pass.
 
+**Shared prefixes** (:func:`_run_families`): texts of one window that start with the same tokens
+as another text of the call (a text's one-word neighbours, modified copies) are grouped in
+families; each family's base runs once with its keys/values kept, and every other member runs
+only from its first token that differs from the base. Same numbers as the plain pass up to float
+rounding (checked against a plain pass of one member on the first batch of every call; a model
+whose cache cannot be reused this way is left to the plain path). Batches are length-sorted and
+cut where lengths drop by a quarter, so few padding tokens are run.
+
 Full-vocabulary logits exist only for one window batch at a time, and they are reduced in
 chunks of positions; what is kept per text is a handful of scalars per token.
 Results are cached on disk (``mia_core.cache``) keyed by model identity, settings and
@@ -296,7 +304,7 @@ def compute_stats(
     t0 = time.time()
 
     def tick():
-        done["w"] += 1
+        done["w"] = min(total_windows, done["w"] + 1)  # a fallback to the plain path may count a text twice
         el = time.time() - t0
         progress(f"{label}: {done['w']}/{total_windows} windows, {el:.0f}s", done["w"] / total_windows)
 
@@ -318,6 +326,9 @@ def compute_stats(
         shared = [j for j in short if j.windows and j.n_condition == len(condition)]
         via_cache = _run_conditioned(lm, shared, budget, finish, tick)
         short = [j for j in short if j not in via_cache]
+    elif not st.vocab_probs:  # one-word neighbours, modified copies: run from where they differ
+        via_base = set(map(id, _run_families(lm, [j for j in short if j.windows], budget, finish, tick)))
+        short = [j for j in short if id(j) not in via_base]
     _run_short(lm, [j for j in short if j.windows], budget, finish, tick)
     for j in long:
         _run_long(lm, j, cache, hashes[j.idx], budget, finish, tick)
@@ -328,13 +339,16 @@ def compute_stats(
 compute_stats.last_cache = None  # type: ignore[attr-defined]
 
 
-def batches_by_length(lengths: list[int], batch_tokens: int) -> list[list[int]]:
-    """Group items (sorted by length, longest first) so that rows x max length <= budget."""
+def batches_by_length(lengths: list[int], batch_tokens: int, tight: bool = False) -> list[list[int]]:
+    """Group items (sorted by length, longest first) so that rows x max length <= budget.
+    ``tight``: also start a new batch where an item is under 3/4 of the batch's longest, once the
+    batch holds an eighth of the budget (less padding, for lengths spread over a wide range)."""
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
     out, cur, cur_max = [], [], 0
     for i in order:
         L = lengths[i]
-        if cur and max(cur_max, L) * (len(cur) + 1) > batch_tokens:
+        if cur and (max(cur_max, L) * (len(cur) + 1) > batch_tokens
+                    or (tight and 4 * L < 3 * cur_max and 8 * len(cur) * cur_max >= batch_tokens)):
             out.append(cur)
             cur, cur_max = [], 0
         cur.append(i)
@@ -365,7 +379,7 @@ class _Budget:
 def _run_short(lm, jobs: list[_Job], batch_tokens, finish, tick):
     budget = batch_tokens if isinstance(batch_tokens, _Budget) else _Budget(batch_tokens)
     lengths = [len(j.window(0)) for j in jobs]
-    queue = [[jobs[i] for i in b] for b in batches_by_length(lengths, budget.tokens)]
+    queue = [[jobs[i] for i in b] for b in batches_by_length(lengths, budget.tokens, tight=True)]
     while queue:
         batch = queue.pop(0)
         items = [(j, 0) for j in batch]
@@ -512,6 +526,245 @@ def _run_long(lm, job: _Job, cache: ArrayCache, h: str, batch_tokens: int, finis
             cache.put_partial(h, arrays)
             last_save = time.time()
     finish(job)
+
+
+# ----------------------------------------------------------------------------- shared prefixes
+SHARED_MIN_TOKENS = 4  # texts that share at least this many leading tokens (prefix token included) form a family
+SHARED_MAX_FAMILY = 512  # at most this many texts reuse one base text's keys/values
+_ALL_FIELDS = (*FIELDS, *INT_FIELDS)
+
+
+def _lcp(a: np.ndarray, b: np.ndarray) -> int:
+    n = min(len(a), len(b))
+    d = np.nonzero(a[:n] != b[:n])[0]
+    return int(d[0]) if len(d) else n
+
+
+def _families(jobs: list[_Job]) -> list[tuple[_Job, list[tuple[_Job, int]]]]:
+    """Texts that share a long token prefix (the one-word neighbours of a text, modified copies):
+    ``(base, [(member, tokens it shares with base)])``. Sorting the token sequences puts all those
+    that start with the same ``SHARED_MIN_TOKENS`` tokens in one run; the base is the member that
+    shares the most tokens with the others (for neighbours: the one nearest the original text)."""
+    cand = sorted((j for j in jobs if len(j.seq) > SHARED_MIN_TOKENS), key=lambda j: j.seq.tolist())
+    runs: list[list[_Job]] = []
+    for j in cand:
+        if runs and len(runs[-1]) < SHARED_MAX_FAMILY and np.array_equal(
+                runs[-1][0].seq[:SHARED_MIN_TOKENS], j.seq[:SHARED_MIN_TOKENS]):
+            runs[-1].append(j)
+        else:
+            runs.append([j])
+    out = []
+    for run in runs:
+        if len(run) < 2:
+            continue
+        adj = np.array([_lcp(a.seq, b.seq) for a, b in zip(run, run[1:])])
+        # tokens member b shares with each other member: running minima of the neighbouring LCPs
+        shared = [int(np.minimum.accumulate(adj[b:]).sum() + np.minimum.accumulate(adj[:b][::-1]).sum())
+                  for b in range(len(run))]
+        b = int(np.argmax(shared))
+        base = run[b]
+        out.append((base, [(j, min(_lcp(base.seq, j.seq), len(j.seq) - 1)) for i, j in enumerate(run) if i != b]))
+    return out
+
+
+def _cache_layers(cache) -> list | None:
+    """(keys, values) per layer of a full-attention key/value cache, or None for any other kind
+    (sliding windows, linear attention, ...), which this path leaves alone."""
+    layers = getattr(cache, "layers", None)
+    if layers is not None:
+        if not layers or any(type(lay).__name__ != "DynamicLayer" for lay in layers):
+            return None
+        return [(lay.keys, lay.values) for lay in layers]
+    if hasattr(cache, "key_cache"):  # transformers 4.x
+        return list(zip(cache.key_cache, cache.value_cache))
+    return None
+
+
+def _run_families(lm, jobs: list[_Job], budget: "_Budget", finish, tick) -> list[_Job]:
+    """Families of texts that share a prefix (:func:`_families`), scored from where they differ.
+
+    Each family's base text runs once (batched with other bases) and its keys/values are kept;
+    every other member then runs only from its first token that differs from its base, attending
+    to the base's keys/values for the tokens before it. Rows of many families share one batch
+    (each row its own cache rows, attention mask and position ids). Predictions before the first
+    difference are the base's own; the rest equal a plain pass up to float rounding. One-word
+    neighbours differ from their text from a uniformly placed word on, so a neighbour attack runs
+    about half the tokens. A model whose cache cannot be reused like this is caught on the first
+    batch (one member is also run plainly and compared) and everything is left to the plain path.
+    Returns the jobs done.
+    """
+    fams = _families(jobs)
+    done: list[_Job] = []
+    checked = False
+    while fams:  # chunks of families whose bases' keys/values are held at once
+        chunk, n_tok = [], 0
+        while fams and (not chunk or n_tok + len(fams[0][0].seq) <= budget.tokens):
+            n_tok += len(fams[0][0].seq)
+            chunk.append(fams.pop(0))
+        try:
+            ok = _run_chunk(lm, chunk, budget, tick, check=not checked)
+        except _OutOfMemory:
+            return done  # the plain path takes the rest, halving its batches as usual
+        if not ok:
+            return done
+        checked = True
+        for base, members in chunk:
+            for j in (base, *(m for m, _ in members)):
+                finish(j)
+                done.append(j)
+    return done
+
+
+def _run_chunk(lm, chunk, budget: "_Budget", tick, check: bool) -> bool:
+    """One chunk of families: their bases, then their members; ``tick`` once per text as it is
+    reduced (a family's texts are cached together once the chunk is done)."""
+    import torch
+
+    dev = lm.device
+    kv: list[list] = []  # per base: (keys, values) per layer, [kv_heads, len, dim]
+    base_vals: list[dict] = []
+    at_p: dict[int, dict] = {}  # id(member) -> reduced prediction of its first differing token
+    pad = lm.tokenizer.pad_token_id or 0
+    bases = [b for b, _ in chunk]
+    for group in batches_by_length([len(b.seq) for b in bases], budget.tokens, tight=True):
+        L = max(len(bases[i].seq) for i in group)
+        ids = np.full((len(group), L), pad, dtype=np.int64)
+        mask = np.zeros((len(group), L), dtype=np.int64)
+        for r, i in enumerate(group):
+            ids[r, : len(bases[i].seq)] = bases[i].seq
+            mask[r, : len(bases[i].seq)] = 1
+        try:
+            with torch.inference_mode():
+                out = lm.model(input_ids=torch.from_numpy(ids).to(dev), attention_mask=torch.from_numpy(mask).to(dev),
+                               use_cache=True)
+                layers = _cache_layers(out.past_key_values)
+                if layers is None:
+                    return False
+                for r, i in enumerate(group):
+                    b, members = chunk[i]
+                    n = len(b.seq)
+                    kv_i = [(k[r, :, :n].clone(), v[r, :, :n].clone()) for k, v in layers]
+                    lg = out.logits[r]
+                    vals = _reduce(lg[: n - 1].float(), torch.from_numpy(b.seq[1:]).to(lg.device), False)
+                    if members:
+                        red = _reduce(lg[[p - 1 for _, p in members]].float(),
+                                      torch.tensor([int(m.seq[p]) for m, p in members], device=lg.device), False)
+                        for k, (m, _) in enumerate(members):
+                            at_p[id(m)] = {f: red[f][k : k + 1] for f in _ALL_FIELDS}
+                    kv.append((i, kv_i))
+                    base_vals.append((i, vals))
+                    tick()
+                del out, layers
+        except Exception as e:  # noqa: BLE001 - no cache support: the plain path
+            if _is_oom(e):
+                _free_memory(lm)
+                raise _OutOfMemory("bases") from None
+            if check:
+                return False
+            raise
+    kv_of = dict(kv)
+    vals_of = dict(base_vals)
+    rows = [(m, p, i) for i, (_, members) in enumerate(chunk) for m, p in members]
+    rows.sort(key=lambda r: len(r[0].seq) - r[1])
+    queue = [[rows[i] for i in b] for b in batches_by_length([len(m.seq) - p for m, p, _ in rows], budget.tokens, tight=True)]
+    results = []
+    while queue:
+        batch = queue.pop(0)
+        H = max(p for _, p, _ in batch)
+        if len(batch) > 1 and len(batch) * H > 2 * budget.tokens:  # the rows' cached keys/values too
+            half = (len(batch) + 1) // 2
+            queue[:0] = [batch[:half], batch[half:]]
+            continue
+        try:
+            pending = _forward_rows(lm, batch, kv_of, vals_of, at_p)
+        except _OutOfMemory:
+            budget.halve(lm, len(batch), max(len(m.seq) - p for m, p, _ in batch))
+            half = (len(batch) + 1) // 2
+            queue[:0] = [b for b in (batch[:half], batch[half:]) if b]
+            continue
+        except Exception:  # noqa: BLE001 - the model did not take the assembled cache
+            if results or not check:
+                raise
+            return False
+        if check and not results and not _matches_plain(lm, batch[0][0], pending[0]):
+            return False
+        results.extend(zip(batch, pending))
+        for _ in batch:
+            tick()
+    for i, (b, _) in enumerate(chunk):
+        _write(b, vals_of[i])
+    for (m, _, _), vals in results:
+        _write(m, vals)
+    return True
+
+
+def _forward_rows(lm, batch, kv_of, vals_of, at_p) -> list[dict]:
+    """Member rows after their bases' first ``p`` tokens; per row the reduced arrays of seq
+    positions 1..len-1 (nothing written yet)."""
+    import torch
+    from transformers import DynamicCache
+
+    H = max(p for _, p, _ in batch)
+    S = max(len(m.seq) - p for m, p, _ in batch)
+    B = len(batch)
+    pad = lm.tokenizer.pad_token_id or 0
+    ids = np.full((B, S), pad, dtype=np.int64)
+    pos = np.zeros((B, S), dtype=np.int64)
+    mask = np.zeros((B, H + S), dtype=np.int64)
+    for r, (m, p, _) in enumerate(batch):
+        n = len(m.seq) - p
+        ids[r, :n] = m.seq[p:]
+        pos[r] = p + np.arange(S)
+        mask[r, :p] = 1
+        mask[r, H : H + n] = 1
+    dev = lm.device
+    out_rows = []
+    try:
+        cache = DynamicCache()
+        n_layers = len(kv_of[batch[0][2]])
+        for li in range(n_layers):
+            k0, v0 = kv_of[batch[0][2]][li]
+            ks = k0.new_zeros((B, k0.shape[0], H, k0.shape[2]))
+            vs = v0.new_zeros((B, v0.shape[0], H, v0.shape[2]))
+            for r, (_, p, i) in enumerate(batch):
+                k, v = kv_of[i][li]
+                ks[r, :, :p] = k[:, :p]
+                vs[r, :, :p] = v[:, :p]
+            cache.update(ks, vs, li)
+        t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
+        with torch.inference_mode():
+            logits = lm.model(input_ids=t(ids), attention_mask=t(mask), position_ids=t(pos), past_key_values=cache,
+                              use_cache=True).logits
+            del cache
+            for r, (m, p, i) in enumerate(batch):
+                n = len(m.seq) - p
+                rest = (_reduce(logits[r, : n - 1].float(), torch.from_numpy(m.seq[p + 1:]).to(logits.device), False)
+                        if n > 1 else None)
+                out_rows.append({f: np.concatenate([vals_of[i][f][: p - 1], at_p[id(m)][f]]
+                                                   + ([rest[f]] if rest is not None else [])) for f in _ALL_FIELDS})
+            del logits
+    except (RuntimeError, MemoryError) as e:
+        if not _is_oom(e):
+            raise
+        raise _OutOfMemory(f"{B} x {S} tokens after {H}") from None
+    return out_rows
+
+
+def _write(job: _Job, vals: dict) -> None:
+    """Predictions of seq positions 1..len-1 into the job's text-token buffers."""
+    idx = np.arange(1, len(job.seq)) - job.offset
+    keep = idx >= 0
+    for f in _ALL_FIELDS:
+        job.out[f][idx[keep]] = vals[f][keep]
+
+
+def _matches_plain(lm, job: _Job, vals: dict) -> bool:
+    import torch
+
+    with torch.inference_mode():
+        logits = lm.model(input_ids=torch.from_numpy(job.seq[None]).to(lm.device)).logits[0, :-1].float()
+        lp = torch.log_softmax(logits, -1).gather(1, torch.from_numpy(job.seq[1:, None]).to(logits.device))[:, 0]
+    return bool(np.allclose(vals["logprob"], lp.cpu().numpy(), atol=2e-3, rtol=1e-3))
 
 
 class _OutOfMemory(Exception):

@@ -58,3 +58,6 @@ def test_streamlit_magic_is_off_in_the_project_config():
 
     config.get_config_options(force_reparse=True)
     assert config.get_option("runner.magicEnabled") is False
+    # and no file watcher: it would walk into .venv under app.py's folder ("Inotify queue overflowed")
+    assert config.get_option("server.fileWatcherType") == "none"
+    assert config.get_option("server.address") == "localhost"

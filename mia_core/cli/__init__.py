@@ -25,7 +25,7 @@ import sys
 from .. import __version__
 from ..errors import MiaError
 from . import cache, documents, mlm, run, shift, target
-from .common import Parser
+from .common import Parser, _isatty
 from .quiet import memory_hint, quiet_output
 
 COMMANDS = (run, cache, target, documents, mlm, shift)  # in --help order
@@ -45,6 +45,14 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    if not _isatty(sys.stderr):  # a pipe or a log: the libraries' \r-redrawn bars would pile up there
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        try:  # transformers takes huggingface_hub's setting when it is imported
+            import huggingface_hub.utils as hub_utils
+
+            hub_utils.disable_progress_bars()
+        except ImportError:  # pragma: no cover - a dependency of transformers
+            pass
     parser = build_parser()
     try:
         args = parser.parse_args(argv)

@@ -183,16 +183,48 @@ class ProgressBar:
 
     A new bar starts whenever the stage (the message up to its first ``:``) changes; the rest
     of the message is shown after the bar. ``disable=True`` (``--quiet``) shows nothing.
-    Use as a context manager, or call :meth:`close`.
+    When stderr is not a terminal (a pipe, a log file, CI) there is no bar: one plain line per
+    stage when it starts, then at most one every ``interval`` seconds (``$MIA_PROGRESS_INTERVAL``,
+    default 30), and one when it ends. Use as a context manager, or call :meth:`close`.
     """
 
-    def __init__(self, disable: bool = False):
+    def __init__(self, disable: bool = False, plain: bool | None = None, interval: float | None = None):
+        import os
+
         self.disable = disable
         self._bar = None
         self._stage = None
+        self.plain = (not _isatty(sys.stderr)) if plain is None else plain
+        if interval is None:
+            try:
+                interval = float(os.environ.get("MIA_PROGRESS_INTERVAL", "30"))
+            except ValueError:
+                interval = 30.0
+        self.interval = interval
+        self._last = 0.0
+        self._ended = False
+
+    def _line(self, message: str, fraction: float) -> None:
+        import time
+
+        stage = message.split(":")[0]
+        now = time.monotonic()
+        ended = fraction >= 1.0
+        new = stage != self._stage
+        if new or (ended and not self._ended) or (not ended and now - self._last >= self.interval):
+            rest = message[len(stage) + 1:].strip()
+            print(f"{stage}: {max(0.0, min(1.0, fraction)):4.0%}" + (f"  {rest}" if rest else ""), file=sys.stderr,
+                  flush=True)
+            self._last = now
+        if new:
+            self._stage, self._ended = stage, False
+        self._ended = self._ended or ended
 
     def __call__(self, message: str, fraction: float) -> None:
         if self.disable:
+            return
+        if self.plain:
+            self._line(message, fraction)
             return
         from tqdm import tqdm
 
@@ -217,6 +249,13 @@ class ProgressBar:
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+def _isatty(stream) -> bool:
+    try:
+        return bool(stream.isatty())
+    except (AttributeError, ValueError):
+        return False
 
 
 def check_machine(args) -> None:

@@ -1,0 +1,39 @@
+"""The CLI's progress through a pipe or into a log (CI, ``nohup``, ``| tee``): plain lines, a few per
+stage, never the ``\\r``-redrawn bars that pile up there as one endless line."""
+from __future__ import annotations
+
+from helpers import run_mia, save_tiny_llama
+from tiny_lm import paragraphs
+
+from mia_core.cli.common import ProgressBar
+
+
+def test_plain_progress_prints_a_stage_start_and_end_only(capsys):
+    bar = ProgressBar(plain=True, interval=1e9)
+    for stage in ("target pass", "metrics"):
+        for i in range(500):
+            bar(f"{stage}: {i + 1}/500 windows", (i + 1) / 500)
+    bar.close()
+    err = capsys.readouterr().err
+    assert "\r" not in err
+    assert err.splitlines() == ["target pass:   0%  1/500 windows", "target pass: 100%  500/500 windows",
+                                "metrics:   0%  1/500 windows", "metrics: 100%  500/500 windows"]
+    bar = ProgressBar(plain=True, interval=0)  # every call is due: one line each, still no bar
+    for i in range(3):
+        bar(f"x: {i}", i / 2)
+    assert len(capsys.readouterr().err.splitlines()) == 3
+
+
+def test_cli_through_a_pipe_prints_lines_not_bars(tmp_path):
+    model = save_tiny_llama(tmp_path / "llama")
+    P = paragraphs()
+    (tmp_path / "m.txt").write_text("\n".join(p[:200] for p in P[:4]) + "\n")
+    (tmp_path / "n.txt").write_text("\n".join(p[:200] for p in P[4:8]) + "\n")
+    r = run_mia("run", "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt", "--mode", "lines",
+                "--model", model, "--attacks", "loss", "--no-cache", "--no-blind", "--out", tmp_path / "out",
+                env_extra={"MIA_PROGRESS_INTERVAL": "30"})
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "\r" not in r.stderr  # neither ours nor the libraries' ("Loading weights")
+    progress = [ln for ln in r.stderr.splitlines() if not ln.startswith(("note:", "warning"))]
+    assert any(ln.startswith("target pass:") and "100%" in ln for ln in progress), r.stderr
+    assert len(progress) <= 12, r.stderr
