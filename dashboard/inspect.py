@@ -33,6 +33,12 @@ def calibration_runs(target_identity: str) -> list[dict]:
     return [m for m in list_runs() if (m.get("target") or {}).get("identity") == target_identity]
 
 
+def related_run(target_identity: str) -> dict | None:
+    """The newest saved run on another model (e.g. the demo target, when Inspect is on the embedded
+    model), to offer switching to it; None when there is none."""
+    return next((m for m in list_runs() if (m.get("target") or {}).get("identity") != target_identity), None)
+
+
 def sequence_attacks() -> list[str]:
     return [n for n, a in REGISTRY.items() if a.prepare is None and set(a.needs) <= SEQUENCE_NEEDS]
 
@@ -94,7 +100,7 @@ def placement_rows(scores: dict[str, tuple[str, float]], run=None, *, ref_identi
                     row["Above % of non-members"] = fmt_pct(p.above_nonmembers)
                     row["Above % of members"] = fmt_pct(p.above_members)
                     for f, lab in zip(p.thresholds, thr):
-                        row[f"Member at {lab}?"] = "yes" if p.is_member(f) else "no"
+                        row[f"Member at {lab}?"] = p.decision(f)
                     row.update({"_placed": True, "_members": p.members, "_nonmembers": p.nonmembers, "_value": s,
                                 "_thresholds": thr})
         rows.append(row)

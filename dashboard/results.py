@@ -3,11 +3,12 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 import streamlit as st
 
 from mia_core import plots
-from mia_core.report import build_report, fmt_pct, fmt_seconds, metrics_table, modified_table, smia_summary
+from mia_core.report import (
+    build_report, fmt_pct, fmt_seconds, metrics_table, modified_table, population_table, smia_summary,
+)
 
 from .ui import verdict_banner
 
@@ -33,9 +34,11 @@ def render_run(run, *, key: str = "res") -> None:
     st.markdown("##### AUC and true-positive rate at low false-positive rates (95 % bootstrap CIs)")
     st.table(metrics_table(run.metrics).set_index("Attack"))
     warns = sorted({w for m in run.metrics.values() if isinstance(m, dict) for w in (m.get("warnings") or [])})
-    if warns or run.notes:
-        with st.expander(f"Notes and warnings ({len(warns) + len(run.notes)})"):
-            for w in run.notes + warns:
+    if warns:  # about the numbers just shown: in view, not folded away
+        st.markdown("**Read these numbers with:**\n" + "\n".join(f"- {w}" for w in warns))
+    if run.notes:
+        with st.expander(f"Notes on this run ({len(run.notes)})"):
+            for w in run.notes:
                 st.markdown(f"- {w}")
 
     attacks = run.attack_names()
@@ -56,12 +59,7 @@ def render_run(run, *, key: str = "res") -> None:
     if pop and pop.get("attacks"):
         st.markdown(f"##### Decisions at a threshold flagging {fmt_pct(pop.get('alpha'))} of a population of "
                     f"{pop.get('n_population')} known non-members")
-        rows = []
-        for n, d in pop["attacks"].items():
-            rows.append({"Attack": labels.get(n, n), "Precision": d.get("error") or fmt_pct(d.get("precision")),
-                         "Recall": "" if "error" in d else fmt_pct(d.get("recall")),
-                         "FPR on evaluated non-members": "" if "error" in d else fmt_pct(d.get("fpr"))})
-        st.table(pd.DataFrame(rows).set_index("Attack"))
+        st.table(population_table(pop, labels).set_index("Attack"))
 
     mod = run.extra.get("modified")
     if isinstance(mod, dict) and isinstance(mod.get("verbatim"), dict):

@@ -124,6 +124,36 @@ def _spec(choice: str, custom: str, demo: dict | None) -> str | None:
     return custom.strip() or None
 
 
+def target_choice(source: str | None) -> tuple[str, str] | None:
+    """The model panel's (choice, custom text) that loads ``source`` (a run's ``target.source``:
+    the embedded name, a hub id or a path); None when it cannot be loaded from here."""
+    from pathlib import Path
+
+    if not source:
+        return None
+    if source == EMBEDDED_NAME:
+        return "smollm2", ""
+    demo = optional.demo_paths()
+    if demo and demo.get("target") and Path(source) == Path(str(demo["target"])).resolve():
+        return "demo", ""
+    return "custom", source
+
+
+def switch_target(source: str | None, dtype: str | None = None, quantize: str | None = None) -> bool:
+    """Point the model panel at ``source`` (and its precision) for the next rerun."""
+    choice = target_choice(source)
+    if choice is None:
+        return False
+    st.session_state["mp_target"], custom = choice
+    if custom:
+        st.session_state["mp_target_custom"] = custom
+    if quantize in QUANTIZE:
+        st.session_state["mp_quantize"] = quantize
+    if quantize in (None, "none") and dtype in DTYPES:
+        st.session_state["mp_dtype"] = dtype
+    return True
+
+
 def _status_line(lm) -> str:
     mem = lm.memory_bytes
     parts = [f"**{lm.name}**", lm.dtype, lm.quantize if lm.quantize != "none" else "", lm.device,

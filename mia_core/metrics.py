@@ -228,6 +228,59 @@ def _bootstrap(pos: np.ndarray, neg: np.ndarray, fprs: Sequence[float], n_bootst
     return np.concatenate(aucs), np.concatenate(tprs, axis=0)
 
 
+def delta_ci(a: tuple, b: tuple, fprs: Sequence[float] = FPR_GRID, *, paired: bool = False,
+             n_bootstrap: int = 1000, ci: float = 0.95, seed: int = 0) -> dict:
+    """Bootstrap CIs of the differences B − A in AUC and TPR at each FPR between two runs.
+
+    ``a`` and ``b`` are ``(labels, scores)``. ``paired``: the two runs scored the same texts in
+    the same order (same labels), and each resample draws the same texts (members and
+    non-members separately) for both, so what the two share cancels, e.g. fp32 vs int4 on one
+    set; texts with a NaN score in either run are left out. Otherwise each run is resampled on
+    its own. Returns ``{"auc": (lo, hi), "tpr_at_fpr": {key: (lo, hi)}, "paired": bool, "n": ...}``.
+    """
+    ya, sa = np.asarray(a[0], dtype=int), np.asarray(a[1], dtype=float)
+    yb, sb = np.asarray(b[0], dtype=int), np.asarray(b[1], dtype=float)
+    fprs = tuple(float(f) for f in fprs)
+    rng = np.random.default_rng(seed)
+    q = ((1 - ci) / 2 * 100, (1 + ci) / 2 * 100)
+    if paired:
+        if ya.shape != yb.shape or not np.array_equal(ya, yb):
+            raise DataError("a paired comparison needs the same texts, with the same labels, in both runs")
+        ok = np.isfinite(sa) & np.isfinite(sb)
+        y, sa, sb = ya[ok], sa[ok], sb[ok]
+        P, N = np.nonzero(y == 1)[0], np.nonzero(y == 0)[0]
+        if not P.size or not N.size:
+            raise DataError("no member or no non-member scored in both runs")
+        chunk = max(1, _CHUNK_ELEMENTS // y.size)
+        d_auc, d_tpr, done = [], [], 0
+        while done < n_bootstrap:
+            k = min(chunk, n_bootstrap - done)
+            w_pos, w_neg = _resample_counts(rng, P.size, k), _resample_counts(rng, N.size, k)
+            stats = []
+            for s in (sa, sb):
+                op, on = np.argsort(s[P], kind="stable"), np.argsort(s[N], kind="stable")
+                stats.append(_bootstrap_stats(s[P][op], s[N][on], w_pos[:, op], w_neg[:, on], fprs))
+            d_auc.append(stats[1][0] - stats[0][0])
+            d_tpr.append(stats[1][1] - stats[0][1])
+            done += k
+        d_auc, d_tpr = np.concatenate(d_auc), np.concatenate(d_tpr, axis=0)
+        n = (int(P.size), int(N.size))
+    else:
+        boots = []
+        for y, s in ((ya, sa), (yb, sb)):
+            ok = np.isfinite(s)
+            pos, neg = s[ok & (y == 1)], s[ok & (y == 0)]
+            if not pos.size or not neg.size:
+                raise DataError("a run has no member or no non-member score")
+            boots.append(_bootstrap(pos, neg, fprs, n_bootstrap, int(rng.integers(2**31))))
+        d_auc, d_tpr = boots[1][0] - boots[0][0], boots[1][1] - boots[0][1]
+        n = None
+    lo, hi = np.percentile(d_auc, q)
+    return {"auc": (float(lo), float(hi)), "paired": paired, "n": n,
+            "tpr_at_fpr": {fpr_key(f): tuple(float(x) for x in np.percentile(d_tpr[:, j], q))
+                           for j, f in enumerate(fprs)}}
+
+
 # --------------------------------------------------------------------------------------
 # evaluate
 # --------------------------------------------------------------------------------------
@@ -327,10 +380,9 @@ def evaluate(labels, scores, *, n_bootstrap: int = 1000, seed: int = 0, ci: floa
 
     warnings = out["warnings"]
     for f in sorted(fprs):
-        need = int(round(1.0 / f))
-        if n_neg < need:
-            warnings.append(f"TPR at {_pct(f)} FPR rests on {n_neg:,} non-members: fewer than "
-                            f"{need:,}, so it is not meaningful")
+        if not tpr_estimable(f, n_neg):
+            warnings.append(f"TPR at {_pct(f)} FPR is not estimable with {n_neg:,} non-members (it needs at least "
+                            f"{int(round(1.0 / f)):,}): shown as n/e")
     if n_pos < MIN_SET_SIZE:
         warnings.append(f"only {n_pos} member{'s' if n_pos != 1 else ''} scored: with fewer than "
                         f"{MIN_SET_SIZE} texts the figures are very uncertain")
@@ -394,6 +446,30 @@ def decisions_at(labels, scores, threshold: float) -> dict:
         "n_members": tp + fn,
         "n_nonmembers": fp + tn,
     }
+
+
+def wilson_ci(k: int, n: int, ci: float = 0.95) -> tuple[float, float] | None:
+    """Wilson score interval of a proportion k/n (None when n is 0): unlike the normal
+    approximation it stays inside [0, 1] and is sensible for 0/n and n/n on small counts."""
+    from statistics import NormalDist
+
+    if not n:
+        return None
+    z = NormalDist().inv_cdf(0.5 + ci / 2)
+    p = k / n
+    den = 1 + z * z / n
+    mid = (p + z * z / (2 * n)) / den
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / den
+    return max(0.0, mid - half), min(1.0, mid + half)
+
+
+def decision_cis(d: dict, ci: float = 0.95) -> dict:
+    """95 % Wilson intervals of a :func:`decisions_at` result's precision (flagged texts that are
+    members), recall (members flagged) and FPR (non-members flagged), from its counts."""
+    flagged, n_m, n_n = int(d.get("n_flagged") or 0), int(d.get("n_members") or 0), int(d.get("n_nonmembers") or 0)
+    tp = int(round((d.get("recall") or 0.0) * n_m))
+    fp = int(round((d.get("fpr") or 0.0) * n_n))
+    return {"precision": wilson_ci(tp, flagged, ci), "recall": wilson_ci(tp, n_m, ci), "fpr": wilson_ci(fp, n_n, ci)}
 
 
 # --------------------------------------------------------------------------------------
@@ -461,6 +537,20 @@ def _fmt_auc(m: dict) -> str:
     return s
 
 
+def tpr_estimable(fpr: float, n_nonmembers) -> bool:
+    """Whether TPR at ``fpr`` can be measured on ``n_nonmembers`` non-members: it needs at least
+    1/fpr of them (rounded), since the smallest non-zero FPR they allow is 1/n; below that the
+    figure is the TPR at no false positive at all, not at ``fpr``. Unknown counts pass."""
+    try:
+        n = int(n_nonmembers)
+    except (TypeError, ValueError):
+        return True
+    return n >= int(round(1.0 / float(fpr)))
+
+
+NOT_ESTIMABLE = "n/e"
+
+
 def summarize_table(metrics: dict[str, dict]) -> str:
     """Fixed-width table, one row per attack: AUC [CI], TPR at each FPR (%), n members/non-members.
 
@@ -478,7 +568,9 @@ def summarize_table(metrics: dict[str, dict]) -> str:
     for name, m in metrics.items():
         t = m.get("tpr_at_fpr") or {}
         n = f"{m.get('n_members', '-')}/{m.get('n_nonmembers', '-')}"
-        rows.append([str(name), _fmt_auc(m)] + [_fmt_pct3(t.get(k)) for k in present] + [n])
+        rows.append([str(name), _fmt_auc(m)]
+                    + [_fmt_pct3(t.get(k)) if tpr_estimable(float(k), m.get("n_nonmembers")) else NOT_ESTIMABLE
+                       for k in present] + [n])
     widths = [max(len(r[i]) for r in [header] + rows) for i in range(len(header))]
 
     def line(cells):

@@ -103,7 +103,7 @@ class RunResult(AuditResult):
     def summary_text(self) -> str:
         """The report ``mia run`` prints: models, counts, the metrics table, precision/recall at
         the population threshold, group-level AUCs, the blind-baseline verdict and the notes."""
-        from .metrics import summarize_table
+        from .metrics import decision_cis, summarize_table
 
         t = self.models.get("target") or {}
         ref = self.models.get("reference")
@@ -126,9 +126,13 @@ class RunResult(AuditResult):
                 if "error" in d:
                     lines.append(f"  {name:<12} {d['error']}")
                     continue
-                prec = "n/a" if d["precision"] is None else f"{d['precision']:.3f}"
-                lines.append(f"  {name:<12} precision {prec}  recall {d['recall']:.3f}  "
-                             f"FPR on evaluated non-members {d['fpr']:.3f}")
+                c = decision_cis(d)
+
+                def ci(v, k):
+                    return "n/a" if v is None else f"{v:.3f} [{c[k][0]:.2f}, {c[k][1]:.2f}]"
+
+                lines.append(f"  {name:<12} precision {ci(d['precision'], 'precision')}  recall "
+                             f"{ci(d['recall'], 'recall')}  FPR on evaluated non-members {ci(d['fpr'], 'fpr')}")
         if self.group_metrics:
             lines += ["", "group-level AUC (mean score per group):"]
             for name, g in self.group_metrics.items():

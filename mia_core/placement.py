@@ -65,6 +65,21 @@ class Placement:
         """The decision at the threshold that flags ``fpr`` of the non-members (member iff score >= t)."""
         return self.value >= self.thresholds[fpr]
 
+    def flagged_nonmembers(self, fpr: float) -> int:
+        """How many of the run's non-members the ``fpr`` threshold flags: what the decision rests on."""
+        return int(np.sum(self.nonmembers >= self.thresholds[fpr]))
+
+    def decision(self, fpr: float) -> str:
+        """'yes' / 'no', 'n/e' when the run has fewer than 1/fpr non-members (the threshold is then
+        not at ``fpr``), and the count of flagged non-members when it is under 5."""
+        from .metrics import NOT_ESTIMABLE, tpr_estimable
+
+        if not tpr_estimable(fpr, self.nonmembers.size):
+            return NOT_ESTIMABLE
+        k = self.flagged_nonmembers(fpr)
+        word = "yes" if self.is_member(fpr) else "no"
+        return f"{word} (rests on {k} non-member{'s' if k != 1 else ''})" if k < 5 else word
+
 
 def place_score(value: float, members: np.ndarray, nonmembers: np.ndarray,
                 fprs=DECISION_FPRS) -> Placement | None:

@@ -22,7 +22,7 @@ from typing import Sequence
 
 import pandas as pd
 
-from .metrics import FPR_GRID, finite, fpr_key
+from .metrics import FPR_GRID, NOT_ESTIMABLE, finite, fpr_key, tpr_estimable
 
 # --------------------------------------------------------------------------- formatting
 
@@ -125,7 +125,8 @@ def metrics_table(metrics: dict, *, fprs: Sequence[float] = FPR_GRID, include_bl
         tci = m.get("tpr_at_fpr_ci") or {}
         for f in fprs:
             k = fpr_key(f)
-            row[f"TPR@{fpr_label(f)} FPR"] = fmt_rate_ci(t.get(k), tci.get(k) if with_ci else None)
+            row[f"TPR@{fpr_label(f)} FPR"] = (fmt_rate_ci(t.get(k), tci.get(k) if with_ci else None)
+                                              if tpr_estimable(f, m.get("n_nonmembers")) else NOT_ESTIMABLE)
         row["Members / non-members"] = f"{m.get('n_members', '–')} / {m.get('n_nonmembers', '–')}"
         rows.append(row)
     return pd.DataFrame(rows)
@@ -142,25 +143,89 @@ def numeric_table(metrics: dict, *, fprs: Sequence[float] = FPR_GRID, include_bl
 
 
 def compare_table(a: dict, b: dict, *, label_a: str = "A", label_b: str = "B",
-                  fprs: Sequence[float] = (0.01, 0.05, 0.1)) -> pd.DataFrame:
-    """Two runs' metrics side by side: for each attack in either run, AUC and TPR@FPR of A, of B,
-    and B - A (AUC as a number, rates in percentage points)."""
+                  fprs: Sequence[float] = (0.01, 0.1), scores_a=None, scores_b=None,
+                  n_bootstrap: int = 1000) -> pd.DataFrame:
+    """Two runs' metrics side by side: for each attack in either run, AUC and TPR@FPR as
+    "A → B", and B − A (AUC as a number, rates in percentage points). With both runs' score
+    tables (``StoredRun.scores``), each difference gets a 95 % bootstrap CI: paired when the two
+    runs evaluated the same texts (:func:`paired_scores`), else the runs resampled on their own."""
+    from .metrics import delta_ci
+
     names = list(dict.fromkeys([*_attack_rows(a, True), *_attack_rows(b, True)]))
     rows = []
     for n in names:
         ma, mb = a.get(n) or {}, b.get(n) or {}
         row = {"Attack": ma.get("label") or mb.get("label") or n}
         va, vb = finite(ma.get("auc")), finite(mb.get("auc"))
-        row[f"AUC {label_a}"] = fmt_auc(va, ma.get("auc_ci"))
-        row[f"AUC {label_b}"] = fmt_auc(vb, mb.get("auc_ci"))
-        row["ΔAUC"] = f"{vb - va:+.3f}" if va is not None and vb is not None else "–"
+        d = None
+        if scores_a is not None and scores_b is not None and va is not None and vb is not None:
+            pair = paired_scores(scores_a, scores_b, n)
+            if pair is not None:
+                try:
+                    d = delta_ci(pair[0], pair[1], fprs, paired=pair[2], n_bootstrap=n_bootstrap)
+                except Exception:  # noqa: BLE001 - a CI that cannot be drawn is left out, the figures stay
+                    d = None
+        row[f"AUC {label_a} → {label_b}"] = f"{fmt_auc(va)} → {fmt_auc(vb)}"
+        row["ΔAUC"] = (f"{vb - va:+.3f}" + (f" [{d['auc'][0]:+.3f}, {d['auc'][1]:+.3f}]" if d else "")
+                       if va is not None and vb is not None else "–")
         for f in fprs:
             k = fpr_key(f)
             ta, tb = finite((ma.get("tpr_at_fpr") or {}).get(k)), finite((mb.get("tpr_at_fpr") or {}).get(k))
-            row[f"TPR@{fpr_label(f)} {label_a}"] = fmt_pct(ta)
-            row[f"TPR@{fpr_label(f)} {label_b}"] = fmt_pct(tb)
-            row[f"Δ TPR@{fpr_label(f)}"] = f"{(tb - ta) * 100:+.1f} pp" if ta is not None and tb is not None else "–"
+            ea, eb = tpr_estimable(f, ma.get("n_nonmembers")), tpr_estimable(f, mb.get("n_nonmembers"))
+            row[f"TPR@{fpr_label(f)} {label_a} → {label_b}"] = (f"{fmt_pct(ta) if ea else NOT_ESTIMABLE} → "
+                                                              f"{fmt_pct(tb) if eb else NOT_ESTIMABLE}")
+            ok = ta is not None and tb is not None and ea and eb
+            ci = (d or {}).get("tpr_at_fpr", {}).get(k) if ok else None
+            row[f"Δ TPR@{fpr_label(f)}"] = (f"{(tb - ta) * 100:+.1f} pp" + (f" [{ci[0] * 100:+.1f}, {ci[1] * 100:+.1f}]"
+                                                                          if ci else "") if ok else "–")
         rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def paired_scores(scores_a, scores_b, attack: str):
+    """``((labels, scores A), (labels, scores B), paired)`` of ``attack`` on each run's evaluated
+    texts (``split`` eval when there is one); ``paired`` when both evaluated exactly the same
+    texts (by text hash) with the same labels: then B is put in A's order. None when a run lacks
+    the attack."""
+    import numpy as np
+
+    def ev(df):
+        if attack not in df.columns:
+            return None
+        return df[df["split"] == "eval"] if "split" in df.columns else df
+
+    da, db = ev(scores_a), ev(scores_b)
+    if da is None or db is None or not len(da) or not len(db):
+        return None
+    la, lb = da["label"].to_numpy(dtype=int), db["label"].to_numpy(dtype=int)
+    A = (la, da[attack].to_numpy(dtype=float))
+    if "text_hash" in da.columns and "text_hash" in db.columns:
+        ha, hb = da["text_hash"].astype(str).tolist(), db["text_hash"].astype(str).tolist()
+        if len(set(ha)) == len(ha) and set(ha) == set(hb) and len(hb) == len(ha):
+            pos = {h: i for i, h in enumerate(hb)}
+            order = np.array([pos[h] for h in ha])
+            if np.array_equal(lb[order], la):
+                return A, (la, db[attack].to_numpy(dtype=float)[order]), True
+    return A, (lb, db[attack].to_numpy(dtype=float)), False
+
+
+def population_table(pop: dict, labels: dict | None = None) -> pd.DataFrame:
+    """Decisions at a population threshold (``RunResult.population``): one row per attack,
+    precision, recall and FPR on the evaluated texts, each with a 95 % Wilson interval."""
+    from .metrics import decision_cis
+
+    labels = labels or {}
+    rows = []
+    for n, d in (pop.get("attacks") or {}).items():
+        if "error" in d:
+            rows.append({"Attack": labels.get(n, n), "Precision [95% CI]": d["error"], "Recall [95% CI]": "",
+                         "FPR on evaluated non-members [95% CI]": ""})
+            continue
+        c = decision_cis(d)
+        rows.append({"Attack": labels.get(n, n),
+                     "Precision [95% CI]": fmt_rate_ci(d.get("precision"), c["precision"]),
+                     "Recall [95% CI]": fmt_rate_ci(d.get("recall"), c["recall"]),
+                     "FPR on evaluated non-members [95% CI]": fmt_rate_ci(d.get("fpr"), c["fpr"])})
     return pd.DataFrame(rows)
 
 
@@ -306,14 +371,7 @@ def build_report(run, *, title: str | None = None) -> str:
         parts.append(f"<h2>Decisions at a threshold fitted on a population set</h2><p>Threshold flags "
                      f"{_e(fmt_pct(pop.get('alpha')))} of {_e(pop.get('n_population'))} known non-members "
                      "(Mireshghallah et al. 2022 §2.4).</p>")
-        rows = []
-        for n, d in pop["attacks"].items():
-            if "error" in d:
-                rows.append({"Attack": labels.get(n, n), "Precision": d["error"], "Recall": "", "FPR": ""})
-            else:
-                rows.append({"Attack": labels.get(n, n), "Precision": fmt_pct(d.get("precision")),
-                             "Recall": fmt_pct(d.get("recall")), "FPR": fmt_pct(d.get("fpr"))})
-        parts.append(_df_html(pd.DataFrame(rows)))
+        parts.append(_df_html(population_table(pop, labels)))
 
     parts.append("<h2>Models</h2>")
     for role in ("target", "reference"):

@@ -118,7 +118,7 @@ class StoredRun:
 def _model_meta(d: dict | None) -> dict | None:
     if not d:
         return None
-    return {k: d.get(k) for k in ("name", "identity", "dtype", "quantize", "device", "n_params", "base")}
+    return {k: d.get(k) for k in ("name", "identity", "dtype", "quantize", "device", "n_params", "base", "source")}
 
 
 def build_meta(result, *, name: str | None = None, data: dict | None = None, run_id: str = "") -> dict:

@@ -467,9 +467,14 @@ def verdict(blind: dict, attack_metrics: dict[str, dict] | None = None) -> dict:
         return {"level": "caution", **info,
                 "message": f"{blind_txt}{cmp_}: the sets differ slightly without the model. "
                            "Compare attack AUCs with the blind AUC, not with 0.5."}
+    below = (" The interval lies entirely below 0.5: that is not a signal pointing the other way. Out-of-fold "
+             "AUCs pooled over folds are known to be biased below 0.5 when there is nothing to learn, the more so "
+             "the smaller the sets (Airola et al. 2011, Comput. Stat. Data Anal. 55(4)); read it as no detectable "
+             "shift."
+             if hi < 0.5 else "")
     return {"level": "ok", **info,
             "message": f"{blind_txt}: no better than chance at telling the sets apart, so no sign "
-                       "of a member/non-member distribution shift that needs no model."}
+                       f"of a member/non-member distribution shift that needs no model.{below}"}
 
 
 # --------------------------------------------------------------------------- debiasing

@@ -13,9 +13,9 @@ import streamlit as st
 
 from dashboard import optional, tokens
 from dashboard.inspect import (
-    attack_scores, calibration_runs, neighbour_section, placement_rows, reference_counts,
+    attack_scores, calibration_runs, neighbour_section, placement_rows, reference_counts, related_run,
 )
-from dashboard.sidebar import model_panel
+from dashboard.sidebar import model_panel, switch_target, target_choice
 from dashboard.ui import fmt_num, fmt_pct, page_setup, show_error, stage_progress
 from mia_core.attacks.base import scored_tokens
 from mia_core import plots
@@ -78,7 +78,7 @@ with st.expander("Options", expanded=False):
     do_lower = st.checkbox("Score the lower-cased text too (lowercase attack; doubles the time)", value=True,
                            key="inspect_lower")
 
-analyse = st.button("Analyse", type="primary", key="inspect_go")
+analyse = st.button("Analyse", type="primary", key="inspect_go") or st.session_state.pop("inspect_autorun", False)
 
 lm, ref = panel.target, panel.reference
 if analyse:
@@ -169,8 +169,21 @@ if run_list:
     except MiaError as e:
         show_error(e)
 else:
-    st.caption("No calibration run on this exact model yet: run one on the **Calibration run** page to see "
-               "where this text's scores fall among known members and non-members.")
+    other = related_run(lm.identity)
+    if other is None:
+        st.caption("No calibration run on this exact model yet: run one on the **Calibration run** page to see "
+                   "where this text's scores fall among known members and non-members.")
+    else:
+        t = other.get("target") or {}
+        st.info(f"No calibration run on this exact model ({lm.name}, {lm.dtype}/{lm.quantize}) yet. The newest run, "
+                f"**{other['name']}** ({other['created']}), was on **{t.get('name', '?')}** "
+                f"({t.get('dtype', '?')}/{t.get('quantize', '?')}): switch the target to it to see where this text's "
+                "scores fall among that run's members and non-members.")
+        if target_choice(t.get("source")) is not None and st.button(
+                f"Switch the target to {t.get('name', 'that model')} and compare", key="inspect_switch"):
+            switch_target(t.get("source"), t.get("dtype"), t.get("quantize"))
+            st.session_state["inspect_autorun"] = True
+            st.rerun()
 scores, notes = attack_scores(res, run)
 for note in notes:
     st.caption(note)

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
+from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
 from mia_core import plots
 from mia_core.documents import (
     DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, check_document_overlap, precision_table,

@@ -14,7 +14,8 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
+from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup, show_error
+from mia_core.metrics import decision_cis
 from mia_core import plots
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
@@ -179,9 +180,9 @@ def _metrics_rows(metrics: dict, group: bool = False) -> pd.DataFrame:
         row.update({
             "AUC [95% CI]": fmt_auc(m.get("auc"), m.get("auc_ci")),
             "TPR at 1% FPR": fmt_pct((m.get("tpr_at_fpr") or {}).get("0.01")),
-            "precision": fmt_pct(pt.get("precision")),
-            "recall": fmt_pct(pt.get("recall")),
-            "FPR": fmt_pct(pt.get("fpr")),
+            "precision [95% CI]": fmt_rate_ci(pt.get("precision"), decision_cis(pt)["precision"]),
+            "recall [95% CI]": fmt_rate_ci(pt.get("recall"), decision_cis(pt)["recall"]),
+            "FPR [95% CI]": fmt_rate_ci(pt.get("fpr"), decision_cis(pt)["fpr"]),
             "flagged": f"{pt.get('n_flagged')} of {pt.get('n_members', 0) + pt.get('n_nonmembers', 0)}",
             "threshold": fmt_num(pt.get("threshold")),
         })
@@ -208,10 +209,13 @@ if stored is not None:
             st.markdown(f"**{ATTACKS.get(name, name)}**")
             x1, x2, x3 = st.columns(3)
             x1.metric("AUC", fmt_auc(m.get("auc")), help=f"95% bootstrap CI: {fmt_auc(m.get('auc'), m.get('auc_ci'))}")
+            cis = decision_cis(pt)
             x2.metric("Precision", fmt_pct(pt.get("precision")),
                       help="Of the texts flagged at the population threshold, the share that are members.")
             x3.metric("Recall", fmt_pct(pt.get("recall")), help="Share of the members flagged.")
-            st.caption(f"AUC {fmt_auc(m.get('auc'), m.get('auc_ci'))}")
+            st.caption(f"AUC {fmt_auc(m.get('auc'), m.get('auc_ci'))} · precision "
+                       f"{fmt_rate_ci(pt.get('precision'), cis['precision'])} · recall "
+                       f"{fmt_rate_ci(pt.get('recall'), cis['recall'])} (95 % Wilson intervals)")
             st.plotly_chart(_histogram(res, name), key=f"mlm_hist_{name}")
     st.markdown("**At the population threshold**")
     st.dataframe(_metrics_rows(res.metrics), hide_index=True, key="mlm_metrics_table")

@@ -10,7 +10,7 @@ from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup, show_error
 from mia_core import plots, runs
 from mia_core.errors import MiaError
-from mia_core.report import compare_table
+from mia_core.report import compare_table, paired_scores
 
 page_setup("Runs", ":material/folder_open:")
 model_panel(load=False)
@@ -63,8 +63,12 @@ with tab_cmp:
         ta, tb = ra.meta.get("target") or {}, rb.meta.get("target") or {}
         st.markdown(f"**A**: {ra.name} — {ta.get('name')} {ta.get('dtype')}/{ta.get('quantize')}  \n"
                     f"**B**: {rb.name} — {tb.get('name')} {tb.get('dtype')}/{tb.get('quantize')}")
-        st.table(compare_table(ra.metrics, rb.metrics).set_index("Attack"))
-        st.caption("Δ = B − A; TPR differences in percentage points (pp).")
+        st.table(compare_table(ra.metrics, rb.metrics, scores_a=ra.scores, scores_b=rb.scores).set_index("Attack"))
+        same = paired_scores(ra.scores, rb.scores, next(iter(ra.attack_names()), "loss"))
+        st.caption("Δ = B − A with a 95 % bootstrap CI (1,000 resamples); TPR differences in percentage points (pp). "
+                   + ("Both runs evaluated the same texts: the CIs are paired (each resample draws the same texts "
+                      "for A and B), so what the runs share cancels." if same and same[2] else
+                      "The runs evaluated different texts: each is resampled on its own (wider CIs)."))
         scale = st.radio("ROC axes", ["Log-log", "Linear"], horizontal=True, key="runs_scale")
         st.plotly_chart(plots.roc_overlay([("A", ra.metrics), ("B", rb.metrics)], log=scale == "Log-log"),
                         key="runs_roc_overlay")

@@ -24,7 +24,7 @@ import streamlit as st
 
 from dashboard import optional
 from dashboard.sidebar import model_panel
-from dashboard.ui import fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
+from dashboard.ui import fmt_num, fmt_seconds, page_setup, show_error
 from mia_core import plots
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME

@@ -37,7 +37,8 @@ DEMO = ASSETS / "demo"
 
 # keys whose values depend on the machine, the clock or the folder a run was made in
 VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed", "location", "path", "paths",
-            "out_dir", "command", "timing", "tokens_per_second", "identity", "model_identity", "created", "wall_seconds"}
+            "out_dir", "command", "timing", "tokens_per_second", "identity", "model_identity", "created", "wall_seconds",
+            "source"}
 RTOL, ATOL = 1e-5, 1e-7
 
 

@@ -182,7 +182,10 @@ def test_calibration_page_validates_runs_and_saves(tiny_model, runs_dir):
     for v in table["AUC [95% CI]"]:
         auc, lo, hi = (float(x) for x in re.findall(r"\d\.\d{3}", v))
         assert 0 <= lo <= auc <= hi <= 1
-    assert all("%" in v for v in table["TPR@1% FPR"])
+    # 6 non-members: no TPR at 1 % or 10 % FPR can be measured, and the table says so, with the reason in view
+    assert all(v == "n/e" for v in table["TPR@1% FPR"]) and all(v == "n/e" for v in table["TPR@10% FPR"])
+    assert any("Read these numbers with" in m.value and "not estimable with 6 non-members" in m.value
+               for m in at.markdown)
     charts = at.get("plotly_chart")
     assert len(charts) >= 2  # ROC + histograms
     assert any("ROC" in c.proto.spec for c in charts)
@@ -220,8 +223,28 @@ def test_inspect_places_scores_on_a_calibration_run(tiny_model):
     table = at.table[0].value
     assert "Above % of non-members" in table.columns and "Member at 1% FPR?" in table.columns
     placed = table.loc["LOSS"]
-    assert 0 <= _num(placed["Above % of non-members"]) <= 100 and placed["Member at 5% FPR?"] in ("yes", "no")
+    assert 0 <= _num(placed["Above % of non-members"]) <= 100 and placed["Member at 5% FPR?"] == "n/e"  # 4 non-members
     assert any("this text" in json.dumps(json.loads(c.proto.spec)) for c in at.get("plotly_chart"))
+
+
+def test_inspect_offers_the_newest_run_on_another_model(tiny_model, tmp_path):
+    """After a calibration run on one model (the demo target, say), Inspect on another model points
+    to that run and switches to its target in one click (then analyses and places the text)."""
+    _engine_run(tiny_model, 0.2, "run on the other model")
+    other = Path(save_tiny_llama(tmp_path / "other_llama"))
+    cfg = json.loads((other / "config.json").read_text())
+    (other / "config.json").write_text(json.dumps({**cfg, "mia_note": "another model"}))  # another identity
+    at = _app("pages/1_Inspect_a_text.py", model=str(other))
+    at.button(key="inspect_go").click().run()
+    _no_exception(at)
+    hint = " ".join(i.value for i in at.info)
+    assert "No calibration run on this exact model" in hint and "run on the other model" in hint
+    assert "Above % of non-members" not in at.table[0].value.columns
+    at.button(key="inspect_switch").click().run()
+    _no_exception(at)
+    assert at.session_state["mp_target_custom"] == str(Path(tiny_model).resolve())
+    assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)
+    assert "Above % of non-members" in at.table[0].value.columns  # analysed and placed without another click
 
 
 def test_runs_page_compares_and_deletes(tiny_model):
@@ -236,7 +259,10 @@ def test_runs_page_compares_and_deletes(tiny_model):
     _no_exception(at)
     cmp_ = next(t.value for t in at.table if "ΔAUC" in t.value.columns)
     assert {"LOSS", "Min-K%"} <= set(cmp_.index)
-    assert cmp_.loc["LOSS", "ΔAUC"] in ("+0.000", "-0.000")  # same data and model: LOSS cannot change
+    # same data and model: LOSS cannot change, and the paired CI says so exactly
+    assert cmp_.loc["LOSS", "ΔAUC"] == "+0.000 [+0.000, +0.000]"
+    assert "Min-K%" in cmp_.index and "[" in cmp_.loc["Min-K%", "ΔAUC"]
+    assert any("paired" in c.value for c in at.caption)
     assert any("runs compared" in c.proto.spec for c in at.get("plotly_chart"))
 
     n = len(runs.list_runs())
@@ -303,7 +329,8 @@ def test_number_formatting():
     assert list(t["Attack"]) == ["LOSS", "Blind"] and t.loc[0, "TPR@1% FPR"] == "2.00%"
     m2 = {"loss": {**m["loss"], "auc": 0.65, "tpr_at_fpr": {"0.01": 0.05, "0.05": 0.1, "0.1": 0.2}}}
     c = compare_table(m, m2)
-    assert c.loc[0, "ΔAUC"] == "+0.050" and c.loc[0, "Δ TPR@1%"] == "+3.0 pp"
+    assert c.loc[0, "ΔAUC"] == "+0.050" and c.loc[0, "Δ TPR@1%"] == "+3.0 pp"  # no scores: no CI
+    assert c.loc[0, "AUC A → B"] == "0.600 → 0.650" and len(c.columns) == 7
 
 
 def test_plots_colours_are_fixed_and_log_axes_drop_zeros():
@@ -401,6 +428,9 @@ def test_placement_on_a_run():
     assert p.above_nonmembers == pytest.approx(0.75) and p.above_members == pytest.approx(0.25)
     assert p.thresholds == {0.25: population_threshold(non, 0.25), 0.5: population_threshold(non, 0.5)}
     assert p.is_member(0.5) == (2.0 >= p.thresholds[0.5]) and not p.is_member(0.25)
+    # a decision says what it rests on: n/e below 1/(non-members), the flagged count when under 5
+    assert p.decision(0.25) == "no (rests on 1 non-member)" and p.decision(0.1) == "n/e"
+    assert p.decision(0.5).startswith(("yes (rests on 2 non-members)", "no (rests on 2 non-members)"))
     assert place_score(float("nan"), mem, non) is None and place_score(1.0, mem[:0], non) is None
 
 

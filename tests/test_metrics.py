@@ -123,14 +123,16 @@ def test_warnings_for_small_nonmember_sets():
     labels, scores = _gauss(200, 60, 1.0, seed=1)
     out = M.evaluate(labels, scores, n_bootstrap=50)
     w = out["warnings"]
-    assert "TPR at 0.1% FPR rests on 60 non-members: fewer than 1,000, so it is not meaningful" in w
-    assert any(x.startswith("TPR at 1% FPR rests on 60 non-members: fewer than 100") for x in w)
+    assert "TPR at 0.1% FPR is not estimable with 60 non-members (it needs at least 1,000): shown as n/e" in w
+    assert any(x.startswith("TPR at 1% FPR is not estimable with 60 non-members (it needs at least 100)") for x in w)
     assert not any(x.startswith("TPR at 2% FPR") for x in w)  # 60 >= 50
     tiny = M.evaluate([1, 1, 1, 0, 0, 0, 0], [3, 2, 1, 0, 1.5, -1, -2], n_bootstrap=20)
     assert any("only 3 members" in x for x in tiny["warnings"])
     assert any("only 4 non-members" in x for x in tiny["warnings"])
     big = M.evaluate(*_gauss(50, 1000, 1.0), n_bootstrap=0)
-    assert not any("not meaningful" in x for x in big["warnings"])
+    assert not any("not estimable" in x for x in big["warnings"])
+    assert M.tpr_estimable(0.01, 100) and not M.tpr_estimable(0.01, 99) and not M.tpr_estimable(0.001, 100)
+    assert M.tpr_estimable(0.05, 20) and not M.tpr_estimable(0.05, 19) and M.tpr_estimable(0.1, None)
 
 
 def test_no_members_or_nonmembers_raises():
@@ -229,10 +231,40 @@ def test_summarize_table():
     assert "300/300" in loss_row
     assert M._fmt_pct3(strong["tpr_at_fpr"]["0.1"]) in loss_row
     # the shared warning is printed once, without attack prefixes
-    shared = "TPR at 0.1% FPR rests on 300 non-members: fewer than 1,000, so it is not meaningful"
+    shared = "TPR at 0.1% FPR is not estimable with 300 non-members (it needs at least 1,000): shown as n/e"
     assert table.count(shared) == 1
+    assert loss_row.split()[4] == "n/e"  # attack, AUC, [lo,, hi], TPR@0.1%: not a number on 300 non-members
     assert M._fmt_pct3(0.0123) == "1.23%"
     assert M._fmt_pct3(0.5) == "50.0%"
     assert M._fmt_pct3(1.0) == "100%"
     assert M._fmt_pct3(0.00123) == "0.123%"
     assert M._fmt_pct3(0.0) == "0.00%"
+
+
+def test_delta_ci_paired_and_unpaired():
+    """B − A between two runs: a paired bootstrap (same texts) cancels what the runs share."""
+    y, s = _gauss(200, 200, 1.0, seed=3)
+    s2 = s + np.random.default_rng(4).normal(0, 0.1, s.size)  # e.g. the same model quantised
+    obs = M.evaluate(y, s2, n_bootstrap=0)["auc"] - M.evaluate(y, s, n_bootstrap=0)["auc"]
+    d = M.delta_ci((y, s), (y, s2), paired=True, n_bootstrap=500)
+    u = M.delta_ci((y, s), (y, s2), paired=False, n_bootstrap=500)
+    assert d["paired"] and d["n"] == (200, 200) and not u["paired"]
+    assert d["auc"][0] <= obs <= d["auc"][1] and u["auc"][0] <= obs <= u["auc"][1]
+    assert (d["auc"][1] - d["auc"][0]) < (u["auc"][1] - u["auc"][0]) / 3
+    assert set(d["tpr_at_fpr"]) == {M.fpr_key(f) for f in M.FPR_GRID}
+    same = M.delta_ci((y, s), (y, s), paired=True, n_bootstrap=100)
+    assert same["auc"] == (0.0, 0.0) and all(v == (0.0, 0.0) for v in same["tpr_at_fpr"].values())
+    with pytest.raises(DataError, match="same texts"):
+        M.delta_ci((y, s), (y[::-1], s), paired=True)
+
+
+def test_wilson_intervals_of_decisions():
+    assert M.wilson_ci(0, 0) is None
+    lo, hi = M.wilson_ci(0, 10)
+    assert lo == pytest.approx(0.0, abs=1e-12) and 0.25 < hi < 0.35  # 0/10 still leaves room up to ~28 %
+    lo, hi = M.wilson_ci(50, 100)
+    assert lo == pytest.approx(0.404, abs=1e-3) and hi == pytest.approx(0.596, abs=1e-3)
+    d = M.decisions_at([1, 1, 1, 1, 0, 0, 0, 0], [5, 4, 3, 0, 2, -1, -2, -3], threshold=2)
+    c = M.decision_cis(d)
+    assert d["n_flagged"] == 4 and d["precision"] == 0.75 and d["recall"] == 0.75
+    assert c["precision"] == M.wilson_ci(3, 4) and c["recall"] == M.wilson_ci(3, 4) and c["fpr"] == M.wilson_ci(1, 4)

@@ -138,6 +138,10 @@ def test_verdict_levels():
     # no CI (n_bootstrap=0): the point estimate is judged
     assert verdict({"auc": 0.9, "auc_ci": None})["level"] == "shift"
     assert verdict({"auc": 0.5, "auc_ci": None})["level"] == "ok"
+    # a CI entirely below chance (50 + 50 texts read 0.272 [0.18, 0.37]) is explained, not left bare
+    low = verdict(_blind(0.272, 0.18, 0.37))
+    assert low["level"] == "ok" and "entirely below 0.5" in low["message"] and "biased below 0.5" in low["message"]
+    assert "entirely below" not in verdict(_blind(0.48, 0.40, 0.56))["message"]
     assert verdict({"auc": float("nan"), "auc_ci": None})["level"] == "caution"
 
 

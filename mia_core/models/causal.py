@@ -241,6 +241,7 @@ class LoadedModel:
     n_params: int
     base_spec: str | None = None  # for fine-tuned targets: the base model (a natural reference)
     info: dict = field(default_factory=dict)
+    source: str | None = None  # where it was loaded from: the embedded name, a hub id or a path
 
     @property
     def memory_bytes(self) -> int:
@@ -395,6 +396,7 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         tokenizer=tok,
         name=ms.display,
         identity=f"{ident}|{dtype}|{quantize}",
+        source=EMBEDDED_NAME if ms.is_embedded else (ms.location if ms.kind == "hub" else str(Path(ms.location).resolve())),
         dtype=dtype,
         quantize=quantize,
         device=device,
@@ -435,4 +437,5 @@ def describe(lm: LoadedModel) -> dict:
         "load_seconds": round(lm.load_seconds, 2),
         "memory_mb": round(lm.memory_bytes / 2**20, 1),
         "base": lm.base_spec,
+        "source": lm.source,
     }
