@@ -147,7 +147,8 @@ def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *,
 
     def work(progress):
         result = run_attacks(inputs.dataset, target, reference=reference, config=config,
-                             population=inputs.population, progress=progress)
+                             population=inputs.population, progress=progress,
+                             partial=getattr(progress, "partial", None))
         result.report = list(dict.fromkeys(inputs.notes + list(result.report)))
         if modify_variants:
             from mia_core.modify import run_modified

@@ -51,7 +51,12 @@ class Job:
     result: object = None
     stages: dict[str, Stage] = field(default_factory=dict)
     status_message: str = ""
+    partial: dict = field(default_factory=dict)  # early results (``run_attacks(partial=...)``), shown while running
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add_partial(self, results: dict) -> None:
+        with self._lock:
+            self.partial = {**self.partial, **results}
 
     def progress(self, message: str, fraction: float) -> None:
         """The engine's progress callback: routes each message to its stage."""
@@ -70,6 +75,11 @@ class Job:
             st_.message = rest.strip()
             st_.updated = now
 
+    def current_stage(self) -> str | None:
+        """The stage that started last (its timer runs while the job does)."""
+        with self._lock:
+            return max(self.stages.values(), key=lambda s: s.started).name if self.stages else None
+
     def snapshot(self) -> list[Stage]:
         with self._lock:
             return [Stage(s.name, s.fraction, s.message, s.started, s.updated) for s in self.stages.values()]
@@ -83,18 +93,32 @@ class Job:
         return self.status == "running"
 
 
+class _Reporter:
+    """A job's progress callback, with ``partial`` for early results."""
+
+    def __init__(self, job: Job):
+        self.job = job
+
+    def __call__(self, message: str, fraction: float) -> None:
+        self.job.progress(message, fraction)
+
+    def partial(self, results: dict) -> None:
+        self.job.add_partial(results)
+
+
 class JobRegistry:
     def __init__(self):
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
     def start(self, kind: str, title: str, fn: Callable[[Callable[[str, float], None]], object]) -> Job:
-        """Run ``fn(progress)`` in a daemon thread; its return value becomes ``job.result``."""
+        """Run ``fn(progress)`` in a daemon thread; its return value becomes ``job.result``.
+        ``progress(message, fraction)`` also has ``progress.partial(results)`` for early results."""
         job = Job(id=secrets.token_hex(4), kind=kind, title=title)
 
         def target():
             try:
-                job.result = fn(job.progress)
+                job.result = fn(_Reporter(job))
                 job.status = "done"
             except MiaError as e:
                 job.error = str(e)

@@ -41,14 +41,34 @@ def verdict_banner(verdict: dict | None) -> None:
 
 def render_stages(job) -> None:
     """One progress bar per stage of a job, with its message (counts) and elapsed time."""
+    import time
+
     stages = job.snapshot()
+    current = job.current_stage() if job.running else None
     st.markdown(f"**{job.title}** — running for {fmt_seconds(job.elapsed)}")
     if job.status_message:
         st.caption(job.status_message)
     if not stages:
         st.progress(0.0, text="starting…")
-    for s in stages:
-        st.progress(s.fraction, text=f"{s.name}: {s.message} ({fmt_seconds(s.elapsed)})")
+    for s in stages:  # one timer per stage, from its start; the current one keeps counting
+        el = time.time() - s.started if s.name == current else s.elapsed
+        st.progress(s.fraction, text=f"{s.name}: {s.message} ({fmt_seconds(el)})")
+
+
+def early_table(partial: dict):
+    """Early results of a running calibration: one row per attack, AUC and TPR at 1 % / 10 % FPR."""
+    import pandas as pd
+
+    from mia_core.metrics import NOT_ESTIMABLE, tpr_estimable
+
+    rows = []
+    for name, m in partial.items():
+        t = m.get("tpr_at_fpr") or {}
+        row = {"Attack": m.get("label") or name, "AUC": fmt_auc(m.get("auc"))}
+        for f, k in ((0.01, "0.01"), (0.1, "0.1")):
+            row[f"TPR@{fpr_label(f)} FPR"] = fmt_pct(t.get(k)) if tpr_estimable(f, m.get("n_nonmembers")) else NOT_ESTIMABLE
+        rows.append(row)
+    return pd.DataFrame(rows).set_index("Attack")
 
 
 def stage_progress(container):

@@ -15,7 +15,6 @@ vector per text. Loading the embedder (``load_embedder``, ``Embedder``) is
 """
 from __future__ import annotations
 
-import time
 from typing import Callable, Sequence
 
 import numpy as np
@@ -60,7 +59,6 @@ def embed(texts: Sequence[str], embedder: Embedder | str | None = None, *, batch
         progress(f"{label}: all {len(texts)} texts cached", 1.0)
         return out
     keys = list(todo)
-    t0 = time.time()
     for b0 in range(0, len(keys), batch_size):
         chunk = keys[b0 : b0 + batch_size]
         vecs = emb.model.encode([texts[todo[h][0]] for h in chunk], batch_size=batch_size, convert_to_numpy=True,
@@ -70,7 +68,7 @@ def embed(texts: Sequence[str], embedder: Embedder | str | None = None, *, batch
             for i in todo[h]:
                 out[i] = v
         done = min(len(keys), b0 + batch_size)
-        progress(f"{label}: {done}/{len(keys)} texts, {time.time() - t0:.0f}s", done / len(keys))
+        progress(f"{label}: {done}/{len(keys)} texts", done / len(keys))
     return out
 
 

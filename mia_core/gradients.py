@@ -38,7 +38,6 @@ training step or text.
 """
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -153,7 +152,6 @@ def compute_grad_norms(
     saved = [p.requires_grad for _, p in params]
     was_training = model.training
     model.eval()  # no dropout: the gradient of the model as it scores
-    t0 = time.time()
     try:
         for _, p in params:
             p.requires_grad_(True)
@@ -164,7 +162,7 @@ def compute_grad_norms(
                 cache.put(h, g.to_arrays())
                 for i in idxs:
                     results[i] = g
-                progress(f"{label}: {k + 1}/{len(todo)} texts, {time.time() - t0:.0f}s", (k + 1) / len(todo))
+                progress(f"{label}: {k + 1}/{len(todo)} texts", (k + 1) / len(todo))
     finally:
         model.zero_grad(set_to_none=True)
         for (_, p), rg in zip(params, saved):

@@ -260,6 +260,7 @@ def run_attacks(
     train: Dataset | None = None,
     population: Dataset | None = None,
     progress: Progress = noop,
+    partial: Callable[[dict], None] | None = None,
 ) -> RunResult:
     """Score ``dataset`` with the configured attacks and report metrics.
 
@@ -267,6 +268,10 @@ def run_attacks(
     ``config.split`` splits ``dataset`` (stratified, seeded) and every attack is then
     reported on the same held-out part. ``population``: non-member texts disjoint from the
     evaluation set, used to fit a decision threshold at FPR ``config.population_alpha``.
+    ``partial``: called with ``{attack: metrics}`` (AUC, TPR and ROC without bootstrap CIs) for
+    the attacks that need no preparation as soon as the passes they read are done (the one-pass
+    attacks after the target pass, lowercase after its pass, ref after the reference pass), so a
+    front end can show results while the rest runs; the final metrics are the returned ones.
     """
     cfg = config or RunConfig()
     if dataset.n_members == 0 or dataset.n_nonmembers == 0:
@@ -314,13 +319,37 @@ def run_attacks(
 
     # ---- the model passes
     inputs = AttackInputs(texts=all_texts, first_token=cfg.score_first_token)
+    early: dict[str, np.ndarray] = {}  # scores of the attacks already shown through ``partial``
+
+    def report_early(done: set) -> None:
+        if partial is None:
+            return
+        out = {}
+        for a in attacks:
+            kw = {**a.params, **cfg.params.get(a.name, {})}
+            if a.name in early or a.prepare is not None or not set(a.needs) <= done:
+                continue
+            try:
+                early[a.name] = np.asarray(a.score(inputs, **kw), dtype=float)
+                m = M.evaluate(labels[eval_mask], early[a.name][eval_mask], n_bootstrap=0)
+            except (DataError, SettingsError, ValueError):
+                continue
+            out[a.name] = {**m, "label": a.label}
+        if out:
+            try:
+                partial(out)
+            except Exception:  # noqa: BLE001 - a display callback never stops the run
+                pass
+
     t0 = time.time()
     inputs.target = compute(target, all_texts, "target pass")
     timings["target_pass"] = time.time() - t0
+    report_early({"target"})
     if "target_lower" in needs:
         t0 = time.time()
         inputs.target_lower = compute(target, [t.lower() for t in all_texts], "target pass (lower-cased)")
         timings["target_lower_pass"] = time.time() - t0
+        report_early({"target", "target_lower"})
     if "reference" in needs:
         t0 = time.time()
         inputs.reference = compute(reference, all_texts, "reference pass")
@@ -330,6 +359,7 @@ def run_attacks(
         if not inputs.same_tokenizer:
             report.append("target and reference tokenizers differ: the reference attack compares NLL per byte")
         timings["reference_pass"] = time.time() - t0
+        report_early({"target", "target_lower", "reference"})
 
     short = sum(1 for s in inputs.scored() if s.n_predicted == 0)
     if short:
@@ -353,7 +383,7 @@ def run_attacks(
     for a in attacks:
         t0 = time.time()
         kw = {**a.params, **cfg.params.get(a.name, {})}
-        scores[a.name] = np.asarray(a.score(inputs, **kw), dtype=float)
+        scores[a.name] = early[a.name] if a.name in early else np.asarray(a.score(inputs, **kw), dtype=float)
         timings[f"{a.name}_score"] = time.time() - t0
 
     df = pd.DataFrame({"text_id": ids, "label": labels, "text_hash": [text_hash(t) for t in all_texts]})

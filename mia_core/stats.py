@@ -301,12 +301,10 @@ def compute_stats(
         jobs.append(_Job(i, texts[i], tokenize(lm, texts[i]), prefix, context, vocab, st.vocab_probs, condition))
     total_windows = sum(len(j.windows) for j in jobs) or 1
     done = {"w": 0}
-    t0 = time.time()
 
     def tick():
         done["w"] = min(total_windows, done["w"] + 1)  # a fallback to the plain path may count a text twice
-        el = time.time() - t0
-        progress(f"{label}: {done['w']}/{total_windows} windows, {el:.0f}s", done["w"] / total_windows)
+        progress(f"{label}: {done['w']}/{total_windows} windows", done["w"] / total_windows)
 
     def finish(job: _Job):
         h = hashes[job.idx]
@@ -316,6 +314,7 @@ def compute_stats(
         for i in todo[h]:
             results[i] = s
 
+    progress(f"{label}: 0/{total_windows} windows", 0.0)  # the stage starts now, not at its first batch's end
     short = [j for j in jobs if len(j.windows) <= 1]
     long = [j for j in jobs if len(j.windows) > 1]
     for j in short:

@@ -16,8 +16,8 @@ from dashboard.jobs import registry
 from dashboard.loaders import load_model
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, page_setup, render_stages, show_error
-from mia_core import runs
+from dashboard.ui import AUC_EXPLAINER, early_table, page_setup, render_stages, show_error
+from mia_core import plots, runs
 from mia_core.attacks import REGISTRY
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
@@ -41,6 +41,7 @@ source = st.radio("Data source", sources, format_func=src_labels.get, horizontal
 if not demo:
     st.caption("The bundled demo set is not available yet (`mia_core.demo`).")
 members = nonmembers = population = None
+demo_population = False
 members_text = nonmembers_text = ""
 mode = "auto"
 use_demo_models = False
@@ -49,6 +50,12 @@ if source == "demo":
                f"`{demo['members']}`, non-members `{demo['nonmembers']}`.")
     use_demo_models = st.checkbox("Use the demo target and its base model as reference (instead of the sidebar's)",
                                   value=True, key="cal_demo_models")
+    demo_population = st.checkbox(
+        "Also decide member / non-member at a threshold fitted on the demo's 100 population texts "
+        "(Mireshghallah et al. 2022 §2.4; scores those texts too: about half as long again)",
+        value=False, key="cal_demo_population",
+        help="Attacks that need known non-members (ReCaLL's prefix, RMIA) use the population whether or not this "
+             "is ticked.")
 elif source == "upload":
     c1, c2 = st.columns(2)
     members = c1.file_uploader("Members (texts believed to be in the training data)", type=UPLOAD_TYPES,
@@ -152,6 +159,9 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
                              population=population, members_text=members_text, nonmembers_text=nonmembers_text)
         for note in inputs.notes:  # e.g. a file read as Windows-1252: shown even when a later check fails
             st.caption(note)
+        if source == "demo" and not demo_population and not any(
+                "population" in REGISTRY[a].inputs_needed(params.get(a)) for a in chosen if a in REGISTRY):
+            inputs.population = None  # the demo's population costs passes; only scored when asked for
         if not chosen:  # cheap settings first, before any model is loaded
             raise SettingsError("choose at least one attack.")
         cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
@@ -177,6 +187,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
         job = reg.start("calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
                         f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work)
         busy = True
+        st.rerun()  # redraw at once with the Run button disabled and the live progress below it
     except MiaError as e:
         show_error(e)
 
@@ -187,6 +198,10 @@ if busy:
         if j is None:
             return
         render_stages(j)
+        if j.partial:  # results of the attacks whose passes are done, while the rest runs
+            st.markdown("##### Early results (AUC without confidence intervals; the full table comes at the end)")
+            st.table(early_table(j.partial))
+            st.plotly_chart(plots.roc_figure(j.partial, log=True), key=f"cal_early_roc_{len(j.partial)}")
         if not j.running:
             st.rerun()
 
@@ -210,7 +225,9 @@ if rid:
         st.session_state.pop("cal_run_id", None)
 if run is None:
     run = runs.latest_run()
-if run is None:
+if run is None and busy:
+    st.info("The run is going: its progress is shown above, and its results appear here when it finishes.")
+elif run is None:
     st.info("No run yet: choose data and attacks above and press **Run the attacks**.")
 else:
     if rid is None:

@@ -215,6 +215,34 @@ def _engine_run(tiny_model, k: float, name: str):
     return runs.save_run(run_attacks(ds, lm, config=cfg), name=name)
 
 
+def test_early_results_come_as_each_pass_finishes(tiny_model):
+    """``run_attacks(partial=...)``: the one-pass attacks right after the target pass, lowercase after
+    its pass, each with the AUC the final metrics then report; attacks that prepare come only at the end."""
+    from mia_core.data import texts_from_strings
+    from mia_core.models import load_causal_lm
+    from mia_core.pipeline import RunConfig, run_attacks
+
+    src = _paragraphs("pg105_austen_persuasion.txt", 8)
+    calls, stages = [], []
+
+    def progress(msg, frac):
+        stages.append(msg.split(":")[0])
+
+    def partial(d):
+        calls.append((stages[-1] if stages else None, sorted(d), {k: v["auc"] for k, v in d.items()}))
+
+    res = run_attacks(texts_from_strings(src[0::2], src[1::2]), load_causal_lm(tiny_model),
+                      config=RunConfig(attacks=["loss", "zlib", "min_k", "lowercase", "neighbourhood"],
+                                       params={"neighbourhood": {"n": 2}}, n_bootstrap=20, blind=False),
+                      progress=progress, partial=partial)
+    assert [c[1] for c in calls] == [["loss", "min_k", "zlib"], ["lowercase"]]
+    assert calls[0][0] == "target pass" and calls[1][0] == "target pass (lower-cased)"
+    for _, _, aucs in calls:
+        for k, v in aucs.items():
+            assert v == res.metrics[k]["auc"]
+    assert "neighbourhood" in res.metrics and res.metrics["loss"]["auc_ci"] is not None
+
+
 def test_inspect_places_scores_on_a_calibration_run(tiny_model):
     _engine_run(tiny_model, 0.2, "placement run")
     at = _app("pages/1_Inspect_a_text.py", model=tiny_model)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import itertools
 import math
-import time
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -134,10 +133,11 @@ class NeighbourGenerator:
             return out  # type: ignore[return-value]
         keys = list(todo)
         firsts = [todo[h][0] for h in keys]
-        t0 = time.time()
 
         def sub(msg: str, frac: float) -> None:
-            progress(f"{label}: {msg}, {time.time() - t0:.0f}s", frac)
+            progress(f"{label}: {msg}", frac)
+
+        progress(f"{label}: {len(keys)} texts to do", 0.0)
 
         made = self._generate([texts[i] for i in firsts], sub)
         for h, nbs in zip(keys, made):
