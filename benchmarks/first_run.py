@@ -3,8 +3,9 @@
 Runs exactly the page's path (``dashboard.calibration.read_inputs`` on the bundled demo,
 ``build_config`` with the page's default attacks and settings, ``dashboard.loaders.load_model``
 for the demo target and its reference, ``make_job``'s work with the run saved to a run store)
-in a fresh process per measurement, with its own empty cache folder for "cold" (models
-converted once, nothing scored) and the same folder again for "warm". Prints the wall time of
+in a fresh process with its own empty cache folder for "cold" (models converted once, nothing
+scored), then again in the same process, as pressing Run again on the page does (models
+loaded, every pass cached), and in a fresh process on the same folder. Prints the wall time of
 each stage (as the page's progress bars name them), the model loads, and the total, plus the
 CPU and its fp32 matrix-product roof measured in the same run.
 
@@ -59,8 +60,14 @@ t_ref = time.perf_counter() - t0
 t0 = time.perf_counter()
 run_id = make_job(inputs, target, reference, cfg)(progress)
 t_job = time.perf_counter() - t0
+first = [[n, stages[n][1] - stages[n][0]] for n in order]
+stages.clear(); order.clear()
+t0 = time.perf_counter()
+make_job(inputs, target, reference, cfg)(progress)  # Run pressed again on the page: models still loaded
+t_again = time.perf_counter() - t0
 print(json.dumps({{"inputs": t_in, "load target": t_target, "load reference": t_ref, "job": t_job,
-                  "stages": [[n, stages[n][1] - stages[n][0]] for n in order],
+                  "again": t_again, "stages_again": [[n, stages[n][1] - stages[n][0]] for n in order],
+                  "stages": first,
                   "n": [inputs.dataset.n_members, inputs.dataset.n_nonmembers,
                         len(inputs.population) if inputs.population is not None else 0],
                   "process": time.perf_counter() - t_start}}))
@@ -131,11 +138,16 @@ def main() -> None:
         print(f"the page's default run on the demo: {cold['n'][0]} members + {cold['n'][1]} non-members, population "
               f"{cold['n'][2]} texts, attacks loss, zlib, lowercase, min_k, min_k_pp, ref, blind baseline, "
               f"{args.bootstrap} bootstrap resamples")
-        show("cold (nothing scored yet; the embedded model already converted)", cold)
+        show("cold (a fresh process, nothing scored yet; the embedded model already converted)", cold)
+        print(f"warm on the page (Run pressed again in the same process, models loaded, every pass cached): "
+              f"{cold['again']:.1f}s")
+        for name, sec in cold["stages_again"]:
+            print(f"    {name:<28} {sec:7.1f}s")
         warm = measure(cache, Path(tmp) / "runs", args.bootstrap, args.population)
-        show("warm (the same run again: every pass cached)", warm)
-        print(f"goals: cold <= 120 s, warm <= 10 s: cold {'met' if cold['wall'] <= 120 else 'NOT met'}, "
-              f"warm {'met' if warm['wall'] <= 10 else 'NOT met'}")
+        show("warm in a fresh process (every pass cached; the models load again)", warm)
+        print(f"goals: cold <= 120 s: {'met' if cold['wall'] <= 120 else 'NOT met'} ({cold['wall']:.0f} s); warm <= 10 s: "
+              f"{'met' if cold['again'] <= 10 else 'NOT met'} on the page ({cold['again']:.1f} s), "
+              f"{'met' if warm['wall'] <= 10 else 'NOT met'} in a fresh process ({warm['wall']:.1f} s)")
 
 
 if __name__ == "__main__":

@@ -281,14 +281,16 @@ def neighbour_section(lm, res: dict, run=None) -> None:
         return
     rows = []
     for nb in sorted(nbs, key=lambda d: d["loss"]):
-        rows.append(f"<tr><td>{_highlight(str(nb['text']), nb.get('spans'))}</td><td>{fmt_num(nb['loss'])}</td>"
+        swap = "; ".join(f"{o} → {w}" for _, o, w in nb.get("replaced", []))
+        rows.append(f"<tr><td>{_highlight(str(nb['text']), nb.get('spans'))}</td><td>{html.escape(swap)}</td>"
+                    f"<td>{fmt_num(nb['loss'])}</td>"
                     f"<td>{fmt_num(nb['loss'] - base)}</td><td>{fmt_num(nb['cosine'])}</td></tr>")
     mean_nb = float(np.nanmean([nb["loss"] for nb in nbs]))
     st.markdown(f"Loss of the text **{fmt_num(base)}**, mean over {len(nbs)} neighbours **{fmt_num(mean_nb)}** "
                 f"(neighbourhood score {fmt_num(-(base - mean_nb))}; higher = more member-like).")
     st.html("<div style='max-height:420px;overflow-y:auto'><table class='mia-neighbours' "
             "style='border-collapse:collapse;font-size:.9em;width:100%' border='1' cellpadding='5'>"
-            "<tr><th>Neighbour (replaced words highlighted)</th><th>Loss</th><th>Loss change</th>"
+            "<tr><th>Neighbour (replaced words highlighted)</th><th>Replaced</th><th>Loss</th><th>Loss change</th>"
             "<th>Cosine similarity</th></tr>" + "".join(rows) + "</table></div>")
     clouds = run_clouds(run)
     if run is not None and clouds is None:

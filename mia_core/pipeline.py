@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -274,6 +274,8 @@ def run_attacks(
     front end can show results while the rest runs; the final metrics are the returned ones.
     """
     cfg = config or RunConfig()
+    # the batch size this device gets by default is recorded with the run (it changes no number)
+    cfg = replace(cfg, stats=replace(cfg.stats, batch_tokens=cfg.stats.resolved_batch_tokens(target)))
     if dataset.n_members == 0 or dataset.n_nonmembers == 0:
         raise DataError("need at least one member and one non-member text")
     have = {"reference"} if reference is not None else set()

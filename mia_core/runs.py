@@ -128,11 +128,15 @@ def build_meta(result, *, name: str | None = None, data: dict | None = None, run
     target = _model_meta(result.models.get("target"))
     ref = _model_meta(result.models.get("reference"))
     n_m, n_n = int((scores["label"] == 1).sum()), int((scores["label"] == 0).sum())
-    if not name:
-        t = target or {}
-        name = f"{t.get('name', 'model')} {t.get('dtype', '')}/{t.get('quantize', '')} · {n_m}+{n_n} texts"
-    verdict = ((result.shift or {}).get("verdict") or {}).get("level") if result.shift else None
     now = time.time()
+    if not name:  # what tells runs apart in a list: model, precision, attacks, data size, time
+        t = target or {}
+        q = t.get("quantize")
+        attacks = [k for k in result.metrics if k != "blind"]
+        shown = ", ".join(attacks[:2]) + (f" +{len(attacks) - 2}" if len(attacks) > 2 else "")
+        name = (f"{t.get('name', 'model')} {t.get('dtype', '')}{'/' + q if q and q != 'none' else ''} · {shown} · "
+                f"{n_m}+{n_n} texts · {time.strftime('%m-%d %H:%M', time.localtime(now))}")
+    verdict = ((result.shift or {}).get("verdict") or {}).get("level") if result.shift else None
     return {
         "version": META_VERSION,
         "id": run_id,

@@ -33,17 +33,21 @@ for m in metas:
     t = m.get("target") or {}
     aucs = {k: v for k, v in (m.get("auc") or {}).items() if k != "blind" and v is not None}
     best = max(aucs.items(), key=lambda kv: kv[1]) if aucs else None
-    rows.append({
-        "Name": m.get("name"), "Created": m.get("created"), "Target": t.get("name"),
-        "dtype / quant.": f"{t.get('dtype')} / {t.get('quantize')}",
+    q = t.get("quantize")
+    rows.append({  # the verdict first: a narrow window cuts columns from the right
+        "Verdict": m.get("verdict") or "–",
+        "Name": m.get("name"),
+        "Target": f"{t.get('name')} ({t.get('dtype')}{'/' + q if q and q != 'none' else ''})",
         "Reference": (m.get("reference") or {}).get("name") or "–",
-        "Members / non-members": f"{m.get('n_members')} / {m.get('n_nonmembers')}",
-        "Attacks": len(m.get("attacks") or []),
+        "Texts": f"{m.get('n_members')} + {m.get('n_nonmembers')}",
         "Best AUC": f"{best[1]:.3f} ({best[0]})" if best else "–",
         "Blind AUC": f"{m['auc']['blind']:.3f}" if (m.get("auc") or {}).get("blind") is not None else "–",
-        "Verdict": m.get("verdict") or "–",
+        "Attacks": len(m.get("attacks") or []),
+        "Created": m.get("created"),
     })
-st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_table")
+st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_table", width="stretch",
+             column_config={"Name": st.column_config.TextColumn(width="large"),
+                            "Verdict": st.column_config.TextColumn(width="small")})
 
 tab_cmp, tab_one = st.tabs(["Compare two runs", "Open / delete a run"])
 ids = [m["id"] for m in metas]

@@ -55,7 +55,8 @@ def register(sub) -> None:
     a.add_argument("--attacks", default="loss,zlib,lowercase,min_k,min_k_pp", help=f"comma list or 'all' ({', '.join(REGISTRY)})")
     a.add_argument("--k", type=fraction_closed_right, default=0.2, help="fraction k of lowest-scoring tokens for Min-K%% and Min-K%%++")
     a.add_argument("--context", type=int_at_least(2), help="window length C for long texts (stride C-1); default min(model max, 2048)")
-    a.add_argument("--batch-tokens", type=positive_int, default=4096, help="tokens per forward batch (memory knob)")
+    a.add_argument("--batch-tokens", type=positive_int, default=None,
+                   help="tokens per forward batch (memory knob; default 2048 on a CPU, 8192 on a GPU)")
     a.add_argument("--no-prefix", action="store_true", help="do not put a BOS/EOS token before each text (the first token is then not scored)")
     a.add_argument("--score-first-token", action="store_true",
                    help="also score each text's first token (the papers and MIMIR score tokens 2..n; the default follows them)")
