@@ -209,10 +209,13 @@ def placement_figure(member_scores: Iterable[float], nonmember_scores: Iterable[
         arr = arr[np.isfinite(arr)]
         fig.add_trace(go.Histogram(x=arr, name=f"{name} (calibration run)", marker_color=colour, opacity=0.5,
                                    nbinsx=nbins, histnorm="percent"))
-    for lab, t in (thresholds or {}).items():
-        if finite(t) is not None:
-            fig.add_vline(x=t, line=dict(color="#555", dash="dot", width=1), annotation_text=lab,
-                          annotation_position="top left", annotation_font_size=10)
+    # threshold labels at the foot of their lines, leaning away from each other (the stricter, higher
+    # threshold to the right), and "this text" at the top: no label covers another
+    shown = sorted(((t, lab) for lab, t in (thresholds or {}).items() if finite(t) is not None), key=lambda x: x[0])
+    for i, (t, lab) in enumerate(shown):
+        fig.add_vline(x=t, line=dict(color="#555", dash="dot", width=1), annotation_text=lab,
+                      annotation_position="bottom right" if i == len(shown) - 1 and i else "bottom left",
+                      annotation_font_size=10)
     if finite(value) is not None:
         fig.add_vline(x=value, line=dict(color="#111", width=3), annotation_text="this text",
                       annotation_position="top right")

@@ -607,22 +607,19 @@ def _run_families(lm, jobs: list[_Job], budget: "_Budget", finish, tick) -> list
             n_tok += len(fams[0][0].seq)
             chunk.append(fams.pop(0))
         try:
-            ok = _run_chunk(lm, chunk, budget, tick, check=not checked)
+            ok = _run_chunk(lm, chunk, budget, tick, finish, done, check=not checked)
         except _OutOfMemory:
             return done  # the plain path takes the rest, halving its batches as usual
         if not ok:
             return done
         checked = True
-        for base, members in chunk:
-            for j in (base, *(m for m, _ in members)):
-                finish(j)
-                done.append(j)
     return done
 
 
-def _run_chunk(lm, chunk, budget: "_Budget", tick, check: bool) -> bool:
-    """One chunk of families: their bases, then their members; ``tick`` once per text as it is
-    reduced (a family's texts are cached together once the chunk is done)."""
+def _run_chunk(lm, chunk, budget: "_Budget", tick, finish, done: list, check: bool) -> bool:
+    """One chunk of families: their bases, then their members, each text finished (cached) and
+    put in ``done`` as soon as it is reduced, so an interrupted run keeps what it scored. False:
+    this model cannot reuse the cache (the texts not in ``done`` go the plain way)."""
     import torch
 
     dev = lm.device
@@ -658,7 +655,10 @@ def _run_chunk(lm, chunk, budget: "_Budget", tick, check: bool) -> bool:
                             at_p[id(m)] = {f: red[f][k : k + 1] for f in _ALL_FIELDS}
                     kv.append((i, kv_i))
                     base_vals.append((i, vals))
+                    _write(b, vals)  # a base is a plain pass with its cache kept: done now
                     tick()
+                    finish(b)
+                    done.append(b)
                 del out, layers
         except Exception as e:  # noqa: BLE001 - no cache support: the plain path
             if _is_oom(e):
@@ -672,7 +672,7 @@ def _run_chunk(lm, chunk, budget: "_Budget", tick, check: bool) -> bool:
     rows = [(m, p, i) for i, (_, members) in enumerate(chunk) for m, p in members]
     rows.sort(key=lambda r: len(r[0].seq) - r[1])
     queue = [[rows[i] for i in b] for b in batches_by_length([len(m.seq) - p for m, p, _ in rows], budget.tokens, tight=True)]
-    results = []
+    any_rows = False
     while queue:
         batch = queue.pop(0)
         H = max(p for _, p, _ in batch)
@@ -688,18 +688,17 @@ def _run_chunk(lm, chunk, budget: "_Budget", tick, check: bool) -> bool:
             queue[:0] = [b for b in (batch[:half], batch[half:]) if b]
             continue
         except Exception:  # noqa: BLE001 - the model did not take the assembled cache
-            if results or not check:
+            if any_rows or not check:
                 raise
             return False
-        if check and not results and not _matches_plain(lm, batch[0][0], pending[0]):
+        if check and not any_rows and not _matches_plain(lm, batch[0][0], pending[0]):
             return False
-        results.extend(zip(batch, pending))
-        for _ in batch:
+        any_rows = True
+        for (m, _, _), vals in zip(batch, pending):
+            _write(m, vals)
             tick()
-    for i, (b, _) in enumerate(chunk):
-        _write(b, vals_of[i])
-    for (m, _, _), vals in results:
-        _write(m, vals)
+            finish(m)
+            done.append(m)
     return True
 
 

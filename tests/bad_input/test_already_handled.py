@@ -385,7 +385,8 @@ def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny, 
     common = ["--members", str(work / "bm.txt"), "--nonmembers", str(work / "bn.txt"), "--model", tiny,
               "--attacks", "loss,zlib", "--bootstrap", "10", "--no-blind", "--batch-tokens", "16"]
     before = listing(work)
-    env = {**os.environ, "MIA_CACHE_DIR": str(work / "cache")}
+    # every progress message as a line (through a pipe the CLI prints one per 30 s by default)
+    env = {**os.environ, "MIA_CACHE_DIR": str(work / "cache"), "MIA_PROGRESS_INTERVAL": "0"}
     # on a loaded machine the reader can fall behind the run's output and signal it only once the
     # target pass is over (or not at all): such an attempt says nothing, and is made again
     for attempt in range(3):
