@@ -100,6 +100,7 @@ def test_a_cache_that_does_not_reproduce_the_plain_pass_falls_back(tiny, monkeyp
 
     monkeypatch.setattr(S, "_forward", plain_forward)
     got = S.compute_stats(tiny, texts, use_cache=False)
-    assert sorted(ran) == sorted(texts)  # every text went the plain way
+    # every member went the plain way; the family's base ran before the check (a plain pass itself)
+    assert sorted(ran) == sorted(t for t in texts if t != BASE)
     for t, g in zip(texts, got):
         np.testing.assert_allclose(g.logprob, raw_logprobs(tiny, t), atol=1e-4)
