@@ -213,8 +213,9 @@ class ProgressBar:
         new = stage != self._stage
         if new or (ended and not self._ended) or (not ended and now - self._last >= self.interval):
             rest = message[len(stage) + 1:].strip()
-            print(f"{stage}: {max(0.0, min(1.0, fraction)):4.0%}" + (f"  {rest}" if rest else ""), file=sys.stderr,
-                  flush=True)
+            # one write with its newline: an interrupt between text and newline would glue the next line on
+            sys.stderr.write(f"{stage}: {max(0.0, min(1.0, fraction)):4.0%}" + (f"  {rest}" if rest else "") + "\n")
+            sys.stderr.flush()
             self._last = now
         if new:
             self._stage, self._ended = stage, False
