@@ -133,6 +133,40 @@ def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int
                      seed=int(seed), split=split, blind=bool(blind))
 
 
+def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: float | None = None,
+                 device: str = "cpu", tokenizer=None, modify_variants=()) -> str:
+    """The line shown before Run: texts x passes x this machine's measured speed
+    (``mia_core.estimate``). Neighbour attacks add their neighbours, each scored from where it
+    differs from its text (about 0.6 of a pass each)."""
+    from mia_core.estimate import count_tokens, describe_estimate
+
+    attacks = [a for a in attacks if a in REGISTRY]
+    needs = {n for a in attacks for n in REGISTRY[a].needs}
+    passes = ["target"] + (["target lower-cased"] if "target_lower" in needs else []) + (
+        ["reference"] if "reference" in needs else [])
+    texts = list(inputs.dataset.texts)
+    pop = list(inputs.population.texts) if inputs.population is not None else []
+    n_tok = count_tokens(texts, tokenizer)
+    extra = 0.0
+    if pop:
+        extra += count_tokens(pop, tokenizer) * len(passes)
+    if "neighbours" in needs:
+        n = max(int((params.get(a) or {}).get("n") or 25) for a in attacks if "neighbours" in REGISTRY[a].needs)
+        extra += 0.6 * n * n_tok
+    if modify_variants:
+        extra += len(modify_variants) * n_tok * len(passes) / 2  # only the members are modified
+    line = describe_estimate(len(texts), passes, n_tok, n_params, device)
+    if extra:
+        from mia_core.estimate import estimate_seconds
+        from mia_core.report import fmt_seconds
+
+        sec, _ = estimate_seconds(int(extra), n_params, device)
+        parts = (["the population set"] if pop else []) + (["neighbours"] if "neighbours" in needs else []) + (
+            ["modified members"] if modify_variants else [])
+        line += f" Plus about {fmt_seconds(sec)} for {', '.join(parts)}."
+    return line
+
+
 def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *, name: str | None = None,
              modify_variants=None):
     """The background work: run the attacks, optionally the modified-member comparison

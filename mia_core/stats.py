@@ -321,6 +321,7 @@ def compute_stats(
             results[i] = s
 
     progress(f"{label}: 0/{total_windows} windows", 0.0)  # the stage starts now, not at its first batch's end
+    t_start = time.time()
     short = [j for j in jobs if len(j.windows) <= 1]
     long = [j for j in jobs if len(j.windows) > 1]
     for j in short:
@@ -337,6 +338,10 @@ def compute_stats(
     _run_short(lm, [j for j in short if j.windows], budget, finish, tick)
     for j in long:
         _run_long(lm, j, cache, hashes[j.idx], budget, finish, tick)
+    from .estimate import record
+
+    if use_cache:  # this machine's speed, for the estimate shown before a run (nothing written with --no-cache)
+        record(sum(len(j.seq) for j in jobs), time.time() - t_start, lm.n_params, lm.device)
     progress(f"{label}: done ({len(jobs)} texts scored, {len(texts) - sum(len(v) for v in todo.values())} cached)", 1.0)
     return results  # type: ignore[return-value]
 

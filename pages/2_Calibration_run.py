@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import optional
 from dashboard.calibration import (
-    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs,
+    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs, run_estimate,
 )
 from dashboard.jobs import registry
 from dashboard.loaders import load_model
@@ -152,6 +152,20 @@ with st.expander("Advanced"):
 st.subheader("3 · Run")
 job = reg.latest("calibration")
 busy = job is not None and job.running
+if not busy and chosen:  # what pressing Run will cost, before it is pressed
+    try:
+        _est_inputs = read_inputs(source, demo=demo, members=members, nonmembers=nonmembers, mode=mode,
+                                  population=population, members_text=members_text, nonmembers_text=nonmembers_text)
+        if source == "demo" and not demo_population and not any(
+                "population" in REGISTRY[a].inputs_needed(params.get(a)) for a in chosen if a in REGISTRY):
+            _est_inputs.population = None
+        _lm = None if use_demo_models else panel.target
+        st.caption("Estimate: " + run_estimate(
+            _est_inputs, chosen, params, n_params=_lm.n_params if _lm is not None else None,
+            device=_lm.device if _lm is not None else "cpu", tokenizer=_lm.tokenizer if _lm is not None else None,
+            modify_variants=modify_variants))
+    except MiaError:
+        pass  # the same inputs give their one-line error when Run is pressed
 if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
              help="Runs in the background: you can keep using the dashboard; the run is saved when it finishes."):
     try:

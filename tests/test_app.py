@@ -171,7 +171,9 @@ def test_calibration_page_validates_runs_and_saves(tiny_model, runs_dir):
     at.button(key="cal_go").click().run()
     assert any("reference model" in e.value for e in at.error)  # ref attack without a reference
     at.multiselect(key="cal_attacks").set_value(["loss", "zlib", "lowercase", "min_k", "min_k_pp"])
-    at.number_input(key="cal_boot").set_value(200)
+    at.number_input(key="cal_boot").set_value(200).run()
+    est = " ".join(c.value for c in at.caption if c.value.startswith("Estimate:"))
+    assert "12 texts × 2 passes (target, target lower-cased)" in est, est  # said before Run is pressed
     at.button(key="cal_go").click().run()
     _no_exception(at)
     assert not at.error, [e.value for e in at.error]
@@ -486,3 +488,19 @@ def test_modified_table():
     t = modified_table({"verbatim": m(0.8, 0.2), "delete": m(0.7, 0.1), "modifications": {}, "n_unmodified": {}})
     assert list(t.columns) == ["Attack", "AUC verbatim", "AUC delete", "TPR@1% verbatim", "TPR@1% delete"]
     assert t.loc[0, "AUC delete"] == "0.700" and t.loc[0, "TPR@1% verbatim"] == "20.0%"
+
+
+def test_run_estimate_uses_the_measured_speed(tmp_path, monkeypatch):
+    from mia_core import estimate as E
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
+    sec, how = E.estimate_seconds(3000, 135e6)
+    assert how == "assumed" and sec == pytest.approx(3000 / E.DEFAULT_TOKENS_PER_S)
+    E.record(10, 1.0, 135_000_000, "cpu")  # too few tokens to say anything
+    assert E.measured("cpu") is None
+    E.record(6000, 20.0, 135_000_000, "cpu")  # 300 tokens/s measured for a 135M model
+    sec, how = E.estimate_seconds(3000, 270e6, "cpu")
+    assert how == "measured" and sec == pytest.approx(20.0)  # twice the parameters: half the speed
+    assert E.measured("cuda:0") is None and E.count_tokens(["abcd" * 21]) == 21  # 84 characters: 20 tokens + the prefix
+    line = E.describe_estimate(100, ["target", "reference"], 3000, 135e6, "cpu")
+    assert "100 texts × 2 passes (target, reference)" in line and "6,000 tokens" in line and "measured" in line
