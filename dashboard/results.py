@@ -6,6 +6,7 @@ import json
 import streamlit as st
 
 from mia_core import plots
+from mia_core.metrics import merge_warnings
 from mia_core.report import (
     build_report, fmt_pct, fmt_seconds, metrics_table, modified_table, population_table, smia_summary,
 )
@@ -33,7 +34,8 @@ def render_run(run, *, key: str = "res") -> None:
 
     st.markdown("##### AUC and true-positive rate at low false-positive rates (95 % bootstrap CIs)")
     st.table(metrics_table(run.metrics).set_index("Attack"))
-    warns = sorted({w for m in run.metrics.values() if isinstance(m, dict) for w in (m.get("warnings") or [])})
+    warns = merge_warnings(dict.fromkeys(w for m in run.metrics.values() if isinstance(m, dict)
+                                         for w in (m.get("warnings") or [])))
     if warns:  # about the numbers just shown: in view, not folded away
         st.markdown("**Read these numbers with:**\n" + "\n".join(f"- {w}" for w in warns))
     if run.notes:

@@ -19,13 +19,13 @@ from mia_core.report import fmt_bytes, fmt_seconds
 from . import optional
 from .loaders import load_model
 
-EMBEDDED_LABEL = "Embedded SmolLM2-135M-Instruct"
+EMBEDDED_LABEL = "SmolLM2-135M (embedded)"  # short: the sidebar's select box cuts longer names
 TARGET_OPTIONS = ("smollm2", "demo", "custom")
 REFERENCE_OPTIONS = ("none", "smollm2", "custom")
 _LABELS = {
     "smollm2": EMBEDDED_LABEL,
-    "demo": "Demo fine-tuned target",
-    "custom": "Hub id, local folder or .gguf file…",
+    "demo": "Demo target (fine-tuned)",
+    "custom": "Hub id, folder or .gguf…",
     "none": "None",
 }
 DEFAULTS = {

@@ -24,6 +24,7 @@ matters more than the AUC or the accuracy):
 from __future__ import annotations
 
 import math
+import re
 from collections import OrderedDict
 from typing import Iterable, Sequence
 
@@ -537,6 +538,42 @@ def _fmt_auc(m: dict) -> str:
     return s
 
 
+_NE = re.compile(r"^TPR at ([0-9.]+)% FPR is not estimable with ([0-9,]+) non-members \(it needs at least ([0-9,]+)\): "
+                 r"shown as n/e$")
+
+
+def merge_warnings(warnings) -> list[str]:
+    """The same warnings with the per-FPR "not estimable" lines on one set size merged into one
+    line, FPRs in increasing order (five near-identical lines say less than one)."""
+    out, groups = [], {}
+    for w in warnings:
+        m = _NE.match(w)
+        if m is None:
+            out.append(w)
+            continue
+        key = m.group(2)
+        if key not in groups:
+            groups[key] = []
+            out.append(key)  # placeholder, keeps the first one's position
+        groups[key].append((float(m.group(1)), m.group(1), m.group(3)))
+    merged = []
+    for w in out:
+        if w in groups:
+            items = sorted(groups[w])
+            if len(items) == 1:
+                _, f, need = items[0]
+                merged.append(f"TPR at {f}% FPR is not estimable with {w} non-members (it needs at least {need}): "
+                              "shown as n/e")
+                continue
+            fs = [f"{f}%" for _, f, _ in items]
+            needs = ", ".join(n for _, _, n in items)
+            merged.append(f"TPR at {', '.join(fs[:-1])} and {fs[-1]} FPR is not estimable with {w} non-members "
+                          f"(each needs at least 1/FPR of them: {needs}): shown as n/e")
+        else:
+            merged.append(w)
+    return merged
+
+
 def tpr_estimable(fpr: float, n_nonmembers) -> bool:
     """Whether TPR at ``fpr`` can be measured on ``n_nonmembers`` non-members: it needs at least
     1/fpr of them (rounded), since the smallest non-zero FPR they allow is 1/n; below that the
@@ -590,7 +627,10 @@ def summarize_table(metrics: dict[str, dict]) -> str:
     if seen:
         lines.append("")
         lines.append("Warnings:")
+        shared = [w for w, names in seen.items() if len(names) == n_attacks or n_attacks <= 1]
+        for w in merge_warnings(shared):
+            lines.append(f"  - {w}")
         for w, names in seen.items():
-            prefix = "" if len(names) == n_attacks or n_attacks <= 1 else f"[{', '.join(names)}] "
-            lines.append(f"  - {prefix}{w}")
+            if w not in shared:
+                lines.append(f"  - [{', '.join(names)}] {w}")
     return "\n".join(lines)

@@ -342,7 +342,10 @@ def build_report(run, *, title: str | None = None) -> str:
 
     parts.append("<h2>Results</h2>")
     parts.append(_df_html(metrics_table(metrics)))
-    warns = sorted({w for m in metrics.values() if isinstance(m, dict) for w in (m.get("warnings") or [])})
+    from .metrics import merge_warnings
+
+    warns = merge_warnings(dict.fromkeys(w for m in metrics.values() if isinstance(m, dict)
+                                         for w in (m.get("warnings") or [])))
     if warns:
         parts.append("<p class='muted'><b>Warnings:</b></p><ul class='muted'>" + "".join(f"<li>{_e(w)}</li>" for w in warns) + "</ul>")
 

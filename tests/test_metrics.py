@@ -268,3 +268,16 @@ def test_wilson_intervals_of_decisions():
     c = M.decision_cis(d)
     assert d["n_flagged"] == 4 and d["precision"] == 0.75 and d["recall"] == 0.75
     assert c["precision"] == M.wilson_ci(3, 4) and c["recall"] == M.wilson_ci(3, 4) and c["fpr"] == M.wilson_ci(1, 4)
+
+
+def test_not_estimable_warnings_merge_into_one_line():
+    w = M.evaluate(*_gauss(6, 6, 1.0), n_bootstrap=0)["warnings"]
+    merged = M.merge_warnings(w)
+    assert len([x for x in w if "not estimable" in x]) == 5
+    ne = [x for x in merged if "not estimable" in x]
+    assert ne == ["TPR at 0.1%, 1%, 2%, 5% and 10% FPR is not estimable with 6 non-members (each needs at least "
+                  "1/FPR of them: 1,000, 100, 50, 20, 10): shown as n/e"]
+    assert [x for x in merged if "not estimable" not in x] == [x for x in w if "not estimable" not in x]
+    table = M.summarize_table({"loss": M.evaluate(*_gauss(6, 6, 1.0), n_bootstrap=0),
+                               "zlib": M.evaluate(*_gauss(6, 6, 0.5, seed=1), n_bootstrap=0)})
+    assert table.count("not estimable") == 1
