@@ -52,7 +52,16 @@ def render_stages(job) -> None:
         st.progress(0.0, text="starting…")
     for s in stages:  # one timer per stage, from its start; the current one keeps counting
         el = time.time() - s.started if s.name == current else s.elapsed
-        st.progress(s.fraction, text=f"{s.name}: {s.message} ({fmt_seconds(el)})")
+        st.progress(s.fraction, text=f"{s.name}: {s.message} ({fmt_seconds(el)}{stage_eta(s, el, s.name == current)})")
+
+
+def stage_eta(stage, elapsed: float, current: bool) -> str:
+    """", about 40 s left" for the running stage, from its own pace so far (once it is 5 % done and
+    has run 3 s, so the first batch's start-up does not make the guess wild); "" otherwise."""
+    f = float(stage.fraction)
+    if not current or not 0.05 <= f < 1.0 or elapsed < 3:
+        return ""
+    return f", about {fmt_seconds(elapsed * (1 - f) / f)} left"
 
 
 def early_table(partial: dict):

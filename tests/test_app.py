@@ -504,3 +504,13 @@ def test_run_estimate_uses_the_measured_speed(tmp_path, monkeypatch):
     assert E.measured("cuda:0") is None and E.count_tokens(["abcd" * 21]) == 21  # 84 characters: 20 tokens + the prefix
     line = E.describe_estimate(100, ["target", "reference"], 3000, 135e6, "cpu")
     assert "100 texts × 2 passes (target, reference)" in line and "6,000 tokens" in line and "measured" in line
+
+
+def test_stage_eta_from_its_own_pace():
+    from dashboard.jobs import Stage
+    from dashboard.ui import stage_eta
+
+    s = Stage("target pass", 0.25, "50/200 windows")
+    assert stage_eta(s, 10.0, True) == ", about 30.0 s left"  # a quarter done in 10 s: 30 s to go
+    assert stage_eta(s, 10.0, False) == ""  # finished or waiting stages have no ETA
+    assert stage_eta(Stage("x", 0.01), 10.0, True) == "" and stage_eta(s, 1.0, True) == ""  # too early to guess
