@@ -37,8 +37,10 @@ st.markdown(
 
 # ------------------------------------------------------------------ models
 st.subheader("1 · Masked language models")
-st.info("No masked LM ships with the dashboard's embedded models (the embedded SmolLM2 is a causal LM and "
-        "the sidebar's models are not used here). Give a Hugging Face hub id (needs network access) or a local "
+st.info("The sidebar's models are causal LMs and are not used here. One masked LM ships with the dashboard: "
+        "`embedded` (the all-MiniLM-L6-v2 encoder with a masked-LM head trained on public-domain books, the "
+        "neighbour proposer; bert-base-uncased's WordPiece vocabulary), usable as the reference of a target with "
+        "that tokenizer. No demo target ships yet: give a Hugging Face hub id (needs network access) or a local "
         "folder holding a masked LM (config, weights and tokenizer), e.g. one saved with `save_pretrained`. "
         "Both models must share a tokenizer.", icon=":material/info:")
 c1, c2 = st.columns(2)

@@ -46,7 +46,7 @@ for m in metas:
         "Created": m.get("created"),
     })
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_table", width="stretch",
-             column_config={"Name": st.column_config.TextColumn(width="large"),
+             column_config={"Name": st.column_config.TextColumn(width="medium"),
                             "Verdict": st.column_config.TextColumn(width="small")})
 
 tab_cmp, tab_one = st.tabs(["Compare two runs", "Open / delete a run"])

@@ -198,7 +198,8 @@ def test_mlm_page_loads_and_says_no_mlm_ships():
     at = _app(MLM_PAGE)
     _no_exception(at)
     assert at.title[0].value == "Masked-LM audit"
-    assert any("No masked LM ships" in i.value for i in at.info)
+    assert any("not used here" in i.value and "`embedded`" in i.value and "No demo target ships yet" in i.value
+               for i in at.info)
     assert at.number_input(key="mlm_alpha").value == pytest.approx(0.1)
     assert at.number_input(key="mlm_k").value == 10
 

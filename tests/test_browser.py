@@ -4,7 +4,8 @@ Chromium with Playwright.
 It pastes a paragraph on the Inspect page, analyses it with the embedded SmolLM2 and checks the
 coloured per-token spans (with their hover text); then runs a small calibration on pasted texts
 and waits for the ROC chart. Screenshots go to ``tests/artifacts/`` (git-ignored):
-``inspect_tokens.png``, ``inspect_page.png``, ``calibration_roc.png``, ``calibration_page.png``.
+``inspect_tokens.png``, ``inspect_page.png``, ``calibration_roc.png``, ``calibration_page.png``, and the other
+pages as first met: ``runs_page.png``, ``documents_page.png``, ``mlm_page.png``, ``controlled_page.png``.
 
 Needs Debian's ``chromium`` (``apt-get install -y chromium``) and ``pip install playwright``
 (Playwright's own browser download is not used: the system Chromium is launched directly).
@@ -154,6 +155,17 @@ def test_inspect_and_calibration_in_a_browser(server):
             roc.first.screenshot(path=str(ARTIFACTS / "calibration_roc.png"))
             page.screenshot(path=str(ARTIFACTS / "calibration_page.png"), full_page=True)
             assert "AUC" in text and "TPR@1% FPR" in text
+
+            # ---- the other pages as a user first meets them (1400 px wide), the run just made on Runs
+            for path, needle, shot in (("Runs", "Compare two runs", "runs_page.png"),
+                                       ("Document_audit", "Document audit", "documents_page.png"),
+                                       ("Masked_LM_audit", "Masked", "mlm_page.png"),
+                                       ("Controlled_experiment", "Controlled experiment", "controlled_page.png")):
+                page.goto(f"{server}/{path}", wait_until="networkidle")
+                _wait_idle(page)
+                seen = _text_when(page, "[data-testid='stMain']", (needle,))
+                page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
+                assert needle in seen and "Traceback" not in seen, path
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)  # what the page showed
             raise
