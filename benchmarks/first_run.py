@@ -23,6 +23,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from neighbours import cpu_name  # noqa: E402 - the sibling benchmark's CPU name reader
 
 CHILD = r"""
 import json, sys, time
@@ -83,16 +85,6 @@ def roof() -> float:
     for _ in range(10):
         a @ b
     return 2 * 1024**3 * 10 / (time.perf_counter() - t) / 1e9
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
 
 
 def measure(cache: Path, runs_dir: Path, boot: int, population: bool = False) -> dict:

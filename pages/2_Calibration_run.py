@@ -23,6 +23,8 @@ from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
 from mia_core.pipeline import uses_reference
 
+ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read just to estimate the run's time
+
 page_setup("Calibration run", ":material/monitoring:")
 panel = model_panel(load=False)
 reg = registry()
@@ -152,7 +154,10 @@ with st.expander("Advanced"):
 st.subheader("3 · Run")
 job = reg.latest("calibration")
 busy = job is not None and job.running
-if not busy and chosen:  # what pressing Run will cost, before it is pressed
+_up_bytes = sum(getattr(f, "size", 0) or 0 for f in [*(members or []), *(nonmembers or []), *(population or [])])
+if not busy and chosen and _up_bytes > ESTIMATE_MAX_BYTES:  # not re-read on every rerun
+    st.caption("Estimate: not made for uploads over 5 MB (they would be re-read on every change of the page).")
+elif not busy and chosen:  # what pressing Run will cost, before it is pressed
     try:
         _est_inputs = read_inputs(source, demo=demo, members=members, nonmembers=nonmembers, mode=mode,
                                   population=population, members_text=members_text, nonmembers_text=nonmembers_text)
