@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
+from dashboard import optional
+from dashboard.loaders import load_model
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
 from mia_core import plots
@@ -23,6 +25,7 @@ from mia_core.documents import (
 )
 from mia_core.documents.normalization import LABELS as NORM_LABELS
 from mia_core.errors import MiaError, SettingsError
+from mia_core.metrics import NOT_ESTIMABLE
 
 RESULT_KEY = "doc_audit_result"
 PRECISION_KEY = "doc_audit_precision"
@@ -61,13 +64,23 @@ def _read_docs(role: str, uploads, paths_text: str, strip: bool):
 
 # ------------------------------------------------------------------ data
 st.subheader("1 · Books")
-source = st.radio("Books from", ["upload", "paths"], horizontal=True, key="doc_source",
-                  format_func={"upload": "Upload files", "paths": "Folders or files on this machine"}.get,
+demo = optional.demo_paths()
+source = st.radio("Books from", (["demo"] if demo else []) + ["upload", "paths"], horizontal=True, key="doc_source",
+                  format_func={"demo": "Bundled demo", "upload": "Upload files",
+                               "paths": "Folders or files on this machine"}.get,
                   label_visibility="collapsed")
 c1, c2 = st.columns(2)
 mem_up = non_up = None
 mem_paths = non_paths = ""
-if source == "upload":
+use_demo_model = False
+if source == "demo":
+    st.caption("Demo with ground truth: 20 member and 20 non-member documents, each five passages (about 250 words) "
+               "of one of five public-domain novels in reading order. The demo target was fine-tuned on the member "
+               "passages and never saw the non-member ones. Short documents rather than whole books, so that the "
+               "demo runs in about two minutes on a CPU; the method is the same at any length.")
+    use_demo_model = st.checkbox("Use the demo target (instead of the sidebar's model)", value=True,
+                                 key="doc_demo_model")
+elif source == "upload":
     mem_up = c1.file_uploader("Member books (believed to be in the training data): .txt files or a .zip",
                               type=DOC_TYPES, accept_multiple_files=True, key="doc_members_up")
     non_up = c2.file_uploader("Non-member books (known not to be): .txt files or a .zip",
@@ -117,8 +130,13 @@ if go_:
         # cheap checks first (settings, books), the model last
         if not norms:
             raise SettingsError("choose at least one normalisation.")
-        members = _read_docs("member", mem_up, mem_paths, strip)
-        nonmembers = _read_docs("non-member", non_up, non_paths, strip)
+        if source == "demo":
+            from mia_core.demo import demo_documents
+
+            members, nonmembers = demo_documents()
+        else:
+            members = _read_docs("member", mem_up, mem_paths, strip)
+            nonmembers = _read_docs("non-member", non_up, non_paths, strip)
         for d in members + nonmembers:  # e.g. a book read as Windows-1252
             for n_ in (d.strip or {}).get("notes") or []:
                 st.caption(n_)
@@ -126,7 +144,12 @@ if go_:
         if len(members) < int(folds) or len(nonmembers) < int(folds):
             raise SettingsError(f"{int(folds)}-fold cross-validation needs at least {int(folds)} member and "
                                 f"{int(folds)} non-member books; got {len(members)} and {len(nonmembers)}.")
-        if panel.target is None:
+        target = panel.target
+        if use_demo_model:
+            with st.spinner("Loading the demo target…"):
+                target = load_model(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
+                                    panel.trust_remote_code)
+        elif target is None:
             raise SettingsError(f"the target model is not loaded: {panel.target_error or 'choose one in the sidebar'}.")
         feats = ("hist", "agg") if feat_choice == "both" else (feat_choice,)
         bar = st.progress(0.0, text="starting…")
@@ -135,7 +158,7 @@ if go_:
             bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
 
         res = run_document_audit(
-            members, nonmembers, panel.target, reference=panel.reference, context=int(context),
+            members, nonmembers, target, reference=None if use_demo_model else panel.reference, context=int(context),
             normalizations=tuple(norms), features=feats, folds=int(folds), n_bins=int(n_bins), seed=int(seed),
             partial_lengths=DEFAULT_LENGTHS if do_partial else None,
             baselines=bool(do_baselines), n_estimators=int(n_trees), progress=progress,
@@ -144,7 +167,7 @@ if go_:
         if do_precision:
             bar2 = st.progress(0.0, text="precision table…")
             st.session_state[PRECISION_KEY] = precision_table(
-                panel.target_spec, members, nonmembers, device=panel.device, context=int(context), folds=int(folds),
+                str(demo["target"]) if use_demo_model else panel.target_spec, members, nonmembers, device=panel.device, context=int(context), folds=int(folds),
                 n_bins=int(n_bins), seed=int(seed), n_estimators=int(n_trees),
                 progress=lambda m, f: bar2.progress(max(0.0, min(1.0, float(f))), text=str(m)[:160]),
             )
@@ -164,8 +187,13 @@ if res is not None:
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Books", f"{n_m} members · {len(res.labels) - n_m} non-members")
     m2.metric(f"Best AUC ({best})", _fmt_pm(bm["auc_mean"], bm["auc_std"]))
-    m3.metric("TPR at 1% FPR", _fmt_pm(bm["tpr_at_fpr_mean"]["0.01"], bm["tpr_at_fpr_std"]["0.01"], pct=True))
-    m4.metric("TPR at 10% FPR", _fmt_pm(bm["tpr_at_fpr_mean"]["0.1"], bm["tpr_at_fpr_std"]["0.1"], pct=True))
+    est = res.tpr_estimable  # TPR at an FPR below 1/(held-out non-members per fold) is not estimable
+
+    def _tpr(k, mean, std=None):
+        return _fmt_pm(mean, std, pct=True) if est.get(k, True) else NOT_ESTIMABLE
+
+    m3.metric("TPR at 1% FPR", _tpr("0.01", bm["tpr_at_fpr_mean"]["0.01"], bm["tpr_at_fpr_std"]["0.01"]))
+    m4.metric("TPR at 10% FPR", _tpr("0.1", bm["tpr_at_fpr_mean"]["0.1"], bm["tpr_at_fpr_std"]["0.1"]))
     st.caption(f"Model {res.model.get('name')} · context {res.settings['context']} · {res.settings['folds']} folds · "
                f"{res.timings.get('tokens', 0):,} tokens in {fmt_seconds(res.timings.get('total_s'))}. The best "
                "pipeline is chosen on the same folds: treat its figure as descriptive.")
@@ -175,8 +203,8 @@ if res is not None:
     shown = pd.DataFrame({
         "normalisation": tab["normalization"], "features": tab["features"],
         "AUC": [_fmt_pm(a, s) for a, s in zip(tab["auc_mean"], tab["auc_std"])],
-        "TPR at 1% FPR": [_fmt_pm(a, s, True) for a, s in zip(tab["tpr_1_mean"], tab["tpr_1_std"])],
-        "TPR at 10% FPR": [_fmt_pm(a, s, True) for a, s in zip(tab["tpr_10_mean"], tab["tpr_10_std"])],
+        "TPR at 1% FPR": [_tpr("0.01", a, s) for a, s in zip(tab["tpr_1_mean"], tab["tpr_1_std"])],
+        "TPR at 10% FPR": [_tpr("0.1", a, s) for a, s in zip(tab["tpr_10_mean"], tab["tpr_10_std"])],
         "pooled AUC": [fmt_num(v) for v in tab["pooled_auc"]],
     })
     st.dataframe(shown, hide_index=True, width="stretch", key="doc_table")
@@ -203,8 +231,8 @@ if res is not None:
         st.dataframe(pd.DataFrame({
             "tokens per book": res.partial["n_tokens"], "pipeline": named["pipeline"],
             "AUC": [_fmt_pm(a, s) for a, s in zip(res.partial["auc_mean"], res.partial["auc_std"])],
-            "TPR at 1% FPR": [fmt_pct(v) for v in res.partial["tpr_1_mean"]],
-            "TPR at 10% FPR": [fmt_pct(v) for v in res.partial["tpr_10_mean"]],
+            "TPR at 1% FPR": [_tpr("0.01", v) for v in res.partial["tpr_1_mean"]],
+            "TPR at 10% FPR": [_tpr("0.1", v) for v in res.partial["tpr_10_mean"]],
             "books truncated": res.partial["n_truncated"],
         }), hide_index=True, key="doc_partial_table")
 
@@ -214,8 +242,8 @@ if res is not None:
         st.dataframe(pd.DataFrame({
             "attack": bt["attack"], "scaling": bt["scaling"],
             "AUC": [_fmt_pm(a, s) for a, s in zip(bt["auc_mean"], bt["auc_std"])],
-            "TPR at 1% FPR": [fmt_pct(v) for v in bt["tpr_1_mean"]],
-            "TPR at 10% FPR": [fmt_pct(v) for v in bt["tpr_10_mean"]],
+            "TPR at 1% FPR": [_tpr("0.01", v) for v in bt["tpr_1_mean"]],
+            "TPR at 10% FPR": [_tpr("0.1", v) for v in bt["tpr_10_mean"]],
         }), hide_index=True, key="doc_baseline_table")
         for n in res.baseline_notes:
             st.caption(n)

@@ -167,8 +167,8 @@ def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     assert set(table["features"]) == {"HistFE", "AggFE"}
     for cell in table["AUC"]:
         assert 0.0 <= _number(cell) <= 1.0
-    for cell in table["TPR at 10% FPR"]:
-        assert 0.0 <= _number(cell) <= 100.0
+    # 2 folds of 3 + 3 books: 3 held-out non-members per fold cannot measure TPR at 10 % FPR
+    assert set(table["TPR at 10% FPR"]) == {"n/e"} and set(table["TPR at 1% FPR"]) == {"n/e"}
     # the headline metric holds a number
     auc_metric = next(m for m in at.metric if m.label.startswith("Best AUC"))
     assert 0.0 <= _number(auc_metric.value) <= 1.0
@@ -191,6 +191,27 @@ def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     strip = json.loads(at.get("plotly_chart")[-1].proto.spec)
     ys = _array(strip["data"][0]["y"])
     assert len(ys) and np.isfinite(ys).any()
+
+
+def test_document_page_demo_runs_offline(tiny_llama):
+    """The page's default source is the bundled demo: it audits the 20 + 20 demo documents with the
+    demo target (not the sidebar's model, here a random tiny Llama) and finds the members."""
+    at = _app(DOC_PAGE, model=tiny_llama)
+    assert at.radio(key="doc_source").value == "demo"
+    assert at.checkbox(key="doc_demo_model").value is True
+    at.multiselect(key="doc_norms").set_value(["rationorm_tf"])
+    at.radio(key="doc_features").set_value("agg")
+    at.number_input(key="doc_trees").set_value(50)
+    at.checkbox(key="doc_partial").uncheck()
+    at.button(key="doc_go").click().run()
+    _no_exception(at)
+    assert not _errors(at), _errors(at)
+    assert next(m for m in at.metric if m.label == "Books").value == "20 members · 20 non-members"
+    auc = _number(next(m for m in at.metric if m.label.startswith("Best AUC")).value)
+    assert auc >= 0.75, auc  # a random tiny Llama would sit near 0.5
+    assert next(m for m in at.metric if m.label == "TPR at 1% FPR").value == "n/e"
+    scores = next(d.value for d in at.dataframe if "book" in d.value.columns)
+    assert scores["book"].iloc[0].startswith("jacobs_salthaven_")
 
 
 # ------------------------------------------------------------------ masked-LM audit

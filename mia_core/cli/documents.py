@@ -30,8 +30,11 @@ def register(subparsers) -> None:
                     "random-forest meta-classifier under stratified k-fold cross-validation.",
     )
     d = p.add_argument_group("data")
-    d.add_argument("--members", nargs="+", required=True, help="member documents: folder(s), .zip or .txt files")
-    d.add_argument("--nonmembers", nargs="+", required=True, help="non-member documents: folder(s), .zip or .txt files")
+    d.add_argument("--members", nargs="+", help="member documents: folder(s), .zip or .txt files")
+    d.add_argument("--nonmembers", nargs="+", help="non-member documents: folder(s), .zip or .txt files")
+    d.add_argument("--demo", action="store_true",
+                   help="use the bundled demo: 20 member and 20 non-member documents of five passages each from five "
+                        "public-domain novels, and the demo target that was fine-tuned on the member passages")
     d.add_argument("--no-strip", action="store_true", help="keep Project Gutenberg headers and footers")
     add_model_args(p, model_help="target model (default: the embedded SmolLM2-135M)",
                    reference_help="reference model for the reference-model baseline")
@@ -96,8 +99,19 @@ def run(args) -> int:
     feats = parse_features(args.features)
     lengths = _lengths(args.partial_lengths)
     strip = not args.no_strip
-    members = load_documents(args.members, strip=strip)
-    nonmembers = load_documents(args.nonmembers, strip=strip)
+    if args.demo:
+        from ..demo import demo_documents, demo_paths
+
+        if args.members or args.nonmembers:
+            raise SettingsError("--demo fills in the members and non-members; do not give them too")
+        members, nonmembers = demo_documents()
+        if args.model in (None, "smollm2"):
+            args.model = str(demo_paths()["target"])
+    elif not (args.members and args.nonmembers):
+        raise SettingsError("give --members and --nonmembers (folders, .zip or .txt files), or --demo")
+    else:
+        members = load_documents(args.members, strip=strip)
+        nonmembers = load_documents(args.nonmembers, strip=strip)
     check_document_overlap(members, nonmembers)
     make_folds([1] * len(members) + [0] * len(nonmembers), args.folds, args.seed)  # too few documents: before loading
     n_strip = sum(1 for d in members + nonmembers if d.strip.get("stripped"))

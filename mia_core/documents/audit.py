@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, SettingsError
+from ..metrics import NOT_ESTIMABLE
 from ..models import LoadedModel, describe
 from ..stats import StatsSettings, TokenStats, compute_stats
 from .baselines import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES, run_baselines
@@ -130,6 +131,16 @@ class DocumentAuditResult(AuditResult):
         """The pipeline with the highest mean fold AUC (descriptive: chosen on the same folds)."""
         return max(self.metrics, key=lambda p: -1 if math.isnan(self.metrics[p]["auc_mean"]) else self.metrics[p]["auc_mean"])
 
+    @property
+    def tpr_estimable(self) -> dict[str, bool]:
+        """``{"0.01": bool, "0.1": bool}``: whether every fold held out enough non-members for TPR
+        at that FPR (all pipelines, the partial curve and the baselines share the folds)."""
+        est = {"0.01": True, "0.1": True}
+        for m in self.metrics.values():
+            for k, v in (m.get("tpr_estimable") or {}).items():
+                est[k] = est.get(k, True) and bool(v)
+        return est
+
     def table(self) -> pd.DataFrame:
         rows = []
         for p, m in self.metrics.items():
@@ -144,6 +155,8 @@ class DocumentAuditResult(AuditResult):
                 "tpr_1_std": m["tpr_at_fpr_std"]["0.01"],
                 "tpr_10_mean": m["tpr_at_fpr_mean"]["0.1"],
                 "tpr_10_std": m["tpr_at_fpr_std"]["0.1"],
+                "tpr_1_estimable": (m.get("tpr_estimable") or {}).get("0.01", True),
+                "tpr_10_estimable": (m.get("tpr_estimable") or {}).get("0.1", True),
                 "pooled_auc": m.get("pooled_auc"),
             })
         return pd.DataFrame(rows)
@@ -191,10 +204,10 @@ class DocumentAuditResult(AuditResult):
             f"{'normalisation':<13} {'features':<8} {'AUC mean ± std':>16} {'TPR@1%FPR':>16} {'TPR@10%FPR':>16}",
         ]
         for _, r in self.table().iterrows():
-            lines.append(
-                f"{r['normalization']:<13} {r['features']:<8} {f(r['auc_mean']):>7} ± {f(r['auc_std']):<6} "
-                f"{f(r['tpr_1_mean'], True):>7} ± {f(r['tpr_1_std'], True):<6} {f(r['tpr_10_mean'], True):>7} ± {f(r['tpr_10_std'], True):<6}"
-            )
+            tprs = [f"{f(r[f'tpr_{x}_mean'], True):>7} ± {f(r[f'tpr_{x}_std'], True):<6}" if r[f"tpr_{x}_estimable"]
+                    else f"{NOT_ESTIMABLE:>7}   {'':<6}" for x in (1, 10)]
+            lines.append(f"{r['normalization']:<13} {r['features']:<8} {f(r['auc_mean']):>7} ± {f(r['auc_std']):<6} "
+                         + " ".join(tprs))
         bt = self.baseline_table()
         if len(bt):
             lines += ["", "Sequence-level baselines scaled to documents (§6.2): AUC mean ± std",

@@ -25,7 +25,7 @@ from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import StratifiedKFold
 
 from ..errors import SettingsError
-from ..metrics import fpr_key, roc, tpr_at_fpr
+from ..metrics import fpr_key, roc, tpr_at_fpr, tpr_estimable
 
 RF_PARAMS = {"n_estimators": 500, "max_depth": 5, "min_samples_leaf": 3}
 REPORT_FPRS = (0.01, 0.1)
@@ -61,24 +61,30 @@ def fold_figures(y: np.ndarray, scores: np.ndarray) -> dict:
     y, s = y[ok], s[ok]
     if len(np.unique(y)) < 2:
         return {"auc": float("nan"), "tpr_at_fpr": {fpr_key(f): float("nan") for f in REPORT_FPRS},
-                "roc": {"fpr": [], "tpr": []}, "n": int(len(y))}
+                "roc": {"fpr": [], "tpr": []}, "n": int(len(y)), "n_nonmembers": int((y == 0).sum())}
     fpr, tpr, _ = roc(y, s)
     return {
         "auc": float(roc_auc_score(y, s)),
         "tpr_at_fpr": tpr_at_fpr(y, s, REPORT_FPRS),
         "roc": {"fpr": [float(v) for v in fpr], "tpr": [float(v) for v in tpr]},
         "n": int(len(y)),
+        "n_nonmembers": int((y == 0).sum()),
     }
 
 
 def summarize_folds(per_fold: list[dict], labels=None, oof=None) -> dict:
-    """Mean and standard deviation over folds (plus the pooled out-of-fold AUC when given)."""
+    """Mean and standard deviation over folds (plus the pooled out-of-fold AUC when given).
+
+    ``tpr_estimable[k]`` is False when some fold has fewer held-out non-members than TPR at that
+    FPR needs (``mia_core.metrics.tpr_estimable``): the mean is then kept for the files but shown
+    as ``n/e``."""
     aucs = np.array([f["auc"] for f in per_fold], dtype=float)
     out = {
         "auc_mean": float(np.nanmean(aucs)) if np.isfinite(aucs).any() else float("nan"),
         "auc_std": float(np.nanstd(aucs)) if np.isfinite(aucs).any() else float("nan"),
         "tpr_at_fpr_mean": {},
         "tpr_at_fpr_std": {},
+        "tpr_estimable": {},
         "folds": per_fold,
     }
     for f in REPORT_FPRS:
@@ -86,6 +92,7 @@ def summarize_folds(per_fold: list[dict], labels=None, oof=None) -> dict:
         v = np.array([p["tpr_at_fpr"][k] for p in per_fold], dtype=float)
         out["tpr_at_fpr_mean"][k] = float(np.nanmean(v)) if np.isfinite(v).any() else float("nan")
         out["tpr_at_fpr_std"][k] = float(np.nanstd(v)) if np.isfinite(v).any() else float("nan")
+        out["tpr_estimable"][k] = all(tpr_estimable(f, p.get("n_nonmembers")) for p in per_fold)
     if labels is not None and oof is not None:
         y = np.asarray(labels, dtype=int)
         s = np.asarray(oof, dtype=float)
