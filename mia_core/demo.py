@@ -84,3 +84,54 @@ def demo_documents() -> tuple[list, list]:
                                     "encoding": "utf-8", "notes": []})
                     for d in spec["sets"][role]])
     return out[0], out[1]
+
+
+MLM_TARGET_DIR = DEMO_DIR / "mlm_target"
+MLM_TARGET_STEPS = 100
+MLM_TARGET_LR = 3e-3
+MLM_TARGET_COMMAND = "python -m mia_core build-proposer --mlm-demo-target"
+
+
+def mlm_demo_paths() -> dict:
+    """The Masked-LM audit demo (Mireshghallah et al. 2022 in miniature): ``{"members", "nonmembers",
+    "population", "target": Path, "reference": "embedded"}``.
+
+    The reference is the embedded masked LM (``mia_core.neighbours.proposer``: MiniLM-L6 with a
+    masked-LM head trained on the eight bundled corpus novels, none of them a demo book); the
+    target is that model trained further on the demo's 100 member passages
+    (``assets/demo/mlm_target``, made by :func:`build_mlm_demo_target`). Non-members and the
+    population come from the same five novels and were never trained on. Raises ``DataError``
+    when a file is missing.
+    """
+    from .neighbours.proposer import META, WEIGHTS
+
+    p = demo_paths()
+    missing = [str(MLM_TARGET_DIR / f) for f in (WEIGHTS, META) if not (MLM_TARGET_DIR / f).exists()]
+    if missing:
+        raise DataError(f"the bundled masked-LM demo is incomplete, missing: {', '.join(missing)}.")
+    return {"members": p["members"], "nonmembers": p["nonmembers"], "population": p["population"],
+            "target": MLM_TARGET_DIR, "reference": "embedded"}
+
+
+def build_mlm_demo_target(out=None, *, steps: int = MLM_TARGET_STEPS, lr: float = MLM_TARGET_LR, seed: int = 0,
+                          progress=None) -> dict:
+    """Fine-tune the embedded masked LM on the demo's members (the same parameters its own training
+    changed: the top encoder layer and the masked-LM head; BERT's masking recipe, 32 x 128-token
+    chunks per step, the members run together so that every member token is in a chunk) and write
+    the delta to ``out`` (default ``assets/demo/mlm_target``). The non-members are the held-out
+    set. Returns the metadata written beside it."""
+    from .neighbours.proposer import ASSET_DIR, build_proposer
+    from .progress import noop
+
+    p = demo_paths()
+
+    def read(path):
+        return "\n\n".join(ln for ln in path.read_text(encoding="utf-8").splitlines() if ln.strip())
+
+    return build_proposer(
+        out or MLM_TARGET_DIR, steps=steps, lr=lr, seed=seed, init=ASSET_DIR, documents=[read(p["members"])],
+        held_out=[read(p["nonmembers"])], progress=progress or noop,
+        data="mia_core/assets/demo/members.txt (the 100 demo member passages), starting from the embedded proposer",
+        command=MLM_TARGET_COMMAND + (f" --steps {steps}" if steps != MLM_TARGET_STEPS else "")
+        + (f" --seed {seed}" if seed else ""),
+    )

@@ -22,6 +22,16 @@ from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
 
 RESULT_KEY = "mlm_audit_result"
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
+def _mlm_demo() -> dict | None:
+    """``mia_core.demo.mlm_demo_paths()``, or None when the demo's files are not installed."""
+    try:
+        from mia_core.demo import mlm_demo_paths
+
+        return mlm_demo_paths()
+    except (ImportError, MiaError):
+        return None
+
+
 ATTACKS = {"likelihood_ratio": "Likelihood ratio (target vs reference)", "loss": "Loss (target energy only)"}
 
 page_setup("Masked-LM audit", ":material/healing:")
@@ -40,9 +50,10 @@ st.subheader("1 · Masked language models")
 st.info("The sidebar's models are causal LMs and are not used here. One masked LM ships with the dashboard: "
         "`embedded` (the all-MiniLM-L6-v2 encoder with a masked-LM head trained on public-domain books, the "
         "neighbour proposer; bert-base-uncased's WordPiece vocabulary), usable as the reference of a target with "
-        "that tokenizer. No demo target ships yet: give a Hugging Face hub id (needs network access) or a local "
-        "folder holding a masked LM (config, weights and tokenizer), e.g. one saved with `save_pretrained`. "
-        "Both models must share a tokenizer.", icon=":material/info:")
+        "that tokenizer. The **bundled demo** (section 2) brings its own pair: leave both boxes empty to use it. "
+        "Otherwise give a Hugging Face hub id (needs network access) or a local folder holding a masked LM (config, "
+        "weights and tokenizer), e.g. one saved with `save_pretrained`. Both models must share a tokenizer.",
+        icon=":material/info:")
 c1, c2 = st.columns(2)
 target_spec = c1.text_input("Target masked LM (the audited model)", key="mlm_target",
                             placeholder="/path/to/fine-tuned-bert or a hub id")
@@ -51,12 +62,20 @@ reference_spec = c2.text_input("Reference masked LM (e.g. the pre-trained model 
 
 # ------------------------------------------------------------------ data
 st.subheader("2 · Texts")
-source = st.radio("Texts from", ["upload", "paste"], horizontal=True, key="mlm_source",
-                  format_func={"upload": "Upload files", "paste": "Paste texts"}.get, label_visibility="collapsed")
+demo = _mlm_demo()
+source = st.radio("Texts from", (["demo"] if demo else []) + ["upload", "paste"], horizontal=True, key="mlm_source",
+                  format_func={"demo": "Bundled demo", "upload": "Upload files", "paste": "Paste texts"}.get,
+                  label_visibility="collapsed")
 mem_up = non_up = pop_up = None
 mem_txt = non_txt = pop_txt = ""
 mode, text_column, group_column = "auto", None, None
-if source == "upload":
+if source == "demo":
+    st.caption("Demo with ground truth: 100 member, 100 non-member and 100 population passages from five "
+               "public-domain novels (the calibration demo's texts). Reference: the embedded masked LM, trained on "
+               "eight other novels. Target: that model trained further on the 100 members "
+               "(`python -m mia_core build-proposer --mlm-demo-target`); it never saw the non-members or the "
+               "population. Leave the model boxes above empty to use this pair.")
+elif source == "upload":
     u1, u2, u3 = st.columns(3)
     mem_up = u1.file_uploader("Members (believed to be in the training data)", type=UPLOAD_TYPES,
                               accept_multiple_files=True, key="mlm_members_up")
@@ -99,6 +118,13 @@ def _lines(text: str) -> list[str]:
 
 def _inputs() -> dict:
     """Validated keyword arguments for ``run_mlm_audit`` (raises MiaError)."""
+    if source == "demo":
+        from mia_core.data import read_texts
+
+        read = lambda role: [r.text for r in read_texts(demo[role], mode="lines")]  # noqa: E731
+        return dict(members=read("members"), nonmembers=read("nonmembers"), population=read("population"),
+                    target=target_spec.strip() or str(demo["target"]),
+                    reference=reference_spec.strip() or demo["reference"], notes=[])
     if not target_spec.strip():
         raise SettingsError("give the target masked LM: a local folder or a hub id.")
     if not reference_spec.strip():
@@ -109,7 +135,8 @@ def _inputs() -> dict:
         for role, v in (("members", mem), ("non-members", non), ("population texts", pop)):
             if not v:
                 raise DataError(f"no {role} given: paste one text per line.")
-        return dict(members=mem, nonmembers=non, population=pop, notes=notes)
+        return dict(members=mem, nonmembers=non, population=pop, notes=notes, target=target_spec.strip(),
+                    reference=reference_spec.strip())
     from mia_core.data import load_dataset, read_population
 
     if not mem_up or not non_up:
@@ -124,7 +151,8 @@ def _inputs() -> dict:
     mi = [i for i in range(len(ds)) if ds.labels[i] == 1]
     ni = [i for i in range(len(ds)) if ds.labels[i] == 0]
     kw = dict(members=[ds.texts[i] for i in mi], nonmembers=[ds.texts[i] for i in ni], population=[r.text for r in pop],
-              member_ids=[ds.ids[i] for i in mi], nonmember_ids=[ds.ids[i] for i in ni], notes=notes)
+              member_ids=[ds.ids[i] for i in mi], nonmember_ids=[ds.ids[i] for i in ni], notes=notes,
+              target=target_spec.strip(), reference=reference_spec.strip())
     if ds.groups is not None:
         kw["member_groups"] = [ds.groups[i] for i in mi]
         kw["nonmember_groups"] = [ds.groups[i] for i in ni]
@@ -150,7 +178,7 @@ if go_:
         import time
 
         t0 = time.time()
-        res = run_mlm_audit(target=target_spec.strip(), reference=reference_spec.strip(), k=int(k), seed=int(seed),
+        res = run_mlm_audit(k=int(k), seed=int(seed),
                             alpha=float(alpha), n_bootstrap=int(n_boot), device=panel.device, dtype=panel.dtype,
                             trust_remote_code=panel.trust_remote_code, progress=progress, **kw)
         res.plan = None  # tokenisation and masks: large, not needed for display

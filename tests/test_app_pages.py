@@ -215,25 +215,26 @@ def test_document_page_demo_runs_offline(tiny_llama):
 
 
 # ------------------------------------------------------------------ masked-LM audit
-def test_mlm_page_loads_and_says_no_mlm_ships():
+def test_mlm_page_loads_with_the_demo_as_default():
     at = _app(MLM_PAGE)
     _no_exception(at)
     assert at.title[0].value == "Masked-LM audit"
-    assert any("not used here" in i.value and "`embedded`" in i.value and "No demo target ships yet" in i.value
+    assert any("not used here" in i.value and "`embedded`" in i.value and "bundled demo" in i.value
                for i in at.info)
+    assert at.radio(key="mlm_source").value == "demo"
     assert at.number_input(key="mlm_alpha").value == pytest.approx(0.1)
     assert at.number_input(key="mlm_k").value == 10
 
 
 def test_mlm_page_bad_input_shows_error(tmp_path):
     at = _app(MLM_PAGE)
+    at.radio(key="mlm_source").set_value("paste").run()
     at.button(key="mlm_go").click().run()  # no models
     _no_exception(at)
     assert any("target masked LM" in e for e in _errors(at)), _errors(at)
 
     at.text_input(key="mlm_target").input(str(tmp_path / "no_such_model"))
     at.text_input(key="mlm_reference").input(str(tmp_path / "no_such_model"))
-    at.radio(key="mlm_source").set_value("paste").run()
     at.text_area(key="mlm_members_text").input("a member text")
     at.text_area(key="mlm_nonmembers_text").input("a non-member text")
     at.button(key="mlm_go").click().run()  # no population
@@ -279,6 +280,19 @@ def test_mlm_page_runs_on_tiny_masked_lms(tiny_berts):
         shapes = fig["layout"].get("shapes", [])
         assert len(shapes) == 1 and shapes[0]["x0"] == shapes[0]["x1"]  # a vertical line
         assert isinstance(shapes[0]["x0"], (int, float))
+
+
+def test_mlm_page_demo_runs_offline():
+    """The bundled demo source needs no model typed: the demo target and the embedded masked LM."""
+    at = _app(MLM_PAGE)
+    at.number_input(key="mlm_k").set_value(2)
+    at.number_input(key="mlm_bootstrap").set_value(100)
+    at.button(key="mlm_go").click().run()
+    _no_exception(at)
+    assert not _errors(at), _errors(at)
+    table = next(d.value for d in at.dataframe if "AUC [95% CI]" in d.value.columns)
+    aucs = dict(zip(table.iloc[:, 0], (_number(v) for v in table["AUC [95% CI]"])))
+    assert max(aucs.values()) >= 0.8, aucs
 
 
 # ------------------------------------------------------------------ controlled experiment

@@ -33,13 +33,16 @@ def register(subparsers) -> None:
     )
     d = add_data_args(
         p, group_column="group id column (e.g. patient id): adds group-level metrics", population_nargs="+",
-        population_required=True,
+        demo="use the bundled demo: the demo's 100 member, 100 non-member and 100 population passages, the embedded "
+             "masked LM as reference and, as target, that model trained further on the members "
+             "(mia_core/assets/demo/mlm_target)",
         population="population texts: known non-members, disjoint from the evaluated ones, used only for the threshold")
     d.add_argument("--train-samples", nargs="+",
                    help="known training texts: adds the loss attack's mu threshold (their mean energy, §3.4)")
     m = add_model_args(
-        p, model_required=True, model_help="target masked LM: hub id or local folder", reference_required=True,
-        reference_help="reference masked LM with the same tokenizer (e.g. the general-domain model the target was trained from)",
+        p, model_help="target masked LM: hub id or local folder (required unless --demo)",
+        reference_help="reference masked LM with the same tokenizer (e.g. the general-domain model the target was trained "
+                       "from; required unless --demo; 'embedded' is the embedded masked LM)",
         dtype_default="fp32", dtype_help="fp32 keeps scores bit-stable; bf16/fp16 are faster on GPU", quantize=False)
     m.add_argument("--vocab-match-only", action="store_true",
                    help="accept a reference with the same vocabulary whose tokenizer normalises text differently "
@@ -70,8 +73,21 @@ def cmd_mlm(args) -> int:
     t0 = time.time()
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)
+    if args.demo:
+        from ..demo import mlm_demo_paths
+
+        if args.members or args.nonmembers or args.labelled:
+            raise SettingsError("--demo fills in the members and non-members; do not give them too")
+        demo = mlm_demo_paths()
+        args.members, args.nonmembers, args.mode = [demo["members"]], [demo["nonmembers"]], "lines"
+        args.population = args.population or [demo["population"]]
+        args.model = args.model or str(demo["target"])
+        args.reference = args.reference or demo["reference"]
     if not (args.labelled or (args.members and args.nonmembers)):
-        raise SettingsError("give --members and --nonmembers, or --labelled")
+        raise SettingsError("give --members and --nonmembers, or --labelled, or --demo")
+    for opt in ("model", "reference", "population"):
+        if not getattr(args, opt):
+            raise SettingsError(f"give --{opt} (or --demo)")
     ds = load_dataset(members=args.members, nonmembers=args.nonmembers, labelled=args.labelled, mode=args.mode,
                       text_column=args.text_column, label_column=args.label_column, group_column=args.group_column)
     notes = list(ds.report)

@@ -187,11 +187,15 @@ def _register_proposer(subparsers) -> None:
                     "proposer was made with the defaults (about 30 minutes on 2 CPU cores).",
     )
     p.add_argument("--out", default=None, help="folder for proposer.safetensors and proposer.json (default: the package)")
-    p.add_argument("--steps", type=positive_int, default=600, help="training steps (default 600)")
+    p.add_argument("--steps", type=positive_int, default=None, help="training steps (default 600; 100 with --mlm-demo-target)")
     p.add_argument("--train-layers", type=int_at_least(0), default=1, help="top encoder layers trained with the head (default 1)")
     p.add_argument("--batch-size", type=positive_int, default=32, help="128-token chunks per step (default 32)")
     p.add_argument("--lr", type=positive_float, default=5e-4, help="learning rate of the head (layers: lr/5; default 5e-4)")
     p.add_argument("--seed", type=int_at_least(0), default=0, help="seed (default 0)")
+    p.add_argument("--mlm-demo-target", action="store_true",
+                   help="instead, build the Masked-LM audit demo's target: the embedded proposer trained further on "
+                        "the demo's 100 member passages (default --steps 100; OUT defaults to the package's "
+                        "assets/demo/mlm_target)")
     add_progress_args(p)
     p.set_defaults(func=cmd_build_proposer)
 
@@ -199,9 +203,18 @@ def _register_proposer(subparsers) -> None:
 def cmd_build_proposer(args) -> int:
     from ..neighbours.proposer import build_proposer
 
+    if args.mlm_demo_target:
+        from ..demo import MLM_TARGET_STEPS, build_mlm_demo_target
+
+        with ProgressBar(disable=args.quiet) as bar:
+            meta = build_mlm_demo_target(args.out, steps=args.steps or MLM_TARGET_STEPS, seed=args.seed, progress=bar)
+        tr, h = meta["train"], meta["held_out"]
+        print(f"masked-LM demo target written ({meta['train_seconds']:.0f} s); masked-token loss: members "
+              f"{tr['loss']:.3f} (top-1 {tr['top1']:.3f}), non-members {h['loss']:.3f} (top-1 {h['top1']:.3f})")
+        return 0
     with ProgressBar(disable=args.quiet) as bar:
-        meta = build_proposer(args.out, steps=args.steps, train_layers=args.train_layers, batch_size=args.batch_size,
-                              lr=args.lr, seed=args.seed, progress=bar)
+        meta = build_proposer(args.out, steps=args.steps or 600, train_layers=args.train_layers,
+                              batch_size=args.batch_size, lr=args.lr, seed=args.seed, progress=bar)
     h = meta["held_out"]
     print(f"proposer written ({meta['parameters']:,} trained parameters, {meta['train_seconds']:.0f} s); held-out masked "
           f"tokens: top-1 {h['top1']:.3f}, top-10 {h['top10']:.3f}, loss {h['loss']:.3f}")

