@@ -62,6 +62,23 @@ def _read_docs(role: str, uploads, paths_text: str, strip: bool):
     return load_documents(paths, strip=strip)
 
 
+def _merged_warnings(warnings: list[str]) -> list[str]:
+    """The per-FPR "TPR ... per fold rests on N held-out non-members" warnings as one line (the
+    table shows those TPRs as n/e); the others as they are."""
+    import re
+
+    pat = re.compile(r"TPR at ([\d.]+)% FPR per fold rests on (\d+) held-out non-members: fewer than ([\d,]+)")
+    hits = [(w, pat.match(w)) for w in warnings]
+    tpr = [m for _, m in hits if m]
+    if len(tpr) < 2:
+        return list(warnings)
+    fprs = " and ".join(f"{m.group(1)}%" for m in tpr)
+    needs = ", ".join(f"{m.group(3)} for {m.group(1)}%" for m in tpr)
+    line = (f"TPR at {fprs} FPR is not estimable here, shown as n/e: each fold holds out as few as "
+            f"{tpr[0].group(2)} non-members, and a TPR at FPR f needs at least 1/f of them ({needs}).")
+    return [line] + [w for w, m in hits if not m]
+
+
 # ------------------------------------------------------------------ data
 st.subheader("1 · Books")
 demo = optional.demo_paths()
@@ -90,9 +107,11 @@ else:
                              key="doc_members_paths", height=90)
     non_paths = c2.text_area("Non-member books: one .txt file, folder of .txt files or .zip per line",
                              key="doc_nonmembers_paths", height=90)
-strip = st.checkbox("Strip Project Gutenberg headers and footers", value=True, key="doc_strip")
-st.caption("Each file is one book. Non-members should come from the same kind of source and era as the "
-           "members, or the classifier learns the difference in style, not membership.")
+strip = True
+if source != "demo":
+    strip = st.checkbox("Strip Project Gutenberg headers and footers", value=True, key="doc_strip")
+    st.caption("Each file is one book. Non-members should come from the same kind of source and era as the "
+               "members, or the classifier learns the difference in style, not membership.")
 
 # ------------------------------------------------------------------ settings
 st.subheader("2 · Settings")
@@ -179,16 +198,15 @@ if go_:
 res = st.session_state.get(RESULT_KEY)
 if res is not None:
     st.subheader("3 · Results")
-    for w in res.warnings:
+    est = res.tpr_estimable  # TPR at an FPR below 1/(held-out non-members per fold) is not estimable
+    for w in _merged_warnings(res.warnings):
         st.warning(w)
     n_m = int(res.labels.sum())
     best = res.best_pipeline
     bm = res.metrics[best]
     m1, m2, m3, m4 = st.columns(4)
-    m1.metric("Books", f"{n_m} members · {len(res.labels) - n_m} non-members")
+    m1.metric("Member + non-member books", f"{n_m} + {len(res.labels) - n_m}")
     m2.metric(f"Best AUC ({best})", _fmt_pm(bm["auc_mean"], bm["auc_std"]))
-    est = res.tpr_estimable  # TPR at an FPR below 1/(held-out non-members per fold) is not estimable
-
     def _tpr(k, mean, std=None):
         return _fmt_pm(mean, std, pct=True) if est.get(k, True) else NOT_ESTIMABLE
 

@@ -3,9 +3,12 @@ Chromium with Playwright.
 
 It pastes a paragraph on the Inspect page, analyses it with the embedded SmolLM2 and checks the
 coloured per-token spans (with their hover text); then runs a small calibration on pasted texts
-and waits for the ROC chart. Screenshots go to ``tests/artifacts/`` (git-ignored):
-``inspect_tokens.png``, ``inspect_page.png``, ``calibration_roc.png``, ``calibration_page.png``, and the other
-pages as first met: ``runs_page.png``, ``documents_page.png``, ``mlm_page.png``, ``controlled_page.png``.
+and waits for the ROC chart. Then it runs the calibration again (all cached) and
+opens the Runs page on the two runs' comparison, and runs the Document-audit and Masked-LM-audit demos.
+Screenshots go to ``tests/artifacts/`` (git-ignored): ``inspect_tokens.png``, ``inspect_page.png``,
+``calibration_roc.png``, ``calibration_page.png``, ``runs_compare.png``, ``documents_page.png`` and
+``documents_results.png``, ``mlm_page.png`` and ``mlm_results.png``, and ``controlled_page.png`` as first met
+(its main action trains a target for minutes).
 
 Needs Debian's ``chromium`` (``apt-get install -y chromium``) and ``pip install playwright``
 (Playwright's own browser download is not used: the system Chromium is launched directly).
@@ -159,16 +162,64 @@ def test_inspect_and_calibration_in_a_browser(server):
             page.screenshot(path=str(ARTIFACTS / "calibration_page.png"), full_page=True)
             assert "AUC [95% CI]" in text and "TPR@1% FPR" in text
 
-            # ---- the other pages as a user first meets them (1400 px wide), the run just made on Runs
-            for path, needle, shot in (("Runs", "Compare two runs", "runs_page.png"),
-                                       ("Document_audit", "Document audit", "documents_page.png"),
-                                       ("Masked_LM_audit", "Masked", "mlm_page.png"),
-                                       ("Controlled_experiment", "Controlled experiment", "controlled_page.png")):
-                page.goto(f"{server}/{path}", wait_until="networkidle")
-                _wait_idle(page)
-                seen = _text_when(page, "[data-testid='stMain']", (needle,))
-                page.screenshot(path=str(ARTIFACTS / shot), full_page=True)
-                assert needle in seen and "Traceback" not in seen, path
+            # ---- the same run again (everything cached): two runs to compare on the Runs page
+            page.get_by_text("Advanced", exact=True).click()
+            name = page.get_by_role("textbox", name="Run name (optional)")
+            name.fill("second run")
+            name.press("Enter")
+            _wait_idle(page)
+            run_button = page.get_by_role("button", name="Run the attacks")
+            run_button.click()
+            page.wait_for_timeout(2000)
+            deadline = time.monotonic() + 300
+            while not run_button.is_enabled() and time.monotonic() < deadline:  # disabled while the run goes
+                page.wait_for_timeout(500)
+            _wait_idle(page)
+            page.goto(f"{server}/Runs", wait_until="networkidle")
+            _wait_idle(page)
+            seen = _text_when(page, "[data-testid='stMain']", ("Compare two runs", "ΔAUC", "second run"))
+            page.screenshot(path=str(ARTIFACTS / "runs_compare.png"), full_page=True)
+            assert "ΔAUC" in seen and "second run" in seen and "Traceback" not in seen
+
+            # ---- Document audit on the bundled demo (the default source), fewer trees and no partial curve
+            page.goto(f"{server}/Document_audit", wait_until="networkidle")
+            _wait_idle(page)
+            page.screenshot(path=str(ARTIFACTS / "documents_page.png"), full_page=True)
+            page.get_by_text("More settings").click()
+            trees = page.get_by_role("spinbutton", name="Random-forest trees")
+            trees.fill("50")
+            trees.press("Enter")
+            _wait_idle(page)
+            page.get_by_text("Partial-document curve").click()
+            _wait_idle(page)
+            page.get_by_role("button", name="Run the document audit").click()
+            seen = _text_when(page, "[data-testid='stMain']", ("3 · Results", "Per-book membership probability"),
+                              timeout_s=420.0)
+            _wait_idle(page, timeout=300.0)
+            page.screenshot(path=str(ARTIFACTS / "documents_results.png"), full_page=True)
+            assert "20 + 20" in seen and "Traceback" not in seen
+
+            # ---- Masked-LM audit on the bundled demo (the default source), K = 2
+            page.goto(f"{server}/Masked_LM_audit", wait_until="networkidle")
+            _wait_idle(page)
+            page.screenshot(path=str(ARTIFACTS / "mlm_page.png"), full_page=True)
+            k = page.get_by_role("spinbutton", name="K: masking patterns per text")
+            k.fill("2")
+            k.press("Enter")
+            _wait_idle(page)
+            page.get_by_role("button", name="Run the masked-LM audit").click()
+            seen = _text_when(page, "[data-testid='stMain']", ("4 · Results", "At the population threshold"),
+                              timeout_s=300.0)
+            _wait_idle(page, timeout=300.0)
+            page.screenshot(path=str(ARTIFACTS / "mlm_results.png"), full_page=True)
+            assert "100 members · 100 non-members" in seen and "Traceback" not in seen
+
+            # ---- the controlled experiment as first met (its main action trains a target: minutes)
+            page.goto(f"{server}/Controlled_experiment", wait_until="networkidle")
+            _wait_idle(page)
+            seen = _text_when(page, "[data-testid='stMain']", ("Controlled experiment",))
+            page.screenshot(path=str(ARTIFACTS / "controlled_page.png"), full_page=True)
+            assert "Traceback" not in seen
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)  # what the page showed
             raise
