@@ -17,7 +17,7 @@ from mia_core.models import DTYPES, EMBEDDED_NAME, QUANTIZE
 from mia_core.report import fmt_bytes, fmt_seconds
 
 from . import optional
-from .loaders import load_model
+from .loaders import load_model, load_with_progress
 
 EMBEDDED_LABEL = "SmolLM2-135M (embedded)"  # short: the sidebar's select box cuts longer names
 TARGET_OPTIONS = ("smollm2", "demo", "custom")
@@ -221,13 +221,13 @@ def model_panel(*, load: bool = True, need_reference: bool = True) -> ModelPanel
 def _load_into(panel: ModelPanel, need_reference: bool) -> None:
     if panel.target_spec and panel.target_error is None:
         try:
-            with st.sidebar, st.spinner(f"Loading {panel.target_spec}… (first load of a GGUF converts it once, ~1 min)"):
-                panel.target = panel.load_target()
+            panel.target = load_with_progress(panel.target_spec, panel.dtype, panel.quantize, panel.device,
+                                              panel.trust_remote_code, where=st.sidebar, label="Loading")
         except MiaError as e:
             panel.target_error = str(e)
     if need_reference and panel.reference_spec and panel.reference_error is None:
         try:
-            with st.sidebar, st.spinner(f"Loading reference {panel.reference_spec}…"):
-                panel.reference = panel.load_reference()
+            panel.reference = load_with_progress(panel.reference_spec, panel.dtype, "none", panel.device,
+                                                 panel.trust_remote_code, where=st.sidebar, label="Loading reference")
         except MiaError as e:
             panel.reference_error = str(e)

@@ -13,7 +13,7 @@ from dashboard.calibration import (
     DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs, run_estimate,
 )
 from dashboard.jobs import registry
-from dashboard.loaders import load_model
+from dashboard.loaders import load_with_progress
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, early_table, page_setup, render_stages, show_error
@@ -188,10 +188,10 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
                            reference=(demo.get("reference") or "smollm2") if use_demo_models else panel.reference)
         cfg.score_first_token = bool(first_token)
         if use_demo_models:
-            with st.spinner("Loading the demo target and reference…"):
-                target = load_model(str(demo["target"]), panel.dtype, panel.quantize, panel.device, panel.trust_remote_code)
-                reference = load_model(str(demo.get("reference") or "smollm2"), panel.dtype, "none", panel.device,
-                                       panel.trust_remote_code)
+            target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
+                                        panel.trust_remote_code, label="Loading the demo target")
+            reference = load_with_progress(str(demo.get("reference") or "smollm2"), panel.dtype, "none", panel.device,
+                                           panel.trust_remote_code, label="Loading the reference")
         else:
             if panel.target is None:
                 raise MiaError(f"no target model loaded: {panel.target_error or 'choose one in the sidebar'}")

@@ -15,7 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import optional
-from dashboard.loaders import load_model
+from dashboard.loaders import load_with_progress
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
 from mia_core import plots
@@ -165,9 +165,8 @@ if go_:
                                 f"{int(folds)} non-member books; got {len(members)} and {len(nonmembers)}.")
         target = panel.target
         if use_demo_model:
-            with st.spinner("Loading the demo target…"):
-                target = load_model(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
-                                    panel.trust_remote_code)
+            target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
+                                        panel.trust_remote_code, label="Loading the demo target")
         elif target is None:
             raise SettingsError(f"the target model is not loaded: {panel.target_error or 'choose one in the sidebar'}.")
         feats = ("hist", "agg") if feat_choice == "both" else (feat_choice,)

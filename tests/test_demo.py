@@ -149,3 +149,16 @@ def test_mlm_demo_cli_separates_members(tmp_path):
     metrics = json.loads((out / "metrics.json").read_text())
     lr, loss = metrics["likelihood_ratio"]["auc"], metrics["loss"]["auc"]
     assert lr >= 0.8 and lr > loss + 0.1, (lr, loss)
+
+
+def test_loading_the_demo_target_reports_its_steps():
+    """What the dashboard's loading bar shows: each step of loading a LoRA target, in order
+    (a cold cache would add the GGUF conversion's steps before them)."""
+    seen = []
+    load_causal_lm(str(demo_paths()["target"]), reuse=False, progress=lambda m, f: seen.append((m, f)))
+    msgs = [m for m, _ in seen]
+    base = next(i for i, m in enumerate(msgs) if m.startswith("loading the base model"))
+    adapter = msgs.index("applying the LoRA adapter")
+    assert 0 < base < adapter < len(msgs) - 1 and msgs[-1].startswith("loaded")
+    fracs = [f for _, f in seen]
+    assert fracs == sorted(fracs) and fracs[-1] == 1.0

@@ -112,11 +112,10 @@ def converted_gguf_dir(gguf_path: str | Path, progress: Progress = noop) -> Path
     with _convert_lock:  # threads of one process convert once; processes race in publish_dir
         if (out / CONVERTED_MARKER).exists():
             return out
-        progress(f"converting {gguf_path.name} once (about 20-50 s; later loads are fast)", 0.05)
         tmp = None
         try:
             tmp = _private_tmp(out)
-            _convert_gguf(gguf_path, tmp)
+            _convert_gguf(gguf_path, tmp, progress)
             (tmp / CONVERTED_MARKER).write_text(json.dumps({"source": str(gguf_path), "time": time.time()}))
             publish_dir(tmp, out, marker=CONVERTED_MARKER)
         except OSError as e:
@@ -195,15 +194,18 @@ def publish_dir(tmp: Path, out: Path, *, marker: str = CONVERTED_MARKER) -> Path
     raise OSError(f"could not publish {tmp} as {out}")
 
 
-def _convert_gguf(gguf_path: Path, folder: Path) -> None:
-    """Read ``gguf_path`` with transformers and save it de-quantised (fp32 safetensors) into ``folder``."""
+def _convert_gguf(gguf_path: Path, folder: Path, progress: Progress = noop) -> None:
+    """Read ``gguf_path`` with transformers and save it de-quantised (fp32 safetensors) into ``folder``.
+    ``progress`` hears each step (building the tokenizer from the GGUF vocabulary is the slow one)."""
     import torch
     from safetensors.torch import save_model
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     src, fname = str(gguf_path.parent), gguf_path.name
     try:
+        progress(f"converting {fname} once (about a minute; later loads take seconds): building its tokenizer", 0.05)
         tok = AutoTokenizer.from_pretrained(src, gguf_file=fname)
+        progress(f"converting {fname} once (about a minute; later loads take seconds): de-quantising its weights", 0.25)
         model = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, dtype=torch.float32)
     except Exception as e:  # noqa: BLE001 - user-facing message
         raise ModelError(f"could not read GGUF file {gguf_path}: {first_line(e)}") from None
@@ -217,6 +219,7 @@ def _convert_gguf(gguf_path: Path, folder: Path) -> None:
     cfg_dict.pop("quantization_config", None)
     cfg_dict["_name_or_path"] = str(gguf_path)
     cfg_dict["dtype"] = "float32"
+    progress(f"converting {fname} once (about a minute; later loads take seconds): saving the converted copy", 0.4)
     (folder / "config.json").write_text(json.dumps(cfg_dict, indent=2))
     save_model(model, str(folder / "model.safetensors"))
     tok.save_pretrained(str(folder))
@@ -346,6 +349,7 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
     try:
         if ms.kind == "gguf":
             folder = converted_gguf_dir(ms.location, progress)
+            progress(f"loading the weights of {ms.display}", 0.6)
             tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
             model = _from_pretrained(str(folder), dtype, quantize, device, False, True)
         elif ms.kind == "target":
@@ -363,10 +367,12 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
             else:
                 from peft import PeftModel
 
+                progress(f"loading the base model {base_spec}", 0.6)
                 base_model = _from_pretrained(
                     str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
                     base_local,
                 )
+                progress("applying the LoRA adapter", 0.85)
                 peft_model = PeftModel.from_pretrained(base_model, str(tgt))
                 model = peft_model.merge_and_unload() if quantize == "none" else peft_model
                 if quantize == "none":
