@@ -31,11 +31,11 @@ DEFAULT_TEXT = (
 )
 
 page_setup("Inspect a text", ":material/manage_search:")
-panel = model_panel(load=True)
-st.title("Inspect a text")
+st.title("Inspect a text")  # drawn before the model loads: the sidebar shows the loading steps
 st.markdown("How familiar is the model with this text? Every token is coloured by the probability the "
             "model gave it; the attack scores below say how member-like the whole text looks, compared "
             "with your latest calibration run on the same model.")
+panel = model_panel(load=True)
 
 # ------------------------------------------------------------------ input
 source = st.radio("Text", ["Paste a paragraph", "Upload a .txt file"], horizontal=True, key="inspect_source",

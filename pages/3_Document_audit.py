@@ -32,7 +32,6 @@ PRECISION_KEY = "doc_audit_precision"
 DOC_TYPES = ["txt", "text", "md", "zip"]
 
 page_setup("Document audit", ":material/menu_book:")
-panel = model_panel(load=True)
 st.title("Document audit")
 st.markdown(
     "Was a whole **book** (or long document) in the training data? Following Meeus et al. (2024), every "
@@ -40,6 +39,7 @@ st.markdown(
     "statistics per book, and a random forest learns to tell member books from non-member books under "
     "k-fold cross-validation. " + AUC_EXPLAINER
 )
+panel = model_panel(load=True)  # after the title: the sidebar shows the loading steps
 
 
 def _fmt_pm(mean, std, pct: bool = False) -> str:

@@ -15,7 +15,7 @@ import streamlit as st
 
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup, show_error
-from mia_core.metrics import decision_cis
+from mia_core.metrics import NOT_ESTIMABLE, decision_cis, tpr_estimable
 from mia_core import plots
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
@@ -32,6 +32,7 @@ def _mlm_demo() -> dict | None:
         return None
 
 
+SHORT = {"likelihood_ratio": "Likelihood ratio", "loss": "Loss"}
 ATTACKS = {"likelihood_ratio": "Likelihood ratio (target vs reference)", "loss": "Loss (target energy only)"}
 
 page_setup("Masked-LM audit", ":material/healing:")
@@ -204,12 +205,13 @@ def _metrics_rows(metrics: dict, group: bool = False) -> pd.DataFrame:
     rows = []
     for name, m in metrics.items():
         pt = m["population_threshold"]
-        row = {"attack": ATTACKS.get(name, name)}
+        row = {"attack": SHORT.get(name, name)}
         if group:
             row["groups"] = m.get("n_groups")
         row.update({
             "AUC [95% CI]": fmt_auc(m.get("auc"), m.get("auc_ci")),
-            "TPR at 1% FPR": fmt_pct((m.get("tpr_at_fpr") or {}).get("0.01")),
+            "TPR at 1% FPR": fmt_pct((m.get("tpr_at_fpr") or {}).get("0.01"))
+            if tpr_estimable(0.01, m.get("n_nonmembers", pt.get("n_nonmembers"))) else NOT_ESTIMABLE,
             "precision [95% CI]": fmt_rate_ci(pt.get("precision"), decision_cis(pt)["precision"]),
             "recall [95% CI]": fmt_rate_ci(pt.get("recall"), decision_cis(pt)["recall"]),
             "FPR [95% CI]": fmt_rate_ci(pt.get("fpr"), decision_cis(pt)["fpr"]),
@@ -248,12 +250,13 @@ if stored is not None:
                        f"{fmt_rate_ci(pt.get('recall'), cis['recall'])} (95 % Wilson intervals)")
             st.plotly_chart(_histogram(res, name), key=f"mlm_hist_{name}")
     st.markdown("**At the population threshold**")
-    st.dataframe(_metrics_rows(res.metrics), hide_index=True, key="mlm_metrics_table")
+    st.dataframe(_metrics_rows(res.metrics), hide_index=True, key="mlm_metrics_table", width="stretch")
     if res.group_metrics:
         g0 = next(iter(res.group_metrics.values()))
         st.markdown(f"**Group level** (mean score per group; threshold from the "
                     f"{g0['population_threshold'].get('threshold_from', 'population')}; §4.2)")
-        st.dataframe(_metrics_rows(res.group_metrics, group=True), hide_index=True, key="mlm_group_table")
+        st.dataframe(_metrics_rows(res.group_metrics, group=True), hide_index=True, key="mlm_group_table",
+                     width="stretch")
     leaks = res.leak_features or {}
     if leaks:
         with st.expander("Which members leak (§4.6): features of flagged vs unflagged members"):

@@ -7,8 +7,8 @@ and waits for the ROC chart. Then it runs the calibration again (all cached) and
 opens the Runs page on the two runs' comparison, and runs the Document-audit and Masked-LM-audit demos.
 Screenshots go to ``tests/artifacts/`` (git-ignored): ``inspect_tokens.png``, ``inspect_page.png``,
 ``calibration_roc.png``, ``calibration_page.png``, ``runs_compare.png``, ``documents_page.png`` and
-``documents_results.png``, ``mlm_page.png`` and ``mlm_results.png``, and ``controlled_page.png`` as first met
-(its main action trains a target for minutes).
+``documents_results.png``, ``mlm_page.png`` and ``mlm_results.png``, ``controlled_page.png`` and
+``controlled_results.png`` (a one-epoch LoRA target on 20 demo passages).
 
 Needs Debian's ``chromium`` (``apt-get install -y chromium``) and ``pip install playwright``
 (Playwright's own browser download is not used: the system Chromium is launched directly).
@@ -214,12 +214,21 @@ def test_inspect_and_calibration_in_a_browser(server):
             page.screenshot(path=str(ARTIFACTS / "mlm_results.png"), full_page=True)
             assert "100 members · 100 non-members" in seen and "Traceback" not in seen
 
-            # ---- the controlled experiment as first met (its main action trains a target: minutes)
+            # ---- Controlled experiment: a one-epoch LoRA target on 20 demo passages (8 members)
             page.goto(f"{server}/Controlled_experiment", wait_until="networkidle")
             _wait_idle(page)
-            seen = _text_when(page, "[data-testid='stMain']", ("Controlled experiment",))
+            _text_when(page, "[data-testid='stMain']", ("Controlled experiment",))
             page.screenshot(path=str(ARTIFACTS / "controlled_page.png"), full_page=True)
-            assert "Traceback" not in seen
+            for label, value in (("Use at most this many texts of the corpus (0 = all)", "20"), ("Epochs", "1")):
+                box = page.get_by_role("spinbutton", name=label)
+                box.fill(value)
+                box.press("Enter")
+                _wait_idle(page)
+            page.get_by_role("button", name="Build the target").click()
+            seen = _text_when(page, "[data-testid='stMain']", ("4 · Your target", "Target folder"), timeout_s=420.0)
+            _wait_idle(page, timeout=300.0)
+            page.screenshot(path=str(ARTIFACTS / "controlled_results.png"), full_page=True)
+            assert "Target folder" in seen and "Traceback" not in seen
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)  # what the page showed
             raise

@@ -340,7 +340,7 @@ CONVERT = textwrap.dedent("""
 
     gguf, barrier = Path(sys.argv[1]), Path(sys.argv[2])
 
-    def fake_convert(src, folder):  # stands in for the 20-50 s conversion; slow enough to overlap
+    def fake_convert(src, folder, progress=None):  # stands in for the 20-50 s conversion; slow enough to overlap
         (folder / "config.json").write_text(json.dumps({"writer": str(folder)}))
         barrier.joinpath(folder.name).touch()
         t0 = time.time()

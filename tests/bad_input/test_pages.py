@@ -249,6 +249,7 @@ DOC_CASES = {
 @pytest.fixture(scope="module")
 def doc_app(env):
     at = _make(DOC, model=MISSING_MODEL)
+    at.radio(key="doc_source").set_value("upload")  # the bundled demo is the default source
     at.number_input(key="doc_folds").set_value(2)
     at.run()
     _clean(at)
@@ -316,6 +317,7 @@ MLM_CASES = {
 @pytest.fixture(scope="module")
 def mlm_app(env):
     at = _make(MLM, model=None)
+    at.radio(key="mlm_source").set_value("upload")  # the bundled demo is the default source
     at.text_input(key="mlm_target").input(NONSENSE_MODEL)
     at.text_input(key="mlm_reference").input(MISSING_MODEL)
     at.number_input(key="mlm_bootstrap").set_value(0)
