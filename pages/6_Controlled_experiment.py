@@ -234,6 +234,9 @@ if st.session_state.get("controlled_target"):
               "membership inference.")
     if len(hist):
         st.plotly_chart(plots.loss_curve(hist), key="cx_loss_chart")
+        st.caption("The members' curve is the mean training loss over each epoch, as the model was still learning "
+                   "them (and with dropout, if the model uses it); the figures above are both sets scored once more "
+                   "after training, so the members' final loss sits below their last point.")
     st.success(f"Target folder: `{st.session_state['controlled_target']}` — members "
                f"`{st.session_state['controlled_members']}`, non-members `{st.session_state['controlled_nonmembers']}`.")
     if st.button("Use this target (and its base as reference) in the sidebar", key="cx_use"):
