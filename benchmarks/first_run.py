@@ -34,6 +34,10 @@ from dashboard.calibration import DEFAULT_ATTACKS, build_config, make_job, read_
 from dashboard.loaders import load_model
 from dashboard import optional
 from mia_core.attacks import REGISTRY
+from dashboard import warmup
+t0 = time.perf_counter()
+warmup.start(); warmup.wait()  # as the server does when it starts, before anyone presses Run
+t_warm = time.perf_counter() - t0
 
 stages, order = {{}}, []
 def progress(msg, frac):
@@ -67,7 +71,7 @@ stages.clear(); order.clear()
 t0 = time.perf_counter()
 make_job(inputs, target, reference, cfg)(progress)  # Run pressed again on the page: models still loaded
 t_again = time.perf_counter() - t0
-print(json.dumps({{"inputs": t_in, "load target": t_target, "load reference": t_ref, "job": t_job,
+print(json.dumps({{"warmup": t_warm, "inputs": t_in, "load target": t_target, "load reference": t_ref, "job": t_job,
                   "again": t_again, "stages_again": [[n, stages[n][1] - stages[n][0]] for n in order],
                   "stages": first,
                   "n": [inputs.dataset.n_members, inputs.dataset.n_nonmembers,
@@ -102,10 +106,16 @@ def measure(cache: Path, runs_dir: Path, boot: int, population: bool = False) ->
     return out
 
 
+def from_run(r: dict) -> float:
+    """Seconds from pressing Run to the saved run: reading the inputs, loading both models, the run."""
+    return r["inputs"] + r["load target"] + r["load reference"] + r["job"]
+
+
 def show(label: str, r: dict) -> None:
-    print(f"{label}: {r['wall']:.1f}s in all (the run itself {r['job']:.1f}s; loading target {r['load target']:.1f}s, "
-          f"reference {r['load reference']:.1f}s; process start and imports "
-          f"{r['wall'] - r['job'] - r['load target'] - r['load reference'] - r['inputs']:.1f}s)")
+    print(f"{label}: {r['wall']:.1f}s in all; {from_run(r):.1f}s from pressing Run (the run itself {r['job']:.1f}s; "
+          f"loading target {r['load target']:.1f}s, reference {r['load reference']:.1f}s); before it, process start "
+          f"and imports {r['wall'] - from_run(r) - r.get('warmup', 0):.1f}s and the server's import warm-up "
+          f"{r.get('warmup', 0):.1f}s")
     for name, sec in r["stages"]:
         print(f"    {name:<28} {sec:7.1f}s")
 
@@ -137,7 +147,8 @@ def main() -> None:
             print(f"    {name:<28} {sec:7.1f}s")
         warm = measure(cache, Path(tmp) / "runs", args.bootstrap, args.population)
         show("warm in a fresh process (every pass cached; the models load again)", warm)
-        print(f"goals: cold <= 120 s: {'met' if cold['wall'] <= 120 else 'NOT met'} ({cold['wall']:.0f} s); warm <= 10 s: "
+        print(f"goals: cold <= 120 s: {'met' if cold['wall'] <= 120 else 'NOT met'} in all ({cold['wall']:.0f} s), "
+              f"{'met' if from_run(cold) <= 120 else 'NOT met'} from pressing Run ({from_run(cold):.0f} s); warm <= 10 s: "
               f"{'met' if cold['again'] <= 10 else 'NOT met'} on the page ({cold['again']:.1f} s), "
               f"{'met' if warm['wall'] <= 10 else 'NOT met'} in a fresh process ({warm['wall']:.1f} s)")
 

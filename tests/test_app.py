@@ -514,3 +514,20 @@ def test_stage_eta_from_its_own_pace():
     assert stage_eta(s, 10.0, True) == ", about 30.0 s left"  # a quarter done in 10 s: 30 s to go
     assert stage_eta(s, 10.0, False) == ""  # finished or waiting stages have no ETA
     assert stage_eta(Stage("x", 0.01), 10.0, True) == "" and stage_eta(s, 1.0, True) == ""  # too early to guess
+
+
+def test_import_warmup_starts_once_and_imports_the_model_libraries(monkeypatch):
+    """app.py starts it once per process: a second start is a no-op, and it leaves transformers'
+    tokenizer machinery and peft imported (what a first model load would otherwise pay for)."""
+    import sys
+
+    from dashboard import warmup
+
+    monkeypatch.delenv("MIA_NO_WARMUP", raising=False)
+    warmup.start()
+    first = warmup._thread
+    warmup.start()
+    assert warmup._thread is first is not None
+    warmup.wait(120)
+    assert not first.is_alive()
+    assert "peft" in sys.modules and "transformers.tokenization_utils_tokenizers" in sys.modules
