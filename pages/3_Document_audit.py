@@ -43,7 +43,7 @@ panel = model_panel(load=True)  # after the title: the sidebar shows the loading
 
 
 def _fmt_pm(mean, std, pct: bool = False) -> str:
-    f = fmt_pct if pct else (lambda v: fmt_num(v, 3))
+    f = fmt_pct if pct else (lambda v: fmt_num(v, 3) if v is None or not math.isfinite(v) else f"{v:.3f}")  # AUC: 3 decimals
     s = f(mean)
     if std is not None and not (isinstance(std, float) and math.isnan(std)):
         s += f" ± {f(std)}"

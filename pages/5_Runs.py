@@ -34,8 +34,8 @@ for m in metas:
     aucs = {k: v for k, v in (m.get("auc") or {}).items() if k != "blind" and v is not None}
     best = max(aucs.items(), key=lambda kv: kv[1]) if aucs else None
     q = t.get("quantize")
-    rows.append({  # the verdict first: a narrow window cuts columns from the right
-        "Verdict": m.get("verdict") or "–",
+    rows.append({  # the shift check first: a narrow window cuts columns from the right
+        "Shift check": m.get("verdict") or "–",
         "Name": m.get("name"),
         "Target": f"{t.get('name')} ({t.get('dtype')}{'/' + q if q and q != 'none' else ''})",
         "Reference": (m.get("reference") or {}).get("name") or "–",
@@ -47,7 +47,10 @@ for m in metas:
     })
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_table", width="stretch",
              column_config={"Name": st.column_config.TextColumn(width="medium"),
-                            "Verdict": st.column_config.TextColumn(width="small")})
+                            "Shift check": st.column_config.TextColumn(
+                                width="small", help="The blind baseline's verdict on the data, not on the attacks: "
+                                "ok = no sign that members and non-members differ in a way a model-free classifier "
+                                "sees; caution or shift = attack AUCs may measure that difference, not membership.")})
 
 tab_cmp, tab_one = st.tabs(["Compare two runs", "Open / delete a run"])
 ids = [m["id"] for m in metas]
