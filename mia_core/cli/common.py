@@ -103,6 +103,14 @@ def unit_interval_open_right(s: str) -> float:
     return v
 
 
+def refuse_data_with_demo(args) -> None:
+    """``--demo`` brings its own members and non-members: refuse them given as well."""
+    from ..errors import SettingsError
+
+    if args.members or args.nonmembers or getattr(args, "labelled", None):
+        raise SettingsError("--demo fills in the members and non-members; do not give them too")
+
+
 def add_data_args(p: argparse.ArgumentParser, *, demo: str | None = None, population: str | None = None,
                   population_nargs: str | None = None, population_required: bool = False, mode: bool = True,
                   group_column: str | None = "group id column: also report group-level metrics (mean score per group)",

@@ -17,7 +17,7 @@ import sys
 from ..errors import SettingsError
 from ..neighbours.base import DEFAULT_GENERATOR
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
+from .common import (refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      positive_int)
 
 
@@ -102,8 +102,7 @@ def run(args) -> int:
     if args.demo:
         from ..demo import demo_documents, demo_paths
 
-        if args.members or args.nonmembers:
-            raise SettingsError("--demo fills in the members and non-members; do not give them too")
+        refuse_data_with_demo(args)
         members, nonmembers = demo_documents()
         if args.model in (None, "smollm2"):
             args.model = str(demo_paths()["target"])

@@ -14,7 +14,7 @@ import time
 
 from ..errors import SettingsError
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+from .common import (refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      positive_int, print_notes)
 
 
@@ -76,8 +76,7 @@ def cmd_mlm(args) -> int:
     if args.demo:
         from ..demo import mlm_demo_paths
 
-        if args.members or args.nonmembers or args.labelled:
-            raise SettingsError("--demo fills in the members and non-members; do not give them too")
+        refuse_data_with_demo(args)
         demo = mlm_demo_paths()
         args.members, args.nonmembers, args.mode = [demo["members"]], [demo["nonmembers"]], "lines"
         args.population = args.population or [demo["population"]]

@@ -26,7 +26,7 @@ from ..attacks import REGISTRY
 from ..errors import SettingsError
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+from .common import (refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
                      unit_interval_open_right)
 from .quiet import without_printed_notes
@@ -106,8 +106,7 @@ def _load_inputs(args):
         from ..demo import demo_paths
 
         paths = demo_paths()
-        if args.members or args.nonmembers or args.labelled:
-            raise SettingsError("--demo fills in the members and non-members; do not give them too")
+        refuse_data_with_demo(args)
         ds = load_dataset(members=paths["members"], nonmembers=paths["nonmembers"], mode="lines")
         if args.model == "smollm2":
             args.model = str(paths["target"])
