@@ -516,18 +516,24 @@ def test_stage_eta_from_its_own_pace():
     assert stage_eta(Stage("x", 0.01), 10.0, True) == "" and stage_eta(s, 1.0, True) == ""  # too early to guess
 
 
-def test_import_warmup_starts_once_and_imports_the_model_libraries(monkeypatch):
+def test_import_warmup_starts_once_and_imports_the_model_libraries():
     """app.py starts it once per process: a second start is a no-op, and it leaves transformers'
-    tokenizer machinery and peft imported (what a first model load would otherwise pay for)."""
+    tokenizer machinery and peft imported (what a first model load would otherwise pay for).
+    In a fresh interpreter, so that nothing else has imported them already."""
+    import subprocess
     import sys
 
-    from dashboard import warmup
-
-    monkeypatch.delenv("MIA_NO_WARMUP", raising=False)
-    warmup.start()
-    first = warmup._thread
-    warmup.start()
-    assert warmup._thread is first is not None
-    warmup.wait(120)
-    assert not first.is_alive()
-    assert "peft" in sys.modules and "transformers.tokenization_utils_tokenizers" in sys.modules
+    code = (
+        "import os, sys; os.environ.pop('MIA_NO_WARMUP', None)\n"
+        "from dashboard import warmup\n"
+        "assert 'peft' not in sys.modules and 'transformers.tokenization_utils_tokenizers' not in sys.modules\n"
+        "warmup.start(); first = warmup._thread; warmup.start()\n"
+        "assert warmup._thread is first is not None\n"
+        "warmup.wait(120)\n"
+        "assert not first.is_alive()\n"
+        "print('peft' in sys.modules, 'transformers.tokenization_utils_tokenizers' in sys.modules)\n"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+                       cwd=str(Path(__file__).resolve().parent.parent))
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert r.stdout.split() == ["True", "True"], r.stdout
