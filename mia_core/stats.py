@@ -73,7 +73,7 @@ from .errors import ModelError
 from .models import LoadedModel
 from .progress import Progress, noop
 
-STATS_VERSION = 1
+STATS_VERSION = 2  # 2: sigma as E[(lp - mu)^2] (stable in float32)
 FIELDS = ("logprob", "max_logprob", "mu", "sigma", "entropy")
 INT_FIELDS = ("rank", "top_id")
 DEFAULT_CONTEXT_CAP = 2048  # default window on CPU-friendly terms; the model's max if smaller
@@ -298,6 +298,22 @@ def compute_stats(
         progress(f"{label}: all {len(texts)} texts cached", 1.0)
         return results  # type: ignore[return-value]
 
+    from .engines import current_engine
+
+    engine = current_engine()
+    if engine.distributed:  # the passes run elsewhere (Ray workers); the results land here, in the cache
+        def store(i: int, s: TokenStats) -> None:
+            h = hashes[i]
+            cache.put(h, s.to_arrays())
+            for k in todo[h]:
+                results[k] = s
+
+        engine.token_stats(lm, {idxs[0]: texts[idxs[0]] for idxs in todo.values()}, st, store,
+                           progress=progress, label=label)
+        progress(f"{label}: done ({len(todo)} texts scored, {len(texts) - sum(len(v) for v in todo.values())} "
+                 f"cached)", 1.0)
+        return results  # type: ignore[return-value]
+
     prefix = prefix_token_id(lm.tokenizer) if st.prefix else None
     condition = tokenize(lm, st.condition) if st.condition else None
     vocab = lm.vocab_size
@@ -347,6 +363,42 @@ def compute_stats(
 
 
 compute_stats.last_cache = None  # type: ignore[attr-defined]
+
+
+def plan_windows(lm: LoadedModel, texts: Sequence[str], settings: StatsSettings) -> list[tuple[int, list[int]]]:
+    """For each text: its number of tokens and the token index where each of its windows' predictions
+    start (what a distributed engine needs to cut a long text into window ranges and put them back)."""
+    jobs = _jobs(lm, texts, settings, want_vp=False)
+    return [(len(j.ids), [max(0, s + 1 - j.offset) for s in j.windows]) for j in jobs]
+
+
+def window_range_stats(lm: LoadedModel, text: str, settings: StatsSettings, w0: int, w1: int
+                       ) -> tuple[int, int, dict[str, np.ndarray]]:
+    """The statistics that windows ``[w0, w1)`` of ``text`` give: ``(t0, t1, arrays)`` with the per-token
+    arrays of text tokens ``[t0, t1)`` and, with ``vocab_probs``, ``"vp"``: those windows' share of the
+    summed predicted distribution. Windows are independent passes, so a long text's ranges can run on
+    different workers; put back in order they are :func:`compute_stats`'s arrays."""
+    (job,) = _jobs(lm, [text], settings, want_vp=settings.vocab_probs)
+    if not (0 <= w0 < w1 <= len(job.windows)):
+        raise ValueError(f"window range [{w0}, {w1}) outside the text's {len(job.windows)} windows")
+    job.windows = job.windows[:w1]
+    job.done_windows = w0
+    _run_long(lm, job, ArrayCache("stats", {}, enabled=False), "", _Budget(settings.resolved_batch_tokens(lm)),
+              lambda j: None, lambda: None)
+    t0 = max(0, job.windows[w0] + 1 - job.offset)
+    t1 = min(len(job.ids), job.windows[w1 - 1] + len(job.window(w1 - 1)) - job.offset)
+    arrays = {f: job.out[f][t0:t1] for f in (*FIELDS, *INT_FIELDS)}
+    if job.vp is not None:
+        arrays["vp"] = job.vp
+    return t0, t1, arrays
+
+
+def _jobs(lm: LoadedModel, texts: Sequence[str], st: StatsSettings, want_vp: bool) -> list[_Job]:
+    prefix = prefix_token_id(lm.tokenizer) if st.prefix else None
+    condition = tokenize(lm, st.condition) if st.condition else None
+    context = st.resolved_context(lm)
+    vocab = lm.vocab_size if want_vp else 0
+    return [_Job(i, t, tokenize(lm, t), prefix, context, vocab, want_vp, condition) for i, t in enumerate(texts)]
 
 
 def batches_by_length(lengths: list[int], batch_tokens: int, tight: bool = False) -> list[list[int]]:
@@ -871,10 +923,11 @@ def _reduce(logits, targets, want_vp: bool) -> dict[str, np.ndarray]:
     p = lp.exp()
     tl = lp.gather(1, targets.long().unsqueeze(1)).squeeze(1)
     mx, top = lp.max(dim=-1)
-    plp = p * lp
-    mu = plp.sum(-1)
-    second = (plp * lp).sum(-1)
-    sigma = (second - mu * mu).clamp_min(0).sqrt()
+    mu = (p * lp).sum(-1)
+    # the variance as E[(lp - mu)^2], not E[lp^2] - mu^2: the difference of two numbers near 100 lost
+    # about four digits in float32 (sigma moved by up to 5e-4 with the batch's shape or thread count)
+    dev = lp - mu.unsqueeze(1)
+    sigma = (p * dev * dev).sum(-1).sqrt()
     rank = (lp > tl.unsqueeze(1)).sum(-1) + 1
     out = {
         "logprob": tl.cpu().numpy().astype(np.float32),

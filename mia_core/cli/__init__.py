@@ -25,7 +25,7 @@ import sys
 from .. import __version__
 from ..errors import MiaError
 from . import cache, documents, mlm, run, shift, target
-from .common import Parser, _isatty
+from .common import Parser, _isatty, engine_session
 from .quiet import memory_hint, quiet_output
 
 COMMANDS = (run, cache, target, documents, mlm, shift)  # in --help order
@@ -62,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        with quiet_output(bool(getattr(args, "quiet", False))):
+        with quiet_output(bool(getattr(args, "quiet", False))), engine_session():
             return int(args.func(args) or 0)
     except MiaError as e:
         _close_progress_bars()

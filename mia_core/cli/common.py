@@ -18,6 +18,7 @@ sets the defaults and help texts that differ (e.g. ``--out`` is ``mia_run`` for 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import re
 import sys
@@ -154,6 +155,52 @@ def add_model_args(p: argparse.ArgumentParser, *, model_help: str, model_default
     m.add_argument("--trust-remote-code", action="store_true",
                    help="allow custom model code from the hub (off by default: it runs code)")
     return m
+
+
+def add_engine_args(p: argparse.ArgumentParser):
+    """``--engine`` ``--workers`` ``--gpus-per-worker`` ``--cpus-per-worker`` ``--ray-address``."""
+    e = p.add_argument_group("engine (where the model passes run; it never changes a number)")
+    e.add_argument("--engine", default="local", choices=("local", "ray"),
+                   help="local: this process; ray: Ray Data workers, each loading the model once (needs "
+                        "pip install 'mia-dashboard[ray]')")
+    e.add_argument("--workers", type=int_at_least(1), default=2, help="Ray workers")
+    e.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per Ray worker (0: CPU workers)")
+    e.add_argument("--cpus-per-worker", type=int_at_least(1), default=1,
+                   help="CPUs per Ray worker, its torch threads")
+    e.add_argument("--ray-address", default=None,
+                   help="join a running cluster (ray start --head) instead of starting a local one; "
+                        "$RAY_ADDRESS if unset")
+    return e
+
+
+_SESSION: list = []  # the ExitStack of the running command (engine_session)
+
+
+@contextlib.contextmanager
+def engine_session():
+    """Around a command: an engine :func:`start_engine` started is used inside and closed after."""
+    with contextlib.ExitStack() as stack:
+        _SESSION.append(stack)
+        try:
+            yield
+        finally:
+            _SESSION.pop()
+
+
+def start_engine(args):
+    """The command's engine, from ``--engine`` and its options; after the cheap checks, before the models.
+    Ray is started (or joined) here, so an unreachable cluster is a one-line error before any model loads."""
+    from ..engines import LocalEngine, make_engine, use_engine
+
+    if getattr(args, "engine", "local") == "local":
+        return LocalEngine()
+    eng = make_engine(args.engine, workers=args.workers, gpus_per_worker=args.gpus_per_worker,
+                      cpus_per_worker=args.cpus_per_worker, address=args.ray_address)
+    if _SESSION:
+        _SESSION[-1].callback(eng.close)
+        _SESSION[-1].enter_context(use_engine(eng))
+    print(f"engine: {eng.describe()}", file=sys.stderr)
+    return eng
 
 
 def add_output_args(p: argparse.ArgumentParser, *, out_default=None, out_help: str = "output folder",

@@ -17,7 +17,7 @@ import sys
 from ..errors import SettingsError
 from ..neighbours.base import DEFAULT_GENERATOR
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
+from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      positive_int)
 
 
@@ -65,6 +65,7 @@ def register(subparsers) -> None:
                    help=f"neighbour generator for --n-neighbours (masked-lm:embedded, masked-lm:MODEL, t5:MODEL, offline; "
                         f"default {DEFAULT_GENERATOR})")
     b.add_argument("--neighbour-generator", dest="neighbours", help=argparse.SUPPRESS)  # older spelling
+    add_engine_args(p)
     o = add_output_args(p, out_help="folder for the output files", cache="do not read or write the statistics cache",
                         bootstrap=False, seed_help="seed of the folds, the sampled sequences and the forest")
     o.add_argument("--no-token-values", action="store_true", help="do not write token_values/ with --out")
@@ -116,6 +117,7 @@ def run(args) -> int:
     n_strip = sum(1 for d in members + nonmembers if d.strip.get("stripped"))
     print(f"{len(members)} member and {len(nonmembers)} non-member documents"
           + (f"; Gutenberg header/footer removed from {n_strip}" if n_strip else ""), file=sys.stderr)
+    start_engine(args)
     lm = load_causal_lm(args.model, dtype=args.dtype, quantize=args.quantize, device=args.device,
                         trust_remote_code=args.trust_remote_code)
     ref = load_causal_lm(args.reference, device=args.device, trust_remote_code=args.trust_remote_code) \

@@ -26,7 +26,7 @@ from ..attacks import REGISTRY
 from ..errors import SettingsError
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
                      unit_interval_open_right)
 from .quiet import without_printed_notes
@@ -91,6 +91,7 @@ def register(sub) -> None:
                    help="SMIA training epochs (default: the preset's; the best validation epoch is kept)")
     g.add_argument("--modify", metavar="VARIANTS",
                    help="also evaluate on members modified by one word: comma list of duplicate, delete, add")
+    add_engine_args(p)
     o = add_output_args(p, out_default="mia_run")
     o.add_argument("--no-blind", action="store_true", help="skip the model-free blind baseline (distribution-shift check)")
     add_progress_args(p)
@@ -287,6 +288,7 @@ def cmd_run(args) -> int:
         skipped["gradnorm"] = why
     cfg.attacks = list(attacks)  # the plan; what was skipped is added to the report below
     print_notes([f"skipping {n}: it {why}" for n, why in skipped.items()])
+    start_engine(args)
     bar = ProgressBar(disable=args.quiet)
     target = load_causal_lm(
         args.model, dtype=args.dtype, quantize=args.quantize, device=args.device,

@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
+from ..engines import current_engine
 from ..errors import DataError, SettingsError
 from ..metrics import NOT_ESTIMABLE
 from ..models import LoadedModel, describe
@@ -431,7 +432,10 @@ def run_document_audit(
     t0 = time.time()
     total_chars = sum(len(d.text) for d in docs) or 1
     done_chars = 0
-    for i, d in enumerate(docs):
+    if current_engine().distributed:  # one job for all books: its windows spread over the workers
+        stats = compute_stats(lm, [d.text for d in docs], st, use_cache=use_cache,
+                              progress=lambda m, f: progress(m, 0.6 * f), label="documents")
+    for i, d in enumerate(docs if not stats else []):
         def prog(msg, frac, i=i, base=done_chars, n=len(d.text)):
             progress(f"document {i + 1}/{len(docs)} ({names[i]}): {msg}", 0.6 * (base + frac * n) / total_chars)
         stats.append(compute_stats(lm, [d.text], st, use_cache=use_cache, progress=prog, label="token statistics")[0])

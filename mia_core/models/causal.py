@@ -245,6 +245,8 @@ class LoadedModel:
     base_spec: str | None = None  # for fine-tuned targets: the base model (a natural reference)
     info: dict = field(default_factory=dict)
     source: str | None = None  # where it was loaded from: the embedded name, a hub id or a path
+    # how to load the same model elsewhere (a Ray worker): load_causal_lm's arguments, the spec absolute
+    load_args: dict = field(default_factory=dict)
 
     @property
     def memory_bytes(self) -> int:
@@ -292,6 +294,8 @@ def load_causal_lm(
         t0 = time.time()
         lm = _load(ms, dtype, quantize, device, trust_remote_code, progress)
         lm.load_seconds = time.time() - t0
+        lm.load_args = {"spec": None if ms.is_embedded else ms.location, "dtype": dtype, "quantize": quantize,
+                        "trust_remote_code": trust_remote_code}
         return lm
 
     return _LOADED.get_or_load(key, load, reuse=reuse)

@@ -1,0 +1,324 @@
+"""The Ray engine: the causal-LM passes of :func:`mia_core.stats.compute_stats` on Ray Data actors.
+
+How a call runs (Ray Data batch inference, ``map_batches`` with an actor pool):
+
+1. The driver (this process) has already looked every text up in the statistics cache; only the
+   misses come here. It tokenises them (:func:`mia_core.stats.plan_windows`) and cuts the work into
+   *units* of about ``unit_tokens`` tokens: runs of consecutive short texts (the caller's order, so a
+   text's neighbours stay together and share their prefix pass on the worker), and ranges of windows
+   of a long text (a book's windows go to different workers and are put back in order here).
+   Units go out largest first.
+2. Each of ``workers`` actors loads the model once (``load_causal_lm`` with the driver's arguments;
+   a worker whose model differs from the driver's, by identity, refuses to run) and turns a unit
+   into statistics with the local code: :func:`mia_core.stats.compute_stats` for short texts (length-
+   sorted batches, shared prefixes), :func:`mia_core.stats.window_range_stats` for window ranges.
+   The arrays travel back as ``.npz`` bytes, read with ``allow_pickle=False``.
+3. The driver stores each text in the cache as soon as it is complete, so a run that stops half-way
+   keeps everything computed and a re-run (on any engine) skips it. Cache entries are written
+   atomically (:class:`mia_core.cache.ArrayCache`), so a cache folder on a shared filesystem may have
+   several writers.
+
+Faults: Ray Data retries a unit whose actor died (``max_task_retries``) on a restarted actor; an
+error that persists (a model that does not load on a worker, a worker out of memory) stops the call
+with one line naming the workers' reason, after the completed texts were stored.
+"""
+from __future__ import annotations
+
+import io
+import json
+import logging
+import os
+import socket
+import time
+from dataclasses import asdict, dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from ..errors import MiaError, ModelError, SettingsError
+from ..progress import Progress, noop
+
+RAY_INSTALL = "pip install 'mia-dashboard[ray]'  (or: pip install 'ray[data]')"
+CONNECT_TIMEOUT_S = 5.0
+UNIT_BATCHES = 4  # a unit holds about this many forward batches of the run's batch_tokens
+# what a worker on another machine needs to find the same model files and stay offline
+_FORWARDED_ENV = ("MIA_CACHE_DIR", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
+
+
+def import_ray():
+    """``ray`` and ``ray.data``, or a one-line ``SettingsError`` that names the install command."""
+    try:
+        import ray
+        import ray.data  # noqa: F401 - Ray Data needs pyarrow as well: ray[data]
+    except ImportError as e:
+        raise SettingsError(f"--engine ray needs Ray Data, which is not installed ({e.name or e}): "
+                            f"{RAY_INSTALL}") from None
+    return ray
+
+
+def check_address(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
+    """A ``host:port`` or ``ray://host:port`` address answers within ``timeout`` s, else ``SettingsError``.
+    (``ray.init`` itself keeps retrying an address that does not answer for about a minute.)"""
+    a = address.strip()
+    if a in ("auto", "local"):
+        return
+    hostport = a.split("://", 1)[1] if "://" in a else a
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise SettingsError(f"Ray address {address!r} is not host:port (or ray://host:port, or auto)")
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=timeout):
+            pass
+    except OSError as e:
+        why = "timed out" if isinstance(e, socket.timeout) else (e.strerror or type(e).__name__)
+        raise SettingsError(f"cannot reach the Ray cluster at {address} ({why}): start one with "
+                            "`ray start --head` on that machine, or fix --ray-address / RAY_ADDRESS") from None
+
+
+def _quiet_ray_logs() -> None:
+    # Ray Data logs a failed job's whole stack at ERROR before raising it: the engine reports it in one line
+    for name in ("ray", "ray.data", "ray._private", "ray.util"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+@dataclass
+class RayEngine:
+    """Token statistics on ``workers`` Ray Data actors (see the module docstring)."""
+
+    workers: int = 2
+    gpus_per_worker: float = 0.0
+    cpus_per_worker: float = 1.0
+    address: str | None = None
+    unit_tokens: int | None = None  # tokens per unit of work; None: UNIT_BATCHES x the run's batch_tokens
+    owns_cluster: bool = False
+    kind: str = "ray"
+    distributed: bool = True
+    last: dict = field(default_factory=dict)  # figures of the last call (units, seconds, retries) for benchmarks
+
+    @classmethod
+    def start(cls, *, workers: int = 2, gpus_per_worker: float = 0.0, cpus_per_worker: float = 1.0,
+              address: str | None = None, unit_tokens: int | None = None) -> "RayEngine":
+        """Connect to (``address`` / ``$RAY_ADDRESS``) or start a Ray cluster; check it can host the workers."""
+        if int(workers) < 1:
+            raise SettingsError(f"--workers must be at least 1, got {workers}")
+        if gpus_per_worker < 0 or cpus_per_worker <= 0:
+            raise SettingsError("--gpus-per-worker must be >= 0 and the CPUs per worker > 0")
+        os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # Ray's C++ notes on stderr; failures come as one line
+        ray = import_ray()
+        _quiet_ray_logs()
+        address = address or os.environ.get("RAY_ADDRESS") or None
+        owns = False
+        if not ray.is_initialized():
+            if address:
+                check_address(address)
+                env = {k: os.environ[k] for k in _FORWARDED_ENV if k in os.environ}
+                try:
+                    ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False,
+                             runtime_env={"env_vars": env} if env else None)
+                except Exception as e:  # noqa: BLE001 - ConnectionError, RuntimeError: one line
+                    raise SettingsError(f"cannot join the Ray cluster at {address}: {_reason(e)}") from None
+            else:
+                need = int(np.ceil(workers * cpus_per_worker))
+                ray.init(num_cpus=max(need, os.cpu_count() or 1), include_dashboard=False,
+                         logging_level=logging.ERROR, log_to_driver=False)
+                owns = True
+        eng = cls(workers=int(workers), gpus_per_worker=float(gpus_per_worker), cpus_per_worker=float(cpus_per_worker),
+                  address=address, unit_tokens=unit_tokens, owns_cluster=owns)
+        eng.check_resources()
+        return eng
+
+    def check_resources(self) -> None:
+        """The cluster has the CPUs and GPUs the workers ask for (else they would wait for ever)."""
+        import ray
+
+        have = ray.cluster_resources()
+        cpus, gpus = float(have.get("CPU", 0)), float(have.get("GPU", 0))
+        need_c, need_g = self.workers * self.cpus_per_worker, self.workers * self.gpus_per_worker
+        if need_c > cpus or need_g > gpus:
+            raise SettingsError(
+                f"the Ray cluster has {cpus:g} CPUs and {gpus:g} GPUs; {self.workers} workers x "
+                f"{self.cpus_per_worker:g} CPUs x {self.gpus_per_worker:g} GPUs need {need_c:g} and {need_g:g}: "
+                "use fewer --workers or --gpus-per-worker, or add machines (ray start --address=...)")
+
+    def describe(self) -> str:
+        where = self.address or "a local Ray cluster"
+        gpu = f", {self.gpus_per_worker:g} GPU each" if self.gpus_per_worker else ""
+        return f"ray ({self.workers} workers{gpu} on {where})"
+
+    def close(self) -> None:
+        """Shut down the Ray cluster this engine started (one it joined is left running)."""
+        if self.owns_cluster:
+            import ray
+
+            ray.shutdown()
+            self.owns_cluster = False
+
+    # ------------------------------------------------------------------ the work
+    def token_stats(self, lm, texts: dict[int, str], settings, store: Callable, *, progress: Progress = noop,
+                    label: str = "token statistics") -> None:
+        """Statistics of ``texts`` (index -> text) on the workers; ``store(index, TokenStats)`` is called
+        on the driver for each text as soon as it is complete."""
+        import ray
+
+        from ..stats import TokenStats, plan_windows, tokenize
+
+        if not lm.load_args:
+            raise SettingsError(f"{lm.name} was not loaded with load_causal_lm, so Ray workers cannot load it: "
+                                "use --engine local")
+        if not ray.is_initialized():
+            raise SettingsError("the Ray engine's cluster was shut down: make a new engine")
+        idx = list(texts)
+        plan = plan_windows(lm, [texts[i] for i in idx], settings)
+        units = self._units(idx, plan, settings.resolved_batch_tokens(lm), settings.resolved_context(lm))
+        total = sum(u["tokens"] for u in units) or 1
+        progress(f"{label}: 0/{len(idx)} texts on {self.workers} Ray workers", 0.0)
+        t0 = time.time()
+        pieces: dict[int, list] = {}
+        n_windows = {i: len(w) for i, (_, w) in zip(idx, plan)}
+        done_tokens, done_texts = 0, 0
+        ds = ray.data.from_items([{"unit": json.dumps({"items": [{**it, "text": texts[it["idx"]]} for it in u["items"]]}),
+                                   "tokens": u["tokens"]} for u in units], override_num_blocks=len(units))
+        worker_device = "cuda" if self.gpus_per_worker > 0 else "cpu"
+        out = ds.map_batches(
+            _StatsWorker, batch_size=1, batch_format="numpy",
+            fn_constructor_kwargs=dict(load_args=lm.load_args, identity=lm.identity, settings=asdict(settings),
+                                       threads=max(1, int(self.cpus_per_worker)), device=worker_device),
+            compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(units))),
+            num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker or None,
+        )
+        try:
+            for batch in out.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
+                for i, t_a, t_b, payload, tokens in zip(batch["idx"], batch["t0"], batch["t1"], batch["payload"],
+                                                         batch["tokens"]):
+                    i = int(i)
+                    with np.load(io.BytesIO(payload), allow_pickle=False) as z:
+                        arrays = {k: z[k] for k in z.files}
+                    done_tokens += int(tokens)
+                    if t_a < 0:  # a whole short text
+                        store(i, TokenStats.from_arrays(arrays))
+                        done_texts += 1
+                    else:
+                        pieces.setdefault(i, []).append((int(t_a), int(t_b), int(arrays.pop("n_windows")), arrays))
+                        if sum(p[2] for p in pieces[i]) == n_windows[i]:
+                            store(i, _merge(tokenize(lm, texts[i]), texts[i], pieces.pop(i)))
+                            done_texts += 1
+                    progress(f"{label}: {done_texts}/{len(idx)} texts on {self.workers} Ray workers",
+                             min(1.0, done_tokens / total))
+        except MiaError:
+            raise
+        except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept
+            kept = f"{done_texts} of {len(idx)} texts were computed and cached (a re-run resumes from them)"
+            raise ModelError(f"the Ray workers failed: {_reason(e)}; {kept}") from None
+        self.last = {"units": len(units), "seconds": time.time() - t0, "texts": len(idx), "tokens": total}
+
+    def _units(self, idx: list[int], plan, batch_tokens: int, context: int) -> list[dict]:
+        """Consecutive short texts up to ``unit_tokens``; each long text in ranges of windows of that size."""
+        size = int(self.unit_tokens or UNIT_BATCHES * batch_tokens)
+        units, cur, cur_tokens = [], [], 0
+        for i, (n, starts) in zip(idx, plan):
+            if len(starts) <= 1:
+                cur.append({"idx": i, "w0": 0, "w1": -1})
+                cur_tokens += n + 1
+                if cur_tokens >= size:
+                    units.append({"items": cur, "tokens": cur_tokens})
+                    cur, cur_tokens = [], 0
+                continue
+            per = max(1, size // context)
+            for w0 in range(0, len(starts), per):
+                w1 = min(len(starts), w0 + per)
+                tokens = (starts[w1] if w1 < len(starts) else n) - starts[w0]
+                units.append({"items": [{"idx": i, "w0": w0, "w1": w1}], "tokens": tokens})
+        if cur:
+            units.append({"items": cur, "tokens": cur_tokens})
+        return sorted(units, key=lambda u: -u["tokens"])  # largest first: the last unit to finish is a small one
+
+
+def _merge(ids: np.ndarray, text: str, parts: list) -> "object":
+    """A long text's window ranges, put back in token order, as one ``TokenStats``."""
+    from ..stats import FIELDS, INT_FIELDS, TokenStats
+
+    n = len(ids)
+    out = {f: np.full(n, np.nan, dtype=np.float32) for f in FIELDS}
+    out.update({f: np.full(n, -1, dtype=np.int32) for f in INT_FIELDS})
+    vp = None
+    for t_a, t_b, _, arrays in sorted(parts, key=lambda p: p[0]):
+        for f in (*FIELDS, *INT_FIELDS):
+            out[f][t_a:t_b] = arrays[f]
+        if "vp" in arrays:
+            vp = arrays["vp"].copy() if vp is None else vp + arrays["vp"]
+    return TokenStats(token_ids=ids, **out, n_bytes=len(text.encode("utf-8", "surrogatepass")), vocab_prob_sum=vp)
+
+
+def _npz(arrays: dict) -> bytes:
+    buf = io.BytesIO()
+    np.savez(buf, **arrays)
+    return buf.getvalue()
+
+
+class _StatsWorker:
+    """A Ray Data actor: loads the model once, then turns units of work into statistics."""
+
+    def __init__(self, load_args: dict, identity: str, settings: dict, threads: int, device: str):
+        import torch
+
+        from ..models import load_causal_lm
+        from ..stats import StatsSettings
+
+        torch.set_num_threads(threads)
+        host = socket.gethostname()
+        self.settings = StatsSettings(**settings)
+        # a failed load is raised by the first call, not here: an actor that dies in its constructor is
+        # restarted by Ray (and Ray prints each try), a task that fails ends the job with its message
+        self.error: str | None = None
+        try:
+            self.lm = load_causal_lm(**load_args, device=device)
+        except Exception as e:  # noqa: BLE001 - ModelError, out of memory, a missing package...
+            self.error = f"worker on {host} could not load the model: {e if isinstance(e, MiaError) else _reason(e)}"
+            return
+        if self.lm.identity != identity:
+            self.error = (f"worker on {host} loaded another model than the driver ({self.lm.identity} vs "
+                          f"{identity}): give every machine the same model files")
+
+    def __call__(self, batch: dict) -> dict:
+        from ..stats import compute_stats, window_range_stats
+
+        if self.error:
+            raise ModelError(self.error)
+        rows = {"idx": [], "t0": [], "t1": [], "payload": [], "tokens": []}
+        for unit_json, tokens in zip(batch["unit"], batch["tokens"]):
+            items = json.loads(unit_json)["items"]
+            short = [it for it in items if it["w1"] < 0]
+            if short:
+                stats = compute_stats(self.lm, [it["text"] for it in short], self.settings, use_cache=False)
+                for k, (it, s) in enumerate(zip(short, stats)):
+                    rows["idx"].append(it["idx"]); rows["t0"].append(-1); rows["t1"].append(-1)  # noqa: E702
+                    rows["payload"].append(_npz(s.to_arrays()))
+                    rows["tokens"].append(int(tokens) if k == 0 else 0)
+            for it in (it for it in items if it["w1"] >= 0):
+                t_a, t_b, arrays = window_range_stats(self.lm, it["text"], self.settings, it["w0"], it["w1"])
+                arrays["n_windows"] = np.array(it["w1"] - it["w0"])
+                rows["idx"].append(it["idx"]); rows["t0"].append(t_a); rows["t1"].append(t_b)  # noqa: E702
+                rows["payload"].append(_npz(arrays))
+                rows["tokens"].append(int(tokens))
+        return {"idx": np.array(rows["idx"], dtype=np.int64), "t0": np.array(rows["t0"], dtype=np.int64),
+                "t1": np.array(rows["t1"], dtype=np.int64), "payload": np.array(rows["payload"], dtype=object),
+                "tokens": np.array(rows["tokens"], dtype=np.int64)}
+
+
+def _reason(e: BaseException) -> str:
+    """The one-line reason of a (Ray-wrapped) exception: the worker's own error when it is one of ours
+    (``mia_core.errors...: message`` in Ray's text), else the last line that names an error."""
+    texts = []
+    seen: set[int] = set()
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        texts.append(str(cur))
+        inner = getattr(cur, "cause", None)
+        cur = inner if isinstance(inner, BaseException) else (cur.__cause__ or cur.__context__)
+    lines = [ln.strip() for t in texts for ln in t.splitlines() if ln.strip()]
+    ours = [ln.split(": ", 1)[1] for ln in lines if ln.startswith("mia_core.errors.") and ": " in ln]
+    if ours:
+        return ours[-1][:400]
+    named = [ln for ln in lines if "Error" in ln.split(":", 1)[0] or "Exception" in ln.split(":", 1)[0]]
+    return (named or lines or [type(e).__name__])[-1][:400]

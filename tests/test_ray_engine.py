@@ -1,0 +1,162 @@
+"""The Ray engine (``--engine ray``) gives the local engine's numbers, on a real local Ray cluster.
+
+``ray.init(num_cpus=2)`` and two one-thread workers, on a random two-layer Llama (the SmolLM2
+tokenizer): the baselines, the neighbourhood attack and a document audit (books cut into window
+ranges that go to different workers) score within 1e-5 of the local path; what the workers
+computed is in the driver's cache (a local re-run makes no model call); and the faults the issue
+names stop with one line: a model a worker cannot load, an unreachable cluster, no Ray installed.
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+pytest.importorskip("ray.data")
+
+TOL = 1e-5
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    import ray
+
+    from mia_core.engines.ray_data import _quiet_ray_logs
+
+    _quiet_ray_logs()
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from helpers import save_tiny_llama
+
+    from mia_core.models import load_causal_lm
+
+    return load_causal_lm(save_tiny_llama(tmp_path_factory.mktemp("tiny-llama")), device="cpu")
+
+
+@pytest.fixture()
+def engine(ray_cluster):
+    from mia_core.engines import make_engine
+
+    return make_engine("ray", workers=2, batch_texts_tokens=256)  # small units: every call spreads over both
+
+
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    from helpers import empty_cache
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(empty_cache(tmp_path / "cache")))
+
+
+def _demo(n: int):
+    from mia_core.demo import demo_dataset
+
+    ds = demo_dataset()
+    mem = [t for t, y in zip(ds.texts, ds.labels) if y == 1][:n]
+    non = [t for t, y in zip(ds.texts, ds.labels) if y == 0][:n]
+    return mem, non
+
+
+def _max_diff(a, b) -> float:
+    a, b = np.asarray(a, float), np.asarray(b, float)
+    assert np.array_equal(np.isnan(a), np.isnan(b))
+    return float(np.nanmax(np.abs(a - b))) if a.size else 0.0
+
+
+def test_run_scores_equal_the_local_engine(tiny, engine):
+    """Baselines and the neighbourhood attack (its neighbours scored on the workers); then the cache the
+    driver filled makes a local re-run a pure cache read."""
+    from mia_core.data import Dataset
+    from mia_core.engines import use_engine
+    from mia_core.pipeline import RunConfig, run_attacks
+    from mia_core.stats import compute_stats
+
+    mem, non = _demo(8)
+    ds = Dataset(texts=mem + non, labels=[1] * 8 + [0] * 8, ids=[f"t{i}" for i in range(16)])
+    attacks = ("loss", "zlib", "lowercase", "min_k", "min_k_pp", "neighbourhood")
+    params = {"neighbourhood": {"n": 4}}
+    local = run_attacks(ds, tiny, config=RunConfig(attacks=attacks, params=params, use_cache=False, n_bootstrap=0))
+    with use_engine(engine):
+        remote = run_attacks(ds, tiny, config=RunConfig(attacks=attacks, params=params, n_bootstrap=0))
+    assert engine.last["units"] >= 2  # the last pass (neighbours) really was cut into several units
+    for a in attacks:
+        assert _max_diff(local.scores[a], remote.scores[a]) <= TOL, a
+    # the driver stored every text the workers scored: a local pass over them is all cache hits
+    compute_stats(tiny, mem + non)
+    assert compute_stats.last_cache.hits == len(mem + non) and compute_stats.last_cache.misses == 0
+
+
+def test_document_audit_equals_the_local_engine(tiny, engine):
+    """Books of about 1,500 tokens in windows of 64: each book's window ranges go to both workers
+    and are put back in order (the vocabulary-probability sums included)."""
+    from mia_core.documents import run_document_audit
+    from mia_core.engines import use_engine
+
+    mem, non = _demo(24)
+    members = [" ".join(mem[i:i + 6]) for i in range(0, 24, 6)]
+    nonmembers = [" ".join(non[i:i + 6]) for i in range(0, 24, 6)]
+    kw = dict(context=64, folds=2, n_estimators=20, partial_lengths=None, baselines=True,
+              baseline_attacks=("loss", "zlib"), baseline_seq_len=64, baseline_max_sequences=4)
+    local = run_document_audit(members, nonmembers, tiny, use_cache=False, **kw)
+    with use_engine(engine):
+        remote = run_document_audit(members, nonmembers, tiny, **kw)
+    for s_loc, s_rem in zip(local._stats, remote._stats):
+        assert np.array_equal(s_loc.token_ids, s_rem.token_ids)
+        for f in ("logprob", "max_logprob", "mu", "sigma"):
+            assert _max_diff(getattr(s_loc, f), getattr(s_rem, f)) <= TOL, f
+        assert np.abs(s_loc.vocab_prob_sum - s_rem.vocab_prob_sum).max() <= 1e-4  # sums of ~1,500 probabilities
+    prob = [c for c in local.scores.columns if c not in ("name", "label", "fold", "n_tokens", "source")]
+    assert prob
+    for c in prob:
+        if local.scores[c].dtype.kind == "f":
+            assert _max_diff(local.scores[c], remote.scores[c]) <= TOL, c
+
+
+def test_a_model_the_workers_cannot_load_stops_in_one_line(tiny, engine):
+    import copy
+
+    from mia_core.engines import use_engine
+    from mia_core.errors import ModelError
+    from mia_core.stats import compute_stats
+
+    bad = copy.copy(tiny)
+    bad.load_args = {**tiny.load_args, "spec": "/nonexistent/model-folder"}
+    t0 = time.time()
+    with use_engine(engine), pytest.raises(ModelError) as e:
+        compute_stats(bad, _demo(3)[0])
+    msg = str(e.value)
+    assert "\n" not in msg and "could not load the model" in msg and "/nonexistent/model-folder" in msg, msg
+    assert "0 of 3 texts" in msg
+    assert time.time() - t0 < 120  # no hang (Ray would otherwise restart the actor for ever)
+
+
+def test_unreachable_cluster_is_one_line_in_seconds():
+    from mia_core.engines.ray_data import check_address
+    from mia_core.errors import SettingsError
+
+    t0 = time.time()
+    with pytest.raises(SettingsError, match="cannot reach the Ray cluster at 127.0.0.1:9"):
+        check_address("127.0.0.1:9", timeout=3)
+    with pytest.raises(SettingsError, match="not host:port"):
+        check_address("nonsense")
+    assert time.time() - t0 < 10
+
+
+def test_cli_engine_errors_come_before_any_model_load(tmp_path):
+    """``--ray-address`` that does not answer, and ``--engine ray`` without Ray installed: one line each."""
+    from helpers import assert_one_error, run_mia
+
+    out = run_mia("run", "--demo", "--engine", "ray", "--ray-address", "127.0.0.1:9", "--out", tmp_path / "o")
+    assert_one_error(out.returncode, out.stderr, "cannot reach the Ray cluster")
+    blocked = ("import sys; sys.modules['ray'] = None; from mia_core.cli import main; "
+               "sys.exit(main(['run', '--demo', '--engine', 'ray', '--out', %r]))" % str(tmp_path / "o2"))
+    out = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120)
+    line = assert_one_error(out.returncode, out.stderr, "needs Ray")
+    assert "pip install" in line
