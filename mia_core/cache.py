@@ -11,6 +11,7 @@ length, prefix policy, statistics version...). Arrays are stored with ``numpy.sa
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -49,8 +50,8 @@ class ArrayCache:
             try:
                 self.dir.mkdir(parents=True, exist_ok=True)
                 meta = self.dir / "settings.json"
-                if not meta.exists():
-                    meta.write_text(json.dumps(settings, indent=2, sort_keys=True, default=str))
+                if not meta.exists():  # several processes (Ray drivers on a shared folder) may race here
+                    _write_atomic(meta, json.dumps(settings, indent=2, sort_keys=True, default=str).encode())
             except OSError as e:
                 raise SettingsError(f"the cache folder {self.dir} is not usable ({e.strerror or type(e).__name__}): "
                                     "fix it, or set MIA_CACHE_DIR to another folder") from None
@@ -83,16 +84,9 @@ class ArrayCache:
             return
         p = self._path(h, suffix)
         p.parent.mkdir(parents=True, exist_ok=True)
-        # atomic write: a crash never leaves a half-written entry behind
-        fd, tmp = tempfile.mkstemp(dir=p.parent, suffix=".tmp")
-        os.close(fd)
-        try:
-            with open(tmp, "wb") as f:
-                np.savez(f, **arrays)
-            os.replace(tmp, p)
-        finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+        buf = io.BytesIO()
+        np.savez(buf, **arrays)
+        _write_atomic(p, buf.getvalue())
 
     # partial results of long texts (resumable scoring)
     def get_partial(self, h: str) -> dict[str, np.ndarray] | None:
@@ -113,6 +107,21 @@ class ArrayCache:
     def drop_partial(self, h: str) -> None:
         if self.enabled:
             self._path(h, ".partial.npz").unlink(missing_ok=True)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write ``path`` so that no reader ever sees half of it: a private temporary file in the same
+    folder, then one ``os.replace``. A crash leaves no half-written entry, and concurrent writers of
+    one entry (two machines on a shared cache folder) each replace it whole: the last one wins, and
+    every one of them wrote the same statistics."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def cache_info() -> dict:

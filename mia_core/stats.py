@@ -365,11 +365,14 @@ def compute_stats(
 compute_stats.last_cache = None  # type: ignore[attr-defined]
 
 
-def plan_windows(lm: LoadedModel, texts: Sequence[str], settings: StatsSettings) -> list[tuple[int, list[int]]]:
-    """For each text: its number of tokens and the token index where each of its windows' predictions
-    start (what a distributed engine needs to cut a long text into window ranges and put them back)."""
+def plan_windows(lm: LoadedModel, texts: Sequence[str], settings: StatsSettings
+                 ) -> list[tuple[int, list[int], tuple]]:
+    """For each text: its number of tokens, the token index where each of its windows' predictions
+    start (what a distributed engine needs to cut a long text into window ranges and put them back),
+    and its first ``SHARED_MIN_TOKENS`` + 2 tokens (texts that share them may share a prefix pass)."""
     jobs = _jobs(lm, texts, settings, want_vp=False)
-    return [(len(j.ids), [max(0, s + 1 - j.offset) for s in j.windows]) for j in jobs]
+    return [(len(j.ids), [max(0, s + 1 - j.offset) for s in j.windows], tuple(j.ids[:SHARED_MIN_TOKENS + 2].tolist()))
+            for j in jobs]
 
 
 def window_range_stats(lm: LoadedModel, text: str, settings: StatsSettings, w0: int, w1: int

@@ -40,7 +40,8 @@ from ..progress import Progress, noop
 
 RAY_INSTALL = "pip install 'mia-dashboard[ray]'  (or: pip install 'ray[data]')"
 CONNECT_TIMEOUT_S = 5.0
-UNIT_BATCHES = 4  # a unit holds about this many forward batches of the run's batch_tokens
+UNIT_BATCHES = 4  # a unit holds at most this many forward batches of the run's batch_tokens
+UNITS_PER_WORKER = 4  # ... and is small enough that each worker gets at least this many
 # what a worker on another machine needs to find the same model files and stay offline
 _FORWARDED_ENV = ("MIA_CACHE_DIR", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
@@ -174,7 +175,7 @@ class RayEngine:
         progress(f"{label}: 0/{len(idx)} texts on {self.workers} Ray workers", 0.0)
         t0 = time.time()
         pieces: dict[int, list] = {}
-        n_windows = {i: len(w) for i, (_, w) in zip(idx, plan)}
+        n_windows = {i: len(w) for i, (_, w, _) in zip(idx, plan)}
         done_tokens, done_texts = 0, 0
         ds = ray.data.from_items([{"unit": json.dumps({"items": [{**it, "text": texts[it["idx"]]} for it in u["items"]]}),
                                    "tokens": u["tokens"]} for u in units], override_num_blocks=len(units))
@@ -213,15 +214,26 @@ class RayEngine:
 
     def _units(self, idx: list[int], plan, batch_tokens: int, context: int) -> list[dict]:
         """Consecutive short texts up to ``unit_tokens``; each long text in ranges of windows of that size."""
-        size = int(self.unit_tokens or UNIT_BATCHES * batch_tokens)
+        total = sum(n + 1 for n, _, _ in plan)
+        # at least UNITS_PER_WORKER units per worker, so that no worker waits long for the last one
+        size = int(self.unit_tokens or min(UNIT_BATCHES * batch_tokens,
+                                           max(batch_tokens, -(-total // (UNITS_PER_WORKER * self.workers)))))
         units, cur, cur_tokens = [], [], 0
-        for i, (n, starts) in zip(idx, plan):
+        # short texts sorted by length (a unit's batches then have little padding: 10 % faster than the
+        # caller's order on AG News), texts that start alike kept together (a text's neighbours share
+        # their prefix pass on the worker): groups by first tokens, ordered by their first text's length
+        short = [(i, n, head) for i, (n, starts, head) in zip(idx, plan) if len(starts) <= 1]
+        first_len: dict[tuple, int] = {}
+        for _, n, head in short:
+            first_len.setdefault(head, n)
+        for i, n, head in sorted(short, key=lambda x: (-first_len[x[2]], x[2])):
+            cur.append({"idx": i, "w0": 0, "w1": -1})
+            cur_tokens += n + 1
+            if cur_tokens >= size:
+                units.append({"items": cur, "tokens": cur_tokens})
+                cur, cur_tokens = [], 0
+        for i, (n, starts, _) in zip(idx, plan):
             if len(starts) <= 1:
-                cur.append({"idx": i, "w0": 0, "w1": -1})
-                cur_tokens += n + 1
-                if cur_tokens >= size:
-                    units.append({"items": cur, "tokens": cur_tokens})
-                    cur, cur_tokens = [], 0
                 continue
             per = max(1, size // context)
             for w0 in range(0, len(starts), per):
