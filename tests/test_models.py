@@ -58,3 +58,25 @@ def test_load_once_registry():
     assert reg.get_or_load("k", load, reuse=False) == 2
     reg.clear()
     assert reg.get_or_load("k", load) == 3
+
+
+def test_device_map_auto_places_the_model_with_accelerate_and_changes_no_number(tmp_path):
+    """``--device auto`` on a GPU machine loads with accelerate's ``device_map="auto"``; asked for
+    explicitly it runs on the CPU too, and scores exactly as the plain load."""
+    import numpy as np
+    from helpers import save_tiny_llama
+
+    from mia_core.errors import SettingsError
+    from mia_core.models import load_causal_lm
+    from mia_core.stats import compute_stats
+
+    path = save_tiny_llama(tmp_path / "tiny")
+    plain = load_causal_lm(path, device="cpu")
+    placed = load_causal_lm(path, device="cpu", device_map="auto")
+    assert placed is not plain and placed.device == "cpu" and placed.info["device_map"] == ["cpu"]
+    assert placed.identity == plain.identity  # the same cache entries
+    texts = ["A text placed by accelerate.", "Another, a little longer, text placed by accelerate."]
+    for a, b in zip(compute_stats(plain, texts, use_cache=False), compute_stats(placed, texts, use_cache=False)):
+        assert np.array_equal(a.logprob, b.logprob)
+    with pytest.raises(SettingsError, match="device_map"):
+        load_causal_lm(path, device="cpu", device_map="balanced")

@@ -137,6 +137,38 @@ def test_a_model_the_workers_cannot_load_stops_in_one_line(tiny, engine):
     assert time.time() - t0 < 120  # no hang (Ray would otherwise restart the actor for ever)
 
 
+def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes(tiny, ray_cluster):
+    """SIGKILL one worker once a tenth of the work is back: Ray restarts the actor and retries its unit;
+    every text arrives, with the local engine's numbers."""
+    import os
+    import signal
+
+    import psutil
+
+    from mia_core.engines import make_engine, use_engine
+    from mia_core.stats import compute_stats
+
+    mem, non = _demo(60)
+    texts = mem + non
+    killed: list[int] = []
+
+    def kill_one(msg, frac):
+        if killed or frac < 0.1:
+            return
+        for p in psutil.process_iter(["pid", "cmdline"]):
+            if "MapWorker" in " ".join(p.info["cmdline"] or []):
+                os.kill(p.info["pid"], signal.SIGKILL)
+                killed.append(p.info["pid"])
+                return
+
+    with use_engine(make_engine("ray", workers=2, batch_texts_tokens=64)):
+        remote = compute_stats(tiny, texts, progress=kill_one)
+    assert killed, "no worker was found to kill"
+    local = compute_stats(tiny, texts, use_cache=False)
+    assert all(r is not None for r in remote)
+    assert max(_max_diff(a.logprob, b.logprob) for a, b in zip(local, remote)) <= TOL
+
+
 def test_unreachable_cluster_is_one_line_in_seconds():
     from mia_core.engines.ray_data import check_address
     from mia_core.errors import SettingsError

@@ -151,7 +151,9 @@ def add_model_args(p: argparse.ArgumentParser, *, model_help: str, model_default
     m.add_argument("--dtype", default=dtype_default, choices=DTYPE_CHOICES, help=dtype_help)
     if quantize:
         m.add_argument("--quantize", default="none", choices=QUANTIZE_CHOICES, help=quantize_help)
-    m.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:1 ...")
+    m.add_argument("--device", default="auto",
+                   help="auto: the GPUs when torch sees any, the model spread over all of them (accelerate's "
+                        "device_map=auto; a model larger than one GPU loads), else the CPU; or cpu, cuda, cuda:1 ...")
     m.add_argument("--trust-remote-code", action="store_true",
                    help="allow custom model code from the hub (off by default: it runs code)")
     return m

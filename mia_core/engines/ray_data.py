@@ -179,7 +179,8 @@ class RayEngine:
         done_tokens, done_texts = 0, 0
         ds = ray.data.from_items([{"unit": json.dumps({"items": [{**it, "text": texts[it["idx"]]} for it in u["items"]]}),
                                    "tokens": u["tokens"]} for u in units], override_num_blocks=len(units))
-        worker_device = "cuda" if self.gpus_per_worker > 0 else "cpu"
+        # "auto" on a worker with GPUs: the model spread over the worker's GPUs (device_map="auto")
+        worker_device = "auto" if self.gpus_per_worker > 0 else "cpu"
         out = ds.map_batches(
             _StatsWorker, batch_size=1, batch_format="numpy",
             fn_constructor_kwargs=dict(load_args=lm.load_args, identity=lm.identity, settings=asdict(settings),

@@ -279,20 +279,31 @@ def load_causal_lm(
     trust_remote_code: bool = False,
     progress: Progress = noop,
     reuse: bool = True,
+    device_map: str | None = None,
 ) -> LoadedModel:
-    """Load (or reuse an already loaded) causal LM. Raises ``ModelError`` with a clear reason."""
+    """Load (or reuse an already loaded) causal LM. Raises ``ModelError`` with a clear reason.
+
+    ``device="auto"`` on a machine with GPUs loads with accelerate's ``device_map="auto"``: the layers
+    are spread over the visible GPUs (and the CPU, when they do not fit), so a model larger than one
+    GPU loads. ``device_map="auto"`` asks for that placement on any device, the CPU included (the
+    same numbers as a plain load); ``device_map=None`` decides from ``device``.
+    """
     if quantize not in QUANTIZE:
         raise SettingsError(f"quantize must be one of {', '.join(QUANTIZE)}, not {quantize!r}")
+    if device_map not in (None, "auto"):
+        raise SettingsError(f"device_map must be None or 'auto', not {device_map!r}")
+    asked_auto = str(device or "auto").strip().lower() in ("", "auto")
     device = resolve_device(device)
+    spread = device_map == "auto" or (asked_auto and device.startswith("cuda"))
     dtype = resolve_dtype(dtype, device)
     if quantize == "int4" and dtype == "fp32":
         dtype = "bf16"  # 4-bit weights compute in bf16 (bnb_4bit_compute_dtype): say so in labels and cache keys
     ms = resolve_spec(spec)
-    key = (ms.kind, ms.location, dtype, quantize, device, trust_remote_code)
+    key = (ms.kind, ms.location, dtype, quantize, device, trust_remote_code, spread)
 
     def load() -> LoadedModel:
         t0 = time.time()
-        lm = _load(ms, dtype, quantize, device, trust_remote_code, progress)
+        lm = _load(ms, dtype, quantize, SPREAD if spread else device, trust_remote_code, progress)
         lm.load_seconds = time.time() - t0
         lm.load_args = {"spec": None if ms.is_embedded else ms.location, "dtype": dtype, "quantize": quantize,
                         "trust_remote_code": trust_remote_code}
@@ -322,21 +333,26 @@ def _bnb_config(quantize: str, dtype: str):
     )
 
 
+SPREAD = "device_map=auto"  # the device _load is given for accelerate's placement
+
+
 def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trust_remote_code: bool, local_only: bool):
     from transformers import AutoModelForCausalLM
 
     kwargs = dict(trust_remote_code=trust_remote_code, local_files_only=local_only)
     q = _bnb_config(quantize, dtype)
+    if device == SPREAD:  # accelerate places the layers over the visible devices
+        kwargs["device_map"] = "auto"
     if q is not None:
         kwargs["quantization_config"] = q
-        kwargs["device_map"] = {"": device}
+        kwargs.setdefault("device_map", {"": device})
         kwargs["dtype"] = torch_dtype("bf16" if dtype == "fp32" else dtype) if quantize == "int4" else None
         if kwargs["dtype"] is None:
             kwargs.pop("dtype")
     else:
         kwargs["dtype"] = torch_dtype(dtype)
     model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
-    if q is None:
+    if q is None and device != SPREAD:
         model = model.to(device)
     return model
 
@@ -400,6 +416,10 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         tok.pad_token = tok.eos_token or tok.unk_token
     max_ctx = _max_context(model, tok)
     n_params = sum(p.numel() for p in model.parameters())
+    if device == SPREAD:  # inputs go where the embeddings are; accelerate's hooks move the activations on
+        placed = getattr(model, "hf_device_map", None) or {}
+        info["device_map"] = sorted({str(v) for v in placed.values()} or {str(model.device)})
+        device = str(model.device)
     progress(f"loaded {ms.display}", 1.0)
     return LoadedModel(
         model=model,
