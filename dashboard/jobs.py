@@ -11,6 +11,7 @@ and each stage gets its own bar with its latest message and elapsed time.
 """
 from __future__ import annotations
 
+import contextvars
 import logging
 import secrets
 import threading
@@ -132,7 +133,9 @@ class JobRegistry:
 
         with self._lock:
             self._jobs[job.id] = job
-        threading.Thread(target=target, name=f"mia-job-{job.id}", daemon=True).start()
+        # the caller's context variables (the engine the passes run on: mia_core.engines.use_engine) go along
+        ctx = contextvars.copy_context()
+        threading.Thread(target=ctx.run, args=(target,), name=f"mia-job-{job.id}", daemon=True).start()
         return job
 
     def get(self, job_id: str | None) -> Job | None:

@@ -12,6 +12,7 @@ from dashboard import optional
 from dashboard.calibration import (
     DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs, run_estimate,
 )
+from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.results import render_run
@@ -20,6 +21,7 @@ from dashboard.ui import AUC_EXPLAINER, early_table, page_setup, render_stages, 
 from mia_core import plots, runs
 from mia_core.attacks import REGISTRY
 from mia_core.attacks.neighbourhood import run_coupling_warning
+from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
 from mia_core.pipeline import uses_reference
 
@@ -149,6 +151,7 @@ with st.expander("Advanced"):
                               help="The papers and their reference code (MIMIR) score tokens 2..n: the first token, "
                                    "predicted from nothing, is the noisiest of a text. Tick to include it.")
     run_name = st.text_input("Run name (optional)", key="cal_name", placeholder="e.g. SmolLM2 fp32 demo")
+    engine_choice = engine_widgets("cal")
 
 # ------------------------------------------------------------------ run
 st.subheader("3 · Run")
@@ -187,6 +190,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
                            blind=blind, dataset=inputs.dataset, population=inputs.population,
                            reference=(demo.get("reference") or "smollm2") if use_demo_models else panel.reference)
         cfg.score_first_token = bool(first_token)
+        engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         if use_demo_models:
             target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
                                         panel.trust_remote_code, label="Loading the demo target")
@@ -203,8 +207,9 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             st.warning(coupled)
         work = make_job(inputs, target, reference if uses_reference(chosen, params) else None,
                         cfg, name=run_name.strip() or None, modify_variants=modify_variants)
-        job = reg.start("calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
-                        f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work)
+        with use_engine(engine):  # the job's thread runs its passes there
+            job = reg.start("calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
+                            f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work)
         busy = True
         st.rerun()  # redraw at once with the Run button disabled and the live progress below it
     except MiaError as e:

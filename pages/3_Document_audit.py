@@ -15,6 +15,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard import optional
+from dashboard.engine import engine_for, engine_widgets
 from dashboard.loaders import load_with_progress
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
@@ -24,6 +25,7 @@ from mia_core.documents import (
     run_document_audit,
 )
 from mia_core.documents.normalization import LABELS as NORM_LABELS
+from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
 from mia_core.metrics import NOT_ESTIMABLE
 
@@ -139,6 +141,7 @@ with st.expander("More settings"):
                                value=False, key="doc_baselines")
     do_precision = st.checkbox("Precision table: re-run at fp32 / bf16 / int8 / int4 (§6.4, Table 5; reloads the "
                                "model four times, slow on a CPU)", value=False, key="doc_precision")
+    engine_choice = engine_widgets("doc")
 
 go_ = st.button("Run the document audit", type="primary", key="doc_go")
 
@@ -163,6 +166,7 @@ if go_:
         if len(members) < int(folds) or len(nonmembers) < int(folds):
             raise SettingsError(f"{int(folds)}-fold cross-validation needs at least {int(folds)} member and "
                                 f"{int(folds)} non-member books; got {len(members)} and {len(nonmembers)}.")
+        engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         target = panel.target
         if use_demo_model:
             target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
@@ -175,12 +179,13 @@ if go_:
         def progress(message: str, fraction: float) -> None:
             bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
 
-        res = run_document_audit(
-            members, nonmembers, target, reference=None if use_demo_model else panel.reference, context=int(context),
-            normalizations=tuple(norms), features=feats, folds=int(folds), n_bins=int(n_bins), seed=int(seed),
-            partial_lengths=DEFAULT_LENGTHS if do_partial else None,
-            baselines=bool(do_baselines), n_estimators=int(n_trees), progress=progress,
-        )
+        with use_engine(engine):
+            res = run_document_audit(
+                members, nonmembers, target, reference=None if use_demo_model else panel.reference, context=int(context),
+                normalizations=tuple(norms), features=feats, folds=int(folds), n_bins=int(n_bins), seed=int(seed),
+                partial_lengths=DEFAULT_LENGTHS if do_partial else None,
+                baselines=bool(do_baselines), n_estimators=int(n_trees), progress=progress,
+            )
         st.session_state[RESULT_KEY] = res
         if do_precision:
             bar2 = st.progress(0.0, text="precision table…")

@@ -14,9 +14,11 @@ import importlib.util
 import base64
 import json
 import re
+import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 pytest.importorskip("streamlit")
@@ -191,6 +193,60 @@ def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     strip = json.loads(at.get("plotly_chart")[-1].proto.spec)
     ys = _array(strip["data"][0]["y"])
     assert len(ys) and np.isfinite(ys).any()
+
+
+def test_document_page_on_ray_workers_gives_the_local_numbers(tiny_llama, book_dirs):
+    """"Where the model passes run" = Ray workers: a local Ray cluster is started from the page, and the
+    per-book probabilities are those of the same audit on the local engine. An address that does not
+    answer is one error line, before any model loads."""
+    pytest.importorskip("ray.data")
+    import ray
+
+    def audit(engine: str, address: str = ""):
+        at = _app(DOC_PAGE, model=tiny_llama)
+        at.radio(key="doc_source").set_value("paths").run()
+        at.text_area(key="doc_members_paths").input(book_dirs[0])
+        at.text_area(key="doc_nonmembers_paths").input(book_dirs[1])
+        at.number_input(key="doc_folds").set_value(2)
+        at.number_input(key="doc_context").set_value(64)
+        at.number_input(key="doc_bins").set_value(20)
+        at.number_input(key="doc_trees").set_value(10)
+        at.checkbox(key="doc_partial").uncheck()
+        at.selectbox(key="doc_engine").set_value(engine).run()
+        if engine == "ray":  # enabled once Ray is chosen
+            at.number_input(key="doc_workers").set_value(2)
+            at.text_input(key="doc_ray_address").input(address)
+        at.button(key="doc_go").click().run()
+        _no_exception(at)
+        return at
+
+    at = audit("ray", "127.0.0.1:9")
+    assert len(_errors(at)) == 1 and "cannot reach the Ray cluster" in _errors(at)[0], _errors(at)
+    assert not at.get("plotly_chart")
+    try:
+        remote = next(d.value for d in audit("ray").dataframe if "book" in d.value.columns)
+        assert ray.is_initialized()  # the page started the cluster: the passes did run on it
+    finally:
+        ray.shutdown()
+    local = next(d.value for d in audit("local").dataframe if "book" in d.value.columns)
+    assert len(remote) == 6
+    pd.testing.assert_frame_equal(remote, local)
+
+
+def test_jobs_run_on_the_engine_of_the_page_that_started_them():
+    """The calibration page starts its run in a thread: the engine chosen on the page goes with it."""
+    from dashboard.jobs import JobRegistry
+
+    from mia_core.engines import LocalEngine, current_engine, use_engine
+
+    marked = LocalEngine(kind="marked")
+    with use_engine(marked):
+        job = JobRegistry().start("test", "engine", lambda progress: current_engine())
+    for _ in range(100):
+        if not job.running:
+            break
+        time.sleep(0.05)
+    assert job.result is marked
 
 
 def test_document_page_demo_runs_offline(tiny_llama):
