@@ -11,6 +11,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -80,7 +81,7 @@ def test_run_scores_equal_the_local_engine(tiny, engine):
 
     mem, non = _demo(8)
     ds = Dataset(texts=mem + non, labels=[1] * 8 + [0] * 8, ids=[f"t{i}" for i in range(16)])
-    attacks = ("loss", "zlib", "lowercase", "min_k", "min_k_pp", "neighbourhood")
+    attacks = ("loss", "zlib", "min_k", "min_k_pp", "neighbourhood")
     params = {"neighbourhood": {"n": 4}}
     local = run_attacks(ds, tiny, config=RunConfig(attacks=attacks, params=params, use_cache=False, n_bootstrap=0))
     with use_engine(engine):
@@ -117,6 +118,34 @@ def test_document_audit_equals_the_local_engine(tiny, engine):
     for c in prob:
         if local.scores[c].dtype.kind == "f":
             assert _max_diff(local.scores[c], remote.scores[c]) <= TOL, c
+
+
+def test_masked_lm_audit_and_neighbour_generation_equal_the_local_engine(engine):
+    """The masked-LM audit's energies (target and reference, K masks each, re-made on the workers from the
+    seed) and the neighbour generator's proposals run on the workers with the local numbers."""
+    from mia_core.demo import mlm_demo_paths
+    from mia_core.engines import use_engine
+    from mia_core.mlm import run_mlm_audit
+    from mia_core.neighbours import NeighbourSettings, make_generator
+
+    demo = mlm_demo_paths()
+    lines = [Path(demo[k]).read_text().splitlines()[:6] for k in ("members", "nonmembers", "population")]
+    kw = dict(k=2, n_bootstrap=0, device="cpu")
+    local = run_mlm_audit(*lines, str(demo["target"]), demo["reference"], cache=False, **kw)
+    with use_engine(engine):
+        remote = run_mlm_audit(*lines, str(demo["target"]), demo["reference"], **kw)
+    assert engine.last["kind"] == "mlm"
+    for c in local.scores.columns:
+        if local.scores[c].dtype.kind == "f":
+            assert _max_diff(local.scores[c], remote.scores[c]) <= TOL, c
+
+    gen = make_generator(NeighbourSettings(n=6), device="cpu")
+    texts = lines[0]
+    here = gen.generate(texts, use_cache=False)
+    with use_engine(engine):
+        there = gen.generate(texts)
+    assert engine.last["kind"] == "neighbours"
+    assert [[n.text for n in a] for a in here] == [[n.text for n in b] for b in there]
 
 
 def test_a_model_the_workers_cannot_load_stops_in_one_line(tiny, engine):

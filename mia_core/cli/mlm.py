@@ -14,7 +14,7 @@ import time
 
 from ..errors import SettingsError
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      positive_int, print_notes)
 
 
@@ -52,6 +52,7 @@ def register(subparsers) -> None:
     a.add_argument("--mask-rate", type=fraction, default=0.15, help="share of tokens masked in each pattern (§2.3)")
     a.add_argument("--alpha", type=fraction, default=0.1, help="share of the population flagged by the threshold (§2.4)")
     a.add_argument("--batch-tokens", type=positive_int, default=8192, help="padded tokens per forward pass (memory knob)")
+    add_engine_args(p)
     add_output_args(p, out_default="mia_mlm", cache="do not read or write the energy cache",
                     seed_help="seed for the masking patterns and the bootstrap")
     add_progress_args(p)
@@ -100,6 +101,7 @@ def cmd_mlm(args) -> int:
     pop_groups = None
     if args.group_column and any(r.group is not None for r in pop):
         pop_groups = [r.group for r in pop]
+    start_engine(args)
     with ProgressBar(disable=args.quiet) as bar:
         res = run_mlm_audit(
             [ds.texts[i] for i in mi], [ds.texts[i] for i in ni], [r.text for r in pop], args.model, args.reference,

@@ -159,59 +159,120 @@ class RayEngine:
                     label: str = "token statistics") -> None:
         """Statistics of ``texts`` (index -> text) on the workers; ``store(index, TokenStats)`` is called
         on the driver for each text as soon as it is complete."""
-        import ray
-
         from ..stats import TokenStats, plan_windows, tokenize
 
         if not lm.load_args:
             raise SettingsError(f"{lm.name} was not loaded with load_causal_lm, so Ray workers cannot load it: "
                                 "use --engine local")
-        if not ray.is_initialized():
-            raise SettingsError("the Ray engine's cluster was shut down: make a new engine")
         idx = list(texts)
         plan = plan_windows(lm, [texts[i] for i in idx], settings)
         units = self._units(idx, plan, settings.resolved_batch_tokens(lm), settings.resolved_context(lm))
-        total = sum(u["tokens"] for u in units) or 1
-        progress(f"{label}: 0/{len(idx)} texts on {self.workers} Ray workers", 0.0)
-        t0 = time.time()
         pieces: dict[int, list] = {}
         n_windows = {i: len(w) for i, (_, w, _) in zip(idx, plan)}
+
+        def on_row(i: int, t_a: int, t_b: int, arrays: dict) -> bool:
+            if t_a < 0:  # a whole short text
+                store(i, TokenStats.from_arrays(arrays))
+                return True
+            pieces.setdefault(i, []).append((t_a, t_b, int(arrays.pop("n_windows")), arrays))
+            if sum(p[2] for p in pieces[i]) < n_windows[i]:
+                return False
+            store(i, _merge(tokenize(lm, texts[i]), texts[i], pieces.pop(i)))
+            return True
+
+        init = {"load_args": lm.load_args, "identity": lm.identity, "settings": asdict(settings)}
+        self._map("stats", init, units, texts, on_row, progress, label)
+
+    def neighbours(self, gen, texts: dict[int, str], store: Callable, *, progress: Progress = noop,
+                   label: str = "neighbours") -> None:
+        """Neighbours of ``texts`` made by ``gen``'s generator on the workers (each builds it once);
+        ``store(index, list[Neighbour])`` on the driver as each text's arrive."""
+        from ..neighbours.base import _from_arrays
+
+        idx = list(texts)
+        units = self._text_units(idx, [len(texts[i].split()) for i in idx])
+
+        def on_row(i: int, t_a: int, t_b: int, arrays: dict) -> bool:
+            store(i, _from_arrays(arrays))
+            return True
+
+        init = {"settings": gen.settings.to_dict(), "identity": gen.identity}
+        self._map("neighbours", init, units, texts, on_row, progress, label)
+
+    def mlm_energies(self, mlm, plan, todo: list[int], batch_tokens: int, store: Callable, *,
+                     progress: Progress = noop, label: str = "scoring") -> None:
+        """Per-pattern log-probability sums (``mia_core.mlm.energy``) of the plan's texts ``todo`` on the
+        workers; each re-makes its texts' masks from the plan's settings (they depend on the text and the
+        seed only). ``store(index, sums)`` on the driver."""
+        if not getattr(mlm, "load_args", None):
+            raise SettingsError(f"{mlm.name} was not loaded with load_masked_lm, so Ray workers cannot load it")
+        texts = {i: plan.texts[i] for i in todo}
+        units = self._text_units(todo, [len(plan.ids[i]) * plan.k for i in todo])
+
+        def on_row(i: int, t_a: int, t_b: int, arrays: dict) -> bool:
+            store(i, arrays["pattern_logp"])
+            return True
+
+        init = {"load_args": mlm.load_args, "identity": mlm.identity, "batch_tokens": int(batch_tokens),
+                "plan": {"k": plan.k, "seed": plan.seed, "rate": plan.rate, "max_length": plan.max_length}}
+        self._map("mlm", init, units, texts, on_row, progress, label)
+
+    def _text_units(self, idx: list[int], costs: list[int]) -> list[dict]:
+        """Texts in the caller's order, cut into about UNITS_PER_WORKER units per worker (cost-balanced)."""
+        total = sum(costs) or 1
+        size = self.unit_tokens or -(-total // (UNITS_PER_WORKER * self.workers))
+        units, cur, cur_cost = [], [], 0
+        for i, c in zip(idx, costs):
+            cur.append({"idx": i})
+            cur_cost += c
+            if cur_cost >= size:
+                units.append({"items": cur, "tokens": cur_cost})
+                cur, cur_cost = [], 0
+        if cur:
+            units.append({"items": cur, "tokens": cur_cost})
+        return units
+
+    def _map(self, kind: str, init: dict, units: list[dict], texts: dict[int, str], on_row: Callable,
+             progress: Progress, label: str) -> None:
+        """Run ``units`` on a pool of ``_Worker(kind, init)`` actors; ``on_row(index, t0, t1, arrays)`` for
+        every result on the driver (True when it completed a text)."""
+        import ray
+
+        if not ray.is_initialized():
+            raise SettingsError("the Ray engine's cluster was shut down: make a new engine")
+        n_texts = len(texts)
+        total = sum(u["tokens"] for u in units) or 1
+        where = f"on {self.workers} Ray worker{'s' if self.workers != 1 else ''}"
+        progress(f"{label}: 0/{n_texts} texts {where}", 0.0)
+        t0 = time.time()
         done_tokens, done_texts = 0, 0
         ds = ray.data.from_items([{"unit": json.dumps({"items": [{**it, "text": texts[it["idx"]]} for it in u["items"]]}),
-                                   "tokens": u["tokens"]} for u in units], override_num_blocks=len(units))
+                                   "tokens": u["tokens"]} for u in units], override_num_blocks=max(1, len(units)))
         # "auto" on a worker with GPUs: the model spread over the worker's GPUs (device_map="auto")
         worker_device = "auto" if self.gpus_per_worker > 0 else "cpu"
         out = ds.map_batches(
-            _StatsWorker, batch_size=1, batch_format="numpy",
-            fn_constructor_kwargs=dict(load_args=lm.load_args, identity=lm.identity, settings=asdict(settings),
-                                       threads=max(1, int(self.cpus_per_worker)), device=worker_device),
-            compute=ray.data.ActorPoolStrategy(size=min(self.workers, len(units))),
+            _Worker, batch_size=1, batch_format="numpy",
+            fn_constructor_kwargs=dict(kind=kind, init=init, threads=max(1, int(self.cpus_per_worker)),
+                                       device=worker_device),
+            compute=ray.data.ActorPoolStrategy(size=max(1, min(self.workers, len(units)))),
             num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker or None,
         )
         try:
             for batch in out.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
                 for i, t_a, t_b, payload, tokens in zip(batch["idx"], batch["t0"], batch["t1"], batch["payload"],
                                                          batch["tokens"]):
-                    i = int(i)
                     with np.load(io.BytesIO(payload), allow_pickle=False) as z:
                         arrays = {k: z[k] for k in z.files}
                     done_tokens += int(tokens)
-                    if t_a < 0:  # a whole short text
-                        store(i, TokenStats.from_arrays(arrays))
-                        done_texts += 1
-                    else:
-                        pieces.setdefault(i, []).append((int(t_a), int(t_b), int(arrays.pop("n_windows")), arrays))
-                        if sum(p[2] for p in pieces[i]) == n_windows[i]:
-                            store(i, _merge(tokenize(lm, texts[i]), texts[i], pieces.pop(i)))
-                            done_texts += 1
-                    progress(f"{label}: {done_texts}/{len(idx)} texts on {self.workers} Ray workers",
-                             min(1.0, done_tokens / total))
+                    done_texts += bool(on_row(int(i), int(t_a), int(t_b), arrays))
+                    progress(f"{label}: {done_texts}/{n_texts} texts {where}", min(1.0, done_tokens / total))
         except MiaError:
             raise
         except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept
-            kept = f"{done_texts} of {len(idx)} texts were computed and cached (a re-run resumes from them)"
+            kept = f"{done_texts} of {n_texts} texts were computed and cached (a re-run resumes from them)"
             raise ModelError(f"the Ray workers failed: {_reason(e)}; {kept}") from None
-        self.last = {"units": len(units), "seconds": time.time() - t0, "texts": len(idx), "tokens": total}
+        self.last = {"kind": kind, "units": len(units), "seconds": time.time() - t0, "texts": n_texts,
+                     "tokens": total}
 
     def _units(self, idx: list[int], plan, batch_tokens: int, context: int) -> list[dict]:
         """Consecutive short texts up to ``unit_tokens``; each long text in ranges of windows of that size."""
@@ -268,54 +329,107 @@ def _npz(arrays: dict) -> bytes:
     return buf.getvalue()
 
 
-class _StatsWorker:
-    """A Ray Data actor: loads the model once, then turns units of work into statistics."""
+class _Worker:
+    """A Ray Data actor: builds its model (or generator) once, then turns units of work into arrays.
 
-    def __init__(self, load_args: dict, identity: str, settings: dict, threads: int, device: str):
+    ``kind``: ``stats`` (a causal LM's token statistics), ``neighbours`` (a neighbour generator) or
+    ``mlm`` (a masked LM's per-pattern sums). A worker whose model differs from the driver's, by
+    identity, refuses to run: the cache would hold another model's numbers under this one's key.
+    """
+
+    def __init__(self, kind: str, init: dict, threads: int, device: str):
         import torch
 
-        from ..models import load_causal_lm
-        from ..stats import StatsSettings
-
         torch.set_num_threads(threads)
+        self.kind, self.init = kind, init
         host = socket.gethostname()
-        self.settings = StatsSettings(**settings)
         # a failed load is raised by the first call, not here: an actor that dies in its constructor is
         # restarted by Ray (and Ray prints each try), a task that fails ends the job with its message
         self.error: str | None = None
         try:
-            self.lm = load_causal_lm(**load_args, device=device)
+            self.tool, identity = _BUILD[kind](init, device)
         except Exception as e:  # noqa: BLE001 - ModelError, out of memory, a missing package...
             self.error = f"worker on {host} could not load the model: {e if isinstance(e, MiaError) else _reason(e)}"
             return
-        if self.lm.identity != identity:
-            self.error = (f"worker on {host} loaded another model than the driver ({self.lm.identity} vs "
-                          f"{identity}): give every machine the same model files")
+        if identity != init["identity"]:
+            self.error = (f"worker on {host} loaded another model than the driver ({identity} vs "
+                          f"{init['identity']}): give every machine the same model files")
 
     def __call__(self, batch: dict) -> dict:
-        from ..stats import compute_stats, window_range_stats
-
         if self.error:
             raise ModelError(self.error)
         rows = {"idx": [], "t0": [], "t1": [], "payload": [], "tokens": []}
         for unit_json, tokens in zip(batch["unit"], batch["tokens"]):
             items = json.loads(unit_json)["items"]
-            short = [it for it in items if it["w1"] < 0]
-            if short:
-                stats = compute_stats(self.lm, [it["text"] for it in short], self.settings, use_cache=False)
-                for k, (it, s) in enumerate(zip(short, stats)):
-                    rows["idx"].append(it["idx"]); rows["t0"].append(-1); rows["t1"].append(-1)  # noqa: E702
-                    rows["payload"].append(_npz(s.to_arrays()))
-                    rows["tokens"].append(int(tokens) if k == 0 else 0)
-            for it in (it for it in items if it["w1"] >= 0):
-                t_a, t_b, arrays = window_range_stats(self.lm, it["text"], self.settings, it["w0"], it["w1"])
-                arrays["n_windows"] = np.array(it["w1"] - it["w0"])
-                rows["idx"].append(it["idx"]); rows["t0"].append(t_a); rows["t1"].append(t_b)  # noqa: E702
+            for k, (i, t_a, t_b, arrays) in enumerate(_WORK[self.kind](self.tool, self.init, items)):
+                rows["idx"].append(i)
+                rows["t0"].append(t_a)
+                rows["t1"].append(t_b)
                 rows["payload"].append(_npz(arrays))
-                rows["tokens"].append(int(tokens))
+                rows["tokens"].append(int(tokens) if k == 0 else 0)
         return {"idx": np.array(rows["idx"], dtype=np.int64), "t0": np.array(rows["t0"], dtype=np.int64),
                 "t1": np.array(rows["t1"], dtype=np.int64), "payload": np.array(rows["payload"], dtype=object),
                 "tokens": np.array(rows["tokens"], dtype=np.int64)}
+
+
+def _build_stats(init: dict, device: str):
+    from ..models import load_causal_lm
+    from ..stats import StatsSettings
+
+    lm = load_causal_lm(**init["load_args"], device=device)
+    return (lm, StatsSettings(**init["settings"])), lm.identity
+
+
+def _work_stats(tool, init: dict, items: list[dict]):
+    from ..stats import compute_stats, window_range_stats
+
+    lm, settings = tool
+    short = [it for it in items if it["w1"] < 0]
+    if short:
+        for it, s in zip(short, compute_stats(lm, [it["text"] for it in short], settings, use_cache=False)):
+            yield it["idx"], -1, -1, s.to_arrays()
+    for it in (it for it in items if it["w1"] >= 0):
+        t_a, t_b, arrays = window_range_stats(lm, it["text"], settings, it["w0"], it["w1"])
+        arrays["n_windows"] = np.array(it["w1"] - it["w0"])
+        yield it["idx"], t_a, t_b, arrays
+
+
+def _build_neighbours(init: dict, device: str):
+    from ..neighbours import NeighbourSettings, make_generator
+
+    gen = make_generator(NeighbourSettings(**init["settings"]), device=device)
+    return gen, gen.identity
+
+
+def _work_neighbours(gen, init: dict, items: list[dict]):
+    from ..neighbours.base import _to_arrays
+
+    made = gen._generate([it["text"] for it in items], noop)
+    for it, nbs in zip(items, made):
+        yield it["idx"], -1, -1, _to_arrays(nbs)
+
+
+def _build_mlm(init: dict, device: str):
+    from ..models import load_masked_lm
+
+    mlm = load_masked_lm(**init["load_args"], device=device)
+    return mlm, mlm.identity
+
+
+def _work_mlm(mlm, init: dict, items: list[dict]):
+    from ..mlm.energy import energies
+    from ..mlm.masking import plan_masks
+
+    p = init["plan"]
+    plan = plan_masks(mlm.tokenizer, [it["text"] for it in items], k=p["k"], seed=p["seed"], rate=p["rate"],
+                      max_length=p["max_length"])
+    _, sums = energies(mlm, plan=plan, batch_tokens=init["batch_tokens"], cache=False, return_patterns=True)
+    for it, row in zip(items, sums):
+        yield it["idx"], -1, -1, {"pattern_logp": row}
+
+
+_BUILD = {"stats": _build_stats, "neighbours": _build_neighbours, "mlm": _build_mlm}
+_WORK = {"stats": _work_stats, "neighbours": _work_neighbours, "mlm": _work_mlm}
 
 
 def _reason(e: BaseException) -> str:

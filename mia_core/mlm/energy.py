@@ -169,6 +169,17 @@ def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int = DEFA
             sums[i] = got["pattern_logp"]
         else:
             todo.append(i)
+    from ..engines import current_engine
+
+    engine = current_engine()
+    if todo and engine.distributed:  # on Ray workers; each text's sums cached here as they come
+        def put(i: int, v: np.ndarray) -> None:
+            sums[i] = v
+            store.put(plan.hashes[i], {"pattern_logp": v, "n_tokens": np.int64(plan.content[i].size)})
+
+        engine.mlm_energies(mlm, plan, todo, int(batch_tokens), put,
+                            progress=lambda m, f: progress(f"scoring: {mlm.name}, {m}", f), label=f"{plan.k} masks")
+        todo = []
     if todo:
         lengths = np.array([len(plan.ids[i]) for i in todo])
         batches = _batches(lengths, plan.k, int(batch_tokens))

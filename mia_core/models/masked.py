@@ -31,6 +31,7 @@ class MaskedLM:
     n_params: int
     load_seconds: float = 0.0
     info: dict = field(default_factory=dict)
+    load_args: dict = field(default_factory=dict)  # load_masked_lm's arguments, the spec absolute (Ray workers)
 
     @property
     def mask_token_id(self) -> int:
@@ -107,10 +108,20 @@ def load_masked_lm(spec: str | os.PathLike, *, device: str = "auto", dtype: str 
     device = resolve_device(device)
     dtype = resolve_dtype(dtype, device)
     s = str(spec).strip()
+    args = {"dtype": dtype, "trust_remote_code": trust_remote_code}
     if s.lower() == EMBEDDED_NAME:
-        return _LOADED.get_or_load(("embedded", device, dtype), lambda: _load_embedded(device, dtype, progress),
-                                   reuse=reuse)
+        m = _LOADED.get_or_load(("embedded", device, dtype), lambda: _load_embedded(device, dtype, progress),
+                                reuse=reuse)
+        m.load_args = {"spec": EMBEDDED_NAME, **args}
+        return m
     loc = locate(s, missing="no such folder.")
+    m = _load_located(s, loc, device, dtype, trust_remote_code, reuse, progress)
+    m.load_args = {"spec": loc.location, **args}
+    return m
+
+
+def _load_located(s: str, loc, device: str, dtype: str, trust_remote_code: bool, reuse: bool,
+                  progress: Progress) -> MaskedLM:
     if loc.kind == "file":
         raise ModelError(f"{s}: a masked LM must be a folder (with config.json) or a hub id, not a file.")
     if loc.kind == "folder" and not (Path(loc.location) / "config.json").exists():

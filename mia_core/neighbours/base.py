@@ -139,11 +139,19 @@ class NeighbourGenerator:
 
         progress(f"{label}: {len(keys)} texts to do", 0.0)
 
-        made = self._generate([texts[i] for i in firsts], sub)
-        for h, nbs in zip(keys, made):
-            cache.put(h, _to_arrays(nbs))
-            for i in todo[h]:
+        from ..engines import current_engine
+
+        def store(k: int, nbs: list[Neighbour]) -> None:
+            cache.put(keys[k], _to_arrays(nbs))
+            for i in todo[keys[k]]:
                 out[i] = nbs
+
+        engine = current_engine()
+        if engine.distributed:  # on Ray workers, each building this generator once; stored here as they come
+            engine.neighbours(self, {k: texts[i] for k, i in enumerate(firsts)}, store, progress=sub, label="made")
+        else:
+            for k, nbs in enumerate(self._generate([texts[i] for i in firsts], sub)):
+                store(k, nbs)
         progress(f"{label}: done ({len(keys)} texts, {len(texts) - sum(map(len, todo.values()))} cached)", 1.0)
         return out  # type: ignore[return-value]
 
