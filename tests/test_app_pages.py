@@ -150,7 +150,8 @@ def test_document_page_bad_input_shows_error(tiny_llama, tmp_path):
     assert not at.get("plotly_chart")
 
 
-def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
+def _tiny_book_audit(tiny_llama: str, book_dirs) -> AppTest:
+    """The document page set for a quick audit of the 3 + 3 tiny books (not yet run)."""
     at = _app(DOC_PAGE, model=tiny_llama)
     at.radio(key="doc_source").set_value("paths").run()
     at.text_area(key="doc_members_paths").input(book_dirs[0])
@@ -159,6 +160,11 @@ def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     at.number_input(key="doc_context").set_value(64)
     at.number_input(key="doc_bins").set_value(20)
     at.number_input(key="doc_trees").set_value(10)
+    return at
+
+
+def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
+    at = _tiny_book_audit(tiny_llama, book_dirs)
     at.button(key="doc_go").click().run()
     _no_exception(at)
     assert not _errors(at), _errors(at)
@@ -203,14 +209,7 @@ def test_document_page_on_ray_workers_gives_the_local_numbers(tiny_llama, book_d
     import ray
 
     def audit(engine: str, address: str = ""):
-        at = _app(DOC_PAGE, model=tiny_llama)
-        at.radio(key="doc_source").set_value("paths").run()
-        at.text_area(key="doc_members_paths").input(book_dirs[0])
-        at.text_area(key="doc_nonmembers_paths").input(book_dirs[1])
-        at.number_input(key="doc_folds").set_value(2)
-        at.number_input(key="doc_context").set_value(64)
-        at.number_input(key="doc_bins").set_value(20)
-        at.number_input(key="doc_trees").set_value(10)
+        at = _tiny_book_audit(tiny_llama, book_dirs)
         at.checkbox(key="doc_partial").uncheck()
         at.selectbox(key="doc_engine").set_value(engine).run()
         if engine == "ray":  # enabled once Ray is chosen

@@ -198,6 +198,17 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes(tiny, ray_clu
     assert max(_max_diff(a.logprob, b.logprob) for a, b in zip(local, remote)) <= TOL
 
 
+def test_more_workers_than_the_cluster_holds_is_refused_at_once(ray_cluster):
+    """Actors asking for CPUs or GPUs the cluster does not have would wait for ever: one line instead."""
+    from mia_core.engines import make_engine
+    from mia_core.errors import SettingsError
+
+    with pytest.raises(SettingsError, match="the Ray cluster has 2 CPUs and 0 GPUs"):
+        make_engine("ray", workers=3)
+    with pytest.raises(SettingsError, match="GPUs"):
+        make_engine("ray", workers=1, gpus_per_worker=1)
+
+
 def test_unreachable_cluster_is_one_line_in_seconds():
     from mia_core.engines.ray_data import check_address
     from mia_core.errors import SettingsError

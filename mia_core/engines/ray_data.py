@@ -1,26 +1,37 @@
-"""The Ray engine: the causal-LM passes of :func:`mia_core.stats.compute_stats` on Ray Data actors.
+"""The Ray engine: the model passes on Ray Data actors (``map_batches`` with an actor pool).
 
-How a call runs (Ray Data batch inference, ``map_batches`` with an actor pool):
+Three kinds of work go to the workers, each through the same map (:meth:`RayEngine._map`, one
+``_Worker`` class with a build and a work function per kind):
 
-1. The driver (this process) has already looked every text up in the statistics cache; only the
-   misses come here. It tokenises them (:func:`mia_core.stats.plan_windows`) and cuts the work into
-   *units* of about ``unit_tokens`` tokens: runs of consecutive short texts (the caller's order, so a
-   text's neighbours stay together and share their prefix pass on the worker), and ranges of windows
-   of a long text (a book's windows go to different workers and are put back in order here).
-   Units go out largest first.
-2. Each of ``workers`` actors loads the model once (``load_causal_lm`` with the driver's arguments;
-   a worker whose model differs from the driver's, by identity, refuses to run) and turns a unit
-   into statistics with the local code: :func:`mia_core.stats.compute_stats` for short texts (length-
-   sorted batches, shared prefixes), :func:`mia_core.stats.window_range_stats` for window ranges.
-   The arrays travel back as ``.npz`` bytes, read with ``allow_pickle=False``.
-3. The driver stores each text in the cache as soon as it is complete, so a run that stops half-way
-   keeps everything computed and a re-run (on any engine) skips it. Cache entries are written
-   atomically (:class:`mia_core.cache.ArrayCache`), so a cache folder on a shared filesystem may have
-   several writers.
+* ``stats``: the causal-LM passes of :func:`mia_core.stats.compute_stats` (target, lower-cased,
+  reference, population, neighbours' losses, books);
+* ``neighbours``: :meth:`mia_core.neighbours.NeighbourGenerator.generate`'s proposals;
+* ``mlm``: the masked-LM audit's per-pattern sums (:func:`mia_core.mlm.energy.energies`).
 
-Faults: Ray Data retries a unit whose actor died (``max_task_retries``) on a restarted actor; an
-error that persists (a model that does not load on a worker, a worker out of memory) stops the call
-with one line naming the workers' reason, after the completed texts were stored.
+How a call runs:
+
+1. The driver (this process) has already looked every text up in its cache; only the misses come
+   here. For ``stats`` it tokenises them (:func:`mia_core.stats.plan_windows`) and cuts the work
+   into *units* of about ``unit_tokens`` tokens, at least ``UNITS_PER_WORKER`` per worker:
+   * short texts sorted by length, with texts that start alike kept together, so a text's
+     neighbours share their prefix pass on the worker;
+   * ranges of windows of a long text. A book's windows go to different workers and are put back
+     in order here.
+   Units go out largest first. The other kinds cut the texts, in order, into units of about equal cost.
+2. Each of ``workers`` actors builds its model once, with the driver's load arguments. A worker whose
+   model differs from the driver's, by identity, refuses to run. It turns units into arrays with the
+   local code: :func:`mia_core.stats.compute_stats` or :func:`mia_core.stats.window_range_stats`,
+   the generator's ``_generate``, or ``energies`` on masks re-made from the seed. The arrays travel
+   back as ``.npz`` bytes, read with ``allow_pickle=False``.
+3. The driver stores each text in its cache as soon as it is complete. A run that stops half-way
+   therefore keeps everything computed, and a re-run (on any engine) skips it. Cache entries are
+   written atomically (:class:`mia_core.cache.ArrayCache`), so a cache folder on a shared filesystem
+   may have several writers.
+
+Faults:
+* Ray restarts an actor that died and retries its unit.
+* An error that persists (a model that does not load on a worker, a worker out of memory) stops the
+  call with one line that names the worker's reason. The texts completed before it stay stored.
 """
 from __future__ import annotations
 
