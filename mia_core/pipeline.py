@@ -28,6 +28,7 @@ from . import metrics as M
 from .attacks import REGISTRY, AttackInputs
 from .cache import text_hash
 from .data import Dataset
+from .engines import current_engine
 from .errors import DataError, SettingsError
 from .models import LoadedModel, describe
 from .stats import StatsSettings, compute_stats
@@ -251,6 +252,17 @@ def split_mask(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
     return mask
 
 
+def _one_job_per_model(compute, target, reference, needs, texts: list[str], population) -> None:
+    """On a distributed engine, every pass of one model (texts, lower-cased, population) as one job: its
+    workers load the model once instead of once per pass. The passes then read the cache. The early
+    results (``partial``) come after the whole job rather than after each pass."""
+    base = list(texts) + (list(population.texts) if population is not None and len(population) else [])
+    lower = [t.lower() for t in base] if "target_lower" in needs else []
+    compute(target, base + lower, "target passes")
+    if "reference" in needs and reference is not None:
+        compute(reference, base, "reference passes")
+
+
 def run_attacks(
     dataset: Dataset,
     target: LoadedModel,
@@ -344,6 +356,8 @@ def run_attacks(
                 pass
 
     t0 = time.time()
+    if cfg.use_cache and current_engine().distributed:
+        _one_job_per_model(compute, target, reference, needs, all_texts, population)
     inputs.target = compute(target, all_texts, "target pass")
     timings["target_pass"] = time.time() - t0
     report_early({"target"})
