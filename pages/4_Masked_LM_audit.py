@@ -13,10 +13,12 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from dashboard.engine import engine_for, engine_widgets
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup, show_error
 from mia_core.metrics import NOT_ESTIMABLE, decision_cis, tpr_estimable
 from mia_core import plots
+from mia_core.engines import use_engine
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
 
@@ -110,6 +112,9 @@ seed = a3.number_input("Seed", min_value=0, value=0, key="mlm_seed")
 n_boot = a4.number_input("Bootstrap resamples (AUC CI)", min_value=0, max_value=10000, value=1000, step=100,
                          key="mlm_bootstrap")
 
+with st.expander("Advanced"):
+    engine_choice = engine_widgets("mlm")
+
 go_ = st.button("Run the masked-LM audit", type="primary", key="mlm_go")
 
 
@@ -166,6 +171,7 @@ if go_:
     st.session_state.pop(RESULT_KEY, None)
     try:
         kw = _inputs()
+        engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         notes = kw.pop("notes")
         notes_slot = st.empty()  # input notes (e.g. a file read as Windows-1252), kept when a later step fails
         with notes_slot.container():
@@ -179,9 +185,10 @@ if go_:
         import time
 
         t0 = time.time()
-        res = run_mlm_audit(k=int(k), seed=int(seed),
-                            alpha=float(alpha), n_bootstrap=int(n_boot), device=panel.device, dtype=panel.dtype,
-                            trust_remote_code=panel.trust_remote_code, progress=progress, **kw)
+        with use_engine(engine):
+            res = run_mlm_audit(k=int(k), seed=int(seed),
+                                alpha=float(alpha), n_bootstrap=int(n_boot), device=panel.device, dtype=panel.dtype,
+                                trust_remote_code=panel.trust_remote_code, progress=progress, **kw)
         res.plan = None  # tokenisation and masks: large, not needed for display
         seconds = time.time() - t0
         st.session_state[RESULT_KEY] = {"result": res, "notes": notes, "seconds": seconds}

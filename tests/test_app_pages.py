@@ -282,6 +282,18 @@ def test_mlm_page_loads_with_the_demo_as_default():
     assert at.number_input(key="mlm_k").value == 10
 
 
+def test_mlm_page_engine_choice_checks_the_cluster_first():
+    """Ray workers at an address that does not answer: one error line, no model loaded, no result."""
+    pytest.importorskip("ray.data")
+    at = _app(MLM_PAGE)
+    at.selectbox(key="mlm_engine").set_value("ray").run()
+    at.text_input(key="mlm_ray_address").input("127.0.0.1:9")
+    at.button(key="mlm_go").click().run()
+    _no_exception(at)
+    assert len(_errors(at)) == 1 and "cannot reach the Ray cluster at 127.0.0.1:9" in _errors(at)[0], _errors(at)
+    assert not at.get("plotly_chart")
+
+
 def test_mlm_page_bad_input_shows_error(tmp_path):
     at = _app(MLM_PAGE)
     at.radio(key="mlm_source").set_value("paste").run()
