@@ -228,10 +228,11 @@ class RayEngine:
                 "plan": {"k": plan.k, "seed": plan.seed, "rate": plan.rate, "max_length": plan.max_length}}
         self._map("mlm", init, units, texts, on_row, progress, label)
 
-    def _text_units(self, idx: list[int], costs: list[int]) -> list[dict]:
-        """Texts in the caller's order, cut into about UNITS_PER_WORKER units per worker (cost-balanced)."""
+    def _text_units(self, idx: list[int], costs: list[int], size: int | None = None) -> list[dict]:
+        """Texts in the given order, cut into units of about ``size`` cost (default: about
+        UNITS_PER_WORKER units per worker)."""
         total = sum(costs) or 1
-        size = self.unit_tokens or -(-total // (UNITS_PER_WORKER * self.workers))
+        size = size or self.unit_tokens or -(-total // (UNITS_PER_WORKER * self.workers))
         units, cur, cur_cost = [], [], 0
         for i, c in zip(idx, costs):
             cur.append({"idx": i})
@@ -286,12 +287,12 @@ class RayEngine:
                      "tokens": total}
 
     def _units(self, idx: list[int], plan, batch_tokens: int, context: int) -> list[dict]:
-        """Consecutive short texts up to ``unit_tokens``; each long text in ranges of windows of that size."""
+        """Short texts (length-sorted, see below) in units of about ``size`` tokens; each long text in ranges
+        of windows of that size."""
         total = sum(n + 1 for n, _, _ in plan)
         # at least UNITS_PER_WORKER units per worker, so that no worker waits long for the last one
         size = int(self.unit_tokens or min(UNIT_BATCHES * batch_tokens,
                                            max(batch_tokens, -(-total // (UNITS_PER_WORKER * self.workers)))))
-        units, cur, cur_tokens = [], [], 0
         # short texts sorted by length (a unit's batches then have little padding: 10 % faster than the
         # caller's order on AG News), texts that start alike kept together (a text's neighbours share
         # their prefix pass on the worker): groups by first tokens, ordered by their first text's length
@@ -299,12 +300,8 @@ class RayEngine:
         first_len: dict[tuple, int] = {}
         for _, n, head in short:
             first_len.setdefault(head, n)
-        for i, n, head in sorted(short, key=lambda x: (-first_len[x[2]], x[2])):
-            cur.append({"idx": i, "w0": 0, "w1": -1})
-            cur_tokens += n + 1
-            if cur_tokens >= size:
-                units.append({"items": cur, "tokens": cur_tokens})
-                cur, cur_tokens = [], 0
+        short.sort(key=lambda x: (-first_len[x[2]], x[2]))
+        units = self._text_units([i for i, _, _ in short], [n + 1 for _, n, _ in short], size)
         for i, (n, starts, _) in zip(idx, plan):
             if len(starts) <= 1:
                 continue
@@ -313,8 +310,6 @@ class RayEngine:
                 w1 = min(len(starts), w0 + per)
                 tokens = (starts[w1] if w1 < len(starts) else n) - starts[w0]
                 units.append({"items": [{"idx": i, "w0": w0, "w1": w1}], "tokens": tokens})
-        if cur:
-            units.append({"items": cur, "tokens": cur_tokens})
         return sorted(units, key=lambda u: -u["tokens"])  # largest first: the last unit to finish is a small one
 
 
@@ -395,11 +390,11 @@ def _work_stats(tool, init: dict, items: list[dict]):
     from ..stats import compute_stats, window_range_stats
 
     lm, settings = tool
-    short = [it for it in items if it["w1"] < 0]
+    short = [it for it in items if "w1" not in it]  # whole texts; the others are window ranges
     if short:
         for it, s in zip(short, compute_stats(lm, [it["text"] for it in short], settings, use_cache=False)):
             yield it["idx"], -1, -1, s.to_arrays()
-    for it in (it for it in items if it["w1"] >= 0):
+    for it in (it for it in items if "w1" in it):
         t_a, t_b, arrays = window_range_stats(lm, it["text"], settings, it["w0"], it["w1"])
         arrays["n_windows"] = np.array(it["w1"] - it["w0"])
         yield it["idx"], t_a, t_b, arrays
