@@ -918,6 +918,26 @@ def _forward(lm: LoadedModel, items: list[tuple[_Job, int]]):
             job.vp += red["vp"]
 
 
+def _first_argmax(x, mx, block: int = 1024):
+    """The first column of each row of ``x`` that holds the row's maximum ``mx`` (``x.argmax(-1)``,
+    which, like ``x.max(-1)``, is several times slower than a plain ``amax`` on the CPU): the first
+    block of columns whose maximum is ``mx``, then the first column of that block. Exact: only
+    comparisons of values taken from ``x`` itself."""
+    import torch
+
+    n, v = x.shape
+    nb = v // block
+    if nb < 2 or x.stride(1) != 1:
+        return x.argmax(-1)
+    bm = x.as_strided((n, nb, block), (x.stride(0), block, 1)).amax(-1)
+    if nb * block < v:
+        bm = torch.cat([bm, x[:, nb * block:].amax(-1, keepdim=True)], 1)
+    blk = (bm == mx.unsqueeze(1)).view(torch.uint8).argmax(-1)
+    cols = (blk.unsqueeze(1) * block + torch.arange(block, device=x.device)).clamp_(max=v - 1)
+    seg = x.gather(1, cols)
+    return blk * block + (seg == mx.unsqueeze(1)).view(torch.uint8).argmax(-1)
+
+
 def _reduce(logits, targets, want_vp: bool) -> dict[str, np.ndarray]:
     """Reduce [n, V] logits to per-position scalars (float32 maths)."""
     import torch
@@ -925,7 +945,10 @@ def _reduce(logits, targets, want_vp: bool) -> dict[str, np.ndarray]:
     lp = torch.log_softmax(logits, dim=-1)
     p = lp.exp()
     tl = lp.gather(1, targets.long().unsqueeze(1)).squeeze(1)
-    mx, top = lp.max(dim=-1)
+    # the max and its (first) index, as lp.max(-1) gives them, in a fifth of its time (max with
+    # indices and argmax take about 4 ms per 64 positions of a 49k vocabulary; amax 0.2 ms)
+    mx = lp.amax(-1)
+    top = _first_argmax(lp, mx)
     mu = (p * lp).sum(-1)
     # the variance as E[(lp - mu)^2], not E[lp^2] - mu^2: the difference of two numbers near 100 lost
     # about four digits in float32 (sigma moved by up to 5e-4 with the batch's shape or thread count).
@@ -934,7 +957,9 @@ def _reduce(logits, targets, want_vp: bool) -> dict[str, np.ndarray]:
     dev = lp - mu.unsqueeze(1)
     sigma = dev.square_().mul_(p).sum(-1).sqrt()
     del dev
-    rank = (lp > tl.unsqueeze(1)).sum(-1) + 1
+    # the count of larger log-probabilities as uint8 summed into int32 (a bool sum goes through int64: 3.8
+    # against 2.1 ms per 64 positions)
+    rank = (lp > tl.unsqueeze(1)).view(torch.uint8).sum(-1, dtype=torch.int32) + 1
     out = {
         "logprob": tl.cpu().numpy().astype(np.float32),
         "max_logprob": mx.cpu().numpy().astype(np.float32),

@@ -243,3 +243,26 @@ def test_concurrent_writers_of_one_cache_entry_never_corrupt_it(tmp_path, monkey
     assert all(p.returncode == 0 for p in procs)
     assert reads > 0  # it did read while they wrote
     assert not [p for p in (tmp_path / "stats").rglob("*") if p.name.endswith(".tmp")]
+
+
+def test_reduce_max_top_and_rank_are_torch_s_exactly():
+    """The fast max, first argmax and rank of ``_reduce`` equal ``lp.max(-1)`` and the plain count,
+    ties included (a tie resolves to the first column, as torch's), for vocabularies that are and are
+    not a multiple of the block."""
+    import torch
+
+    torch.manual_seed(0)
+    for v in (49152, 50257, 1500, 100):
+        lg = torch.randn(12, v) * 4
+        lg[3] = 0.0  # every column tied
+        lg[5, 17] = lg[5, v - 1] = 50.0  # a tie between the first block and the last column
+        lg[6, v - 1] = 60.0  # the maximum in the tail past the last whole block
+        tg = torch.randint(0, v, (12,))
+        got = S._reduce(lg, tg, False)
+        lp = torch.log_softmax(lg, -1)
+        mx, top = lp.max(-1)
+        tl = lp.gather(1, tg[:, None])
+        assert np.array_equal(got["max_logprob"], mx.numpy())
+        assert np.array_equal(got["top_id"], top.numpy().astype(np.int32)), v
+        assert got["top_id"][3] == 0 and got["top_id"][5] == 17 and got["top_id"][6] == v - 1
+        assert np.array_equal(got["rank"], ((lp > tl).sum(-1) + 1).numpy().astype(np.int32))
