@@ -14,11 +14,12 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard import warmup
+from dashboard.loaders import model_store
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, page_setup
 from mia_core import runs
 
-warmup.start()  # import the model libraries while the user reads the page (once per process)
+warmup.start(model_store())  # imports, then the default models, while the user reads the page (once per process)
 
 ROOT = Path(__file__).resolve().parent
 ICONS = {"Inspect_a_text": ":material/manage_search:", "Calibration_run": ":material/monitoring:", "Document_audit": ":material/menu_book:", "Masked_LM_audit": ":material/theater_comedy:",

@@ -25,28 +25,44 @@ def _store() -> dict:
     sessions asking for the same model at once load it once). Not ``st.cache_resource`` on the
     loader itself, because a cached function may not draw: the loader reports its steps to a
     progress bar of the page that asked."""
-    return {"lock": threading.Lock(), "locks": {}, "models": OrderedDict()}
+    return {"lock": threading.Lock(), "locks": {}, "models": OrderedDict(), "steps": {}}
+
+
+def model_store() -> dict:
+    """The process-wide model store, for a thread outside any page (see :func:`preload_defaults`)."""
+    return _store()
 
 
 def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: str = "auto",
-               trust_remote_code: bool = False, _progress=None):
+               trust_remote_code: bool = False, _progress=None, _into: dict | None = None):
     """``mia_core.models.load_causal_lm`` once per (spec, dtype, quantize, device, trust_remote_code),
-    shared by every page and session. ``_progress(message, fraction)`` hears the steps of a load."""
+    shared by every page and session. ``_progress(message, fraction)`` hears the steps of a load.
+    ``_into``: the store to use (a thread outside any page passes the one a page handed it)."""
     from mia_core.models import load_causal_lm
     from mia_core.progress import noop
 
     key = (spec, dtype, quantize, device, bool(trust_remote_code))
-    store = _store()
+    store = _into if _into is not None else _store()
     with store["lock"]:
         key_lock = store["locks"].setdefault(key, threading.Lock())
-    with key_lock:
+    tell = _progress or noop
+    while not key_lock.acquire(timeout=0.5):  # another page, or the start-up preload, is loading it: its steps
+        message, frac = store.setdefault("steps", {}).get(key, ("", 0.0))
+        tell(f"already being loaded (by the server at start-up, or by another page){': ' + message if message else ''}",
+             frac)
+
+    def progress(message: str, fraction: float) -> None:
+        store.setdefault("steps", {})[key] = (message, fraction)  # for a page that waits on this load
+        tell(message, fraction)
+
+    try:
         with store["lock"]:
             if key in store["models"]:
                 store["models"].move_to_end(key)
                 return store["models"][key]
         try:
             lm = load_causal_lm(spec, dtype=dtype, quantize=quantize, device=device,
-                                trust_remote_code=trust_remote_code, reuse=False, progress=_progress or noop)
+                                trust_remote_code=trust_remote_code, reuse=False, progress=progress)
         except MiaError:
             raise
         except Exception as e:  # noqa: BLE001 - anything else from transformers/bitsandbytes: one clear line
@@ -57,6 +73,33 @@ def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: s
             while len(store["models"]) > MAX_MODELS:
                 store["models"].popitem(last=False)
         return lm
+    finally:
+        store.setdefault("steps", {}).pop(key, None)
+        key_lock.release()
+
+
+def default_models() -> list[tuple]:
+    """The load settings of the models the pages' defaults use first: the bundled demo's target and
+    its reference (the Calibration and Document pages' default source), with the sidebar's default
+    dtype, quantisation and device. Empty when the demo is not installed."""
+    from .optional import demo_paths
+    from .sidebar import DEFAULTS
+
+    demo = demo_paths()
+    if not demo or not demo.get("target"):
+        return []
+    d = (DEFAULTS["mp_dtype"], DEFAULTS["mp_quantize"], DEFAULTS["mp_device"], bool(DEFAULTS["mp_trust"]))
+    return [(str(demo["target"]), *d), (str(demo.get("reference") or "smollm2"), d[0], "none", d[2], d[3])]
+
+
+def preload_defaults(store: dict) -> None:
+    """Load :func:`default_models` into ``store`` (called by the server's start-up warm-up thread,
+    :mod:`dashboard.warmup`). A failure is left for the page's own load to report."""
+    for settings in default_models():
+        try:
+            load_model(*settings, _into=store)
+        except Exception:  # noqa: BLE001 - a preload only
+            pass
 
 
 def load_with_progress(spec: str, dtype: str = "auto", quantize: str = "none", device: str = "auto",

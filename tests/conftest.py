@@ -9,4 +9,7 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+# the server's start-up preload of the demo models (dashboard/warmup.py) would load two models in the
+# background of whichever test first runs app.py; its own test turns it back on
+os.environ.setdefault("MIA_NO_PRELOAD", "1")
 os.environ.setdefault("MIA_CACHE_DIR", str(Path.home() / ".cache" / "mia-dashboard-tests"))

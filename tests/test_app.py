@@ -516,24 +516,62 @@ def test_stage_eta_from_its_own_pace():
     assert stage_eta(Stage("x", 0.01), 10.0, True) == "" and stage_eta(s, 1.0, True) == ""  # too early to guess
 
 
-def test_import_warmup_starts_once_and_imports_the_model_libraries():
-    """app.py starts it once per process: a second start is a no-op, and it leaves transformers'
-    tokenizer machinery and peft imported (what a first model load would otherwise pay for).
-    In a fresh interpreter, so that nothing else has imported them already."""
+def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default_models():
+    """app.py starts it once per process: a second start is a no-op; it leaves transformers'
+    tokenizer machinery and peft imported (what a first model load would otherwise pay for), then
+    loads the demo target and its reference into the pages' store with the sidebar's default
+    settings, so that the page's own load of them is a lookup (no load step reported, the same
+    object). In a fresh interpreter, so that nothing else has imported them already."""
     import subprocess
     import sys
 
     code = (
-        "import os, sys; os.environ.pop('MIA_NO_WARMUP', None)\n"
+        "import os, sys, threading; os.environ.pop('MIA_NO_WARMUP', None); os.environ.pop('MIA_NO_PRELOAD', None)\n"
+        "from collections import OrderedDict\n"
         "from dashboard import warmup\n"
         "assert 'peft' not in sys.modules and 'transformers.tokenization_utils_tokenizers' not in sys.modules\n"
-        "warmup.start(); first = warmup._thread; warmup.start()\n"
+        "store = {'lock': threading.Lock(), 'locks': {}, 'models': OrderedDict(), 'steps': {}}\n"
+        "warmup.start(store); first = warmup._thread; warmup.start(store)\n"
         "assert warmup._thread is first is not None\n"
-        "warmup.wait(120)\n"
+        "warmup.wait(300)\n"
         "assert not first.is_alive()\n"
-        "print('peft' in sys.modules, 'transformers.tokenization_utils_tokenizers' in sys.modules)\n"
+        "from dashboard.loaders import default_models, load_model\n"
+        "from dashboard.optional import demo_paths\n"
+        "wanted = default_models(); heard = []\n"
+        "assert [w[0] for w in wanted] == [str(demo_paths()['target']), 'smollm2'], wanted\n"
+        "got = [load_model(*w, _progress=lambda m, f: heard.append(m), _into=store) for w in wanted]\n"
+        "assert got == [store['models'][w] for w in wanted] and not heard, heard\n"
+        "print('peft' in sys.modules, 'transformers.tokenization_utils_tokenizers' in sys.modules, len(store['models']))\n"
     )
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180,
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=400,
                        cwd=str(Path(__file__).resolve().parent.parent))
     assert r.returncode == 0, r.stderr[-2000:]
-    assert r.stdout.split() == ["True", "True"], r.stdout
+    assert r.stdout.split() == ["True", "True", "2"], r.stdout
+
+
+def test_a_page_waiting_on_a_load_under_way_shows_its_steps_and_gets_its_model():
+    """A load already under way for the same settings (the start-up preload, or another page) is
+    waited for, not repeated: the waiting page hears that load's latest step, and then gets the
+    model it put in the store."""
+    import threading
+    from collections import OrderedDict
+
+    from dashboard.loaders import load_model
+
+    store = {"lock": threading.Lock(), "locks": {}, "models": OrderedDict(), "steps": {}}
+    key = ("some/model", "auto", "none", "auto", False)
+    held = store["locks"].setdefault(key, threading.Lock())
+    held.acquire()
+    store["steps"][key] = ("converting the GGUF weights", 0.4)
+    heard, got = [], []
+    t = threading.Thread(target=lambda: got.append(load_model(*key, _progress=lambda m, f: heard.append((m, f)),
+                                                              _into=store)))
+    t.start()
+    t.join(1.3)
+    assert t.is_alive() and heard and heard[-1][1] == 0.4 and "converting the GGUF weights" in heard[-1][0]
+    assert "already being loaded" in heard[-1][0]
+    sentinel = object()
+    store["models"][key] = sentinel
+    held.release()
+    t.join(5)
+    assert got == [sentinel]
