@@ -266,10 +266,7 @@ class RayEngine:
             _Worker, batch_size=1, batch_format="numpy",
             fn_constructor_kwargs=dict(kind=kind, init=init, threads=max(1, int(self.cpus_per_worker)),
                                        device=worker_device),
-            # one unit in flight per actor: each takes the next unit when it is free (largest first), instead
-            # of queues of up to 4 dealt out in advance, which can leave one worker with the large ones
-            compute=ray.data.ActorPoolStrategy(size=max(1, min(self.workers, len(units))),
-                                               max_tasks_in_flight_per_actor=1),
+            compute=ray.data.ActorPoolStrategy(size=max(1, min(self.workers, len(units)))),
             num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker or None,
         )
         try:
