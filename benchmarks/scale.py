@@ -71,6 +71,7 @@ def main() -> int:
 
     import ray
 
+    os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # as RayEngine.start does: no core-worker lines
     t = time.perf_counter()
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     print(f"(Ray cluster start, once per session: {time.perf_counter() - t:.1f} s)")
