@@ -23,27 +23,10 @@ _thread: threading.Thread | None = None
 _lock = threading.Lock()
 
 
-def _quiet_libraries() -> None:
-    """The server's terminal is its log: the pages show each load's steps themselves, so the
-    libraries' own progress bars (transformers' "Loading weights", the GGUF conversion, the hub's
-    downloads) and peft's deprecation notice about transformers stay out of it. Set once, for the
-    whole server process."""
-    import warnings
-
-    warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.* is deprecated", category=FutureWarning)
-    from huggingface_hub.utils import disable_progress_bars
-    from transformers.utils import logging as hf_logging
-
-    hf_logging.disable_progress_bar()
-    disable_progress_bars()
-
-
 def _warm(store: dict | None) -> None:
     try:
         import peft  # noqa: F401
         import transformers  # noqa: F401
-
-        _quiet_libraries()
         from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
         from transformers import tokenization_utils_tokenizers  # noqa: F401 - the fast tokenizer class
 

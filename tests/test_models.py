@@ -80,3 +80,20 @@ def test_device_map_auto_places_the_model_with_accelerate_and_changes_no_number(
         assert np.array_equal(a.logprob, b.logprob)
     with pytest.raises(SettingsError, match="device_map"):
         load_causal_lm(path, device="cpu", device_map="balanced")
+
+
+def test_gguf_conversion_reports_its_steps_without_the_libraries_bars(tmp_path, capfd):
+    """The one-off conversion of the embedded GGUF reports its steps through the caller's progress
+    only: transformers' GGUF reader's own tqdm bar ("Converting and de-quantizing GGUF tensors",
+    outside transformers' progress-bar switch) stays off the terminal, and is back on afterwards."""
+    import transformers.modeling_gguf_pytorch_utils as reader
+
+    from mia_core.models.causal import _convert_gguf, embedded_gguf_path
+
+    before = reader.tqdm
+    steps = []
+    _convert_gguf(embedded_gguf_path(), tmp_path, lambda m, f: steps.append(m))
+    err = capfd.readouterr().err
+    assert "de-quantizing" not in err and "it/s" not in err, err[-500:]
+    assert any("de-quantising its weights" in s for s in steps) and (tmp_path / "model.safetensors").exists()
+    assert reader.tqdm is before

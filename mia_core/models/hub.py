@@ -34,6 +34,7 @@ import os
 import pickle
 import re
 import threading
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Generic, Hashable, TypeVar
@@ -221,6 +222,26 @@ def identity(kind: str, location: str, model=None) -> str:
         return f"hub:{location}@{hub_revision(model)}"
     path = Path(location)
     return f"{kind}:{file_fingerprint(path) if path.is_file() else folder_fingerprint(path)}"
+
+
+@contextmanager
+def library_bars_off(off: bool = True):
+    """transformers' (and huggingface_hub's) own progress bars off while the block runs, where the
+    caller's progress callback already reports the steps: "Loading weights", a GGUF's
+    de-quantisation. ``off=False`` (a download to come) keeps them: they are the only progress a
+    download has. Restored afterwards."""
+    if not off:
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    bars = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if bars:
+            hf_logging.enable_progress_bar()
 
 
 # --------------------------------------------------------------------------- errors

@@ -14,7 +14,7 @@ from pathlib import Path
 from ..errors import ModelError
 from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
-from .hub import LOAD_ERRORS, LoadOnce, hub_local_only, identity, load_error, locate
+from .hub import LOAD_ERRORS, LoadOnce, hub_local_only, identity, library_bars_off, load_error, locate
 
 
 @dataclass
@@ -143,17 +143,14 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
     t0 = time.time()
     progress(f"loading models: {s}", 0.0)
     local_only = kind == "local" or hub_local_only(location, what="masked LM")
-    from transformers.utils import logging as hf_logging
-
-    bars = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()  # the caller's progress callback reports loading
     try:
         from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-        tok = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code,
-                                            local_files_only=local_only)
-        model = AutoModelForMaskedLM.from_pretrained(location, trust_remote_code=trust_remote_code,
-                                                     local_files_only=local_only, dtype=torch_dtype(dtype))
+        with library_bars_off():  # the caller's progress callback reports loading
+            tok = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code,
+                                                local_files_only=local_only)
+            model = AutoModelForMaskedLM.from_pretrained(location, trust_remote_code=trust_remote_code,
+                                                         local_files_only=local_only, dtype=torch_dtype(dtype))
         model = model.to(device)
     except LOAD_ERRORS as e:
         msg = str(e)
@@ -163,9 +160,6 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
                              "this audit needs a BERT-style model with a masked-LM head.") from None
         raise load_error(e, s, what="masked LM", hub=kind == "hub",
                          oom_hint="try dtype bf16 or a smaller model") from None
-    finally:
-        if bars:
-            hf_logging.enable_progress_bar()
     if getattr(tok, "mask_token_id", None) is None:
         raise ModelError(f"{s}: its tokenizer has no mask token, so it cannot be used as a masked LM.")
     model.eval()
