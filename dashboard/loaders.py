@@ -45,14 +45,14 @@ def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: s
     store = _into if _into is not None else _store()
     with store["lock"]:
         key_lock = store["locks"].setdefault(key, threading.Lock())
-    tell = _progress or noop
+    tell, steps = _progress or noop, store["steps"]
     while not key_lock.acquire(timeout=0.5):  # another page, or the start-up preload, is loading it: its steps
-        message, frac = store.setdefault("steps", {}).get(key, ("", 0.0))
+        message, frac = steps.get(key, ("", 0.0))
         tell(f"already being loaded (by the server at start-up, or by another page){': ' + message if message else ''}",
              frac)
 
     def progress(message: str, fraction: float) -> None:
-        store.setdefault("steps", {})[key] = (message, fraction)  # for a page that waits on this load
+        steps[key] = (message, fraction)  # for a page that waits on this load
         tell(message, fraction)
 
     try:
@@ -74,7 +74,7 @@ def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: s
                 store["models"].popitem(last=False)
         return lm
     finally:
-        store.setdefault("steps", {}).pop(key, None)
+        steps.pop(key, None)
         key_lock.release()
 
 
@@ -82,14 +82,14 @@ def default_models() -> list[tuple]:
     """The load settings of the models the pages' defaults use first: the bundled demo's target and
     its reference (the Calibration and Document pages' default source), with the sidebar's default
     dtype, quantisation and device. Empty when the demo is not installed."""
-    from .optional import demo_paths
+    from .optional import demo_paths, demo_reference
     from .sidebar import DEFAULTS
 
     demo = demo_paths()
     if not demo or not demo.get("target"):
         return []
     d = (DEFAULTS["mp_dtype"], DEFAULTS["mp_quantize"], DEFAULTS["mp_device"], bool(DEFAULTS["mp_trust"]))
-    return [(str(demo["target"]), *d), (str(demo.get("reference") or "smollm2"), d[0], "none", d[2], d[3])]
+    return [(str(demo["target"]), *d), (demo_reference(demo), d[0], "none", d[2], d[3])]
 
 
 def preload_defaults(store: dict) -> None:

@@ -39,6 +39,11 @@ def demo_paths() -> dict | None:
     return paths
 
 
+def demo_reference(demo: dict) -> str:
+    """The demo's reference model spec (the embedded model unless the demo names another)."""
+    return str(demo.get("reference") or "smollm2")
+
+
 def demo_corpus_files() -> list[Path]:
     """The bundled demo corpus (``mia_core/assets/demo/*.txt``) used as the default R^TF reference corpus."""
     folder = ASSETS / "demo"

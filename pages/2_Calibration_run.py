@@ -188,13 +188,13 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             raise SettingsError("choose at least one attack.")
         cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
                            blind=blind, dataset=inputs.dataset, population=inputs.population,
-                           reference=(demo.get("reference") or "smollm2") if use_demo_models else panel.reference)
+                           reference=optional.demo_reference(demo) if use_demo_models else panel.reference)
         cfg.score_first_token = bool(first_token)
         engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         if use_demo_models:
             target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
                                         panel.trust_remote_code, label="Loading the demo target")
-            reference = load_with_progress(str(demo.get("reference") or "smollm2"), panel.dtype, "none", panel.device,
+            reference = load_with_progress(optional.demo_reference(demo), panel.dtype, "none", panel.device,
                                            panel.trust_remote_code, label="Loading the reference")
         else:
             if panel.target is None:
