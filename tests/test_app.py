@@ -565,13 +565,15 @@ def test_a_page_waiting_on_a_load_under_way_shows_its_steps_and_gets_its_model()
     store["steps"][key] = ("converting the GGUF weights", 0.4)
     heard, got = [], []
     t = threading.Thread(target=lambda: got.append(load_model(*key, _progress=lambda m, f: heard.append((m, f)),
-                                                              _into=store)))
-    t.start()
-    t.join(1.3)
-    assert t.is_alive() and heard and heard[-1][1] == 0.4 and "converting the GGUF weights" in heard[-1][0]
-    assert "already being loaded" in heard[-1][0]
+                                                              _into=store)), daemon=True)
     sentinel = object()
-    store["models"][key] = sentinel
-    held.release()
+    t.start()
+    try:
+        t.join(1.3)
+        assert t.is_alive() and heard and heard[-1][1] == 0.4 and "converting the GGUF weights" in heard[-1][0]
+        assert "already being loaded" in heard[-1][0]
+    finally:  # a failed assertion must not leave the waiter blocked (it would load "some/model" or hang)
+        store["models"][key] = sentinel
+        held.release()
     t.join(5)
     assert got == [sentinel]
