@@ -258,6 +258,7 @@ class RayEngine:
         progress(f"{label}: 0/{n_texts} texts {where}", 0.0)
         t0 = time.time()
         done_tokens, done_texts = 0, 0
+        spans: dict[int, list] = {}  # worker pid -> [(start, end)] of its units
         ds = ray.data.from_items([{"unit": json.dumps({"items": [{**it, "text": texts[it["idx"]]} for it in u["items"]]}),
                                    "tokens": u["tokens"]} for u in units], override_num_blocks=max(1, len(units)))
         # "auto" on a worker with GPUs: the model spread over the worker's GPUs (device_map="auto")
@@ -277,6 +278,8 @@ class RayEngine:
                         arrays = {k: z[k] for k in z.files}
                     done_tokens += int(tokens)
                     done_texts += bool(on_row(int(i), int(t_a), int(t_b), arrays))
+                for pid, a, b in (np.unique(batch["span"], axis=0) if len(batch["span"]) else ()):
+                    spans.setdefault(int(pid), []).append((float(a), float(b)))
                 # once per unit, after all its texts are stored (a unit's tokens come with its first row: a
                 # report per row read "100 %, 1/23 texts" for a run of one unit)
                 progress(f"{label}: {done_texts}/{n_texts} texts {where}", min(1.0, done_tokens / total))
@@ -285,8 +288,15 @@ class RayEngine:
         except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept
             kept = f"{done_texts} of {n_texts} texts were computed and cached (a re-run resumes from them)"
             raise ModelError(f"the Ray workers failed: {_reason(e)}; {kept}") from None
-        self.last = {"kind": kind, "units": len(units), "seconds": time.time() - t0, "texts": n_texts,
-                     "tokens": total}
+        t1 = time.time()
+        starts = [a for s in spans.values() for a, _ in s]
+        # for benchmarks: when the first unit began (the pool's start: actors, imports, model load), how long
+        # each worker spent on units, and the span from the first unit's start to the last one's end (the
+        # workers' clocks: on one machine the driver's)
+        self.last = {"kind": kind, "units": len(units), "seconds": t1 - t0, "texts": n_texts, "tokens": total,
+                     "first_unit_after": (min(starts) - t0) if starts else None,
+                     "busy": [round(sum(b - a for a, b in s), 2) for s in spans.values()],
+                     "work_span": (max(b for s in spans.values() for _, b in s) - min(starts)) if starts else None}
 
     def _units(self, idx: list[int], plan, batch_tokens: int, context: int) -> list[dict]:
         """Short texts (length-sorted, see below) in units of about ``size`` tokens; each long text in ranges
@@ -367,6 +377,7 @@ class _Worker:
         if self.error:
             raise ModelError(self.error)
         rows = {"idx": [], "t0": [], "t1": [], "payload": [], "tokens": []}
+        start = time.time()
         for unit_json, tokens in zip(batch["unit"], batch["tokens"]):
             items = json.loads(unit_json)["items"]
             for k, (i, t_a, t_b, arrays) in enumerate(_WORK[self.kind](self.tool, self.init, items)):
@@ -375,9 +386,12 @@ class _Worker:
                 rows["t1"].append(t_b)
                 rows["payload"].append(_npz(arrays))
                 rows["tokens"].append(int(tokens) if k == 0 else 0)
+        n = len(rows["idx"])
+        # when this worker (its process id) ran the unit, for the engine's busy figures (``RayEngine.last``)
+        span = np.array([[os.getpid(), start, time.time()]] * n, dtype=np.float64).reshape(n, 3)
         return {"idx": np.array(rows["idx"], dtype=np.int64), "t0": np.array(rows["t0"], dtype=np.int64),
                 "t1": np.array(rows["t1"], dtype=np.int64), "payload": np.array(rows["payload"], dtype=object),
-                "tokens": np.array(rows["tokens"], dtype=np.int64)}
+                "tokens": np.array(rows["tokens"], dtype=np.int64), "span": span}
 
 
 def _build_stats(init: dict, device: str):
