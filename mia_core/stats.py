@@ -302,14 +302,19 @@ def compute_stats(
 
     engine = current_engine()
     if engine.distributed:  # the passes run elsewhere (Ray workers); the results land here, in the cache
+        from .engines.ray_data import Partials
+
         def store(i: int, s: TokenStats) -> None:
             h = hashes[i]
             cache.put(h, s.to_arrays())
             for k in todo[h]:
                 results[k] = s
 
+        # a long text's windows done so far, in the same partial entries the local engine resumes from
+        partial = Partials(lambda i: cache.get_partial(hashes[i]), lambda i, a: cache.put_partial(hashes[i], a),
+                           lambda i: cache.drop_partial(hashes[i]))
         engine.token_stats(lm, {idxs[0]: texts[idxs[0]] for idxs in todo.values()}, st, store,
-                           progress=progress, label=label)
+                           progress=progress, label=label, partial=partial)
         progress(f"{label}: done ({len(todo)} texts scored, {len(texts) - sum(len(v) for v in todo.values())} "
                  f"cached)", 1.0)
         return results  # type: ignore[return-value]

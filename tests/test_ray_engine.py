@@ -120,6 +120,45 @@ def test_document_audit_equals_the_local_engine(tiny, engine):
             assert _max_diff(local.scores[c], remote.scores[c]) <= TOL, c
 
 
+class _Stop(Exception):
+    """An interrupt from the progress callback (what Ctrl-C or a closed page does to a run)."""
+
+
+def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
+    """A long text in window ranges, stopped once most of its tokens are back: the windows done from its
+    start are in the cache's partial entry (the local engine's format); the re-run sends only the rest to
+    the workers, and the whole equals the local engine's statistics. Done, the partial entry is gone."""
+    from mia_core.cache import ArrayCache, text_hash
+    from mia_core.engines import use_engine
+    from mia_core.stats import StatsSettings, cache_settings, compute_stats, tokenize
+
+    mem, _ = _demo(16)
+    book = " ".join(mem)
+    n = len(tokenize(tiny, book))
+    st = StatsSettings(context=64, vocab_probs=True)
+    local = compute_stats(tiny, [book], st, use_cache=False)[0]
+
+    def stop(msg, frac):
+        if 0.6 <= frac < 1:
+            raise _Stop(msg)
+
+    with use_engine(engine), pytest.raises(_Stop):
+        compute_stats(tiny, [book], st, progress=stop)
+    cache = ArrayCache("stats", cache_settings(tiny, st))
+    part = cache.get_partial(text_hash(book))
+    assert part is not None, "nothing of the stopped book was kept"
+    done = int(part["done_windows"])
+    assert done > 0 and np.isfinite(part["logprob"]).sum() >= done * 60  # windows of 63 predictions
+    with use_engine(engine):
+        got = compute_stats(tiny, [book], st)[0]
+    assert engine.last["tokens"] <= n - done * 63 + 1  # only the windows not done went to the workers
+    assert np.array_equal(local.token_ids, got.token_ids)
+    for f in ("logprob", "max_logprob", "mu", "sigma", "rank", "top_id"):
+        assert _max_diff(getattr(local, f), getattr(got, f)) <= TOL, f
+    assert np.abs(local.vocab_prob_sum - got.vocab_prob_sum).max() <= 1e-4
+    assert cache.get_partial(text_hash(book)) is None
+
+
 def test_masked_lm_audit_and_neighbour_generation_equal_the_local_engine(engine):
     """The masked-LM audit's energies (target and reference, K masks each, re-made on the workers from the
     seed) and the neighbour generator's proposals run on the workers with the local numbers."""

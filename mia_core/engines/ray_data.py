@@ -24,7 +24,9 @@ How a call runs:
    the generator's ``_generate``, or ``energies`` on masks re-made from the seed. The arrays travel
    back as ``.npz`` bytes, read with ``allow_pickle=False``.
 3. The driver stores each text in its cache as soon as it is complete. A run that stops half-way
-   therefore keeps everything computed, and a re-run (on any engine) skips it. Cache entries are
+   therefore keeps everything computed, and a re-run (on any engine) skips it. Of a long text not yet
+   complete, the windows back in order from its start go to its partial cache entry (the local engine's
+   format) every ``PARTIAL_EVERY_S`` s and when the call stops early; a re-run sends only the rest. Cache entries are
    written atomically (:class:`mia_core.cache.ArrayCache`), so a cache folder on a shared filesystem
    may have several writers.
 
@@ -53,6 +55,7 @@ RAY_INSTALL = "pip install 'mia-dashboard[ray]'  (or: pip install 'ray[data]')"
 CONNECT_TIMEOUT_S = 5.0
 UNIT_BATCHES = 4  # a unit holds at most this many forward batches of the run's batch_tokens
 UNITS_PER_WORKER = 4  # ... and is small enough that each worker gets at least this many
+PARTIAL_EVERY_S = 20.0  # a long text's windows done so far are written to the cache at most this often (as locally)
 # what a worker on another machine needs to find the same model files and stay offline
 _FORWARDED_ENV = ("MIA_CACHE_DIR", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
@@ -167,19 +170,44 @@ class RayEngine:
 
     # ------------------------------------------------------------------ the work
     def token_stats(self, lm, texts: dict[int, str], settings, store: Callable, *, progress: Progress = noop,
-                    label: str = "token statistics") -> None:
+                    label: str = "token statistics", partial: "Partials | None" = None) -> None:
         """Statistics of ``texts`` (index -> text) on the workers; ``store(index, TokenStats)`` is called
-        on the driver for each text as soon as it is complete."""
-        from ..stats import TokenStats, plan_windows, tokenize
+        on the driver for each text as soon as it is complete.
+
+        ``partial``: where a long text's completed windows are kept between runs (the local engine's
+        partial cache entries, :class:`Partials`). A long text with one resumes from it, and the windows
+        that came back in order from the start are written to it every ``PARTIAL_EVERY_S`` s and when the
+        call stops early (an error, an interrupt), so a re-run on any engine skips them."""
+        from ..stats import FIELDS, INT_FIELDS, TokenStats, plan_windows, tokenize
 
         if not lm.load_args:
             raise SettingsError(f"{lm.name} was not loaded with load_causal_lm, so Ray workers cannot load it: "
                                 "use --engine local")
         idx = list(texts)
         plan = plan_windows(lm, [texts[i] for i in idx], settings)
-        units = self._units(idx, plan, settings.resolved_batch_tokens(lm), settings.resolved_context(lm))
-        pieces: dict[int, list] = {}
+        n_tokens = {i: n for i, (n, _, _) in zip(idx, plan)}
         n_windows = {i: len(w) for i, (_, w, _) in zip(idx, plan)}
+        first_t = {i: w[0] for i, (_, w, _) in zip(idx, plan) if w}  # where a text's first window's predictions start
+        pieces: dict[int, list] = {}  # long text -> its ranges back so far: (t0, t1, windows, arrays)
+        saved: dict[int, tuple[int, float]] = {}  # long text -> (windows in its partial entry, when written)
+        resume: dict[int, int] = {}  # long text -> windows already done (its partial entry)
+        for i, (n, starts, _) in zip(idx, plan):
+            part = partial.get(i) if partial is not None and len(starts) > 1 else None
+            if part is not None and 0 < int(part["done_windows"]) < len(starts):
+                d = int(part["done_windows"])
+                head = {f: part[f][: starts[d]] for f in (*FIELDS, *INT_FIELDS)}
+                if "vp" in part:
+                    head["vp"] = part["vp"]
+                pieces[i], resume[i], saved[i] = [(0, starts[d], d, head)], d, (d, time.time())
+        units = self._units(idx, plan, settings.resolved_batch_tokens(lm), settings.resolved_context(lm), resume)
+
+        def keep(i: int, now: bool) -> None:  # a long text's windows done from its start, into its partial entry
+            last_done, last_t = saved.get(i, (0, 0.0))
+            if now or time.time() - last_t > PARTIAL_EVERY_S:
+                done, arrays = _done_prefix(n_tokens[i], first_t[i], pieces[i])
+                if done > last_done:
+                    partial.put(i, {**arrays, "done_windows": np.array(done)})
+                    saved[i] = (done, time.time())
 
         def on_row(i: int, t_a: int, t_b: int, arrays: dict) -> bool:
             if t_a < 0:  # a whole short text
@@ -187,12 +215,21 @@ class RayEngine:
                 return True
             pieces.setdefault(i, []).append((t_a, t_b, int(arrays.pop("n_windows")), arrays))
             if sum(p[2] for p in pieces[i]) < n_windows[i]:
+                if partial is not None:
+                    keep(i, now=False)
                 return False
             store(i, _merge(tokenize(lm, texts[i]), texts[i], pieces.pop(i)))
+            if partial is not None:
+                partial.drop(i)
             return True
 
         init = {"load_args": lm.load_args, "identity": lm.identity, "settings": asdict(settings)}
-        self._map("stats", init, units, texts, on_row, progress, label)
+        try:
+            self._map("stats", init, units, texts, on_row, progress, label)
+        finally:  # stopped early: the long texts' windows done from their start are kept
+            if partial is not None:
+                for i in list(pieces):
+                    keep(i, now=True)
 
     def neighbours(self, gen, texts: dict[int, str], store: Callable, *, progress: Progress = noop,
                    label: str = "neighbours") -> None:
@@ -270,8 +307,18 @@ class RayEngine:
             compute=ray.data.ActorPoolStrategy(size=max(1, min(self.workers, len(units)))),
             num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker or None,
         )
+        batches = iter(out.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0))
         try:
-            for batch in out.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0):
+            while True:
+                try:  # only what the workers raise is theirs: an error in on_row or progress (an interrupt) is the caller's
+                    batch = next(batches)
+                except StopIteration:
+                    break
+                except MiaError:
+                    raise
+                except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept
+                    kept = f"{done_texts} of {n_texts} texts were computed and cached (a re-run resumes from them)"
+                    raise ModelError(f"the Ray workers failed: {_reason(e)}; {kept}") from None
                 for i, t_a, t_b, payload, tokens in zip(batch["idx"], batch["t0"], batch["t1"], batch["payload"],
                                                          batch["tokens"]):
                     with np.load(io.BytesIO(payload), allow_pickle=False) as z:
@@ -283,11 +330,10 @@ class RayEngine:
                 # once per unit, after all its texts are stored (a unit's tokens come with its first row: a
                 # report per row read "100 %, 1/23 texts" for a run of one unit)
                 progress(f"{label}: {done_texts}/{n_texts} texts {where}", min(1.0, done_tokens / total))
-        except MiaError:
-            raise
-        except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept
-            kept = f"{done_texts} of {n_texts} texts were computed and cached (a re-run resumes from them)"
-            raise ModelError(f"the Ray workers failed: {_reason(e)}; {kept}") from None
+        finally:  # stopped early (an error, an interrupt): Ray Data stops the job and frees its actors now
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
         t1 = time.time()
         starts = [a for s in spans.values() for a, _ in s]
         # for benchmarks: when the first unit began (the pool's start: actors, imports, model load), how long
@@ -298,10 +344,12 @@ class RayEngine:
                      "busy": [round(sum(b - a for a, b in s), 2) for s in spans.values()],
                      "work_span": (max(b for s in spans.values() for _, b in s) - min(starts)) if starts else None}
 
-    def _units(self, idx: list[int], plan, batch_tokens: int, context: int) -> list[dict]:
+    def _units(self, idx: list[int], plan, batch_tokens: int, context: int, resume: dict[int, int] | None = None
+               ) -> list[dict]:
         """Short texts (length-sorted, see below) in units of about ``size`` tokens; each long text in ranges
-        of windows of that size."""
-        total = sum(n + 1 for n, _, _ in plan)
+        of windows of that size, from its window ``resume[i]`` (those before it are done)."""
+        resume = resume or {}
+        total = sum(n + 1 - (starts[resume[i]] if i in resume else 0) for i, (n, starts, _) in zip(idx, plan))
         # at least UNITS_PER_WORKER units per worker, so that no worker waits long for the last one
         size = int(self.unit_tokens or min(UNIT_BATCHES * batch_tokens,
                                            max(batch_tokens, -(-total // (UNITS_PER_WORKER * self.workers)))))
@@ -318,11 +366,42 @@ class RayEngine:
             if len(starts) <= 1:
                 continue
             per = max(1, size // context)
-            for w0 in range(0, len(starts), per):
+            for w0 in range(resume.get(i, 0), len(starts), per):
                 w1 = min(len(starts), w0 + per)
                 tokens = (starts[w1] if w1 < len(starts) else n) - starts[w0]
                 units.append({"items": [{"idx": i, "w0": w0, "w1": w1}], "tokens": tokens})
         return sorted(units, key=lambda u: -u["tokens"])  # largest first: the last unit to finish is a small one
+
+
+class Partials:
+    """A long text's windows done so far, kept between runs in the statistics cache's partial entries
+    (``{fields over the whole text, "done_windows", "vp"}``, as the local engine writes them)."""
+
+    def __init__(self, get: Callable[[int], dict | None], put: Callable[[int, dict], None],
+                 drop: Callable[[int], None]):
+        self.get, self.put, self.drop = get, put, drop
+
+
+def _done_prefix(n: int, first: int, parts: list) -> tuple[int, dict]:
+    """The windows of a long text of ``n`` tokens done from its start, as a partial entry's arrays:
+    ``(windows, arrays)``. ``first``: the token the first window's predictions start at; ``parts``:
+    ``(t0, t1, windows, arrays)`` ranges in any order; the first that does not follow on ends the prefix."""
+    from ..stats import FIELDS, INT_FIELDS
+
+    out = {f: np.full(n, np.nan, dtype=np.float32) for f in FIELDS}
+    out.update({f: np.full(n, -1, dtype=np.int32) for f in INT_FIELDS})
+    done, end, vp = 0, first, None
+    for t_a, t_b, w, arrays in sorted(parts, key=lambda p: p[0]):
+        if t_a > end or (done and t_a != end):
+            break
+        for f in (*FIELDS, *INT_FIELDS):
+            out[f][t_a:t_b] = arrays[f]
+        if "vp" in arrays:
+            vp = arrays["vp"].copy() if vp is None else vp + arrays["vp"]
+        done, end = done + w, t_b
+    if vp is not None:
+        out["vp"] = vp
+    return done, out
 
 
 def _merge(ids: np.ndarray, text: str, parts: list) -> "object":
