@@ -159,6 +159,36 @@ def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
     assert cache.get_partial(text_hash(book)) is None
 
 
+def test_the_local_engine_resumes_a_book_the_ray_engine_left_half_done(tiny, engine):
+    """The partial entry Ray writes is the local engine's own: a local re-run starts from its done windows
+    (marked here, so that recomputing them would show) and computes the rest."""
+    from mia_core.cache import ArrayCache, text_hash
+    from mia_core.engines import use_engine
+    from mia_core.stats import StatsSettings, cache_settings, compute_stats
+
+    mem, _ = _demo(16)
+    book = " ".join(mem[::-1])
+    st = StatsSettings(context=64)
+    local = compute_stats(tiny, [book], st, use_cache=False)[0]
+
+    def stop(msg, frac):
+        if 0.6 <= frac < 1:
+            raise _Stop(msg)
+
+    with use_engine(engine), pytest.raises(_Stop):
+        compute_stats(tiny, [book], st, progress=stop)
+    cache, h = ArrayCache("stats", cache_settings(tiny, st)), text_hash(book)
+    part = cache.get_partial(h)
+    assert part is not None and int(part["done_windows"]) > 0
+    done_to = int(np.nonzero(np.isfinite(part["logprob"]))[0].max()) + 1  # text tokens the done windows cover
+    part["logprob"][1] = 123.0  # a mark a recomputation would overwrite
+    cache.put_partial(h, part)
+    got = compute_stats(tiny, [book], st)[0]  # the local engine
+    assert got.logprob[1] == np.float32(123.0)
+    assert _max_diff(local.logprob[2:], got.logprob[2:]) <= TOL
+    assert done_to < len(got.logprob) and cache.get_partial(h) is None
+
+
 def test_masked_lm_audit_and_neighbour_generation_equal_the_local_engine(engine):
     """The masked-LM audit's energies (target and reference, K masks each, re-made on the workers from the
     seed) and the neighbour generator's proposals run on the workers with the local numbers."""
