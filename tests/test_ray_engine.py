@@ -124,31 +124,39 @@ class _Stop(Exception):
     """An interrupt from the progress callback (what Ctrl-C or a closed page does to a run)."""
 
 
-def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
-    """A long text in window ranges, stopped once most of its tokens are back: the windows done from its
-    start are in the cache's partial entry (the local engine's format); the re-run sends only the rest to
-    the workers, and the whole equals the local engine's statistics. Done, the partial entry is gone."""
+def _stop_half_way(lm, engine, book: str, st):
+    """Score ``book`` on Ray, interrupted once 60 % of its tokens are back: ``(cache, hash, partial entry)``."""
     from mia_core.cache import ArrayCache, text_hash
     from mia_core.engines import use_engine
-    from mia_core.stats import StatsSettings, cache_settings, compute_stats, tokenize
-
-    mem, _ = _demo(16)
-    book = " ".join(mem)
-    n = len(tokenize(tiny, book))
-    st = StatsSettings(context=64, vocab_probs=True)
-    local = compute_stats(tiny, [book], st, use_cache=False)[0]
+    from mia_core.stats import cache_settings, compute_stats
 
     def stop(msg, frac):
         if 0.6 <= frac < 1:
             raise _Stop(msg)
 
     with use_engine(engine), pytest.raises(_Stop):
-        compute_stats(tiny, [book], st, progress=stop)
-    cache = ArrayCache("stats", cache_settings(tiny, st))
-    part = cache.get_partial(text_hash(book))
-    assert part is not None, "nothing of the stopped book was kept"
+        compute_stats(lm, [book], st, progress=stop)
+    cache, h = ArrayCache("stats", cache_settings(lm, st)), text_hash(book)
+    part = cache.get_partial(h)
+    assert part is not None and int(part["done_windows"]) > 0, "nothing of the stopped book was kept"
+    return cache, h, part
+
+
+def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
+    """A long text in window ranges, stopped once most of its tokens are back: the windows done from its
+    start are in the cache's partial entry (the local engine's format); the re-run sends only the rest to
+    the workers, and the whole equals the local engine's statistics. Done, the partial entry is gone."""
+    from mia_core.engines import use_engine
+    from mia_core.stats import StatsSettings, compute_stats, tokenize
+
+    mem, _ = _demo(16)
+    book = " ".join(mem)
+    n = len(tokenize(tiny, book))
+    st = StatsSettings(context=64, vocab_probs=True)
+    local = compute_stats(tiny, [book], st, use_cache=False)[0]
+    cache, h, part = _stop_half_way(tiny, engine, book, st)
     done = int(part["done_windows"])
-    assert done > 0 and np.isfinite(part["logprob"]).sum() >= done * 60  # windows of 63 predictions
+    assert np.isfinite(part["logprob"]).sum() >= done * 60  # windows of 63 predictions
     with use_engine(engine):
         got = compute_stats(tiny, [book], st)[0]
     assert engine.last["tokens"] <= n - done * 63 + 1  # only the windows not done went to the workers
@@ -156,30 +164,19 @@ def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
     for f in ("logprob", "max_logprob", "mu", "sigma", "rank", "top_id"):
         assert _max_diff(getattr(local, f), getattr(got, f)) <= TOL, f
     assert np.abs(local.vocab_prob_sum - got.vocab_prob_sum).max() <= 1e-4
-    assert cache.get_partial(text_hash(book)) is None
+    assert cache.get_partial(h) is None
 
 
 def test_the_local_engine_resumes_a_book_the_ray_engine_left_half_done(tiny, engine):
     """The partial entry Ray writes is the local engine's own: a local re-run starts from its done windows
     (marked here, so that recomputing them would show) and computes the rest."""
-    from mia_core.cache import ArrayCache, text_hash
-    from mia_core.engines import use_engine
-    from mia_core.stats import StatsSettings, cache_settings, compute_stats
+    from mia_core.stats import StatsSettings, compute_stats
 
     mem, _ = _demo(16)
     book = " ".join(mem[::-1])
     st = StatsSettings(context=64)
     local = compute_stats(tiny, [book], st, use_cache=False)[0]
-
-    def stop(msg, frac):
-        if 0.6 <= frac < 1:
-            raise _Stop(msg)
-
-    with use_engine(engine), pytest.raises(_Stop):
-        compute_stats(tiny, [book], st, progress=stop)
-    cache, h = ArrayCache("stats", cache_settings(tiny, st)), text_hash(book)
-    part = cache.get_partial(h)
-    assert part is not None and int(part["done_windows"]) > 0
+    cache, h, part = _stop_half_way(tiny, engine, book, st)
     done_to = int(np.nonzero(np.isfinite(part["logprob"]))[0].max()) + 1  # text tokens the done windows cover
     part["logprob"][1] = 123.0  # a mark a recomputation would overwrite
     cache.put_partial(h, part)
