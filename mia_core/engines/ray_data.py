@@ -386,29 +386,23 @@ def _done_prefix(n: int, first: int, parts: list) -> tuple[int, dict]:
     """The windows of a long text of ``n`` tokens done from its start, as a partial entry's arrays:
     ``(windows, arrays)``. ``first``: the token the first window's predictions start at; ``parts``:
     ``(t0, t1, windows, arrays)`` ranges in any order; the first that does not follow on ends the prefix."""
-    from ..stats import FIELDS, INT_FIELDS
-
-    out = {f: np.full(n, np.nan, dtype=np.float32) for f in FIELDS}
-    out.update({f: np.full(n, -1, dtype=np.int32) for f in INT_FIELDS})
-    done, end, vp = 0, first, None
-    for t_a, t_b, w, arrays in sorted(parts, key=lambda p: p[0]):
-        if t_a > end or (done and t_a != end):
+    prefix, end = [], first
+    for p in sorted(parts, key=lambda p: p[0]):
+        if p[0] > end or (prefix and p[0] != end):
             break
-        for f in (*FIELDS, *INT_FIELDS):
-            out[f][t_a:t_b] = arrays[f]
-        if "vp" in arrays:
-            vp = arrays["vp"].copy() if vp is None else vp + arrays["vp"]
-        done, end = done + w, t_b
+        prefix.append(p)
+        end = p[1]
+    out, vp = _fill(n, prefix)
     if vp is not None:
         out["vp"] = vp
-    return done, out
+    return sum(p[2] for p in prefix), out
 
 
-def _merge(ids: np.ndarray, text: str, parts: list) -> "object":
-    """A long text's window ranges, put back in token order, as one ``TokenStats``."""
-    from ..stats import FIELDS, INT_FIELDS, TokenStats
+def _fill(n: int, parts: list) -> tuple[dict, "np.ndarray | None"]:
+    """Per-token arrays of ``n`` tokens (NaN / -1 where no part covers them) from ``(t0, t1, windows,
+    arrays)`` ranges, and the ranges' summed vocabulary probabilities (None without them)."""
+    from ..stats import FIELDS, INT_FIELDS
 
-    n = len(ids)
     out = {f: np.full(n, np.nan, dtype=np.float32) for f in FIELDS}
     out.update({f: np.full(n, -1, dtype=np.int32) for f in INT_FIELDS})
     vp = None
@@ -417,6 +411,14 @@ def _merge(ids: np.ndarray, text: str, parts: list) -> "object":
             out[f][t_a:t_b] = arrays[f]
         if "vp" in arrays:
             vp = arrays["vp"].copy() if vp is None else vp + arrays["vp"]
+    return out, vp
+
+
+def _merge(ids: np.ndarray, text: str, parts: list) -> "object":
+    """A long text's window ranges, put back in token order, as one ``TokenStats``."""
+    from ..stats import TokenStats
+
+    out, vp = _fill(len(ids), parts)
     return TokenStats(token_ids=ids, **out, n_bytes=len(text.encode("utf-8", "surrogatepass")), vocab_prob_sum=vp)
 
 
