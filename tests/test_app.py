@@ -506,6 +506,25 @@ def test_run_estimate_uses_the_measured_speed(tmp_path, monkeypatch):
     assert "100 texts × 2 passes (target, reference)" in line and "6,000 tokens" in line and "measured" in line
 
 
+def test_the_page_default_leaves_lowercase_unticked_and_the_estimate_says_what_it_would_cost(tmp_path, monkeypatch):
+    """Lowercase is the one default-able attack with a model pass of its own: not ticked by default
+    (a third of the demo's first run), and the line before Run prices it when it is left out."""
+    from dashboard.calibration import DEFAULT_ATTACKS, CalibrationInputs, run_estimate
+    from mia_core import estimate as E
+    from mia_core.data import texts_from_strings
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
+    assert "lowercase" not in DEFAULT_ATTACKS and {"loss", "zlib", "min_k", "min_k_pp"} <= set(DEFAULT_ATTACKS)
+    E.record(6000, 20.0, 135_000_000, "cpu")  # 300 tokens/s
+    texts = [f"{i:04d}" + "abcd" * 20 for i in range(100)]  # 84 characters: 20 tokens + the prefix each
+    inputs = CalibrationInputs(texts_from_strings(texts[:50], texts[50:]), None, {})  # 2,100 tokens
+    line = run_estimate(inputs, list(DEFAULT_ATTACKS), {}, n_params=135e6)
+    assert "100 texts × 1 pass (target)" in line
+    assert "Lowercase (not ticked by default) would add a pass over the lower-cased texts: about 7.0 s" in line
+    line = run_estimate(inputs, [*DEFAULT_ATTACKS, "lowercase"], {}, n_params=135e6)
+    assert "2 passes (target, target lower-cased)" in line and "not ticked" not in line
+
+
 def test_stage_eta_from_its_own_pace():
     from dashboard.jobs import Stage
     from dashboard.ui import stage_eta
