@@ -157,7 +157,9 @@ def main() -> None:
         print(f"goals: cold <= 120 s: {'met' if cold['wall'] <= 120 else 'NOT met'} in all ({cold['wall']:.0f} s), "
               f"{'met' if from_run(cold) <= 120 else 'NOT met'} from pressing Run ({from_run(cold):.0f} s); warm <= 10 s: "
               f"{'met' if cold['again'] <= 10 else 'NOT met'} on the page ({cold['again']:.1f} s), "
-              f"{'met' if warm['wall'] <= 10 else 'NOT met'} in a fresh process ({warm['wall']:.1f} s)")
+              f"{'met' if from_run(warm) <= 10 else 'NOT met'} from pressing Run after a server restart "
+              f"({from_run(warm):.1f} s; the restarted process itself, imports and warm-up, took "
+              f"{warm['wall'] - from_run(warm):.1f} s before it)")
 
 
 if __name__ == "__main__":
