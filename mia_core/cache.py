@@ -80,6 +80,16 @@ class ArrayCache:
         return out
 
     def put(self, h: str, arrays: dict[str, np.ndarray], suffix: str = ".npz") -> None:
+        """Store an entry. A write that fails (a full disk, a folder made read-only) stops the run with
+        one line naming the folder and the reason, not a traceback."""
+        try:
+            self._put(h, arrays, suffix)
+        except OSError as e:
+            raise SettingsError(f"cannot write to the cache folder {self.dir} ({e.strerror or type(e).__name__}): "
+                                "free some space there, set MIA_CACHE_DIR to another folder, or run without the "
+                                "cache (--no-cache)") from None
+
+    def _put(self, h: str, arrays: dict[str, np.ndarray], suffix: str) -> None:
         if not self.enabled:
             return
         p = self._path(h, suffix)
@@ -101,8 +111,16 @@ class ArrayCache:
         except Exception:  # noqa: BLE001
             return None
 
-    def put_partial(self, h: str, arrays: dict[str, np.ndarray]) -> None:
-        self.put(h, arrays, suffix=".partial.npz")
+    def put_partial(self, h: str, arrays: dict[str, np.ndarray]) -> bool:
+        """Keep a long text's windows done so far; False when that cannot be written. Best effort: it
+        only saves time on a re-run, and it is also written while a run stops on another error (an
+        interrupt, a failed worker), which a failed write here must not replace. The text's complete
+        entry, when it comes, goes through :meth:`put` and says why a write fails."""
+        try:
+            self._put(h, arrays, ".partial.npz")
+        except OSError:
+            return False
+        return True
 
     def drop_partial(self, h: str) -> None:
         if self.enabled:

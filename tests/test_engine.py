@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import os
 import random
 import subprocess
 import sys
@@ -266,3 +267,33 @@ def test_reduce_max_top_and_rank_are_torch_s_exactly():
         assert np.array_equal(got["top_id"], top.numpy().astype(np.int32)), v
         assert got["top_id"][3] == 0 and got["top_id"][5] == 17 and got["top_id"][6] == v - 1
         assert np.array_equal(got["rank"], ((lp > tl).sum(-1) + 1).numpy().astype(np.int32))
+
+
+def test_a_cache_write_that_fails_stops_with_one_line_and_a_partial_entry_is_best_effort(tmp_path, monkeypatch,
+                                                                                          capsys):
+    """A full disk under the cache folder: the CLI's run stops with one line naming the folder, the
+    reason and the ways out (no traceback); a long text's partial entry, written also while a run
+    stops on another error, fails quietly (False) rather than replace that error."""
+    import errno
+
+    from mia_core import cache as C
+    from mia_core.cli import main
+
+    def full(path, data):
+        if str(path).endswith(".npz"):  # the entries; the folder's settings.json still goes through
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        real(path, data)
+
+    real = C._write_atomic
+    monkeypatch.setattr(C, "_write_atomic", full)
+    c = C.ArrayCache("stats", {"model": "full-disk-test"})
+    assert c.put_partial("ab" + "0" * 30, {"a": np.arange(3)}) is False
+    (tmp_path / "m.txt").write_text("The cat sat on the mat today.\nA dog ran in the park at noon.\n")
+    (tmp_path / "n.txt").write_text("Rain fell on the old town all night.\nShips sailed out of the bay at dawn.\n")
+    capsys.readouterr()
+    code = main(["run", "--members", str(tmp_path / "m.txt"), "--nonmembers", str(tmp_path / "n.txt"),
+                 "--attacks", "loss", "--bootstrap", "10", "--no-blind"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and "Traceback" not in "\n".join(err)
+    assert err[-1].startswith("error: cannot write to the cache folder ") and "No space left on device" in err[-1]
+    assert "--no-cache" in err[-1] and os.environ["MIA_CACHE_DIR"] in err[-1]  # the session's cache (its model)
