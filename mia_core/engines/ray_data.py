@@ -158,7 +158,7 @@ class RayEngine:
     def describe(self) -> str:
         where = self.address or "a local Ray cluster"
         gpu = f", {self.gpus_per_worker:g} GPU each" if self.gpus_per_worker else ""
-        return f"ray ({self.workers} workers{gpu} on {where})"
+        return f"ray ({self.workers} worker{'s' if self.workers != 1 else ''}{gpu} on {where})"
 
     def close(self) -> None:
         """Shut down the Ray cluster this engine started (one it joined is left running)."""
