@@ -64,23 +64,6 @@ def _read_docs(role: str, uploads, paths_text: str, strip: bool):
     return load_documents(paths, strip=strip)
 
 
-def _merged_warnings(warnings: list[str]) -> list[str]:
-    """The per-FPR "TPR ... per fold rests on N held-out non-members" warnings as one line (the
-    table shows those TPRs as n/e); the others as they are."""
-    import re
-
-    pat = re.compile(r"TPR at ([\d.]+)% FPR per fold rests on (\d+) held-out non-members: fewer than ([\d,]+)")
-    hits = [(w, pat.match(w)) for w in warnings]
-    tpr = [m for _, m in hits if m]
-    if len(tpr) < 2:
-        return list(warnings)
-    fprs = " and ".join(f"{m.group(1)}%" for m in tpr)
-    needs = ", ".join(f"{m.group(3)} for {m.group(1)}%" for m in tpr)
-    line = (f"TPR at {fprs} FPR is not estimable here, shown as n/e: each fold holds out as few as "
-            f"{tpr[0].group(2)} non-members, and a TPR at FPR f needs at least 1/f of them ({needs}).")
-    return [line] + [w for w, m in hits if not m]
-
-
 # ------------------------------------------------------------------ data
 st.subheader("1 · Books")
 demo = optional.demo_paths()
@@ -203,7 +186,7 @@ res = st.session_state.get(RESULT_KEY)
 if res is not None:
     st.subheader("3 · Results")
     est = res.tpr_estimable  # TPR at an FPR below 1/(held-out non-members per fold) is not estimable
-    for w in _merged_warnings(res.warnings):
+    for w in res.warnings:
         st.warning(w)
     n_m = int(res.labels.sum())
     best = res.best_pipeline

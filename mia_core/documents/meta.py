@@ -105,13 +105,12 @@ def fold_warnings(per_fold_test_sizes: list[tuple[int, int]]) -> list[str]:
     """Warnings on how much a fold's figures can say (mirrors ``mia_core.metrics.evaluate``)."""
     out = []
     n_neg = min(n for _, n in per_fold_test_sizes) if per_fold_test_sizes else 0
-    for f in REPORT_FPRS:
-        need = int(round(1 / f))
-        if n_neg < need:
-            out.append(
-                f"TPR at {f * 100:g}% FPR per fold rests on {n_neg} held-out non-members: fewer than {need}, "
-                "so it is not meaningful"
-            )
+    short = [f for f in REPORT_FPRS if n_neg < int(round(1 / f))]
+    if short:  # one line for all of them (the tables show those TPRs as n/e)
+        needs = ", ".join(f"{int(round(1 / f))} for {f * 100:g}%" for f in short)
+        out.append(f"TPR at {' and '.join(f'{f * 100:g}%' for f in short)} FPR is not estimable here, shown as n/e: "
+                   f"each fold holds out as few as {n_neg} non-members, and a TPR at FPR f needs at least 1/f of "
+                   f"them ({needs}).")
     n_pos = min(p for p, _ in per_fold_test_sizes) if per_fold_test_sizes else 0
     if n_pos < 5 or n_neg < 5:
         out.append(
