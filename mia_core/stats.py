@@ -80,6 +80,7 @@ DEFAULT_CONTEXT_CAP = 2048  # default window on CPU-friendly terms; the model's 
 DEFAULT_BATCH_TOKENS = 2048  # on a CPU: the demo's 200 paragraphs run at 355 tokens/s vs 299 at 4096 (2-core EPYC)
 DEFAULT_BATCH_TOKENS_GPU = 8192  # on a GPU, where wider batches pay
 REDUCE_CHUNK = 1024  # positions reduced at once: REDUCE_CHUNK x vocab floats in memory
+PARTIAL_EVERY_S = 20.0  # a long text's windows done so far go to its partial cache entry at most this often (any engine)
 
 
 @dataclass
@@ -302,7 +303,7 @@ def compute_stats(
 
     engine = current_engine()
     if engine.distributed:  # the passes run elsewhere (Ray workers); the results land here, in the cache
-        from .engines.ray_data import Partials
+        from .engines import Partials
 
         def store(i: int, s: TokenStats) -> None:
             h = hashes[i]
@@ -589,7 +590,7 @@ def _run_long(lm, job: _Job, cache: ArrayCache, h: str, batch_tokens: int, finis
         job.done_windows = w
         for _ in ws:
             tick()
-        if time.time() - last_save > 20 and w < len(job.windows):
+        if time.time() - last_save > PARTIAL_EVERY_S and w < len(job.windows):
             arrays = {**job.out, "done_windows": np.array(w)}
             if job.vp is not None:
                 arrays["vp"] = job.vp

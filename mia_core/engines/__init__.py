@@ -20,10 +20,20 @@ from __future__ import annotations
 import contextlib
 import contextvars
 from dataclasses import dataclass
+from typing import Callable
 
 from ..errors import SettingsError
 
 ENGINES = ("local", "ray")
+
+
+class Partials:
+    """A long text's windows done so far, kept between runs in the statistics cache's partial entries
+    (``{fields over the whole text, "done_windows", "vp"}``, as the local engine writes them)."""
+
+    def __init__(self, get: Callable[[int], dict | None], put: Callable[[int, dict], None],
+                 drop: Callable[[int], None]):
+        self.get, self.put, self.drop = get, put, drop
 
 
 @dataclass

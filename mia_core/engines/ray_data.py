@@ -26,7 +26,7 @@ How a call runs:
 3. The driver stores each text in its cache as soon as it is complete. A run that stops half-way
    therefore keeps everything computed, and a re-run (on any engine) skips it. Of a long text not yet
    complete, the windows back in order from its start go to its partial cache entry (the local engine's
-   format) every ``PARTIAL_EVERY_S`` s and when the call stops early; a re-run sends only the rest. Cache entries are
+   format) every ``stats.PARTIAL_EVERY_S`` s and when the call stops early; a re-run sends only the rest. Cache entries are
    written atomically (:class:`mia_core.cache.ArrayCache`), so a cache folder on a shared filesystem
    may have several writers.
 
@@ -49,13 +49,13 @@ from typing import Callable
 import numpy as np
 
 from ..errors import MiaError, ModelError, SettingsError
+from . import Partials
 from ..progress import Progress, noop
 
 RAY_INSTALL = "pip install 'mia-dashboard[ray]'  (or: pip install 'ray[data]')"
 CONNECT_TIMEOUT_S = 5.0
 UNIT_BATCHES = 4  # a unit holds at most this many forward batches of the run's batch_tokens
 UNITS_PER_WORKER = 4  # ... and is small enough that each worker gets at least this many
-PARTIAL_EVERY_S = 20.0  # a long text's windows done so far are written to the cache at most this often (as locally)
 # what a worker on another machine needs to find the same model files and stay offline
 _FORWARDED_ENV = ("MIA_CACHE_DIR", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE")
 
@@ -176,9 +176,9 @@ class RayEngine:
 
         ``partial``: where a long text's completed windows are kept between runs (the local engine's
         partial cache entries, :class:`Partials`). A long text with one resumes from it, and the windows
-        that came back in order from the start are written to it every ``PARTIAL_EVERY_S`` s and when the
+        that came back in order from the start are written to it every ``stats.PARTIAL_EVERY_S`` s and when the
         call stops early (an error, an interrupt), so a re-run on any engine skips them."""
-        from ..stats import FIELDS, INT_FIELDS, TokenStats, plan_windows, tokenize
+        from ..stats import FIELDS, INT_FIELDS, PARTIAL_EVERY_S, TokenStats, plan_windows, tokenize
 
         if not lm.load_args:
             raise SettingsError(f"{lm.name} was not loaded with load_causal_lm, so Ray workers cannot load it: "
@@ -376,15 +376,6 @@ class RayEngine:
                 tokens = (starts[w1] if w1 < len(starts) else n) - starts[w0]
                 units.append({"items": [{"idx": i, "w0": w0, "w1": w1}], "tokens": tokens})
         return sorted(units, key=lambda u: -u["tokens"])  # largest first: the last unit to finish is a small one
-
-
-class Partials:
-    """A long text's windows done so far, kept between runs in the statistics cache's partial entries
-    (``{fields over the whole text, "done_windows", "vp"}``, as the local engine writes them)."""
-
-    def __init__(self, get: Callable[[int], dict | None], put: Callable[[int, dict], None],
-                 drop: Callable[[int], None]):
-        self.get, self.put, self.drop = get, put, drop
 
 
 def _done_prefix(n: int, first: int, parts: list) -> tuple[int, dict]:
