@@ -70,7 +70,7 @@ import numpy as np
 
 from .cache import ArrayCache, text_hash
 from .errors import ModelError
-from .models import LoadedModel
+from .models import LoadedModel, returned_cache, with_cache
 from .progress import Progress, noop
 
 STATS_VERSION = 2  # 2: sigma as E[(lp - mu)^2] (stable in float32)
@@ -486,7 +486,7 @@ def _run_conditioned(lm, jobs: list[_Job], budget: "_Budget", finish, tick) -> l
     try:
         with torch.inference_mode():
             out = lm.model(input_ids=torch.from_numpy(head[None].astype(np.int64)).to(dev), use_cache=True)
-        cache, last = out.past_key_values, out.logits[0, -1:].float()
+        cache, last = returned_cache(out), out.logits[0, -1:].float()
         del out
         if cache is None:
             return []
@@ -545,7 +545,7 @@ def _forward_cached(lm, batch: list[_Job], head_cache, head_last, n_head: int):
             cache.batch_repeat_interleave(len(batch))
         with torch.inference_mode():
             out = lm.model(input_ids=torch.from_numpy(ids).to(dev), attention_mask=torch.from_numpy(mask).to(dev),
-                           past_key_values=cache, use_cache=True)
+                           **with_cache(lm.model, cache), use_cache=True)
             logits = out.logits
             del out, cache
             for r, j in enumerate(batch):
@@ -705,7 +705,7 @@ def _run_chunk(lm, chunk, budget: "_Budget", tick, finish, done: list, check: bo
             with torch.inference_mode():
                 out = lm.model(input_ids=torch.from_numpy(ids).to(dev), attention_mask=torch.from_numpy(mask).to(dev),
                                use_cache=True)
-                layers = _cache_layers(out.past_key_values)
+                layers = _cache_layers(returned_cache(out))
                 if layers is None:
                     return False
                 for r, i in enumerate(group):
@@ -803,8 +803,8 @@ def _forward_rows(lm, batch, kv_of, vals_of, at_p) -> list[dict]:
             cache.update(ks, vs, li)
         t = lambda a: torch.from_numpy(a).to(dev)  # noqa: E731
         with torch.inference_mode():
-            logits = lm.model(input_ids=t(ids), attention_mask=t(mask), position_ids=t(pos), past_key_values=cache,
-                              use_cache=True).logits
+            logits = lm.model(input_ids=t(ids), attention_mask=t(mask), position_ids=t(pos),
+                              **with_cache(lm.model, cache), use_cache=True).logits
             del cache
             for r, (m, p, i) in enumerate(batch):
                 n = len(m.seq) - p

@@ -104,3 +104,40 @@ def test_a_cache_that_does_not_reproduce_the_plain_pass_falls_back(tiny, monkeyp
     assert sorted(ran) == sorted(t for t in texts if t != BASE)
     for t, g in zip(texts, got):
         np.testing.assert_allclose(g.logprob, raw_logprobs(tiny, t), atol=1e-4)
+
+
+def test_the_key_value_cache_goes_by_the_name_the_installed_transformers_gives_it(tiny):
+    """transformers 5.2x renamed a forward pass's ``past_key_values`` to ``cache`` (argument and output).
+    The old name still works there, but warns in every run ("`past_key_values`/`cache_params` are
+    deprecated") and goes in 5.40: the prefix pass must use the model's own name, so no such warning
+    reaches a user, and keep its numbers (the test above)."""
+    import logging
+    import warnings
+
+    logging.Logger.warning_once.cache_clear()  # transformers says each of its warnings once per process
+    said: list[str] = []
+
+    class Keep(logging.Handler):
+        def emit(self, record):
+            said.append(record.getMessage())
+
+    lg, keep = logging.getLogger("transformers"), Keep()
+    level = lg.level
+    lg.addHandler(keep)
+    lg.setLevel(logging.WARNING)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            rows = []
+            real = S._forward_rows
+            S._forward_rows = lambda lm, batch, *a: rows.extend(batch) or real(lm, batch, *a)
+            try:
+                S.compute_stats(tiny, variants(BASE), use_cache=False)
+            finally:
+                S._forward_rows = real
+    finally:
+        lg.removeHandler(keep)
+        lg.setLevel(level)
+    assert rows, "the prefix path did not run"
+    said += [str(w.message) for w in caught]
+    assert not [m for m in said if "past_key_values" in m or "cache_params" in m], said

@@ -56,6 +56,8 @@ from .causal import (
     forget_loaded,
     load_causal_lm,
     resolve_spec,
+    returned_cache,
+    with_cache,
 )
 from .device import DTYPES, default_device, resolve_device, resolve_dtype, torch_dtype
 from .embedder import Embedder, embedded_embedder_path, load_embedder
@@ -80,5 +82,6 @@ __all__ = [
     "LoadedModel", "Location", "MaskedLM", "ModelSpec", "Seq2SeqLM", "converted_gguf_dir", "default_device",
     "describe", "embedded_embedder_path", "embedded_gguf_path", "file_fingerprint", "folder_fingerprint",
     "forget_loaded", "hub_local_only", "hub_offline", "hub_reachable", "hub_revision", "identity", "load_causal_lm", "load_embedder", "load_error",
-    "load_masked_lm", "load_seq2seq", "locate", "resolve_device", "resolve_dtype", "resolve_spec", "torch_dtype",
+    "load_masked_lm", "load_seq2seq", "locate", "resolve_device", "resolve_dtype", "resolve_spec", "returned_cache", "torch_dtype",
+    "with_cache",
 ]

@@ -292,6 +292,36 @@ class LoadedModel:
 _LOADED: LoadOnce[LoadedModel] = LoadOnce()
 
 
+# transformers renamed a forward pass's key/value cache from ``past_key_values`` to ``cache`` (5.2x),
+# in the forward's arguments and in its output. The old names still work there, with a warning printed in
+# every run ("past_key_values/cache_params are deprecated"), and go in 5.40. These two speak to either.
+@functools.lru_cache(maxsize=None)
+def _cache_argument(cls: type) -> str:
+    import inspect
+
+    params = inspect.signature(cls.forward).parameters
+    for name in ("cache", "past_key_values"):
+        if name in params:
+            return name
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    return "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
+def with_cache(model, cache) -> dict:
+    """The keyword argument that hands ``cache`` (a transformers ``Cache``) to ``model``'s forward pass,
+    under the name its forward takes (a PEFT wrapper: its base model's)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return {_cache_argument(type(base)): cache}
+
+
+def returned_cache(out):
+    """The key/value cache a forward pass with ``use_cache=True`` returned (None when it returned none)."""
+    if "cache" in getattr(type(out), "__dataclass_fields__", ()):
+        return out.cache
+    return getattr(out, "past_key_values", None)
+
+
 def load_causal_lm(
     spec: str | None = None,
     *,

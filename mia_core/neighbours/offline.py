@@ -24,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from ..models import returned_cache, with_cache
 from ..progress import Progress, noop
 from .base import Neighbour, NeighbourGenerator, NeighbourSettings, _select
 from .words import STOPWORDS, Word, _english_words, _token_words, apply_case, content_positions, text_rng, words
@@ -161,7 +162,7 @@ class OfflineGenerator(NeighbourGenerator):
                 lp = torch.log_softmax(logits.float(), dim=-1).cpu()
                 for k, key in enumerate(keys):
                     lps[key] = lp[k]
-        layers = [(layer.keys, layer.values) for layer in out.past_key_values.layers]
+        layers = [(layer.keys, layer.values) for layer in returned_cache(out).layers]
         return layers, lps
 
     def _right_pass(self, layers, rows: list[tuple[int, int, list[int]]]) -> np.ndarray:
@@ -195,7 +196,7 @@ class OfflineGenerator(NeighbourGenerator):
                 pos[r] = t + torch.arange(n)
             with torch.inference_mode():
                 o = self.lm.model(input_ids=new.to(dev), attention_mask=att.to(dev), position_ids=pos.to(dev),
-                                  past_key_values=cache, use_cache=False)
+                                  **with_cache(self.lm.model, cache), use_cache=False)
                 lp = torch.log_softmax(o.logits.float(), dim=-1)
                 tgt = new[:, 1:].to(lp.device)
                 g = lp[:, :-1].gather(2, tgt.unsqueeze(-1)).squeeze(-1).cpu().numpy()
