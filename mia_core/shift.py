@@ -113,16 +113,19 @@ def _top_features(pipe, k: int = 10) -> dict:
         coef = pipe.named_steps["logreg"].coef_.ravel()
     except Exception:  # pragma: no cover - defensive: feature names are a nicety
         return {"member": [], "nonmember": []}
-    order = np.argsort(coef)
+    # ranked by the weight as shown (4 decimals), ties by name: the same list on every CPU (np.argsort's
+    # order of equal weights is not fixed: AVX-512 machines sort them otherwise than AVX2 ones)
+    shown = np.round(coef.astype(np.float64), 4)
 
     def fmt(i):
         kind, _, gram = str(names[i]).partition("__")
-        return {"ngram": gram, "kind": kind, "weight": round(float(coef[i]), 4)}
+        return {"ngram": gram, "kind": kind, "weight": float(shown[i])}
 
-    return {
-        "member": [fmt(i) for i in order[::-1][:k] if coef[i] > 0],
-        "nonmember": [fmt(i) for i in order[:k] if coef[i] < 0],
-    }
+    def top(sign: int) -> list[dict]:
+        idx = np.flatnonzero(sign * coef > 0)
+        return [fmt(i) for i in sorted(idx, key=lambda i: (-sign * shown[i], str(names[i])))[:k]]
+
+    return {"member": top(1), "nonmember": top(-1)}
 
 
 def blind_baseline(

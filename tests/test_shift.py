@@ -295,3 +295,25 @@ def test_cli_labelled_table_and_errors(tmp_path, verse, modern, capsys):
     assert "at least 2 members" in capsys.readouterr().err
     assert cli_main(["shift", "--labelled", str(lab), "--folds", "1"]) == 2
     assert "--folds must be at least 2" in capsys.readouterr().err
+
+
+def test_top_features_list_equal_weights_by_name_so_every_cpu_shows_the_same_list():
+    """Weights equal at the shown precision are ranked by name: np.argsort's order of ties differs
+    between CPUs (AVX-512 against AVX2), which changed the blind baseline's 10th n-gram."""
+    from types import SimpleNamespace
+
+    from mia_core.shift import _top_features
+
+    names = np.array(["word__at her", "word__hat", "word__quiet", "char_wb__ my", "word__remained", "word__my",
+                      "word__way", "word__s", "word__eyes"])
+    coef = np.array([0.06851, 0.06849, 0.02, -0.01, -0.0633, -0.0633, -0.0633, -0.0633, -0.0633])
+    rng = np.random.default_rng(0)
+    for _ in range(6):  # the same features in other orders: the same lists
+        order = rng.permutation(len(names))
+        pipe = SimpleNamespace(named_steps={"tfidf": SimpleNamespace(get_feature_names_out=lambda: names[order]),
+                                            "logreg": SimpleNamespace(coef_=coef[order][None])})
+        top = _top_features(pipe, k=3)
+        assert [f["ngram"] for f in top["member"]] == ["at her", "hat", "quiet"]
+        assert [(f["ngram"], f["weight"]) for f in top["nonmember"]] == [("eyes", -0.0633), ("my", -0.0633),
+                                                                          ("remained", -0.0633)]
+        assert [f["kind"] for f in _top_features(pipe, k=6)["nonmember"]] == ["word"] * 5 + ["char_wb"]
