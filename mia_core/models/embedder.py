@@ -71,7 +71,9 @@ def _load(s: str, location: str, name: str, local: bool, device: str) -> Embedde
     except LOAD_ERRORS as e:
         raise load_error(e, s, what="the sentence embedder", hub=not local) from None
     model.eval()
-    dim = model.get_sentence_embedding_dimension() if hasattr(model, "get_sentence_embedding_dimension") else None
+    # sentence-transformers 5.x renamed get_sentence_embedding_dimension (the old name warns)
+    get_dim = getattr(model, "get_embedding_dimension", None) or getattr(model, "get_sentence_embedding_dimension", None)
+    dim = get_dim() if get_dim else None
     if not dim:
         dim = int(model.encode(["probe"], convert_to_numpy=True).shape[1])
     ident = identity("local" if local else "hub", location, model)
