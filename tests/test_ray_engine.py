@@ -298,3 +298,32 @@ def test_cli_engine_errors_come_before_any_model_load(tmp_path):
     out = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120)
     line = assert_one_error(out.returncode, out.stderr, "needs Ray")
     assert "pip install" in line
+
+
+def test_units_shrink_towards_the_end_so_the_workers_finish_together():
+    """Short texts are cut into units no larger than a 2 x workers-th of the work still to cut (down to an
+    eighth of the regular size), largest first, so the last units out are short; every text is in exactly
+    one unit, in length order; a unit size the user set is kept as it is. (No cluster: the plan only.)"""
+    from mia_core.engines.ray_data import UNITS_PER_WORKER, RayEngine
+
+    rng = np.random.default_rng(0)
+    lengths = rng.integers(20, 120, size=400)
+    plan = [(int(n), [0], (i,)) for i, n in enumerate(lengths)]  # (tokens, window starts, first tokens)
+    idx = list(range(400))
+    total = int(sum(lengths + 1))
+    for workers in (1, 2, 8):
+        eng = RayEngine(workers=workers)
+        units = eng._units(idx, plan, batch_tokens=2048, context=2048)
+        size = max(2048, -(-total // (UNITS_PER_WORKER * workers)))
+        sizes = [u["tokens"] for u in units]
+        assert sorted(i["idx"] for u in units for i in u["items"]) == idx
+        assert sizes == sorted(sizes, reverse=True)
+        assert max(sizes) <= min(4 * 2048, size) + 120
+        if total / (2 * workers) < size:  # the tail is tapered: the last unit is an eighth of a regular one
+            assert sizes[-1] <= size / 4 and len(units) > -(-total // size)
+        # each unit holds texts of neighbouring lengths (the order they were cut in)
+        for u in units:
+            ns = [lengths[i["idx"]] for i in u["items"]]
+            assert ns == sorted(ns, reverse=True)
+    fixed = RayEngine(workers=2, unit_tokens=1000)._units(idx, plan, batch_tokens=2048, context=2048)
+    assert all(1000 <= u["tokens"] < 1000 + 121 for u in fixed[:-1]) and fixed[-1]["tokens"] > 0
