@@ -18,6 +18,8 @@ How a call runs:
    * ranges of windows of a long text. A book's windows go to different workers and are put back
      in order here.
    Units go out largest first. The other kinds cut the texts, in order, into units of about equal cost.
+   With more than one worker, the last units of texts are smaller (:meth:`RayEngine._text_units`), so the
+   workers end together.
 2. Each of ``workers`` actors builds its model once, with the driver's load arguments. A worker whose
    model differs from the driver's, by identity, refuses to run. It turns units into arrays with the
    local code: :func:`mia_core.stats.compute_stats` or :func:`mia_core.stats.window_range_stats`,
