@@ -97,3 +97,22 @@ def test_gguf_conversion_reports_its_steps_without_the_libraries_bars(tmp_path, 
     assert "de-quantizing" not in err and "it/s" not in err, err[-500:]
     assert any("de-quantising its weights" in s for s in steps) and (tmp_path / "model.safetensors").exists()
     assert reader.tqdm is before
+
+
+def test_the_bitsandbytes_hint_to_fetch_a_hub_kernel_is_not_printed_but_its_other_messages_are():
+    """bitsandbytes on an AVX512-BF16 CPU logs at import "Failed to load CPU gemm_4bit_forward from
+    kernels-community ... pip install kernels" (peft imports it for every LoRA model): dropped. A fresh
+    process that imports peft after mia_core prints nothing; the logger's other warnings still pass."""
+    import logging
+    import subprocess
+    import sys
+
+    import mia_core.models  # noqa: F401 - installs the filter
+
+    lg = logging.getLogger("bitsandbytes.backends.cpu.ops")
+    rec = lambda msg: lg.makeRecord(lg.name, logging.WARNING, __file__, 1, msg, (), None)  # noqa: E731
+    assert not lg.filter(rec("Failed to load CPU gemm_4bit_forward from kernels-community: %s. Please ..."))
+    assert lg.filter(rec("some other bitsandbytes warning"))
+    out = subprocess.run([sys.executable, "-c", "import mia_core.models, peft"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and "gemm_4bit_forward" not in out.stderr, out.stderr

