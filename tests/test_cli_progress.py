@@ -24,6 +24,20 @@ def test_plain_progress_prints_a_stage_start_and_end_only(capsys):
     assert len(capsys.readouterr().err.splitlines()) == 3
 
 
+
+def test_plain_progress_counts_a_stage_that_counts_items_as_one(capsys):
+    """A document audit's stage names its document ("document 3/40 (name)"): through a pipe that was one
+    line per book (40 for the demo); now the stage's first line, the interval's, and the next stage's."""
+    bar = ProgressBar(plain=True, interval=1e9)
+    for i in range(40):
+        for w in range(3):
+            bar(f"document {i + 1}/40 (book{i}): token statistics: {w}/3 windows", (3 * i + w) / 200)
+    bar("meta-classifier: fold 1/5", 0.6)
+    bar.close()
+    assert capsys.readouterr().err.splitlines() == [
+        "document 1/40 (book0):   0%  token statistics: 0/3 windows", "meta-classifier:  60%  fold 1/5"]
+
+
 def test_cli_through_a_pipe_prints_lines_not_bars(tmp_path):
     model = save_tiny_llama(tmp_path / "llama")
     P = paragraphs()

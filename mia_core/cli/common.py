@@ -235,6 +235,9 @@ def print_notes(lines, prefix: str = "note") -> None:
         print(f"{prefix}: {line}", file=sys.stderr)
 
 
+_COUNTED = re.compile(r"\s*\d+\s*/\s*\d+\b.*$")  # a stage's item count and what follows it
+
+
 class ProgressBar:
     """The engine's ``progress(message, fraction)`` callback as a tqdm bar on stderr.
 
@@ -242,7 +245,9 @@ class ProgressBar:
     of the message is shown after the bar. ``disable=True`` (``--quiet``) shows nothing.
     When stderr is not a terminal (a pipe, a log file, CI) there is no bar: one plain line per
     stage when it starts, then at most one every ``interval`` seconds (``$MIA_PROGRESS_INTERVAL``,
-    default 30), and one when it ends. Use as a context manager, or call :meth:`close`.
+    default 30), and one when it ends. A stage that counts items ("document 3/40 (name)") is one
+    stage for this: a document audit of 40 books printed a line per book. Use as a context manager,
+    or call :meth:`close`.
     """
 
     def __init__(self, disable: bool = False, plain: bool | None = None, interval: float | None = None):
@@ -265,9 +270,10 @@ class ProgressBar:
         import time
 
         stage = message.split(":")[0]
+        kind = _COUNTED.sub("", stage)  # "document 3/40 (name)" -> "document"
         now = time.monotonic()
         ended = fraction >= 1.0
-        new = stage != self._stage
+        new = kind != self._stage
         if new or (ended and not self._ended) or (not ended and now - self._last >= self.interval):
             rest = message[len(stage) + 1:].strip()
             # one write with its newline: an interrupt between text and newline would glue the next line on
@@ -275,7 +281,7 @@ class ProgressBar:
             sys.stderr.flush()
             self._last = now
         if new:
-            self._stage, self._ended = stage, False
+            self._stage, self._ended = kind, False
         self._ended = self._ended or ended
 
     def __call__(self, message: str, fraction: float) -> None:
