@@ -2,9 +2,9 @@
 
 :func:`quiet_output` is the context the CLI runs a command in when ``--quiet`` is given:
 no transformers / huggingface_hub progress bars ("Loading weights: 100%..."), transformers'
-verbosity at ``error``, the loggers of bitsandbytes (its "Failed to load CPU
-gemm_4bit_forward..." warning), transformers, huggingface_hub, accelerate, peft and torch at
-``ERROR``, and Python warnings ignored. Libraries not imported yet are quietened through the
+verbosity at ``error``, the loggers of bitsandbytes, transformers, huggingface_hub,
+accelerate, peft and torch at ``ERROR`` (bitsandbytes' "Failed to load CPU gemm_4bit_forward..."
+hint is dropped even without ``--quiet``: ``mia_core.models.causal``), and Python warnings ignored. Libraries not imported yet are quietened through the
 environment variables they read at import (``TRANSFORMERS_VERBOSITY``,
 ``HF_HUB_DISABLE_PROGRESS_BARS``), so a command that never loads a model does not pay for
 importing transformers. Everything is restored on exit (the CLI can be called in-process).
