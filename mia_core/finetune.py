@@ -290,6 +290,8 @@ def make_target(
     if method == "lora":
         from peft import LoraConfig, get_peft_model
 
+        from .models.hub import model_load_lock
+
         targets = list(lora_modules) if lora_modules else _lora_targets(model)
         alpha = float(lora_alpha) if lora_alpha is not None else 2.0 * lora_r
         cfg = LoraConfig(r=int(lora_r), lora_alpha=alpha, lora_dropout=0.0, target_modules=targets,
@@ -297,7 +299,8 @@ def make_target(
         try:
             with warnings.catch_warnings():  # peft calls deprecated transformers helpers
                 warnings.simplefilter("ignore", FutureWarning)
-                model = get_peft_model(model, cfg)
+                with model_load_lock():  # builds modules: never while another thread loads a model
+                    model = get_peft_model(model, cfg)
         except ValueError as e:
             raise ModelError(f"cannot put LoRA adapters on {base_rec}: {str(e).splitlines()[0]}") from e
         lora_info = {"r": int(lora_r), "alpha": alpha, "dropout": 0.0, "saved_dtype": adapter_dtype,

@@ -104,7 +104,10 @@ def build_net(dim: int):
             z = torch.cat([self.embedding_branch(emb_diff), self.loss_branch(loss_diff)], dim=-1)
             return self.head(z).squeeze(-1)
 
-    return SmiaNet(dim)
+    from ..models.hub import model_load_lock
+
+    with model_load_lock():  # transformers swaps torch.nn.init out while it loads a model in another thread
+        return SmiaNet(dim)
 
 
 @dataclass

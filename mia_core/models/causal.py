@@ -38,6 +38,8 @@ from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
 from .hub import (LOAD_ERRORS, LoadOnce, file_fingerprint, first_line, hub_local_only, identity, library_bars_off,
                   load_error, locate)
+from .verify import (check_against_checkpoint, check_known_loss, check_loading_info, checkpoint_files,
+                     weight_fingerprint)
 
 # peft asks every model it wraps for ``is_gradient_checkpointing``, which transformers 5 now answers
 # with a FutureWarning addressed to peft, not to this tool's users: kept out of their terminals
@@ -239,12 +241,14 @@ def _convert_gguf(gguf_path: Path, folder: Path, progress: Progress = noop) -> N
             tok = AutoTokenizer.from_pretrained(src, gguf_file=fname)
             progress(f"converting {fname} once (about a minute; later loads take seconds): de-quantising its weights",
                      0.25)
-            model = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, dtype=torch.float32)
+            model, loading_info = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, dtype=torch.float32,
+                                                                       output_loading_info=True)
     except Exception as e:  # noqa: BLE001 - user-facing message
         raise ModelError(f"could not read GGUF file {gguf_path}: {first_line(e)}") from None
     finally:
         if bar is not None:
             reader.tqdm = bar
+    check_loading_info(loading_info, gguf_path.name)  # a broken conversion is never published
     cfg = model.config
     if hasattr(cfg, "quantization_config"):
         try:
@@ -375,7 +379,7 @@ def load_causal_lm(
                         "trust_remote_code": trust_remote_code}
         return lm
 
-    return _LOADED.get_or_load(key, load, reuse=reuse)
+    return _LOADED.get_or_load(key, load, reuse=reuse, progress=progress)
 
 
 def forget_loaded() -> None:
@@ -402,7 +406,11 @@ def _bnb_config(quantize: str, dtype: str):
 SPREAD = "device_map=auto"  # the device _load is given for accelerate's placement
 
 
-def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trust_remote_code: bool, local_only: bool):
+def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trust_remote_code: bool, local_only: bool,
+                     name: str | None = None):
+    """``AutoModelForCausalLM.from_pretrained`` with the weights verified (:mod:`.verify`): one-line
+    ``ModelError`` for weights missing, unexpected, left without data or different from the files.
+    Returns ``(model, what was checked)``."""
     from transformers import AutoModelForCausalLM
 
     kwargs = dict(trust_remote_code=trust_remote_code, local_files_only=local_only)
@@ -417,10 +425,13 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
             kwargs.pop("dtype")
     else:
         kwargs["dtype"] = torch_dtype(dtype)
-    model = AutoModelForCausalLM.from_pretrained(location, **kwargs)
+    model, loading_info = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True, **kwargs)
+    check_loading_info(loading_info, name or Path(location).name)
     if q is None and device != SPREAD:
         model = model.to(device)
-    return model
+    checked = check_against_checkpoint(model, checkpoint_files(location), name or Path(location).name,
+                                       quantized=q is not None)
+    return model, checked
 
 
 def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress):
@@ -431,6 +442,7 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
 
     progress(f"loading {ms.display}", 0.0)
     base_spec = None
+    fingerprint = None  # of the weights as read from the files (a LoRA target: before its merge)
     info: dict = {"kind": ms.kind, "location": ms.location}
     try:
         with library_bars_off(local):  # progress tells the steps; a download keeps its bars
@@ -438,7 +450,7 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
                 folder = converted_gguf_dir(ms.location, progress)
                 progress(f"loading the weights of {ms.display}", 0.6)
                 tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-                model = _from_pretrained(str(folder), dtype, quantize, device, False, True)
+                model, checked = _from_pretrained(str(folder), dtype, quantize, device, False, True, ms.display)
             elif ms.kind == "target":
                 meta = json.loads((Path(ms.location) / TARGET_MARKER).read_text())
                 base_spec = meta.get("base")
@@ -450,17 +462,20 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
                 base_local = base.kind != "hub" or hub_local_only(base.location, what="base model")
                 tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base_local)
                 if method == "full":
-                    model = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True)
+                    model, checked = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True,
+                                                      ms.display)
                 else:
                     from peft import PeftModel
 
                     progress(f"loading the base model {base_spec}", 0.6)
-                    base_model = _from_pretrained(
+                    base_model, checked = _from_pretrained(
                         str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
-                        base_local,
+                        base_local, f"{base_spec} (the base of {ms.display})",
                     )
                     progress("applying the LoRA adapter", 0.85)
                     peft_model = PeftModel.from_pretrained(base_model, str(tgt))
+                    checked += "; " + check_adapter(peft_model, tgt, ms.display)
+                    fingerprint = weight_fingerprint(peft_model)  # before the merge: the files' values, bit for bit
                     model = peft_model.merge_and_unload() if quantize == "none" else peft_model
                     if quantize == "none":
                         model = model.to(torch_dtype(dtype))
@@ -470,7 +485,8 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
                 tok = AutoTokenizer.from_pretrained(
                     ms.location, trust_remote_code=trust_remote_code, local_files_only=local
                 )
-                model = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local)
+                model, checked = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local,
+                                                  ms.display)
     except ModelError:
         raise
     except LOAD_ERRORS as e:
@@ -478,6 +494,10 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
                          hub_hint="check the id, or pass a local folder / .gguf file",
                          oom_hint="try int8/int4 or a smaller model") from e
     ident = identity(ms.kind, ms.location, model)
+    if fingerprint is None:
+        fingerprint = weight_fingerprint(model)
+    info["weights"] = checked
+    info["weight_fingerprint"] = fingerprint
     model.eval()
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token or tok.unk_token
@@ -487,12 +507,11 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         placed = getattr(model, "hf_device_map", None) or {}
         info["device_map"] = sorted({str(v) for v in placed.values()} or {str(model.device)})
         device = str(model.device)
-    progress(f"loaded {ms.display}", 1.0)
-    return LoadedModel(
+    lm = LoadedModel(
         model=model,
         tokenizer=tok,
         name=ms.display,
-        identity=f"{ident}|{dtype}|{quantize}",
+        identity=f"{ident}|{dtype}|{quantize}|w:{fingerprint}",
         source=EMBEDDED_NAME if ms.is_embedded else (ms.location if ms.kind == "hub" else str(Path(ms.location).resolve())),
         dtype=dtype,
         quantize=quantize,
@@ -503,6 +522,59 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         base_spec=base_spec,
         info=info,
     )
+    known = known_model(ms)
+    if known is not None:  # a model the product ships: its loss on a known sentence is known
+        progress(f"checking {ms.display} on a known sentence", 0.95)
+        info["known_sentence_loss"] = round(check_known_loss(lm, known), 4)
+    progress(f"loaded {ms.display}", 1.0)
+    return lm
+
+
+def known_model(ms: ModelSpec) -> str | None:
+    """Which shipped model ``ms`` is (a key of ``verify.KNOWN_LOSS``), None for any other."""
+    if ms.is_embedded:
+        return "smollm2"
+    if ms.kind == "target":
+        from ..paths import ASSETS
+
+        try:
+            if Path(ms.location).resolve() == (ASSETS / "demo" / "target").resolve():
+                return "demo-target"
+        except OSError:
+            return None
+    return None
+
+
+def check_adapter(peft_model, folder: Path, name: str) -> str:
+    """The LoRA adapter's weights as loaded equal its file's (``ModelError`` otherwise): every tensor of
+    ``adapter_model.safetensors`` has its place in the wrapped model (peft names it with the adapter's
+    name, ``.default.``) and holds the file's values."""
+    import torch
+    from safetensors import safe_open
+
+    f = Path(folder) / "adapter_model.safetensors"
+    if not f.is_file():
+        return "adapter: not read back (no adapter_model.safetensors)"
+    state = dict(peft_model.named_parameters())
+    missing, differ = [], []
+    with safe_open(str(f), framework="pt") as h:
+        for k in h.keys():
+            head, _, leaf = k.rpartition(".")
+            cand = [k, f"{head}.default.{leaf}"]
+            got = next((state[c] for c in cand if c in state), None)
+            if got is None:
+                missing.append(k)
+                continue
+            ref = h.get_tensor(k).to(got.dtype)
+            if ref.shape != got.shape or not torch.allclose(got.detach().cpu().float(), ref.float(), rtol=1e-3,
+                                                            atol=1e-6):
+                differ.append(k)
+    if missing or differ:
+        bad = missing or differ
+        raise ModelError(f"model {name}: its LoRA adapter was not applied as saved ({len(bad)} tensor(s) "
+                         f"{'without a place in the base model' if missing else 'with other values'}: "
+                         f"{', '.join(sorted(bad)[:3])}); check that the adapter belongs to its base model")
+    return "adapter read back"
 
 
 def _resolve_base(base_spec: str | None, target_dir: Path) -> ModelSpec:

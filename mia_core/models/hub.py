@@ -26,6 +26,13 @@ user strings and must agree on what they mean, so the rules live here once:
   original message).
 * **Load once** — :class:`LoadOnce`: a per-process registry (dict + lock) each loader keeps,
   so a model asked for twice with the same settings is loaded once.
+* **One load at a time** — :func:`model_load_lock`: every loader of every kind builds its model
+  while holding one process-wide lock. transformers patches process-wide state while it builds a
+  model (``torch.set_default_dtype``, ``torch.nn.init``, ``PreTrainedModel.init_weights``), so two
+  threads loading at once got broken models: two threads loading the embedded SmolLM2 together
+  gave two copies with ``embed_tokens`` randomly initialised and the tied output layer untied
+  (163M parameters instead of 135M, loss 11.0 instead of 5.35), 2 of 2 loads, measured on
+  transformers 5.24.
 """
 from __future__ import annotations
 
@@ -311,32 +318,64 @@ def load_error(e: BaseException, name: str, *, what: str = "model", hub: bool = 
     return ModelError(f"could not load {what} {name}: {first_line(e)}")
 
 
+# --------------------------------------------------------------------------- one load at a time
+
+_LOAD_LOCK = threading.RLock()  # re-entrant: a target's load loads its base model inside it
+
+
+@contextmanager
+def model_load_lock(progress: Callable[[str, float], None] | None = None, what: str = "the model"):
+    """Hold the process-wide model-building lock for the block (see the module's notes).
+
+    Every place in ``mia_core`` that builds a model (``from_pretrained``, a PEFT wrapper, a
+    ``SentenceTransformer``, a masked-LM head put on an encoder) does it inside this block, so
+    no model is ever built while another thread builds one. Re-entrant within a thread.
+    ``progress``, when given, hears once that the load waits for another one to finish.
+    """
+    if not _LOAD_LOCK.acquire(blocking=False):
+        if progress is not None:
+            progress(f"waiting for another model load to finish before loading {what}", 0.0)
+        _LOAD_LOCK.acquire()
+    try:
+        yield
+    finally:
+        _LOAD_LOCK.release()
+
+
 # --------------------------------------------------------------------------- load once
 
 
 class LoadOnce(Generic[T]):
     """Models loaded in this process, by key: each is loaded once and then shared.
 
-    Loading runs outside the lock (a model can take minutes); two threads asking for the same
-    new key at once may both load it, and the later one is kept.
+    A load runs inside :func:`model_load_lock`, so loads of every kind happen one at a time in
+    the process, and a second thread asking for a key being loaded waits and gets that model. A
+    model is published (kept, or returned) only once its load has returned, so no thread ever
+    sees a half-built one.
     """
 
     def __init__(self) -> None:
         self._loaded: dict[Hashable, T] = {}
         self._lock = threading.Lock()
 
-    def get_or_load(self, key: Hashable, load: Callable[[], T], *, reuse: bool = True) -> T:
+    def get_or_load(self, key: Hashable, load: Callable[[], T], *, reuse: bool = True,
+                    progress: Callable[[str, float], None] | None = None) -> T:
         """The model under ``key``, loaded by ``load()`` the first time.
 
-        ``reuse=False``: always load, and keep nothing.
+        ``reuse=False``: always load, and keep nothing. ``progress`` hears when the load waits
+        for another thread's.
         """
         with self._lock:
             if reuse and key in self._loaded:
                 return self._loaded[key]
-        value = load()
-        with self._lock:
-            if reuse:
-                self._loaded[key] = value
+        with model_load_lock(progress):
+            with self._lock:  # loaded by another thread while this one waited
+                if reuse and key in self._loaded:
+                    return self._loaded[key]
+            value = load()
+            with self._lock:
+                if reuse:
+                    self._loaded[key] = value
         return value
 
     def clear(self) -> None:

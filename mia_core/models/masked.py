@@ -15,6 +15,7 @@ from ..errors import ModelError
 from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
 from .hub import LOAD_ERRORS, LoadOnce, hub_local_only, identity, library_bars_off, load_error, locate
+from .verify import check_against_checkpoint, check_loading_info, checkpoint_files, weight_fingerprint
 
 
 @dataclass
@@ -84,7 +85,8 @@ def _load_embedded(device: str, dtype: str, progress: Progress, asset_dir: Path 
     model = model.to(torch_dtype(dtype))
     digest = hashlib.sha256((where / WEIGHTS).read_bytes()).hexdigest()[:16]
     mlm = MaskedLM(model=model, tokenizer=tok, name=name or "embedded proposer (MiniLM-L6 + trained MLM head)",
-                   identity=f"embedded-proposer:{digest}|{dtype}", device=device, dtype=dtype,
+                   identity=f"embedded-proposer:{digest}|{dtype}|w:{weight_fingerprint(model)}", device=device,
+                   dtype=dtype,
                    max_length=_max_length(model, tok), n_params=int(sum(q.numel() for q in model.parameters())),
                    info={"kind": "embedded" if asset_dir is None else "local", "location": str(where)})
     mlm.load_seconds = time.time() - t0
@@ -149,9 +151,12 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
         with library_bars_off():  # the caller's progress callback reports loading
             tok = AutoTokenizer.from_pretrained(location, trust_remote_code=trust_remote_code,
                                                 local_files_only=local_only)
-            model = AutoModelForMaskedLM.from_pretrained(location, trust_remote_code=trust_remote_code,
-                                                         local_files_only=local_only, dtype=torch_dtype(dtype))
+            model, loading_info = AutoModelForMaskedLM.from_pretrained(
+                location, trust_remote_code=trust_remote_code, local_files_only=local_only, dtype=torch_dtype(dtype),
+                output_loading_info=True)
+        check_loading_info(loading_info, name)
         model = model.to(device)
+        checked = check_against_checkpoint(model, checkpoint_files(location), name)
     except LOAD_ERRORS as e:
         msg = str(e)
         if isinstance(e, ValueError) and "trust_remote_code" not in msg and (
@@ -163,9 +168,11 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
     if getattr(tok, "mask_token_id", None) is None:
         raise ModelError(f"{s}: its tokenizer has no mask token, so it cannot be used as a masked LM.")
     model.eval()
-    mlm = MaskedLM(model=model, tokenizer=tok, name=name, identity=f"{identity(kind, location, model)}|{dtype}",
+    mlm = MaskedLM(model=model, tokenizer=tok, name=name,
+                   identity=f"{identity(kind, location, model)}|{dtype}|w:{weight_fingerprint(model)}",
                    device=device, dtype=dtype, max_length=_max_length(model, tok),
-                   n_params=int(sum(q.numel() for q in model.parameters())), info={"kind": kind, "location": location})
+                   n_params=int(sum(q.numel() for q in model.parameters())),
+                   info={"kind": kind, "location": location, "weights": checked})
     mlm.load_seconds = time.time() - t0
     progress(f"loading models: {s} loaded", 1.0)
     return mlm

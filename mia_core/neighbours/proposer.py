@@ -53,14 +53,23 @@ def _bert_mlm(folder: Path):
     from transformers import BertConfig, BertForMaskedLM
     from transformers.utils import logging as hf_logging
 
+    from ..models.hub import model_load_lock
+
     config = BertConfig.from_pretrained(folder)
     config.tie_word_embeddings = True
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "some weights were newly initialised": the head, on purpose
     try:
-        model = BertForMaskedLM.from_pretrained(folder, config=config)
+        with model_load_lock():  # one model built at a time in the process (models.hub)
+            model, info = BertForMaskedLM.from_pretrained(folder, config=config, output_loading_info=True)
     finally:
         hf_logging.set_verbosity(verbosity)
+    # only the masked-LM head may be new (it is trained, or put on from the shipped delta); the encoder
+    # must be the wheel's, whole
+    from ..models.verify import check_loading_info
+
+    check_loading_info({"missing_keys": [k for k in info.get("missing_keys", ()) if not k.startswith("cls.")],
+                        "mismatched_keys": info.get("mismatched_keys")}, f"the MiniLM encoder at {folder}")
     logging.getLogger(__name__).debug("MiniLM encoder loaded from %s", folder)
     return model
 
@@ -89,6 +98,10 @@ def load_proposer(asset_dir: str | Path | None = None, device: str = "cpu"):
     unknown = [k for k in delta if k not in state]
     if unknown:
         raise ModelError(f"the embedded neighbour proposer at {d} does not fit the MiniLM encoder ({unknown[0]})")
+    head = [k for k in state if k.startswith("cls.") and ".decoder." not in k and k not in delta]  # decoder: tied
+    if head:  # the head is the delta's; without it, it would stay randomly initialised
+        raise ModelError(f"the neighbour proposer at {d} lacks its masked-LM head ({head[0]}): rebuild it with "
+                         "`mia build-proposer` or reinstall mia-dashboard")
     model.load_state_dict({k: v.to(state[k].dtype) for k, v in delta.items()}, strict=False)
     model.tie_weights()
     model.eval().to(device)
