@@ -7,16 +7,29 @@ length, prefix policy, statistics version...). Arrays are stored with ``numpy.sa
 
 ``clear_cache()`` removes everything; ``cache_info()`` reports sizes. An unusable cache folder
 (``MIA_CACHE_DIR`` a file, not writable, ...) is a one-line ``SettingsError`` from either.
+
+Entries are checked on every read, never trusted (a cache folder may be shared by several
+writers, copied, or edited): each entry carries what it is for (``__entry__``: the text hash,
+the settings key, the namespace and every array's shape) and is used only when all of these
+match the entry being asked for; an owner may add its own check (the statistics cache: the
+token ids are the text's and every per-token array is as long). An entry that fails (another
+text's entry copied over it, arrays of the wrong length, a missing array, a damaged file, a
+folder where the file should be) is recomputed, with a note (:func:`collect_notes`), and never
+fatal: a folder in an entry's place is left alone and the new entry is simply not stored.
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import io
 import json
+import logging
 import os
 import shutil
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -35,8 +48,36 @@ def settings_key(settings: dict) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
 
+ENTRY = "__entry__"  # the array in every entry that says what the entry is for
+
+_NOTES: contextvars.ContextVar[list | None] = contextvars.ContextVar("mia_cache_notes", default=None)
+_log = logging.getLogger(__name__)
+
+
+@contextmanager
+def collect_notes():
+    """Collect, for the block (this thread / context), the notes of cache entries that were rejected on
+    read or could not be stored: ``with collect_notes() as notes: ...``. Outside such a block the
+    notes go to the ``mia_core.cache`` logger."""
+    notes: list[str] = []
+    token = _NOTES.set(notes)
+    try:
+        yield notes
+    finally:
+        _NOTES.reset(token)
+
+
+def _note(message: str) -> None:
+    notes = _NOTES.get()
+    if notes is None:
+        _log.warning(message)
+    elif message not in notes:
+        notes.append(message)
+
+
 class ArrayCache:
-    """A directory of ``.npz`` files, one per text, for one settings key."""
+    """A directory of ``.npz`` files, one per text, for one settings key. Entries are verified on read
+    (see the module's notes); ``rejected`` lists (text hash, reason) of the entries not used."""
 
     def __init__(self, namespace: str, settings: dict, enabled: bool = True):
         self.namespace = namespace
@@ -45,6 +86,7 @@ class ArrayCache:
         self.enabled = enabled
         self.hits = 0
         self.misses = 0
+        self.rejected: list[tuple[str, str]] = []
         if enabled:
             self.dir = cache_subdir(namespace) / self.key
             try:
@@ -62,22 +104,55 @@ class ArrayCache:
         assert self.dir is not None
         return self.dir / h[:2] / f"{h}{suffix}"
 
-    def get(self, h: str) -> dict[str, np.ndarray] | None:
+    def get(self, h: str, check: Callable[[dict], str | None] | None = None) -> dict[str, np.ndarray] | None:
+        """The entry for text hash ``h``, or None (not there, or rejected: see the module's notes).
+        ``check(arrays)``: the owner's own test of an entry; a string it returns is the reason to reject."""
         if not self.enabled:
             return None
         p = self._path(h)
-        if not p.exists():
+        if not os.path.lexists(p):
             self.misses += 1
             return None
-        try:
-            with np.load(p, allow_pickle=False) as z:
-                out = {k: z[k] for k in z.files}
-        except Exception:  # noqa: BLE001 - a corrupt entry is recomputed
-            p.unlink(missing_ok=True)
-            self.misses += 1
+        out, why = self._read(p, h, check)
+        if out is None:
+            self._reject(h, why)
             return None
         self.hits += 1
         return out
+
+    def _read(self, p: Path, h: str, check) -> tuple[dict | None, str]:
+        if not p.is_file():
+            return None, "not a file"
+        try:
+            with np.load(p, allow_pickle=False) as z:
+                out = {k: z[k] for k in z.files}
+        except Exception as e:  # noqa: BLE001 - a damaged entry is recomputed
+            return None, f"unreadable ({type(e).__name__})"
+        meta = out.pop(ENTRY, None)
+        try:
+            meta = json.loads(str(meta[()])) if meta is not None else None
+        except (ValueError, TypeError, IndexError):
+            meta = None
+        if not isinstance(meta, dict):
+            return None, "it does not say what it is for (written by an older version, or not by this tool)"
+        if meta.get("text") != h:
+            return None, "it belongs to another text"
+        if meta.get("settings") != self.key or meta.get("namespace") != self.namespace:
+            return None, "it belongs to other settings or another model"
+        shapes = meta.get("shapes")
+        if not isinstance(shapes, dict) or set(shapes) != set(out) or any(
+                list(out[k].shape) != list(v) for k, v in shapes.items()):
+            return None, "its arrays are not the ones it was written with"
+        if check is not None:
+            why = check(out)
+            if why:
+                return None, why
+        return out, ""
+
+    def _reject(self, h: str, why: str) -> None:
+        self.misses += 1
+        self.rejected.append((h, why))
+        _note(f"cache: an entry in {self.dir} was not used and is recomputed ({why}): text {h[:12]}")
 
     def put(self, h: str, arrays: dict[str, np.ndarray], suffix: str = ".npz") -> None:
         """Store an entry. A write that fails (a full disk, a folder made read-only) stops the run with
@@ -94,8 +169,15 @@ class ArrayCache:
             return
         p = self._path(h, suffix)
         p.parent.mkdir(parents=True, exist_ok=True)
+        if os.path.lexists(p) and not p.is_file():  # not ours to replace: the entry is simply not stored
+            _note(f"cache: {p} is not a file (a folder or a link is in the way): that entry is not stored; "
+                  "remove it to cache that text again")
+            return
+        arrays = {k: np.asarray(v) for k, v in arrays.items()}
+        meta = {"text": h, "settings": self.key, "namespace": self.namespace,
+                "shapes": {k: list(v.shape) for k, v in arrays.items()}}
         buf = io.BytesIO()
-        np.savez(buf, **arrays)
+        np.savez(buf, **arrays, **{ENTRY: np.array(json.dumps(meta, sort_keys=True))})
         _write_atomic(p, buf.getvalue())
 
     # partial results of long texts (resumable scoring)
@@ -103,13 +185,12 @@ class ArrayCache:
         if not self.enabled:
             return None
         p = self._path(h, ".partial.npz")
-        if not p.exists():
+        if not os.path.lexists(p):
             return None
-        try:
-            with np.load(p, allow_pickle=False) as z:
-                return {k: z[k] for k in z.files}
-        except Exception:  # noqa: BLE001
-            return None
+        out, why = self._read(p, h, None)
+        if out is None:
+            _note(f"cache: a long text's saved progress in {self.dir} was not used ({why}): text {h[:12]}")
+        return out
 
     def put_partial(self, h: str, arrays: dict[str, np.ndarray]) -> bool:
         """Keep a long text's windows done so far; False when that cannot be written. Best effort: it
@@ -124,7 +205,9 @@ class ArrayCache:
 
     def drop_partial(self, h: str) -> None:
         if self.enabled:
-            self._path(h, ".partial.npz").unlink(missing_ok=True)
+            p = self._path(h, ".partial.npz")
+            if p.is_file():  # ours (a folder in its place is not)
+                p.unlink(missing_ok=True)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

@@ -272,6 +272,26 @@ class _Job:
         )
 
 
+def entry_problem(lm: LoadedModel, text: str, arrays: dict, st: StatsSettings) -> str | None:
+    """Why a cached entry cannot be the statistics of ``text`` under ``lm`` (None when it can): every
+    array there, the text's own token ids, every per-token array as long, the text's byte count."""
+    need = ("token_ids", *FIELDS, *INT_FIELDS, "n_bytes")
+    lacking = [k for k in need if k not in arrays]
+    if lacking:
+        return f"it lacks {', '.join(lacking)}"
+    if st.vocab_probs and "vocab_prob_sum" not in arrays:
+        return "it lacks vocab_prob_sum"
+    ids = arrays["token_ids"]
+    if ids.ndim != 1 or not np.array_equal(ids, tokenize(lm, text)):
+        return "its tokens are not this text's"
+    short = [k for k in (*FIELDS, *INT_FIELDS) if arrays[k].shape != ids.shape]
+    if short:
+        return f"{short[0]} has {arrays[short[0]].shape[0] if arrays[short[0]].ndim else 0} values for {ids.shape[0]} tokens"
+    if int(arrays["n_bytes"]) != len(text.encode("utf-8", "surrogatepass")):
+        return "its byte count is not this text's"
+    return None
+
+
 def compute_stats(
     lm: LoadedModel,
     texts: Sequence[str],
@@ -289,7 +309,7 @@ def compute_stats(
     hashes = [text_hash(t) for t in texts]
     todo: dict[str, list[int]] = {}
     for i, (t, h) in enumerate(zip(texts, hashes)):
-        got = cache.get(h) if h not in todo else None
+        got = cache.get(h, lambda a, t=t: entry_problem(lm, t, a, st)) if h not in todo else None
         if got is not None:
             results[i] = TokenStats.from_arrays(got)
         else:
