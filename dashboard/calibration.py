@@ -18,12 +18,6 @@ from mia_core.errors import DataError, SettingsError
 from mia_core.pipeline import RunConfig
 from mia_core.stats import StatsSettings
 
-# The attacks ticked by default (plus ``ref`` when there is a reference model). Lowercase is one
-# click away but not ticked: besides ref, it is the only classic baseline with a model pass of its
-# own (over the lower-cased texts), a third of the demo's first run at this CPU's roof (40 s of
-# 121 s on a 2-core AVX2 CPU), for the weakest of the demo's signals (AUC 0.70 against LOSS 0.84,
-# ref 0.98). The CLI's ``run`` keeps it in its default list.
-DEFAULT_ATTACKS = ("loss", "zlib", "min_k", "min_k_pp")
 UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "zip"]
 MIN_WORDS = 3  # texts shorter than this are flagged as too short to say much
 

@@ -30,7 +30,7 @@ def render_run(run, *, key: str = "res") -> None:
                 + (f" · reference **{r.get('name')}**" if r else "")
                 + f" · {meta.get('n_members', '?')} members, {meta.get('n_nonmembers', '?')} non-members"
                 + (f" ({meta.get('n_eval')} evaluated)" if meta.get("n_eval") != (meta.get("n_members", 0) + meta.get("n_nonmembers", 0)) else ""))
-    verdict_banner(run.verdict)
+    verdict_banner(run.verdict, known=run.extra.get("known_truth"))
 
     st.markdown("##### AUC and true-positive rate at low false-positive rates (95 % bootstrap CIs)")
     st.table(metrics_table(run.metrics).set_index("Attack"))

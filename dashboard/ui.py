@@ -25,9 +25,26 @@ def show_error(e: Exception | str) -> None:
     st.error(str(e))
 
 
-def verdict_banner(verdict: dict | None) -> None:
-    """The blind-baseline verdict: success / warning (caution) / error (shift)."""
+def known_truth_banner(known: dict | None) -> bool:
+    """The demo's known-truth check (``mia_core.demo.known_truth``): a red box when the run is far from the
+    demo's known answer (then no green banner may follow), a line when it matches. True when it failed."""
+    if not known:
+        return False
+    if not known.get("ok", True):
+        st.error(f"**These figures are wrong.** {known.get('message', '')}", icon=":material/dangerous:")
+        return True
+    st.caption(f":material/verified: {known.get('message', '')}")
+    return False
+
+
+def verdict_banner(verdict: dict | None, *, known: dict | None = None) -> None:
+    """The blind-baseline verdict: success / warning (caution) / error (shift). ``known``: the demo's
+    known-truth check, shown first; when it failed, the verdict is shown without its green colour."""
+    failed = known_truth_banner(known)
     if not verdict:
+        return
+    if failed and verdict.get("level") not in ("shift", "caution"):
+        st.info(f"Blind baseline: {verdict.get('message', '')}")
         return
     level = verdict.get("level")
     msg = verdict.get("message", "")

@@ -135,3 +135,79 @@ def build_mlm_demo_target(out=None, *, steps: int = MLM_TARGET_STEPS, lr: float 
         command=MLM_TARGET_COMMAND + (f" --steps {steps}" if steps != MLM_TARGET_STEPS else "")
         + (f" --seed {seed}" if seed else ""),
     )
+
+
+# --------------------------------------------------------------------------- known truth
+
+# The demo is the one audit whose answer is known: its target was fine-tuned on members.txt, so a healthy
+# run gives these AUCs (the default settings: fp32, no quantisation, the default window and prefix; 100 + 100
+# texts; measured by `mia run --demo`, the same on an AMD EPYC and an Intel Xeon to 3 decimals). A run that
+# scores far from them (KNOWN_TRUTH_TOLERANCE) audited something else than the demo target: a broken model
+# load scored LOSS 0.499 and ref 0.529 under a green blind-baseline banner.
+DEMO_EXPECTED_AUC = {"loss": 0.842, "zlib": 0.765, "lowercase": 0.696, "min_k": 0.752, "min_k_pp": 0.843,
+                     "ref": 0.979}
+KNOWN_TRUTH_TOLERANCE = 0.05
+
+
+def _demo_texts() -> tuple[set, set] | None:
+    from .cache import text_hash
+
+    try:
+        p = demo_paths()
+    except DataError:
+        return None
+    sets = []
+    for role in ("members", "nonmembers"):
+        sets.append({text_hash(ln.strip()) for ln in p[role].read_text(encoding="utf-8").splitlines() if ln.strip()})
+    return sets[0], sets[1]
+
+
+def is_demo_run(dataset, target, reference=None, config=None) -> bool:
+    """Whether a run is the bundled demo as shipped: the demo target (full precision, default window and
+    prefix, no condition), on exactly the demo's members and non-members."""
+    from pathlib import Path
+
+    from .cache import text_hash
+
+    try:
+        if target.source is None or Path(target.source).resolve() != (DEMO_DIR / "target").resolve():
+            return False
+    except OSError:
+        return False
+    if target.quantize != "none" or target.dtype not in ("fp32", "bf16"):
+        return False
+    st = getattr(config, "stats", None)
+    if st is not None and (st.context or not st.prefix or st.condition):
+        return False
+    demo = _demo_texts()
+    if demo is None:
+        return False
+    labels = [int(x) for x in dataset.labels]
+    mem = {text_hash(t) for t, y in zip(dataset.texts, labels) if y == 1}
+    non = {text_hash(t) for t, y in zip(dataset.texts, labels) if y == 0}
+    return (mem, non) == demo
+
+
+def known_truth(metrics: dict, reference=None) -> dict:
+    """Compare a demo run's AUCs with :data:`DEMO_EXPECTED_AUC`: ``{"ok", "message", "attacks": {name:
+    {"auc", "expected"}}}``. ``ref`` is compared only when the reference is the embedded SmolLM2."""
+    rows, bad = {}, []
+    for name, expected in DEMO_EXPECTED_AUC.items():
+        m = metrics.get(name)
+        if not isinstance(m, dict) or m.get("auc") is None:
+            continue
+        if name == "ref" and (reference is None or getattr(reference, "source", None) != EMBEDDED_NAME):
+            continue
+        auc = float(m["auc"])
+        rows[name] = {"auc": round(auc, 4), "expected": expected}
+        if not abs(auc - expected) <= KNOWN_TRUTH_TOLERANCE:
+            bad.append(f"{name} {auc:.3f} (expected {expected:.3f})")
+    if bad:
+        message = ("THESE FIGURES ARE WRONG. This is the bundled demo, whose answer is known, and the run is far "
+                   f"from it: {', '.join(bad)}, tolerance {KNOWN_TRUTH_TOLERANCE}. The models this run used are "
+                   "not the demo's as shipped (a broken load, a damaged install or cache): restart, clear the "
+                   "cache (`mia cache clear`) and run the demo again.")
+    else:
+        message = (f"Known truth checked: the demo's AUCs match a healthy run's ({', '.join(rows)}, within "
+                   f"{KNOWN_TRUTH_TOLERANCE}).")
+    return {"ok": not bad, "message": message, "attacks": rows}

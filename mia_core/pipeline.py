@@ -57,6 +57,9 @@ class RunConfig:
         return d
 
 
+from .attacks import DEFAULT_ATTACKS, default_attacks  # noqa: E402,F401 - the default list lives with the registry
+
+
 @dataclass
 class RunContext:
     """Everything an attack's ``prepare`` hook may use."""
@@ -113,7 +116,8 @@ class RunResult(AuditResult):
         # "train" without a split fraction)
         ds = sc[sc["split"] == "eval"] if "split" in sc and not self.config.get("split") else sc
         n_eval = int((sc.get("split", "eval") == "eval").sum()) if "split" in sc else len(sc)
-        lines = [
+        kt = self.extra.get("known_truth")
+        lines = ([f"!!! {kt['message']}", ""] if kt and not kt["ok"] else []) + [
             f"target: {t.get('name')} ({t.get('dtype')}, {t.get('quantize')})"
             + (f"; reference: {ref['name']}" if ref is not None else ""),
             f"{int((ds['label'] == 1).sum())} members, {int((ds['label'] == 0).sum())} non-members; "
@@ -141,6 +145,8 @@ class RunResult(AuditResult):
         if self.shift:
             v = self.shift["verdict"]
             lines += ["", f"VERDICT [{v['level']}]: {v['message']}"]
+        if kt:
+            lines += ["", ("KNOWN TRUTH [ok]: " if kt["ok"] else "KNOWN TRUTH [FAILED]: ") + kt["message"]]
         for line in self.report:
             lines.append(f"note: {line}")
         return "\n".join(lines)
@@ -263,7 +269,24 @@ def _one_job_per_model(compute, target, reference, needs, texts: list[str], popu
         compute(reference, base, "reference passes")
 
 
-def run_attacks(
+def run_attacks(dataset: Dataset, target: LoadedModel, **kwargs) -> RunResult:
+    """Score ``dataset`` with the configured attacks and report metrics (:func:`_run_attacks` has the
+    parameters). Cache entries that were rejected on read, or could not be stored, are in the
+    result's notes (``report``)."""
+    from .cache import collect_notes
+
+    from . import demo
+
+    with collect_notes() as notes:
+        result = _run_attacks(dataset, target, **kwargs)
+    result.report.extend(notes)
+    reference = kwargs.get("reference")
+    if demo.is_demo_run(dataset, target, reference, kwargs.get("config")):
+        result.extra["known_truth"] = demo.known_truth(result.metrics, reference)
+    return result
+
+
+def _run_attacks(
     dataset: Dataset,
     target: LoadedModel,
     *,

@@ -10,7 +10,7 @@ import streamlit as st
 
 from dashboard import optional
 from dashboard.calibration import (
-    DEFAULT_ATTACKS, UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs, run_estimate,
+    UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs, run_estimate,
 )
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
@@ -19,7 +19,7 @@ from dashboard.results import render_run
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, early_table, page_setup, render_stages, show_error
 from mia_core import plots, runs
-from mia_core.attacks import REGISTRY
+from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
@@ -90,7 +90,7 @@ else:
 # ------------------------------------------------------------------ attacks
 st.subheader("2 · Attacks")
 have_ref = panel.reference is not None or use_demo_models
-default = [a for a in DEFAULT_ATTACKS if a in REGISTRY] + (["ref"] if have_ref and "ref" in REGISTRY else [])
+default = default_attacks(have_reference=have_ref)  # the CLI's default too
 # a reference model appearing or going away (demo data <-> own data, sidebar choice) ticks or
 # unticks the reference attack; the user's other choices stay
 if "cal_attacks" in st.session_state and st.session_state.get("_cal_have_ref", have_ref) != have_ref:

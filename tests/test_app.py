@@ -509,7 +509,8 @@ def test_run_estimate_uses_the_measured_speed(tmp_path, monkeypatch):
 def test_the_page_default_leaves_lowercase_unticked_and_the_estimate_says_what_it_would_cost(tmp_path, monkeypatch):
     """Lowercase is the one default-able attack with a model pass of its own: not ticked by default
     (a third of the demo's first run), and the line before Run prices it when it is left out."""
-    from dashboard.calibration import DEFAULT_ATTACKS, CalibrationInputs, run_estimate
+    from dashboard.calibration import CalibrationInputs, run_estimate
+    from mia_core.attacks import DEFAULT_ATTACKS
     from mia_core import estimate as E
     from mia_core.data import texts_from_strings
 

@@ -22,7 +22,7 @@ import json
 import time
 from pathlib import Path
 
-from ..attacks import REGISTRY
+from ..attacks import DEFAULT_ATTACKS, REGISTRY, default_attacks
 from ..errors import SettingsError
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
 from ..outputs import check_output_dir, final_path, staged_output
@@ -52,7 +52,9 @@ def register(sub) -> None:
         model_help="target: 'smollm2' (embedded), hub id, local folder, .gguf file or a make-target folder",
         reference_help="reference model for the 'ref' attack (same forms as --model); default for a fine-tuned target: its base")
     a = p.add_argument_group("attacks")
-    a.add_argument("--attacks", default="loss,zlib,lowercase,min_k,min_k_pp", help=f"comma list or 'all' ({', '.join(REGISTRY)})")
+    a.add_argument("--attacks", default=None,
+                   help=f"comma list or 'all' ({', '.join(REGISTRY)}); default: {','.join(DEFAULT_ATTACKS)}, plus ref "
+                        "when there is a reference model (--reference, a fine-tuned target's base, the demo's)")
     a.add_argument("--k", type=fraction_closed_right, default=0.2, help="fraction k of lowest-scoring tokens for Min-K%% and Min-K%%++")
     a.add_argument("--context", type=int_at_least(2), help="window length C for long texts (stride C-1); default min(model max, 2048)")
     a.add_argument("--batch-tokens", type=positive_int, default=None,
@@ -252,13 +254,13 @@ def cmd_run(args) -> int:
         print(list_params())
         return 0
     # every settings and output check first (cheap), then the inputs, the models last
-    parse_attacks(args.attacks)
+    parse_attacks(args.attacks or ",".join(DEFAULT_ATTACKS))
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)
     _variants(args.modify)
     params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
     cfg = RunConfig(
-        attacks=[a.strip() for a in args.attacks.split(",") if a.strip()],
+        attacks=[a.strip() for a in (args.attacks or ",".join(DEFAULT_ATTACKS)).split(",") if a.strip()],
         params=params,
         stats=StatsSettings(context=args.context, prefix=not args.no_prefix, batch_tokens=args.batch_tokens),
         use_cache=not args.no_cache,
@@ -274,6 +276,9 @@ def cmd_run(args) -> int:
     print_notes(ds.report)
     check_population(population, list(ds.texts) + (list(train.texts) if train is not None else []))
     ref_spec = _reference_spec(args)
+    if args.attacks is None:  # the dashboard's default: the same tables from both
+        args.attacks = ",".join(default_attacks(have_reference=bool(ref_spec)))
+        cfg.attacks = args.attacks.split(",")
     have = {"reference"} if ref_spec else set()
     if train is not None or cfg.split:
         have.add("labels")
@@ -310,6 +315,9 @@ def cmd_run(args) -> int:
     bar.close()
     print()
     print(without_printed_notes(result.summary_text(), printed))  # the input notes went to stderr above
+    kt = result.extra.get("known_truth")
+    if kt and not kt["ok"]:
+        print_notes([kt["message"]], "warning")
     out = Path(args.out)
     # written into a temporary sibling of --out, published in one rename at the end
     with staged_output(args.out, overwrite=args.overwrite) as tmp:
