@@ -136,7 +136,7 @@ def legend_html(norm: str) -> str:
         lo, mid, hi = f"≤ {10 ** -PROB_DECADES * 100:g}%", "1% (log scale)", "100%"
         what = "probability the model gave the token"
     else:
-        lo, mid, hi = f"≤ 10^−{NORM_RANGE:.0f}", "1 (as expected from frequency)", f"≥ 10^{NORM_RANGE:.0f}"
+        lo, mid, hi = f"≤ 1/{10 ** NORM_RANGE:,.0f}", "1 (as expected from frequency)", f"≥ {10 ** NORM_RANGE:,.0f}"
         what = "P relative to the token's reference frequency"
     return (f'<div style="font-size:.85em;margin:.3em 0 .6em 0">Colour = {html.escape(what)} '
             f'(hover a token for details)<div style="display:flex;align-items:center;gap:8px;max-width:520px">'

@@ -42,8 +42,13 @@ source = st.radio("Text", ["Paste a paragraph", "Upload a .txt file"], horizonta
                   label_visibility="collapsed")
 text, text_error, text_name = "", None, "pasted text"
 if source == "Paste a paragraph":
-    text = st.text_area("Text to inspect", value=DEFAULT_TEXT, height=170, key="inspect_text",
+    # Streamlit forgets a widget's value when the user leaves the page: the text is kept apart, so a
+    # pasted paragraph is still there (and is what "switch the target and compare" analyses) on return
+    if "inspect_text" not in st.session_state:
+        st.session_state["inspect_text"] = st.session_state.get("inspect_text_kept", DEFAULT_TEXT)
+    text = st.text_area("Text to inspect", height=170, key="inspect_text",
                         help="A paragraph works best; long texts are scored in windows of the model's context.")
+    st.session_state["inspect_text_kept"] = text
 else:
     up = st.file_uploader("A .txt file (a whole book works: it is scored in windows)", type=["txt", "text", "md"],
                           key="inspect_upload")
@@ -125,7 +130,7 @@ body_loss = scored_tokens([stats])[0].loss  # tokens 2..n, as the attacks score 
 c[1].metric("Loss (mean NLL)", fmt_num(body_loss),
             help="Mean negative log-likelihood of tokens 2..n, the tokens the attacks score (the papers and MIMIR "
                  f"leave out the first token). Over every token: {fmt_num(stats.loss)}.")
-c[2].metric("Perplexity", fmt_num(math.exp(body_loss)) if body_loss < 50 else "> 10^21")
+c[2].metric("Perplexity", fmt_num(math.exp(body_loss)) if body_loss < 50 else "> 10²¹")
 c[3].metric("Median token probability", fmt_pct(float(np.nanmedian(p))))
 
 # ------------------------------------------------------------------ per-token view

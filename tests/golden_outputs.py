@@ -38,7 +38,9 @@ DEMO = ASSETS / "demo"
 # keys whose values depend on the machine, the clock or the folder a run was made in
 VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed", "location", "path", "paths",
             "out_dir", "command", "timing", "tokens_per_second", "identity", "model_identity", "created", "wall_seconds",
-            "source"}
+            "source", "generator_identity"}
+# generator_identity: a model identity (the neighbour generator's), which carries a fingerprint of the weights in
+# memory since issue 30 (`|w:…`), like the other identities above
 # ATOL: scores that are differences of float32 losses (neighbourhood, ref, rarity-normalised token values) sit
 # near 0, where a relative tolerance means nothing; the float32 rounding of a log-probability of a few nats is
 # 5e-7-1e-6 (one ulp), and CPUs of other vector widths round a few ulps apart. RTOL: Min-K%++ divides by a

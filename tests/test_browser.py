@@ -234,3 +234,119 @@ def test_inspect_and_calibration_in_a_browser(server):
             raise
         finally:
             browser.close()
+
+
+@pytest.fixture(scope="module")
+def newcomer_server(tmp_path_factory):
+    """A server as a newcomer starts it: the start-up warm-up preload on (the other tests turn it off),
+    nothing in the statistics cache (only the converted embedded model is linked in)."""
+    from helpers import empty_cache
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if k != "MIA_NO_PRELOAD"}
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env["MIA_RUNS_DIR"] = str(tmp_path_factory.mktemp("runs"))
+    env["MIA_CACHE_DIR"] = str(empty_cache(tmp_path_factory.mktemp("newcomer") / "cache"))
+    log = tmp_path_factory.mktemp("log") / "streamlit-newcomer.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
+             "--server.address", "localhost", "--browser.gatherUsageStats", "false"],
+            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
+        )
+    url = f"http://localhost:{port}"
+    try:
+        deadline = time.time() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.time() > deadline:
+                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
+            time.sleep(0.5)
+        yield url, log
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def _table_aucs(page) -> dict[str, float]:
+    """{attack label: AUC} from the results table on the page (the first number of the AUC cell)."""
+    import re
+
+    out = {}
+    for row in page.locator("[data-testid='stTable'] tr").all():
+        cells = [c.inner_text().strip() for c in row.locator("th, td").all()]
+        if len(cells) >= 2:
+            m = re.match(r"([01]\.\d+)", cells[1])
+            if m:
+                out[cells[0]] = float(m.group(1))
+    return out
+
+
+def test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives(newcomer_server):
+    """The newcomer's path (issue 30): open the home page (the warm-up starts loading the demo models),
+    open Inspect before the warm-up ends and analyse a paragraph, then run the demo calibration. The
+    loss, the sidebar's parameter count and the demo AUCs must be a healthy model's: the loss of a cold
+    load in this process, 135M parameters, and the AUCs of a cold `mia run --demo` (DEMO_EXPECTED_AUC,
+    measured that way; the page says it checked them)."""
+    from playwright.sync_api import sync_playwright
+
+    from mia_core.attacks import REGISTRY
+    from mia_core.demo import DEMO_EXPECTED_AUC
+    from mia_core.models import load_causal_lm
+    from mia_core.stats import compute_stats
+    from mia_core.attacks.base import scored_tokens
+
+    url, log = newcomer_server
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    paragraph = _paragraphs(1, "pg35_wells_time_machine.txt")[0]
+    with sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1400, "height": 2000})
+        try:
+            page.goto(url, wait_until="networkidle")  # the first page view starts the warm-up
+            page.goto(f"{url}/Inspect_a_text", wait_until="networkidle")  # while it loads
+            box = page.get_by_role("textbox", name="Text to inspect")
+            box.wait_for(timeout=180_000)
+            box.fill(paragraph)
+            box.press("Control+Enter")
+            _wait_idle(page)
+            page.get_by_role("button", name="Analyse").click()
+            page.locator(".mia-tok").first.wait_for(timeout=240_000)
+            _wait_idle(page)
+            loss_text = page.locator("[data-testid='stMetric']").filter(has_text="Loss (mean NLL)") \
+                .locator("[data-testid='stMetricValue']").inner_text()
+            sidebar = page.locator("[data-testid='stSidebar']").inner_text()
+            page.screenshot(path=str(ARTIFACTS / "newcomer_inspect.png"), full_page=True)
+
+            page.goto(f"{url}/Calibration_run", wait_until="networkidle")
+            _wait_idle(page)
+            page.get_by_role("button", name="Run the attacks").click()
+            seen = _text_when(page, "[data-testid='stMain']", ("AUC [95% CI]", "Known truth checked"), timeout_s=600.0)
+            _wait_idle(page, timeout=300.0)
+            aucs = _table_aucs(page)
+            page.screenshot(path=str(ARTIFACTS / "newcomer_demo_run.png"), full_page=True)
+        except Exception:
+            page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)
+            raise
+        finally:
+            browser.close()
+    server_log = log.read_text(errors="replace")
+    assert "MISSING" not in server_log and "newly initialized" not in server_log, server_log[-3000:]
+    cold = load_causal_lm("smollm2", reuse=False)
+    want = scored_tokens(compute_stats(cold, [paragraph], use_cache=False))[0].loss
+    assert abs(float(loss_text) - want) < 0.006, (loss_text, want)
+    assert "135M params" in sidebar and "163M" not in sidebar, sidebar
+    assert "THESE FIGURES ARE WRONG" not in seen and "Traceback" not in seen
+    labels = {REGISTRY[a].label: a for a in DEMO_EXPECTED_AUC}
+    got = {labels[k]: v for k, v in aucs.items() if k in labels}
+    assert {"loss", "zlib", "min_k", "min_k_pp", "ref"} <= set(got), aucs
+    for a, v in got.items():
+        assert abs(v - DEMO_EXPECTED_AUC[a]) <= 0.0015, (a, v, DEMO_EXPECTED_AUC[a])

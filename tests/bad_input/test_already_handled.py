@@ -293,7 +293,8 @@ def test_pickle_inputs_are_never_unpickled(work, reached, capsys):
 
 
 def test_cache_entries_are_never_unpickled(work):
-    """A planted cache entry holding a pickled object is treated as corrupt, not loaded."""
+    """A planted cache entry holding a pickled object is treated as corrupt, not loaded (and not deleted:
+    the next write of that entry replaces it)."""
     from mia_core.cache import ArrayCache
 
     marker = work / "UNPICKLED"
@@ -304,7 +305,8 @@ def test_cache_entries_are_never_unpickled(work):
     with open(path, "wb") as f:
         np.savez(f, logprob=np.array([_Payload(marker)], dtype=object))
     assert cache.get(h) is None
-    assert not marker.exists() and not path.exists()
+    assert not marker.exists()
+    assert cache.rejected and "unreadable" in cache.rejected[0][1]
 
 
 # ----------------------------------------------------------------------------- one-token texts (a real tiny model)
