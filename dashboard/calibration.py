@@ -172,7 +172,9 @@ def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *,
     """The background work: run the attacks, optionally the modified-member comparison
     (``mia_core.modify.run_modified``, SMIA §5.2), and save the run.
 
-    Returns a function ``work(progress) -> run id`` for ``dashboard.jobs.JobRegistry.start``.
+    Returns a function ``work(progress) -> {"id": run id, "unchanged": bool}`` for
+    ``dashboard.jobs.JobRegistry.start`` (``unchanged``: a re-run identical to the newest saved run, which
+    is then not saved again: ``mia_core.runs.save_run``).
     """
     from dataclasses import replace
 
@@ -192,7 +194,7 @@ def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *,
                 inputs.dataset, target, variants=list(modify_variants), reference=reference,
                 config=replace(config, blind=False), seed=config.seed, progress=progress, verbatim=result.metrics)
         stored = runs.save_run(result, name=name or None, data=inputs.data_info)
-        return stored.id
+        return {"id": stored.id, "unchanged": bool(stored.meta.get("unchanged"))}
 
     return work
 

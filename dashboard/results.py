@@ -25,8 +25,9 @@ def render_run(run, *, key: str = "res") -> None:
     meta = run.meta
     t = meta.get("target") or {}
     r = meta.get("reference") or {}
-    st.markdown(f"**{run.name}** · {meta.get('created', '')} · target **{t.get('name', '?')}** "
-                f"({t.get('dtype', '?')}, {t.get('quantize', '?')})"
+    q = t.get("quantize")
+    st.markdown(f"**{run.name}** · {meta.get('created', '')}  \ntarget **{t.get('name', '?')}** "
+                f"({t.get('dtype', '?')}{', ' + q if q and q != 'none' else ''})"
                 + (f" · reference **{r.get('name')}**" if r else "")
                 + f" · {meta.get('n_members', '?')} members, {meta.get('n_nonmembers', '?')} non-members"
                 + (f" ({meta.get('n_eval')} evaluated)" if meta.get("n_eval") != (meta.get("n_members", 0) + meta.get("n_nonmembers", 0)) else ""))

@@ -129,13 +129,13 @@ def build_meta(result, *, name: str | None = None, data: dict | None = None, run
     ref = _model_meta(result.models.get("reference"))
     n_m, n_n = int((scores["label"] == 1).sum()), int((scores["label"] == 0).sum())
     now = time.time()
-    if not name:  # what tells runs apart in a list: model, precision, attacks, data size, time
+    if not name:  # what tells runs apart in a list: model, precision, attacks, data size (the time is shown beside)
         t = target or {}
         q = t.get("quantize")
         attacks = [k for k in result.metrics if k != "blind"]
-        shown = ", ".join(attacks[:2]) + (f" +{len(attacks) - 2}" if len(attacks) > 2 else "")
-        name = (f"{t.get('name', 'model')} {t.get('dtype', '')}{'/' + q if q and q != 'none' else ''} · {shown} · "
-                f"{n_m}+{n_n} texts · {time.strftime('%m-%d %H:%M', time.localtime(now))}")
+        shown = ", ".join(attacks[:3]) + (f" +{len(attacks) - 3}" if len(attacks) > 3 else "")
+        name = (f"{t.get('name', 'model')} ({t.get('dtype', '')}{', ' + q if q and q != 'none' else ''}) · {shown} · "
+                f"{n_m} + {n_n} texts")
     verdict = ((result.shift or {}).get("verdict") or {}).get("level") if result.shift else None
     return {
         "version": META_VERSION,
@@ -152,7 +152,27 @@ def build_meta(result, *, name: str | None = None, data: dict | None = None, run
         "auc": {k: m.get("auc") for k, m in result.metrics.items() if isinstance(m, dict)},
         "verdict": verdict,
         "data": data or {},
+        "content": content_key(result),
     }
+
+
+def content_key(result) -> str:
+    """A digest of what a run says: its settings, its models' identities, every text's scores. Two runs
+    with the same key are the same run (a re-run that changed nothing)."""
+    import hashlib
+
+    blob = json.dumps({"config": result.config, "models": {k: (v or {}).get("identity") for k, v in result.models.items()},
+                       "scores": result.scores.to_csv(index=False)}, sort_keys=True, default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:20]
+
+
+def _unique_name(name: str, taken: set[str]) -> str:
+    if name not in taken:
+        return name
+    i = 2
+    while f"{name} #{i}" in taken:
+        i += 1
+    return f"{name} #{i}"
 
 
 def _new_id() -> str:
@@ -160,12 +180,26 @@ def _new_id() -> str:
 
 
 def save_run(result, *, name: str | None = None, data: dict | None = None, root=None) -> StoredRun:
-    """Save a ``RunResult`` as a new run (``RunResult.save`` output + ``meta.json``)."""
+    """Save a ``RunResult`` as a new run (``RunResult.save`` output + ``meta.json``).
+
+    Without a ``name``, a run identical to the newest saved run (the same :func:`content_key`: settings,
+    models, scores) is not saved again: that run is returned, with ``meta["unchanged"] = True``. A
+    default name already taken gets ``#2``, ``#3``..."""
+    existing = list_runs(root)
+    if not name and existing and existing[0].get("content") == content_key(result):
+        try:
+            same = load_run(existing[0]["id"], root)
+            same.meta["unchanged"] = True
+            return same
+        except DataError:
+            pass
     run_id = _new_id()
     path = _run_path(run_id, root)
     tmp = path.with_name(path.name + ".tmp")
     result.save(tmp)
     meta = build_meta(result, name=name, data=data, run_id=run_id)
+    if not name:
+        meta["name"] = _unique_name(meta["name"], {m.get("name") for m in existing})
     from .results import json_default as _json_default
 
     (tmp / META).write_text(json.dumps(meta, indent=2, default=_json_default))

@@ -235,7 +235,9 @@ elif job is not None:
     if job.status == "error":
         show_error(job.error)
     elif job.status == "done" and job.id not in acked:
-        st.session_state["cal_run_id"] = job.result
+        res = job.result if isinstance(job.result, dict) else {"id": job.result}
+        st.session_state["cal_run_id"] = res["id"]
+        st.session_state["cal_unchanged"] = bool(res.get("unchanged"))
     acked.add(job.id)
 
 # ------------------------------------------------------------------ results
@@ -256,4 +258,7 @@ elif run is None:
 else:
     if rid is None:
         st.caption("Showing the latest saved run.")
+    elif st.session_state.get("cal_unchanged"):
+        st.caption("This re-run changed nothing (the same settings, models and scores as the run below), so it was "
+                   "not saved again.")
     render_run(run, key="cal")

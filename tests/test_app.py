@@ -217,6 +217,20 @@ def _engine_run(tiny_model, k: float, name: str):
     return runs.save_run(run_attacks(ds, lm, config=cfg), name=name)
 
 
+def test_a_rerun_that_changed_nothing_is_not_saved_again_and_default_names_differ(tiny_model):
+    """Issue 30, item 9: every warm re-run used to be saved again under the same name."""
+    from mia_core import runs
+
+    first = _engine_run(tiny_model, 0.2, None)
+    before = len(runs.list_runs())
+    again = _engine_run(tiny_model, 0.2, None)
+    assert again.id == first.id and again.meta.get("unchanged") and len(runs.list_runs()) == before
+    other = _engine_run(tiny_model, 0.3, None)  # another k: other scores, a new run
+    assert other.id != first.id and len(runs.list_runs()) == before + 1
+    assert other.name != first.name and other.name.startswith(first.name.split(" #")[0] + " #")
+    assert "texts" in first.name and ":" not in first.name  # no clock time in the name: it is shown beside
+
+
 def test_early_results_come_as_each_pass_finishes(tiny_model):
     """``run_attacks(partial=...)``: the one-pass attacks right after the target pass, lowercase after
     its pass, each with the AUC the final metrics then report; attacks that prepare come only at the end."""

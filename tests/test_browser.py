@@ -197,7 +197,7 @@ def test_inspect_and_calibration_in_a_browser(server):
                               timeout_s=420.0)
             _wait_idle(page, timeout=300.0)
             page.screenshot(path=str(ARTIFACTS / "documents_results.png"), full_page=True)
-            assert "Model target · context 128 · 5 folds" in seen and "Traceback" not in seen, seen[-3000:]
+            assert "Model demo target · context 128 · 5 folds" in seen and "Traceback" not in seen, seen[-3000:]
 
             # ---- Masked-LM audit on the bundled demo (the default source), K = 2
             page.goto(f"{server}/Masked_LM_audit", wait_until="networkidle")

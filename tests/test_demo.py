@@ -120,7 +120,7 @@ def test_documents_demo_cli_detects_the_member_documents(tmp_path):
     metrics = json.loads((out / "document_metrics.json").read_text())
     best = max(m["auc_mean"] for m in metrics["pipelines"].values())
     assert best >= 0.75, {p: m["auc_mean"] for p, m in metrics["pipelines"].items()}
-    assert metrics["model"]["name"] == "target"
+    assert metrics["model"]["name"] == "demo target"
 
 
 # ------------------------------------------------------------------ Masked-LM audit demo

