@@ -73,12 +73,21 @@ def render_stages(job) -> None:
 
 
 def stage_eta(stage, elapsed: float, current: bool) -> str:
-    """", about 40 s left" for the running stage, from its own pace so far (once it is 5 % done and
-    has run 3 s, so the first batch's start-up does not make the guess wild); "" otherwise."""
+    """", about 40 s left" for the running stage, from its pace up to its last progress report (once it
+    is 5 % done and has run 3 s, so the first batch's start-up does not make the guess wild); "" otherwise.
+
+    The pace is the stage's whole time to its last report over the share done then, and the estimate
+    counts down between reports. (It used to divide the time *now* by the share of the last report:
+    work arrives in bursts, a batch of windows at once, so between two bursts the estimate grew, and it
+    swung 2-4x in a pass.)"""
+    import time
+
     f = float(stage.fraction)
     if not current or not 0.05 <= f < 1.0 or elapsed < 3:
         return ""
-    return f", about {fmt_seconds(elapsed * (1 - f) / f)} left"
+    upto = max(1e-9, float(stage.updated) - float(stage.started))
+    left = upto * (1 - f) / f - max(0.0, time.time() - float(stage.updated))
+    return f", about {fmt_seconds(left)} left" if left >= 1 else ", finishing"
 
 
 def early_table(partial: dict):
