@@ -111,6 +111,7 @@ def _pct_tick(v: float) -> str:
 def roc_figure(metrics: dict, *, log: bool = False, title: str | None = None,
                attacks: Sequence[str] | None = None, height: int = 460) -> go.Figure:
     """ROC curves (``metrics[attack]["roc"]``) of every attack on one plot, plus the chance line.
+    An entry's ``"colour"`` overrides the attack colour (curves that are not attacks: folds).
 
     ``log``: log-log axes (points at FPR or TPR 0 cannot be drawn there and are left out).
     The legend gives each attack's AUC.
@@ -121,7 +122,7 @@ def roc_figure(metrics: dict, *, log: bool = False, title: str | None = None,
     for n, m, fpr, tpr, auc in curves:
         fig.add_trace(go.Scatter(
             x=fpr, y=tpr, mode="lines", name=f"{_label(n, m)} (AUC {auc:.3f})" if auc is not None else _label(n, m),
-            line=dict(color=attack_colour(n), width=2, shape="hv"),
+            line=dict(color=(m or {}).get("colour") or attack_colour(n), width=2, shape="hv"),
             hovertemplate="FPR %{x:.2%}<br>TPR %{y:.2%}<extra>" + _label(n, m) + "</extra>",
         ))
     if log:
@@ -330,6 +331,10 @@ def loss_curve(history) -> go.Figure:
                                      line=dict(color=colour)))
     fig.update_layout(template=TEMPLATE, height=320, title="Loss per epoch", xaxis_title="epoch",
                       yaxis_title="mean token loss (nats)")
+    if "epoch" in history and len(history["epoch"]):  # whole epochs only, tight around them (one epoch: 0 and 1)
+        lo, hi = float(min(history["epoch"])), float(max(history["epoch"]))
+        fig.update_xaxes(dtick=1, range=[lo - 0.3, hi + 0.3],
+                         title="epoch (0: before training)" if lo == 0 else "epoch")
     return fig
 
 

@@ -217,7 +217,8 @@ if res is not None:
     pipe = st.selectbox("Pipeline for the ROC curves", res.pipelines, index=res.pipelines.index(best),
                         key="doc_roc_pipeline")
     fold_metrics = {
-        f"fold {i + 1}": {"roc": f.get("roc"), "auc": f.get("auc"), "label": f"Fold {i + 1}"}
+        f"fold {i + 1}": {"roc": f.get("roc"), "auc": f.get("auc"), "label": f"Fold {i + 1}",
+                          "colour": plots.PALETTE[i % len(plots.PALETTE)]}  # one colour per fold, none repeated
         for i, f in enumerate(res.metrics[pipe].get("folds", []))
     }
     log_axes = st.toggle("Log-log axes", value=False, key="doc_roc_log")

@@ -116,8 +116,11 @@ def _corpus_texts() -> tuple[list[str], list[str]]:
             if t and t not in seen:
                 seen.add(t)
                 texts.append(t)
-    for n_ in notes:  # e.g. a file read as Windows-1252: shown even when a later check fails
-        st.caption(n_)
+    # e.g. a file read as Windows-1252: shown even when a later check fails; the per-file "read N texts" lines
+    # are summed into one line by the caller, which knows how many texts the experiment uses
+    for n_ in notes:
+        if not re.match(r"^.*: read \d+ texts", n_):
+            st.caption(n_)
     return texts, notes
 
 
@@ -154,9 +157,13 @@ def _plan() -> dict:
     if out_root.exists() and any(out_root.iterdir()):
         raise SettingsError(f"an experiment named {folder_name!r} exists already; choose another name.")
     texts, notes = _corpus_texts()
+    total = len(texts)
     if int(max_texts) > 0:
         texts = texts[: int(max_texts)] if len(texts) > int(max_texts) else texts
     n = len(texts)
+    files = sum(bool(re.match(r"^.*: read \d+ texts", n_)) for n_ in notes)
+    st.caption(f"Read {total:,} distinct texts" + (f" from {files} files" if files > 1 else "")
+               + (f"; this experiment uses the first {n:,}." if n < total else "."))
     order = np.random.default_rng(int(seed)).permutation(n)
     n_mem = int(round(n * int(p_mem) / 100))
     n_non = int(round(n * int(p_non) / 100))

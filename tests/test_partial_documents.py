@@ -135,3 +135,27 @@ def test_bad_partial_settings_fail_before_the_model(setting):
     with pytest.raises(SettingsError, match="dictionaries"):
         partial_curve(setting["stats"], setting["labels"], setting["folds"], [("nonorm", "agg")],
                       vocab_size=setting["lm"].vocab_size, lengths=(100,), dictionaries="some")
+
+
+def test_the_papers_grid_on_short_documents_becomes_lengths_from_the_documents():
+    """Issue 30, item 10: the demo's documents (300-350 tokens) kept one point of the paper's grid (100)."""
+    from types import SimpleNamespace
+
+    from mia_core.documents.partial import DEFAULT_LENGTHS, lengths_for
+
+    short = [SimpleNamespace(n_tokens=n) for n in (300, 320, 350)]
+    got = lengths_for(short, DEFAULT_LENGTHS)
+    assert len(got) == 5 and got == sorted(got) and 16 <= got[0] and got[-1] < 350
+    assert lengths_for(short, (100, 400)) == [100]  # lengths a user chose are kept
+    books = [SimpleNamespace(n_tokens=60_000)]
+    assert lengths_for(books, DEFAULT_LENGTHS) == list(DEFAULT_LENGTHS)  # books: the paper's grid
+
+
+def test_fold_curves_get_distinct_colours():
+    from mia_core import plots
+
+    roc = {"fpr": [0, 0.5, 1], "tpr": [0, 0.7, 1]}
+    folds = {f"fold {i + 1}": {"roc": roc, "auc": 0.6, "colour": plots.PALETTE[i % len(plots.PALETTE)]}
+             for i in range(5)}
+    colours = [t.line.color for t in plots.roc_figure(folds).data if t.name.startswith("fold")]
+    assert len(colours) == 5 == len(set(colours))

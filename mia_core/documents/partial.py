@@ -108,6 +108,25 @@ def partial_cross_validation(
     return cv, part
 
 
+MIN_POINTS = 4  # fewer of the grid's lengths below the longest document than this: lengths from the documents
+
+
+def lengths_for(stats: Sequence[TokenStats], lengths: Sequence[int] = DEFAULT_LENGTHS) -> list[int]:
+    """The lengths the curve is drawn at: those of ``lengths`` below the longest document (a length at or
+    above it equals the full-document result, reported anyway).
+
+    With the paper's grid (:data:`DEFAULT_LENGTHS`, made for whole books) and documents too short for
+    :data:`MIN_POINTS` of its points (the demo's are 300-350 tokens: it kept only 100, one point), five
+    lengths are taken from the documents instead: geometric from a 32nd of the longest document (at
+    least 16 tokens) to 80 % of it, rounded to two significant digits. Lengths a user chose are kept."""
+    longest = max(s.n_tokens for s in stats)
+    todo = sorted({int(L) for L in lengths if 2 <= int(L) < longest})
+    if tuple(int(L) for L in lengths) != DEFAULT_LENGTHS or len(todo) >= MIN_POINTS or longest < 40:
+        return todo
+    grid = np.geomspace(max(16.0, longest / 32), 0.8 * longest, 5)
+    return sorted({int(float(f"{g:.2g}")) for g in grid if 2 <= float(f"{g:.2g}") < longest})
+
+
 def partial_curve(
     stats: Sequence[TokenStats],
     labels: Sequence[int],
@@ -131,16 +150,15 @@ def partial_curve(
     ``tpr_1_mean``, ``tpr_10_mean``, ``full_auc_mean`` (the pipeline's full-document AUC from
     ``full_metrics``), ``n_truncated`` (documents longer than L), ``position``, ``dictionaries``.
 
-    Each length is a fresh cross-validation at that length (``partial_cross_validation``).
-    Lengths at or above the longest document are dropped (they equal the full-document
-    result, which the audit reports anyway).
+    Each length is a fresh cross-validation at that length (``partial_cross_validation``), at the
+    lengths :func:`lengths_for` chooses (lengths at or above the longest document are dropped; the
+    paper's grid on short documents is replaced by lengths taken from the documents).
     """
     if position not in POSITIONS:
         raise SettingsError(f"unknown partial-document position {position!r}: choose {' or '.join(POSITIONS)}")
     if dictionaries not in DICTIONARIES:
         raise SettingsError(f"unknown partial-document dictionaries {dictionaries!r}: choose {' or '.join(DICTIONARIES)}")
-    longest = max(s.n_tokens for s in stats)
-    todo = sorted({int(L) for L in lengths if 2 <= int(L) < longest})
+    todo = lengths_for(stats, lengths)
     roles = roles or {}
     rows = []
     for j, L in enumerate(todo):
