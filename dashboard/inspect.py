@@ -288,8 +288,10 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     mean_nb = float(np.nanmean([nb["loss"] for nb in nbs]))
     st.markdown(f"Loss of the text **{fmt_num(base)}**, mean over {len(nbs)} neighbours **{fmt_num(mean_nb)}** "
                 f"(neighbourhood score {fmt_num(-(base - mean_nb))}; higher = more member-like).")
-    st.html("<div style='max-height:420px;overflow-y:auto'><table class='mia-neighbours' "
-            "style='border-collapse:collapse;font-size:.9em;width:100%' border='1' cellpadding='5'>"
+    st.html("<div style='max-height:420px;overflow:auto;max-width:100%'><table class='mia-neighbours' "
+            "style='border-collapse:collapse;font-size:.9em;width:100%;table-layout:fixed;overflow-wrap:anywhere' "
+            "border='1' cellpadding='5'><colgroup><col style='width:58%'><col style='width:16%'><col><col><col>"
+            "</colgroup>"
             "<tr><th>Neighbour (replaced words highlighted)</th><th>Replaced</th><th>Loss</th><th>Loss change</th>"
             "<th>Cosine similarity</th></tr>" + "".join(rows) + "</table></div>")
     clouds = run_clouds(run)

@@ -76,7 +76,7 @@ def render_run(run, *, key: str = "res") -> None:
     with st.expander("Settings and timings"):
         st.json({"config": run.config, "models": run.models,
                  "timings": {k: fmt_seconds(v) for k, v in run.timings.items()}, "data": meta.get("data")},
-                expanded=False)
+                expanded=2)  # the sections open, their details folded (a bare {...} told nothing)
 
     c = st.columns(3)
     c[0].download_button("Scores (CSV)", run.scores.to_csv(index=False), file_name=f"mia_{run.id}_scores.csv",

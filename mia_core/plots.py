@@ -266,7 +266,35 @@ def neighbour_scatter(distance: Sequence[float], loss_change: Sequence[float], *
     fig.update_layout(template=TEMPLATE, height=height, title="Neighbours: embedding distance vs loss change",
                       xaxis_title="embedding distance to the original (1 - cosine)",
                       yaxis_title="loss(neighbour) - loss(original)", margin=dict(l=60, r=20, t=50, b=40))
+    # one outlier used to squash the rest (24 of 25 points stacked near 0): the view spans the bulk of this
+    # text's neighbours; points beyond it are counted on the plot (a double-click shows everything)
+    outside = 0
+    for axis, v in (("xaxis", distance), ("yaxis", loss_change)):
+        lo, hi, out = robust_range(v)
+        if lo is not None:
+            fig.update_layout(**{axis: dict(range=[lo, hi])})
+            outside = max(outside, out)
+    if outside:
+        fig.add_annotation(text=f"{outside} neighbour(s) outside this view: double-click the plot to see all",
+                           xref="paper", yref="paper", x=1, y=1.02, showarrow=False, font=dict(size=11, color="#666"))
     return fig
+
+
+def robust_range(values: Sequence[float], q: float = 5.0, spread: float = 3.0):
+    """``(lo, hi, n outside)`` of an axis that shows the bulk of ``values``: the ``q``..``100-q`` percentile
+    span, widened by ``spread`` times itself on each side only where a value lies beyond it; ``(None, None, 0)``
+    when every value fits (the axis then scales itself)."""
+    v = np.asarray([x for x in values if x is not None and np.isfinite(x)], dtype=float)
+    if len(v) < 5:
+        return None, None, 0
+    a, b = np.percentile(v, [q, 100 - q])
+    width = max(b - a, 1e-9)
+    lo, hi = a - spread * width, b + spread * width
+    out = int(((v < lo) | (v > hi)).sum())
+    if not out:
+        return None, None, 0
+    pad = 0.08 * width
+    return float(max(lo, v[v >= lo].min()) - pad), float(min(hi, v[v <= hi].max()) + pad), out
 
 
 def partial_documents_figure(partial) -> go.Figure:

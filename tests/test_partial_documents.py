@@ -150,12 +150,3 @@ def test_the_papers_grid_on_short_documents_becomes_lengths_from_the_documents()
     books = [SimpleNamespace(n_tokens=60_000)]
     assert lengths_for(books, DEFAULT_LENGTHS) == list(DEFAULT_LENGTHS)  # books: the paper's grid
 
-
-def test_fold_curves_get_distinct_colours():
-    from mia_core import plots
-
-    roc = {"fpr": [0, 0.5, 1], "tpr": [0, 0.7, 1]}
-    folds = {f"fold {i + 1}": {"roc": roc, "auc": 0.6, "colour": plots.PALETTE[i % len(plots.PALETTE)]}
-             for i in range(5)}
-    colours = [t.line.color for t in plots.roc_figure(folds).data if t.name.startswith("fold")]
-    assert len(colours) == 5 == len(set(colours))
