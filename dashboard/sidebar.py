@@ -139,14 +139,22 @@ def target_choice(source: str | None) -> tuple[str, str] | None:
     return "custom", source
 
 
-def switch_target(source: str | None, dtype: str | None = None, quantize: str | None = None) -> bool:
-    """Point the model panel at ``source`` (and its precision) for the next rerun."""
+def switch_target(source: str | None, dtype: str | None = None, quantize: str | None = None, *,
+                  reference: str | None = None) -> bool:
+    """Point the model panel at ``source`` (and its precision) for the next rerun; ``reference``: a run's
+    ``reference.source``, set as the panel's reference too (so the reference attack of that run can be
+    placed), or no reference when the run had none."""
     choice = target_choice(source)
     if choice is None:
         return False
     st.session_state["mp_target"], custom = choice
     if custom:
         st.session_state["mp_target_custom"] = custom
+    ref = target_choice(reference) if reference else ("none", "")
+    if ref is not None:
+        st.session_state["mp_reference"] = "smollm2" if ref[0] == "smollm2" else ("none" if ref[0] == "none" else "custom")
+        if st.session_state["mp_reference"] == "custom":
+            st.session_state["mp_reference_custom"] = reference
     if quantize in QUANTIZE:
         st.session_state["mp_quantize"] = quantize
     if quantize in (None, "none") and dtype in DTYPES:

@@ -186,7 +186,8 @@ else:
                 "scores fall among that run's members and non-members.")
         if target_choice(t.get("source")) is not None and st.button(
                 f"Switch the target to {t.get('name', 'that model')} and compare", key="inspect_switch"):
-            switch_target(t.get("source"), t.get("dtype"), t.get("quantize"))
+            switch_target(t.get("source"), t.get("dtype"), t.get("quantize"),
+                          reference=(other.get("reference") or {}).get("source"))
             st.session_state["inspect_autorun"] = True
             st.rerun()
 scores, notes = attack_scores(res, run)

@@ -274,11 +274,22 @@ def test_inspect_places_scores_on_a_calibration_run(tiny_model):
 def test_inspect_offers_the_newest_run_on_another_model(tiny_model, tmp_path):
     """After a calibration run on one model (the demo target, say), Inspect on another model points
     to that run and switches to its target in one click (then analyses and places the text)."""
-    _engine_run(tiny_model, 0.2, "run on the other model")
+    from mia_core import runs
+    from mia_core.data import texts_from_strings
+    from mia_core.models import load_causal_lm
+    from mia_core.pipeline import RunConfig, run_attacks
+
+    src = _paragraphs("pg105_austen_persuasion.txt", 8)
+    lm = load_causal_lm(tiny_model)  # a run with a reference model (here the target itself): ref is placed too
+    runs.save_run(run_attacks(texts_from_strings(src[0::2], src[1::2]), lm, reference=lm,
+                              config=RunConfig(attacks=["loss", "ref"], n_bootstrap=20, blind=False)),
+                  name="run on the other model")
     other = Path(save_tiny_llama(tmp_path / "other_llama"))
     cfg = json.loads((other / "config.json").read_text())
     (other / "config.json").write_text(json.dumps({**cfg, "mia_note": "another model"}))  # another identity
     at = _app("pages/1_Inspect_a_text.py", model=str(other))
+    mine = src[0] + " A sentence of the user's own."
+    at.text_area(key="inspect_text").set_value(mine).run()
     at.button(key="inspect_go").click().run()
     _no_exception(at)
     hint = " ".join(i.value for i in at.info)
@@ -289,6 +300,12 @@ def test_inspect_offers_the_newest_run_on_another_model(tiny_model, tmp_path):
     assert at.session_state["mp_target_custom"] == str(Path(tiny_model).resolve())
     assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)
     assert "Above % of non-members" in at.table[0].value.columns  # analysed and placed without another click
+    # the run's reference is set too, so its strongest attack is placed; the text analysed is still the user's
+    assert at.session_state["mp_reference"] == "custom"
+    assert at.session_state["mp_reference_custom"] == str(Path(tiny_model).resolve())
+    table = at.table[0].value
+    assert _num(table.loc["Reference model (log-likelihood difference)"]["Above % of non-members"]) >= 0
+    assert at.session_state["inspect_result"]["text"] == mine
 
 
 def test_runs_page_compares_and_deletes(tiny_model):
