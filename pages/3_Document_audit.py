@@ -79,7 +79,9 @@ if source == "demo":
     st.caption("Demo with ground truth: 20 member and 20 non-member documents, each five passages (about 250 words) "
                "of one of five public-domain novels in reading order. The demo target was fine-tuned on the member "
                "passages and never saw the non-member ones. Short documents rather than whole books, so that the "
-               "demo runs in about two minutes on a CPU; the method is the same at any length.")
+               "demo runs in minutes on a CPU (151 s from nothing cached on an idle 2-core AMD EPYC, the "
+               "partial-document curve included; a busy machine takes longer); the method is the same at any "
+               "length.")
     use_demo_model = st.checkbox("Use the demo target (instead of the sidebar's model)", value=True,
                                  key="doc_demo_model")
 elif source == "upload":
