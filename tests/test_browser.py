@@ -190,7 +190,7 @@ def test_inspect_and_calibration_in_a_browser(server):
             trees.fill("50")
             trees.press("Enter")
             _wait_idle(page)
-            page.get_by_text("Partial-document curve").click()
+            page.get_by_text("Partial-document curve (AUC vs tokens").click()
             _wait_idle(page)
             page.get_by_role("button", name="Run the document audit").click()
             seen = _text_when(page, "[data-testid='stMain']", ("3 · Results", "Per-book membership probability"),

@@ -256,3 +256,31 @@ def test_the_demo_run_with_a_broken_target_says_its_figures_are_wrong(monkeypatc
     assert "KNOWN TRUTH [FAILED]" in result.summary_text()
     healthy = {a: {"auc": v} for a, v in DEMO_EXPECTED_AUC.items()}
     assert known_truth(healthy)["ok"] and "ref" not in known_truth(healthy)["attacks"]  # no reference given
+
+
+def test_a_config_with_fewer_layers_than_its_checkpoint_is_refused(tmp_path):
+    """The checkpoint holds layer 1, the config declares one layer: the model would be another one."""
+    folder = tmp_path / "tiny"
+    save_tiny_llama(folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    (folder / "config.json").write_text(json.dumps({**cfg, "num_hidden_layers": 1}))
+    with pytest.raises(ModelError, match="have no place in the model .*model.layers.1."):
+        load_causal_lm(str(folder), reuse=False)
+
+
+def test_a_bert_checkpoint_with_a_pooler_loads_as_a_masked_lm_and_says_what_it_did_not_use(tmp_path):
+    """bert-base-uncased, the masked-LM audit's model, holds a pooler and a next-sentence head that
+    BertForMaskedLM has no place for: not a reason to refuse it (they do not change the model)."""
+    from transformers import AutoTokenizer, BertConfig, BertForPreTraining
+
+    from mia_core.models import embedded_embedder_path, load_masked_lm
+
+    tok = AutoTokenizer.from_pretrained(str(embedded_embedder_path()))
+    torch.manual_seed(0)
+    cfg = BertConfig(vocab_size=len(tok), hidden_size=16, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=32, max_position_embeddings=64)
+    BertForPreTraining(cfg).save_pretrained(tmp_path / "bert")
+    tok.save_pretrained(tmp_path / "bert")
+    m = load_masked_lm(str(tmp_path / "bert"), reuse=False)
+    assert "not used" in m.info["weights"] and "seq_relationship" in m.info["weights"]
+    assert "read back against its checkpoint" in m.info["weights"]

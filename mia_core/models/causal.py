@@ -427,11 +427,13 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
     else:
         kwargs["dtype"] = torch_dtype(dtype)
     model, loading_info = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True, **kwargs)
-    check_loading_info(loading_info, name or Path(location).name)
+    unused = check_loading_info(loading_info, name or Path(location).name, model)
     if q is None and device != SPREAD:
         model = model.to(device)
     checked = check_against_checkpoint(model, checkpoint_files(location), name or Path(location).name,
                                        quantized=q is not None)
+    if unused:
+        checked += f"; {len(unused)} weight(s) of the checkpoint not used (parts this class lacks: {', '.join(unused[:3])})"
     return model, checked
 
 

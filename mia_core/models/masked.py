@@ -154,9 +154,11 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
             model, loading_info = AutoModelForMaskedLM.from_pretrained(
                 location, trust_remote_code=trust_remote_code, local_files_only=local_only, dtype=torch_dtype(dtype),
                 output_loading_info=True)
-        check_loading_info(loading_info, name)
+        unused = check_loading_info(loading_info, name, model)
         model = model.to(device)
         checked = check_against_checkpoint(model, checkpoint_files(location), name)
+        if unused:  # e.g. bert-base-uncased's pooler and next-sentence head, which a masked LM has no place for
+            checked += f"; {len(unused)} weight(s) of the checkpoint not used ({', '.join(unused[:3])})"
     except LOAD_ERRORS as e:
         msg = str(e)
         if isinstance(e, ValueError) and "trust_remote_code" not in msg and (
