@@ -284,3 +284,16 @@ def test_a_bert_checkpoint_with_a_pooler_loads_as_a_masked_lm_and_says_what_it_d
     m = load_masked_lm(str(tmp_path / "bert"), reuse=False)
     assert "not used" in m.info["weights"] and "seq_relationship" in m.info["weights"]
     assert "read back against its checkpoint" in m.info["weights"]
+
+
+def test_a_config_json_that_is_not_an_object_is_one_line(tmp_path):
+    from helpers import assert_one_error, run_mia
+
+    folder = tmp_path / "tiny"
+    save_tiny_llama(folder)
+    (folder / "config.json").write_text("[1, 2]")
+    (tmp_path / "m.txt").write_text("a member text is here\nanother member text\n")
+    (tmp_path / "n.txt").write_text("a non-member text is here\nanother non-member\n")
+    r = run_mia("run", "--model", folder, "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt",
+                "--attacks", "loss", "--quiet", "--out", tmp_path / "out")
+    assert_one_error(r.returncode, r.stderr, "config.json holds a JSON list")

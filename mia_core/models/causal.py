@@ -36,8 +36,8 @@ from ..errors import ModelError, SettingsError
 from ..paths import cache_subdir
 from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
-from .hub import (LOAD_ERRORS, LoadOnce, file_fingerprint, first_line, hub_local_only, identity, library_bars_off,
-                  load_error, locate)
+from .hub import (LOAD_ERRORS, LoadOnce, check_config_json, file_fingerprint, first_line, hub_local_only, identity,
+                  library_bars_off, load_error, locate)
 from .verify import (check_against_checkpoint, check_known_loss, check_loading_info, checkpoint_files,
                      weight_fingerprint)
 
@@ -414,6 +414,8 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
     Returns ``(model, what was checked)``."""
     from transformers import AutoModelForCausalLM
 
+    if Path(location).is_dir():
+        check_config_json(location, name or Path(location).name)
     kwargs = dict(trust_remote_code=trust_remote_code, local_files_only=local_only)
     q = _bnb_config(quantize, dtype)
     if device == SPREAD:  # accelerate places the layers over the visible devices
@@ -444,6 +446,8 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
     from transformers import AutoTokenizer
 
     progress(f"loading {ms.display}", 0.0)
+    if ms.kind in ("local", "target"):  # before the tokenizer, which reads it too
+        check_config_json(ms.location, ms.display)
     base_spec = None
     fingerprint = None  # of the weights as read from the files (a LoRA target: before its merge)
     info: dict = {"kind": ms.kind, "location": ms.location}

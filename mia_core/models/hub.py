@@ -84,6 +84,24 @@ def locate(spec: str | os.PathLike, *, missing: str = "no such file or folder") 
     return Location("hub", s, s)
 
 
+def check_config_json(folder: str | os.PathLike, name: str) -> None:
+    """One-line ``ModelError`` when a local model folder's ``config.json`` is not a JSON object (a list, a
+    number, bad JSON): transformers raised a ``TypeError`` traceback for a list. Folders without one pass
+    (a target folder or a GGUF folder has none; transformers says what is missing)."""
+    cfg = Path(folder) / "config.json"
+    if not cfg.is_file():
+        return
+    import json
+
+    try:
+        data = json.loads(cfg.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as e:
+        raise ModelError(f"model {name}: its config.json cannot be read as JSON ({first_line(e)})") from None
+    if not isinstance(data, dict):
+        raise ModelError(f"model {name}: its config.json holds a JSON {type(data).__name__}, not the object of "
+                         "settings a model's config is")
+
+
 # --------------------------------------------------------------------------- offline flag
 
 try:  # the values huggingface_hub itself treats as true
