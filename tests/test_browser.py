@@ -25,6 +25,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -50,13 +51,10 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
+@contextmanager
+def _serve(env: dict, log: Path):
+    """``streamlit run app.py`` on a free localhost port with ``env``, its output in ``log``: the URL."""
     port = _free_port()
-    env = dict(os.environ)
-    env.setdefault("HF_HUB_OFFLINE", "1")
-    env["MIA_RUNS_DIR"] = str(tmp_path_factory.mktemp("runs"))
-    log = tmp_path_factory.mktemp("log") / "streamlit.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
@@ -83,6 +81,15 @@ def server(tmp_path_factory):
             proc.wait(timeout=15)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    env = dict(os.environ)
+    env.setdefault("HF_HUB_OFFLINE", "1")
+    env["MIA_RUNS_DIR"] = str(tmp_path_factory.mktemp("runs"))
+    with _serve(env, tmp_path_factory.mktemp("log") / "streamlit.log") as url:
+        yield url
 
 
 def _paragraphs(n: int, source: str) -> list[str]:
@@ -242,38 +249,13 @@ def newcomer_server(tmp_path_factory):
     nothing in the statistics cache (only the converted embedded model is linked in)."""
     from helpers import empty_cache
 
-    port = _free_port()
     env = {k: v for k, v in os.environ.items() if k != "MIA_NO_PRELOAD"}
     env.setdefault("HF_HUB_OFFLINE", "1")
     env["MIA_RUNS_DIR"] = str(tmp_path_factory.mktemp("runs"))
     env["MIA_CACHE_DIR"] = str(empty_cache(tmp_path_factory.mktemp("newcomer") / "cache"))
     log = tmp_path_factory.mktemp("log") / "streamlit-newcomer.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port), "--server.headless", "true",
-             "--server.address", "localhost", "--browser.gatherUsageStats", "false"],
-            cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT,
-        )
-    url = f"http://localhost:{port}"
-    try:
-        deadline = time.time() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.time() > deadline:
-                pytest.fail(f"streamlit did not start:\n{log.read_text()[-3000:]}")
-            time.sleep(0.5)
+    with _serve(env, log) as url:
         yield url, log
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
 
 
 def _table_aucs(page) -> dict[str, float]:

@@ -414,8 +414,6 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
     Returns ``(model, what was checked)``."""
     from transformers import AutoModelForCausalLM
 
-    if Path(location).is_dir():
-        check_config_json(location, name or Path(location).name)
     kwargs = dict(trust_remote_code=trust_remote_code, local_files_only=local_only)
     q = _bnb_config(quantize, dtype)
     if device == SPREAD:  # accelerate places the layers over the visible devices
@@ -466,6 +464,8 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
                 method = meta.get("method", "lora")
                 tgt = Path(ms.location)
                 tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
+                if base.kind == "local":
+                    check_config_json(base.location, f"{base_spec} (the base of {ms.display})")
                 base_local = base.kind != "hub" or hub_local_only(base.location, what="base model")
                 tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base_local)
                 if method == "full":
