@@ -137,7 +137,9 @@ def legend_html(norm: str) -> str:
         what = "probability the model gave the token"
     else:
         lo, mid, hi = f"≤ 1/{10 ** NORM_RANGE:,.0f}", "1 (as expected from frequency)", f"≥ {10 ** NORM_RANGE:,.0f}"
-        what = "P relative to the token's reference frequency"
+        what = ("P relative to the token's reference frequency (RatioNorm)" if norm == "ratio" else
+                "how close the token came to the model's top choice, 1 − (P_max − P), relative to the token's "
+                "reference frequency (MaxNorm)")
     return (f'<div style="font-size:.85em;margin:.3em 0 .6em 0">Colour = {html.escape(what)} '
             f'(hover a token for details)<div style="display:flex;align-items:center;gap:8px;max-width:520px">'
             f'<span>{html.escape(lo)}</span><div style="flex:1;height:12px;border-radius:3px;'
