@@ -38,14 +38,18 @@ def learning_attacks(names) -> list[str]:
 
 def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembers=None, mode: str = "auto",
                 population=None, members_text: str = "", nonmembers_text: str = "") -> CalibrationInputs:
-    """Members, non-members (and a population set) from the demo, uploads or paste boxes."""
-    if source == "demo":
+    """Members, non-members (and a population set) from the demo, a controlled experiment's split, uploads or
+    paste boxes. ``demo``: the files of the demo, or of the split (``source="controlled"``: the paths the
+    Controlled experiment page wrote, one text per line)."""
+    if source in ("demo", "controlled"):
         if not demo:
-            raise DataError("the demo set is not available in this installation.")
+            raise DataError("the demo set is not available in this installation." if source == "demo" else
+                            "no controlled experiment in this session: build a target on that page first.")
         ds = load_dataset(members=demo["members"], nonmembers=demo["nonmembers"], mode="lines")
         pop = (read_population(demo["population"], mode="lines", dedupe=False, as_dataset=True)
                if demo.get("population") else None)
-        info = {"source": "bundled demo set", "members file": str(demo["members"]).rsplit("/", 1)[-1],
+        info = {"source": "bundled demo set" if source == "demo" else "controlled experiment split",
+                "members file": str(demo["members"]).rsplit("/", 1)[-1],
                 "non-members file": str(demo["nonmembers"]).rsplit("/", 1)[-1]}
     elif source == "upload":
         if not members:

@@ -6,6 +6,8 @@ Runs in a background job (``dashboard.jobs``) and saves every finished run to th
 """
 from __future__ import annotations
 
+from pathlib import Path
+
 import streamlit as st
 
 from dashboard import optional
@@ -16,7 +18,7 @@ from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.results import render_run
-from dashboard.sidebar import model_panel
+from dashboard.sidebar import model_panel, switch_target
 from dashboard.ui import AUC_EXPLAINER, early_table, page_setup, render_stages, show_error
 from mia_core import plots, runs
 from mia_core.attacks import REGISTRY, default_attacks
@@ -38,8 +40,12 @@ st.markdown("Score texts known to be in the training data (**members**) and text
 # ------------------------------------------------------------------ data
 st.subheader("1 · Data")
 demo = optional.demo_paths()
-sources = (["demo"] if demo else []) + ["upload", "paste"]
-src_labels = {"demo": "Bundled demo set", "upload": "Upload files", "paste": "Paste texts"}
+# the split a Controlled experiment wrote in this session: offered as a source, so its files need no upload
+cx = {k: st.session_state.get(f"controlled_{k}") for k in ("target", "members", "nonmembers", "population", "reference")}
+have_cx = bool(cx["members"] and cx["nonmembers"] and Path(cx["members"]).is_file() and Path(cx["nonmembers"]).is_file())
+sources = (["demo"] if demo else []) + (["controlled"] if have_cx else []) + ["upload", "paste"]
+src_labels = {"demo": "Bundled demo set", "controlled": "The controlled experiment's split", "upload": "Upload files",
+              "paste": "Paste texts"}
 source = st.radio("Data source", sources, format_func=src_labels.get, horizontal=True, key="cal_source",
                   label_visibility="collapsed")
 if not demo:
@@ -60,6 +66,14 @@ if source == "demo":
         value=False, key="cal_demo_population",
         help="Attacks that need known non-members (ReCaLL's prefix, RMIA) use the population whether or not this "
              "is ticked.")
+elif source == "controlled":
+    st.caption(f"The split the Controlled experiment wrote: members `{cx['members']}`, non-members "
+               f"`{cx['nonmembers']}`" + (f", population `{cx['population']}`" if cx["population"] else "") + ".")
+    if cx["target"] and panel.target_spec != cx["target"]:
+        st.info("The sidebar's target is not the experiment's.")
+        if st.button("Use the experiment's target (and its base as reference) in the sidebar", key="cal_cx_models"):
+            switch_target(cx["target"], reference=cx["reference"])
+            st.rerun()
 elif source == "upload":
     c1, c2 = st.columns(2)
     members = c1.file_uploader("Members (texts believed to be in the training data)", type=UPLOAD_TYPES,
@@ -162,7 +176,7 @@ if not busy and chosen and _up_bytes > ESTIMATE_MAX_BYTES:  # not re-read on eve
     st.caption("Estimate: not made for uploads over 5 MB (they would be re-read on every change of the page).")
 elif not busy and chosen:  # what pressing Run will cost, before it is pressed
     try:
-        _est_inputs = read_inputs(source, demo=demo, members=members, nonmembers=nonmembers, mode=mode,
+        _est_inputs = read_inputs(source, demo=cx if source == "controlled" else demo, members=members, nonmembers=nonmembers, mode=mode,
                                   population=population, members_text=members_text, nonmembers_text=nonmembers_text)
         if source == "demo" and not demo_population and not any(
                 "population" in REGISTRY[a].inputs_needed(params.get(a)) for a in chosen if a in REGISTRY):
@@ -177,7 +191,7 @@ elif not busy and chosen:  # what pressing Run will cost, before it is pressed
 if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
              help="Runs in the background: you can keep using the dashboard; the run is saved when it finishes."):
     try:
-        inputs = read_inputs(source, demo=demo, members=members, nonmembers=nonmembers, mode=mode,
+        inputs = read_inputs(source, demo=cx if source == "controlled" else demo, members=members, nonmembers=nonmembers, mode=mode,
                              population=population, members_text=members_text, nonmembers_text=nonmembers_text)
         for note in inputs.notes:  # e.g. a file read as Windows-1252: shown even when a later check fails
             st.caption(note)

@@ -257,5 +257,5 @@ if st.session_state.get("controlled_target"):
             st.session_state["mp_reference_custom"] = ref
         st.rerun()
     st.page_link(CALIBRATION_PAGE, label="Audit it on the calibration page", icon=":material/monitoring:")
-    st.caption("On the calibration page, use the split files above as members and non-members (the population "
-               "file sets thresholds), with this target and its base model as reference.")
+    st.caption("On the calibration page, choose \"The controlled experiment's split\" as data (no upload needed: "
+               "the population file sets thresholds), with this target and its base model as reference.")

@@ -231,6 +231,38 @@ def test_a_rerun_that_changed_nothing_is_not_saved_again_and_default_names_diffe
     assert "texts" in first.name and ":" not in first.name  # no clock time in the name: it is shown beside
 
 
+def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_model, runs_dir, tmp_path):
+    """Issue 30, item 10: the target the Controlled experiment built went to the calibration page, its split
+    files had to be uploaded again. Here the split the page wrote is a source of its own, and one button
+    puts the experiment's target and reference in the sidebar."""
+    src = _paragraphs("pg105_austen_persuasion.txt", 8)
+    files = {}
+    for role, texts in (("members", src[0::2]), ("nonmembers", src[1::2])):
+        files[role] = tmp_path / f"{role}.txt"
+        files[role].write_text("\n".join(texts) + "\n")
+    at = AppTest.from_file(APP, default_timeout=TIMEOUT)
+    at.session_state["controlled_target"] = str(Path(tiny_model).resolve())
+    at.session_state["controlled_reference"] = "smollm2"
+    at.session_state["controlled_members"] = str(files["members"])
+    at.session_state["controlled_nonmembers"] = str(files["nonmembers"])
+    at.session_state["controlled_population"] = None
+    at.switch_page("pages/2_Calibration_run.py")
+    at.run()
+    _no_exception(at)
+    assert "The controlled experiment's split" in at.radio(key="cal_source").options
+    at.radio(key="cal_source").set_value("controlled").run()
+    at.button(key="cal_cx_models").click().run()  # the experiment's target and reference in the sidebar
+    _no_exception(at)
+    assert at.session_state["mp_target_custom"] == str(Path(tiny_model).resolve())
+    assert at.session_state["mp_reference"] == "smollm2"
+    at.multiselect(key="cal_attacks").set_value(["loss", "zlib"]).run()
+    at.button(key="cal_go").click().run()
+    assert not at.error, [e.value for e in at.error]
+    at = _wait_for_results(at)
+    assert "LOSS" in at.table[0].value.index
+    assert any("4 members" in m.value and "4 non-members" in m.value for m in at.markdown)
+
+
 def test_early_results_come_as_each_pass_finishes(tiny_model):
     """``run_attacks(partial=...)``: the one-pass attacks right after the target pass, lowercase after
     its pass, each with the AUC the final metrics then report; attacks that prepare come only at the end."""
