@@ -16,9 +16,10 @@ import streamlit as st
 
 from dashboard import optional
 from dashboard.engine import engine_for, engine_widgets
+from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, page_setup, show_error
+from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, page_setup, render_stages, show_error
 from mia_core import plots
 from mia_core.documents import (
     DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, check_document_overlap, precision_table,
@@ -128,9 +129,13 @@ with st.expander("More settings"):
                                "model four times, slow on a CPU)", value=False, key="doc_precision")
     engine_choice = engine_widgets("doc")
 
-go_ = st.button("Run the document audit", type="primary", key="doc_go")
+reg = registry()
+job = reg.get(st.session_state.get("doc_job"))  # this session's audit, running in the background
+busy = job is not None and job.running
+go_ = st.button("Run the document audit", type="primary", key="doc_go", disabled=busy,
+                help="Runs in the background, with its elapsed time and time left; the results appear below.")
 
-if go_:
+if go_ and not busy:
     st.session_state.pop(RESULT_KEY, None)
     st.session_state.pop(PRECISION_KEY, None)
     try:
@@ -159,29 +164,54 @@ if go_:
         elif target is None:
             raise SettingsError(f"the target model is not loaded: {panel.target_error or 'choose one in the sidebar'}.")
         feats = ("hist", "agg") if feat_choice == "both" else (feat_choice,)
-        bar = st.progress(0.0, text="starting…")
+        reference = None if use_demo_model else panel.reference
+        precision_spec = str(demo["target"]) if use_demo_model else panel.target_spec
 
-        def progress(message: str, fraction: float) -> None:
-            bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
-
-        with use_engine(engine):
+        def work(progress):
+            # one stage per part, each with its elapsed time and time left (the audit's own messages name the
+            # book and window; they become the stage's message, not a stage each)
             res = run_document_audit(
-                members, nonmembers, target, reference=None if use_demo_model else panel.reference, context=int(context),
+                members, nonmembers, target, reference=reference, context=int(context),
                 normalizations=tuple(norms), features=feats, folds=int(folds), n_bins=int(n_bins), seed=int(seed),
-                partial_lengths=DEFAULT_LENGTHS if do_partial else None,
-                baselines=bool(do_baselines), n_estimators=int(n_trees), progress=progress,
+                partial_lengths=DEFAULT_LENGTHS if do_partial else None, baselines=bool(do_baselines),
+                n_estimators=int(n_trees), progress=lambda m, f: progress(f"document audit: {m}", f),
             )
-        st.session_state[RESULT_KEY] = res
-        if do_precision:
-            bar2 = st.progress(0.0, text="precision table…")
-            st.session_state[PRECISION_KEY] = precision_table(
-                str(demo["target"]) if use_demo_model else panel.target_spec, members, nonmembers, device=panel.device, context=int(context), folds=int(folds),
-                n_bins=int(n_bins), seed=int(seed), n_estimators=int(n_trees),
-                progress=lambda m, f: bar2.progress(max(0.0, min(1.0, float(f))), text=str(m)[:160]),
-            )
-        bar.progress(1.0, text=f"done in {fmt_seconds(res.timings.get('total_s'))}")
+            prec = None
+            if do_precision:
+                prec = precision_table(
+                    precision_spec, members, nonmembers, device=panel.device, context=int(context), folds=int(folds),
+                    n_bins=int(n_bins), seed=int(seed), n_estimators=int(n_trees),
+                    progress=lambda m, f: progress(f"precision table: {m}", f),
+                )
+            return {"result": res, "precision": prec}
+
+        with use_engine(engine):  # the job's thread runs its passes there
+            job = reg.start("documents", f"Document audit: {len(members)} member + {len(nonmembers)} non-member "
+                            f"documents, target {target.name}", work)
+        st.session_state["doc_job"] = job.id
+        st.rerun()  # redraw at once with the button disabled and the live progress below it
     except MiaError as e:
         show_error(e)
+
+if busy:
+    @st.fragment(run_every=1.0)
+    def _watch(job_id: str):
+        j = reg.get(job_id)
+        if j is None:
+            return
+        render_stages(j)
+        if not j.running:
+            st.rerun()
+
+    _watch(job.id)
+elif job is not None and job.id not in st.session_state.setdefault("doc_acked", set()):
+    st.session_state["doc_acked"].add(job.id)
+    if job.status == "error":
+        show_error(job.error)
+    elif job.status == "done":
+        st.session_state[RESULT_KEY] = job.result["result"]
+        st.session_state[PRECISION_KEY] = job.result["precision"]
+        st.caption(f"Done in {fmt_seconds(job.elapsed)}.")
 
 # ------------------------------------------------------------------ results
 res = st.session_state.get(RESULT_KEY)

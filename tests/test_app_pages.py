@@ -163,10 +163,23 @@ def _tiny_book_audit(tiny_llama: str, book_dirs) -> AppTest:
     return at
 
 
+def _finished_audit(at: AppTest, timeout: float = 600.0) -> AppTest:
+    """The page after its background audit ended (its results, or its error, drawn)."""
+    t0 = time.time()
+    while True:
+        _no_exception(at)
+        if _errors(at) or any(m.label.startswith("Best AUC") for m in at.metric):
+            return at
+        if time.time() - t0 > timeout:
+            raise AssertionError("the document audit did not finish")
+        time.sleep(0.5)
+        at.run()
+
+
 def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     at = _tiny_book_audit(tiny_llama, book_dirs)
     at.button(key="doc_go").click().run()
-    _no_exception(at)
+    at = _finished_audit(at)
     assert not _errors(at), _errors(at)
 
     # the normalisation x feature-extractor table: 5 normalisations x 2 extractors, numbers in [0, 1]
@@ -216,8 +229,7 @@ def test_document_page_on_ray_workers_gives_the_local_numbers(tiny_llama, book_d
             at.number_input(key="doc_workers").set_value(2)
             at.text_input(key="doc_ray_address").input(address)
         at.button(key="doc_go").click().run()
-        _no_exception(at)
-        return at
+        return _finished_audit(at)
 
     at = audit("ray", "127.0.0.1:9")
     assert len(_errors(at)) == 1 and "cannot reach the Ray cluster" in _errors(at)[0], _errors(at)
@@ -259,7 +271,7 @@ def test_document_page_demo_runs_offline(tiny_llama):
     at.number_input(key="doc_trees").set_value(50)
     at.checkbox(key="doc_partial").uncheck()
     at.button(key="doc_go").click().run()
-    _no_exception(at)
+    at = _finished_audit(at)
     assert not _errors(at), _errors(at)
     assert next(m for m in at.metric if m.label == "Member + non-member books").value == "20 + 20"
     assert sum("not estimable here, shown as n/e" in w.value for w in at.warning) == 1  # one line, not one per FPR
