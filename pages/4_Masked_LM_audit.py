@@ -14,13 +14,17 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.engine import engine_for, engine_widgets
+from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup, show_error
+from dashboard.ui import (AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup, render_stages,
+                          show_error, stage_progress)
 from mia_core.metrics import NOT_ESTIMABLE, decision_cis, tpr_estimable
 from mia_core import plots
 from mia_core.engines import use_engine
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
+from mia_core.mlm.audit import check_inputs as check_mlm_inputs
+from mia_core.models import load_masked_lm
 
 RESULT_KEY = "mlm_audit_result"
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
@@ -115,7 +119,11 @@ n_boot = a4.number_input("Bootstrap resamples (AUC CI)", min_value=0, max_value=
 with st.expander("Advanced"):
     engine_choice = engine_widgets("mlm")
 
-go_ = st.button("Run the masked-LM audit", type="primary", key="mlm_go")
+reg = registry()
+job = reg.get(st.session_state.get("mlm_job"))  # this session's audit, running in the background
+busy = job is not None and job.running
+go_ = st.button("Run the masked-LM audit", type="primary", key="mlm_go", disabled=busy,
+                help="Runs in the background, with its elapsed time and time left; the results appear below.")
 
 
 def _lines(text: str) -> list[str]:
@@ -167,35 +175,62 @@ def _inputs() -> dict:
     return kw
 
 
-if go_:
+if go_ and not busy:
     st.session_state.pop(RESULT_KEY, None)
     try:
         kw = _inputs()
-        engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         notes = kw.pop("notes")
-        notes_slot = st.empty()  # input notes (e.g. a file read as Windows-1252), kept when a later step fails
-        with notes_slot.container():
-            for n_ in notes:
-                st.caption(n_)
-        bar = st.progress(0.0, text="starting…")
+        for n_ in notes:  # input notes (e.g. a file read as Windows-1252), kept when a later step fails
+            st.caption(n_)
+        # every cheap check first (texts, settings, the Ray cluster), then the two models, here, so that a bad
+        # input or a model that does not load is one line on the page before anything runs in the background
+        check_mlm_inputs(kw["members"], kw["nonmembers"], kw["population"], alpha=float(alpha), k=int(k),
+                         seed=int(seed))
+        engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
+        slot = st.empty()
+        cb = stage_progress(slot.container())
+        for role in ("target", "reference"):
+            kw[role] = load_masked_lm(kw[role], device=panel.device, dtype=panel.dtype,
+                                      trust_remote_code=panel.trust_remote_code,
+                                      progress=lambda m, f, role=role: cb(f"loading the {role}: {m}", f))
+        slot.empty()
 
-        def progress(message: str, fraction: float) -> None:
-            bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
+        def work(progress):
+            import time
 
-        import time
+            t0 = time.time()
+            res = run_mlm_audit(k=int(k), seed=int(seed), alpha=float(alpha), n_bootstrap=int(n_boot),
+                                device=panel.device, dtype=panel.dtype, trust_remote_code=panel.trust_remote_code,
+                                progress=lambda m, f: progress(f"masked-LM audit: {m}", f), **kw)
+            res.plan = None  # tokenisation and masks: large, not needed for display
+            return {"result": res, "notes": notes, "seconds": time.time() - t0}
 
-        t0 = time.time()
-        with use_engine(engine):
-            res = run_mlm_audit(k=int(k), seed=int(seed),
-                                alpha=float(alpha), n_bootstrap=int(n_boot), device=panel.device, dtype=panel.dtype,
-                                trust_remote_code=panel.trust_remote_code, progress=progress, **kw)
-        res.plan = None  # tokenisation and masks: large, not needed for display
-        seconds = time.time() - t0
-        st.session_state[RESULT_KEY] = {"result": res, "notes": notes, "seconds": seconds}
-        notes_slot.empty()  # the results below show them
-        bar.progress(1.0, text=f"done in {fmt_seconds(seconds)}")
+        with use_engine(engine):  # the job's thread runs its passes there
+            job = reg.start("mlm", f"Masked-LM audit: {len(kw['members'])} members + {len(kw['nonmembers'])} "
+                            f"non-members, K = {int(k)}", work)
+        st.session_state["mlm_job"] = job.id
+        st.rerun()  # redraw at once with the button disabled and the live progress below it
     except MiaError as e:
         show_error(e)
+
+if busy:
+    @st.fragment(run_every=1.0)
+    def _watch(job_id: str):
+        j = reg.get(job_id)
+        if j is None:
+            return
+        render_stages(j)
+        if not j.running:
+            st.rerun()
+
+    _watch(job.id)
+elif job is not None and job.id not in st.session_state.setdefault("mlm_acked", set()):
+    st.session_state["mlm_acked"].add(job.id)
+    if job.status == "error":
+        show_error(job.error)
+    elif job.status == "done":
+        st.session_state[RESULT_KEY] = job.result
+        st.caption(f"Done in {fmt_seconds(job.result['seconds'])}.")
 
 
 def _histogram(res: MlmAuditResult, attack: str):

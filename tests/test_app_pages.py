@@ -163,12 +163,13 @@ def _tiny_book_audit(tiny_llama: str, book_dirs) -> AppTest:
     return at
 
 
-def _finished_audit(at: AppTest, timeout: float = 600.0) -> AppTest:
-    """The page after its background audit ended (its results, or its error, drawn)."""
+def _finished_audit(at: AppTest, timeout: float = 600.0, done: str = "Best AUC") -> AppTest:
+    """The page after its background audit ended (its results, or its error, drawn): a metric whose label
+    starts with ``done`` is shown."""
     t0 = time.time()
     while True:
         _no_exception(at)
-        if _errors(at) or any(m.label.startswith("Best AUC") for m in at.metric):
+        if _errors(at) or any(m.label.startswith(done) for m in at.metric):
             return at
         if time.time() - t0 > timeout:
             raise AssertionError("the document audit did not finish")
@@ -340,7 +341,7 @@ def test_mlm_page_runs_on_tiny_masked_lms(tiny_berts):
     at.number_input(key="mlm_bootstrap").set_value(50)
     at.number_input(key="mlm_alpha").set_value(0.2)
     at.button(key="mlm_go").click().run()
-    _no_exception(at)
+    at = _finished_audit(at, done="AUC")
     assert not _errors(at), _errors(at)
 
     labels = {m.label for m in at.metric}
@@ -368,7 +369,7 @@ def test_mlm_page_demo_runs_offline():
     at.number_input(key="mlm_k").set_value(2)
     at.number_input(key="mlm_bootstrap").set_value(100)
     at.button(key="mlm_go").click().run()
-    _no_exception(at)
+    at = _finished_audit(at, done="AUC")
     assert not _errors(at), _errors(at)
     table = next(d.value for d in at.dataframe if "AUC [95% CI]" in d.value.columns)
     aucs = dict(zip(table.iloc[:, 0], (_number(v) for v in table["AUC [95% CI]"])))

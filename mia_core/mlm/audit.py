@@ -221,6 +221,38 @@ def _sub(p: Progress, lo: float, hi: float) -> Progress:
     return lambda msg, f: p(msg, lo + (hi - lo) * max(0.0, min(1.0, f)))
 
 
+def check_inputs(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], *,
+                 alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_K, seed: int = 0,
+                 rate: float = DEFAULT_RATE) -> tuple[list[str], list[str], list[str]]:
+    """The texts and settings :func:`run_mlm_audit` checks before it loads a model: one-line ``DataError`` /
+    ``SettingsError`` for an empty set, a population that overlaps the evaluated texts, a text in both sets,
+    settings out of range. Returns the (members, non-members, population) texts. A front end that loads the
+    models itself (the dashboard page) calls it first, so bad input is named before any model loads."""
+    if not 0.0 < float(alpha) < 1.0:
+        raise SettingsError(f"alpha (the share of the population flagged) must be between 0 and 1, got {alpha}.")
+    _check_settings(k, seed, rate)
+    mem, non, pop = _texts("members", members), _texts("non-members", nonmembers), _texts("population texts", population)
+    if not mem:
+        raise DataError("no members given: the audit needs texts believed to be in the training data.")
+    if not non:
+        raise DataError("no non-members given: the audit needs texts known not to be in the training data.")
+    if not pop:
+        raise DataError("no population texts given: the threshold needs texts known not to be in the training "
+                        "data, other than the evaluated non-members.")
+    eval_hashes = {text_hash(t) for t in mem + non}
+    overlap = [t for t in pop if text_hash(t) in eval_hashes]
+    if overlap:
+        n_m = len({text_hash(t) for t in overlap} & {text_hash(t) for t in mem})
+        raise DataError(f"{len(overlap)} population text{'s' if len(overlap) != 1 else ''} also appear"
+                        f"{'' if len(overlap) != 1 else 's'} among the evaluated texts ({n_m} among the members); "
+                        "the population must be disjoint from the members and non-members, or the precision "
+                        "and recall would be measured on the data that set the threshold.")
+    both = {text_hash(t) for t in mem} & {text_hash(t) for t in non}
+    if both:
+        raise DataError(f"{len(both)} text{'s' if len(both) != 1 else ''} are both members and non-members; "
+                        "remove them from one of the sets.")
+    return mem, non, pop
+
 
 def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], target, reference, *,
                   k: int = DEFAULT_K, seed: int = 0, rate: float = DEFAULT_RATE, alpha: float = DEFAULT_ALPHA,
@@ -257,31 +289,9 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     from .. import metrics as M
 
     progress = progress or noop
-    if not 0.0 < float(alpha) < 1.0:
-        raise SettingsError(f"alpha (the share of the population flagged) must be between 0 and 1, got {alpha}.")
-    _check_settings(k, seed, rate)
-    mem, non, pop = _texts("members", members), _texts("non-members", nonmembers), _texts("population texts", population)
+    mem, non, pop = check_inputs(members, nonmembers, population, alpha=alpha, k=k, seed=seed, rate=rate)
     train = _texts("training samples", train_samples) if train_samples is not None else []
-    if not mem:
-        raise DataError("no members given: the audit needs texts believed to be in the training data.")
-    if not non:
-        raise DataError("no non-members given: the audit needs texts known not to be in the training data.")
-    if not pop:
-        raise DataError("no population texts given: the threshold needs texts known not to be in the training "
-                        "data, other than the evaluated non-members.")
     eval_texts = mem + non
-    eval_hashes = {text_hash(t) for t in eval_texts}
-    overlap = [t for t in pop if text_hash(t) in eval_hashes]
-    if overlap:
-        n_m = len({text_hash(t) for t in overlap} & {text_hash(t) for t in mem})
-        raise DataError(f"{len(overlap)} population text{'s' if len(overlap) != 1 else ''} also appear"
-                        f"{'' if len(overlap) != 1 else 's'} among the evaluated texts ({n_m} among the members); "
-                        "the population must be disjoint from the members and non-members, or the precision "
-                        "and recall would be measured on the data that set the threshold.")
-    both = {text_hash(t) for t in mem} & {text_hash(t) for t in non}
-    if both:
-        raise DataError(f"{len(both)} text{'s' if len(both) != 1 else ''} are both members and non-members; "
-                        "remove them from one of the sets.")
     labels = np.r_[np.ones(len(mem), dtype=np.int64), np.zeros(len(non), dtype=np.int64)]
     ids = list(member_ids) if member_ids is not None else [f"m{i + 1:04d}" for i in range(len(mem))]
     ids += list(nonmember_ids) if nonmember_ids is not None else [f"n{i + 1:04d}" for i in range(len(non))]
