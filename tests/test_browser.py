@@ -103,6 +103,21 @@ def _wait_idle(page, timeout: float = 240.0) -> None:
     page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout * 1000)
 
 
+def _press(page, name: str, started, tries: int = 3, wait_s: float = 30.0) -> None:
+    """Click the button ``name`` until the page shows that its work started (``started(main text)`` is
+    true). A click that lands while the page is still re-running after the last input can be lost on a busy
+    machine (seen once: the Run button clicked, nothing started, the test waited out its 300 s)."""
+    for _ in range(tries):
+        _wait_idle(page)
+        page.get_by_role("button", name=name).click()
+        deadline = time.monotonic() + wait_s
+        while time.monotonic() < deadline:
+            if started(page.locator("[data-testid='stMain']").inner_text()):
+                return
+            page.wait_for_timeout(500)
+    raise AssertionError(f"pressing {name!r} started nothing ({tries} tries)")
+
+
 def _text_when(page, selector: str, needles, timeout_s: float = 180.0) -> str:
     """The element's text once every needle shows in it (the score table renders after the tokens)."""
     import time
@@ -156,7 +171,7 @@ def test_inspect_and_calibration_in_a_browser(server):
             n.fill("\n".join(nonmembers))
             n.press("Control+Enter")
             _wait_idle(page)
-            page.get_by_role("button", name="Run the attacks").click()
+            _press(page, "Run the attacks", lambda t: "running for" in t or "AUC [95% CI]" in t)
             roc = page.locator(".js-plotly-plot").filter(has_text="ROC")
             roc.first.wait_for(timeout=300_000)  # the early results' ROC may come first
             # the finished run: its table has CIs and the notes about its numbers (early results have neither)
@@ -199,7 +214,7 @@ def test_inspect_and_calibration_in_a_browser(server):
             _wait_idle(page)
             page.get_by_text("Partial-document curve (AUC vs tokens").click()
             _wait_idle(page)
-            page.get_by_role("button", name="Run the document audit").click()
+            _press(page, "Run the document audit", lambda t: "running for" in t or "3 · Results" in t)
             seen = _text_when(page, "[data-testid='stMain']", ("3 · Results", "Per-book membership probability"),
                               timeout_s=420.0)
             _wait_idle(page, timeout=300.0)
@@ -214,7 +229,7 @@ def test_inspect_and_calibration_in_a_browser(server):
             k.fill("2")
             k.press("Enter")
             _wait_idle(page)
-            page.get_by_role("button", name="Run the masked-LM audit").click()
+            _press(page, "Run the masked-LM audit", lambda t: "running for" in t or "4 · Results" in t)
             seen = _text_when(page, "[data-testid='stMain']", ("4 · Results", "At the population threshold"),
                               timeout_s=300.0)
             _wait_idle(page, timeout=300.0)
@@ -309,8 +324,7 @@ def test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives(newcomer_
             page.screenshot(path=str(ARTIFACTS / "newcomer_inspect.png"), full_page=True)
 
             page.goto(f"{url}/Calibration_run", wait_until="networkidle")
-            _wait_idle(page)
-            page.get_by_role("button", name="Run the attacks").click()
+            _press(page, "Run the attacks", lambda t: "running for" in t or "AUC [95% CI]" in t)
             seen = _text_when(page, "[data-testid='stMain']", ("AUC [95% CI]", "Known truth checked"), timeout_s=600.0)
             _wait_idle(page, timeout=300.0)
             aucs = _table_aucs(page)
