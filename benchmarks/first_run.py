@@ -31,10 +31,10 @@ CHILD = r"""
 import json, sys, time
 t_start = time.perf_counter()
 sys.path.insert(0, {root!r})
-from dashboard.calibration import DEFAULT_ATTACKS, build_config, make_job, read_inputs
+from dashboard.calibration import build_config, make_job, read_inputs
 from dashboard.loaders import load_model
 from dashboard import optional
-from mia_core.attacks import REGISTRY
+from mia_core.attacks import REGISTRY, default_attacks
 from dashboard import warmup
 t0 = time.perf_counter()
 from dashboard.loaders import model_store
@@ -55,7 +55,7 @@ t0 = time.perf_counter()
 inputs = read_inputs("demo", demo=demo)
 if not {population}:  # the page's default: the demo's population is scored only when asked for
     inputs.population = None
-chosen = list(DEFAULT_ATTACKS) + ["ref"] + ({lowercase} and ["lowercase"] or [])
+chosen = default_attacks(have_reference=True) + ({lowercase} and ["lowercase"] or [])
 cfg = build_config(chosen, {{}}, split=None, n_bootstrap={boot}, seed=0, context=None, blind=True,
                    dataset=inputs.dataset, population=inputs.population, reference="smollm2")
 t_in = time.perf_counter() - t0
@@ -66,7 +66,7 @@ t0 = time.perf_counter()
 reference = load_model(optional.demo_reference(demo), "auto", "none", "auto", False)
 t_ref = time.perf_counter() - t0
 t0 = time.perf_counter()
-run_id = make_job(inputs, target, reference, cfg)(progress)
+run_id = make_job(inputs, target, reference, cfg)(progress)["id"]
 t_job = time.perf_counter() - t0
 first = [[n, stages[n][1] - stages[n][0]] for n in order]
 stages.clear(); order.clear()
