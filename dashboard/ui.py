@@ -72,6 +72,39 @@ def render_stages(job) -> None:
         st.progress(s.fraction, text=f"{s.name}: {s.message} ({fmt_seconds(el)}{stage_eta(s, el, s.name == current)})")
 
 
+def watch_job(reg, job_id: str, extra=None) -> None:
+    """Redraw a running background job every second (its stages, elapsed time and time left; ``extra(job)``
+    draws more, e.g. early results) and rerun the page once it ends, so the page picks up its result."""
+
+    @st.fragment(run_every=1.0)
+    def _watch(job_id: str):
+        j = reg.get(job_id)
+        if j is None:
+            return
+        render_stages(j)
+        if extra is not None:
+            extra(j)
+        if not j.running:
+            st.rerun()
+
+    _watch(job_id)
+
+
+def finished_job(job, acked_key: str, *, repeat_error: bool = False):
+    """A job that ended and this session has not yet taken: returned once when it is done, its error shown
+    when it failed (once, or on every rerun with ``repeat_error``); None otherwise. ``acked_key``: the
+    session-state set of the jobs already taken."""
+    acked = st.session_state.setdefault(acked_key, set())
+    if job is None or job.running:
+        return None
+    if job.status == "error" and (repeat_error or job.id not in acked):
+        show_error(job.error)
+    if job.id in acked:
+        return None
+    acked.add(job.id)
+    return job if job.status == "done" else None
+
+
 def stage_eta(stage, elapsed: float, current: bool) -> str:
     """", about 40 s left" for the running stage, from its pace up to its last progress report (once it
     is 5 % done and has run 3 s, so the first batch's start-up does not make the guess wild); "" otherwise.

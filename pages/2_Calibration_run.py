@@ -19,7 +19,7 @@ from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
-from dashboard.ui import AUC_EXPLAINER, early_table, page_setup, render_stages, show_error
+from dashboard.ui import AUC_EXPLAINER, early_table, finished_job, page_setup, show_error, watch_job
 from mia_core import plots, runs
 from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
@@ -229,30 +229,19 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
     except MiaError as e:
         show_error(e)
 
-if busy:
-    @st.fragment(run_every=1.0)
-    def _watch(job_id: str):
-        j = reg.get(job_id)
-        if j is None:
-            return
-        render_stages(j)
-        if j.partial:  # results of the attacks whose passes are done, while the rest runs
-            st.markdown("##### Early results (AUC without confidence intervals; the full table comes at the end)")
-            st.table(early_table(j.partial))
-            st.plotly_chart(plots.roc_figure(j.partial, log=True), key=f"cal_early_roc_{len(j.partial)}")
-        if not j.running:
-            st.rerun()
+def _early(j) -> None:
+    if j.partial:  # results of the attacks whose passes are done, while the rest runs
+        st.markdown("##### Early results (AUC without confidence intervals; the full table comes at the end)")
+        st.table(early_table(j.partial))
+        st.plotly_chart(plots.roc_figure(j.partial, log=True), key=f"cal_early_roc_{len(j.partial)}")
 
-    _watch(job.id)
-elif job is not None:
-    acked = st.session_state.setdefault("cal_acked", set())
-    if job.status == "error":
-        show_error(job.error)
-    elif job.status == "done" and job.id not in acked:
-        res = job.result if isinstance(job.result, dict) else {"id": job.result}
-        st.session_state["cal_run_id"] = res["id"]
-        st.session_state["cal_unchanged"] = bool(res.get("unchanged"))
-    acked.add(job.id)
+
+if busy:
+    watch_job(reg, job.id, _early)
+elif (done := finished_job(job, "cal_acked", repeat_error=True)) is not None:
+    res = done.result if isinstance(done.result, dict) else {"id": done.result}
+    st.session_state["cal_run_id"] = res["id"]
+    st.session_state["cal_unchanged"] = bool(res.get("unchanged"))
 
 # ------------------------------------------------------------------ results
 st.subheader("Results")

@@ -19,7 +19,7 @@ from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, page_setup, render_stages, show_error
+from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, finished_job, page_setup, show_error, watch_job
 from mia_core import plots
 from mia_core.documents import (
     DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, check_document_overlap, precision_table,
@@ -194,24 +194,11 @@ if go_ and not busy:
         show_error(e)
 
 if busy:
-    @st.fragment(run_every=1.0)
-    def _watch(job_id: str):
-        j = reg.get(job_id)
-        if j is None:
-            return
-        render_stages(j)
-        if not j.running:
-            st.rerun()
-
-    _watch(job.id)
-elif job is not None and job.id not in st.session_state.setdefault("doc_acked", set()):
-    st.session_state["doc_acked"].add(job.id)
-    if job.status == "error":
-        show_error(job.error)
-    elif job.status == "done":
-        st.session_state[RESULT_KEY] = job.result["result"]
-        st.session_state[PRECISION_KEY] = job.result["precision"]
-        st.caption(f"Done in {fmt_seconds(job.elapsed)}.")
+    watch_job(reg, job.id)
+elif (done := finished_job(job, "doc_acked")) is not None:
+    st.session_state[RESULT_KEY] = done.result["result"]
+    st.session_state[PRECISION_KEY] = done.result["precision"]
+    st.caption(f"Done in {fmt_seconds(done.elapsed)}.")
 
 # ------------------------------------------------------------------ results
 res = st.session_state.get(RESULT_KEY)

@@ -16,8 +16,8 @@ import streamlit as st
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
-from dashboard.ui import (AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup, render_stages,
-                          show_error, stage_progress)
+from dashboard.ui import (AUC_EXPLAINER, finished_job, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup,
+                          show_error, stage_progress, watch_job)
 from mia_core.metrics import NOT_ESTIMABLE, decision_cis, tpr_estimable
 from mia_core import plots
 from mia_core.engines import use_engine
@@ -214,23 +214,10 @@ if go_ and not busy:
         show_error(e)
 
 if busy:
-    @st.fragment(run_every=1.0)
-    def _watch(job_id: str):
-        j = reg.get(job_id)
-        if j is None:
-            return
-        render_stages(j)
-        if not j.running:
-            st.rerun()
-
-    _watch(job.id)
-elif job is not None and job.id not in st.session_state.setdefault("mlm_acked", set()):
-    st.session_state["mlm_acked"].add(job.id)
-    if job.status == "error":
-        show_error(job.error)
-    elif job.status == "done":
-        st.session_state[RESULT_KEY] = job.result
-        st.caption(f"Done in {fmt_seconds(job.result['seconds'])}.")
+    watch_job(reg, job.id)
+elif (done := finished_job(job, "mlm_acked")) is not None:
+    st.session_state[RESULT_KEY] = done.result
+    st.caption(f"Done in {fmt_seconds(done.result['seconds'])}.")
 
 
 def _histogram(res: MlmAuditResult, attack: str):

@@ -103,6 +103,17 @@ def _wait_idle(page, timeout: float = 240.0) -> None:
     page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout * 1000)
 
 
+def _analyse(page, paragraph: str) -> None:
+    """On the Inspect page: paste ``paragraph``, press Analyse, wait for the coloured tokens."""
+    box = page.get_by_role("textbox", name="Text to inspect")
+    box.wait_for(timeout=180_000)
+    box.fill(paragraph)
+    box.press("Control+Enter")
+    _wait_idle(page)
+    page.get_by_role("button", name="Analyse").click()
+    page.locator(".mia-tok").first.wait_for(timeout=240_000)
+
+
 def _press(page, name: str, started, tries: int = 3, wait_s: float = 30.0) -> None:
     """Click the button ``name`` until the page shows that its work started (``started(main text)`` is
     true). A click that lands while the page is still re-running after the last input can be lost on a busy
@@ -143,14 +154,8 @@ def test_inspect_and_calibration_in_a_browser(server):
         try:
             # ---- Inspect a text: paste, analyse, per-token view
             page.goto(f"{server}/Inspect_a_text", wait_until="networkidle")
-            box = page.get_by_role("textbox", name="Text to inspect")
-            box.wait_for(timeout=180_000)
-            box.fill(paragraph)
-            box.press("Control+Enter")
-            _wait_idle(page)
-            page.get_by_role("button", name="Analyse").click()
+            _analyse(page, paragraph)
             tokens = page.locator(".mia-tok")
-            tokens.first.wait_for(timeout=240_000)
             assert tokens.count() > 20
             title = tokens.nth(5).get_attribute("title") or ""
             assert "probability" in title and "top prediction" in title and "rank" in title
@@ -310,13 +315,7 @@ def test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives(newcomer_
         try:
             page.goto(url, wait_until="networkidle")  # the first page view starts the warm-up
             page.goto(f"{url}/Inspect_a_text", wait_until="networkidle")  # while it loads
-            box = page.get_by_role("textbox", name="Text to inspect")
-            box.wait_for(timeout=180_000)
-            box.fill(paragraph)
-            box.press("Control+Enter")
-            _wait_idle(page)
-            page.get_by_role("button", name="Analyse").click()
-            page.locator(".mia-tok").first.wait_for(timeout=240_000)
+            _analyse(page, paragraph)
             _wait_idle(page)
             loss_text = page.locator("[data-testid='stMetric']").filter(has_text="Loss (mean NLL)") \
                 .locator("[data-testid='stMetricValue']").inner_text()
