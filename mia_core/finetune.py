@@ -171,14 +171,19 @@ def _lora_targets(model) -> list[str] | str:
 def _prepare_out(out_dir: Path, overwrite: bool, marker: str = TARGET_MARKER, kind: str = "target") -> None:
     """Refuse an output folder that is a file, or non-empty without ``overwrite``, or non-empty
     and not a ``kind`` folder (no ``marker`` file in it) even with ``overwrite``."""
-    if out_dir.exists():
+    from .outputs import OUTPUT_MARKER, overwrite_refusal
+
+    if out_dir.exists() or out_dir.is_symlink():
         if not out_dir.is_dir():
             raise SettingsError(f"{out_dir} exists and is not a folder.")
         if any(out_dir.iterdir()):
+            why = overwrite_refusal(out_dir, out_dir, "out_dir")
+            if why:
+                raise SettingsError(why)
+            if not ((out_dir / marker).exists() or (out_dir / OUTPUT_MARKER).exists()):
+                raise SettingsError(f"{out_dir} is not empty and is not a {kind} folder: refusing to overwrite it.")
             if not overwrite:
                 raise SettingsError(f"{out_dir} is not empty: choose a new folder or pass overwrite (--overwrite).")
-            if not (out_dir / marker).exists():
-                raise SettingsError(f"{out_dir} is not empty and is not a {kind} folder: refusing to overwrite it.")
 
 
 def _versions() -> dict:
@@ -511,6 +516,9 @@ def make_references(
     _prepare_out(out, overwrite, marker=REFERENCES_INDEX, kind="reference")
     splits = reference_splits(len(texts), k, seed)
     out.mkdir(parents=True, exist_ok=True)
+    from .outputs import write_marker
+
+    write_marker(out, kind="references")  # a partial folder (a stopped run) stays recognisably ours
     (out / REFERENCES_INDEX).unlink(missing_ok=True)  # written again at the end: a partial folder has none
     t_start = time.time()
     refs = []

@@ -2,18 +2,22 @@
 
 * :func:`check_output_dir` — before any model is loaded: can ``--out`` be created and written
   (not an existing file, not under ``/proc``, not in a read-only folder)? An existing non-empty
-  folder is refused unless ``overwrite``. Raises ``SettingsError`` with one line naming the path
-  and the reason.
+  folder is refused unless ``overwrite``, and ``overwrite`` replaces only a folder this tool wrote
+  (:func:`written_by_mia`: it carries :data:`OUTPUT_MARKER`, or a target / reference folder's record),
+  never a symbolic link, the working folder or a folder holding it. Raises ``SettingsError`` with one
+  line naming the path and the reason (and never suggests ``--overwrite`` for a folder it would refuse).
 * :func:`staged_output` — a context manager yielding a fresh temporary folder next to ``--out``;
   on a clean exit it is renamed to ``--out`` in one step (atomic publish). If ``--out`` appeared
   meanwhile (another run with the same ``--out``), it is not replaced: this run's files stay in a
   clearly named sibling folder and ``SettingsError`` says where. With ``overwrite`` the old folder
-  is replaced only at that very end. On an exception the temporary folder is removed (the
+  is replaced only at that very end, after checking again that it is still one this tool wrote. Every
+  published folder carries :data:`OUTPUT_MARKER`. On an exception the temporary folder is removed (the
   statistics are cached, so a re-run resumes).
 """
 from __future__ import annotations
 
 import errno
+import json
 import os
 import secrets
 import shutil
@@ -25,6 +29,50 @@ from pathlib import Path
 from .errors import SettingsError
 
 _TMP_PREFIX = ".mia-tmp-"
+OUTPUT_MARKER = ".mia-output.json"  # in every folder the tool publishes: what --overwrite may replace
+# the records of the folders make-target and make-references write (mia_core.finetune) mark them too
+OWN_MARKERS = (OUTPUT_MARKER, "mia_target.json", "references.json")
+_NAME_ROOM = 40  # characters a staging / kept / backup name adds to --out's name (cut to fit)
+
+
+def written_by_mia(p) -> bool:
+    """Is ``p`` a real folder (not a link) that this tool wrote (it carries one of :data:`OWN_MARKERS`)?"""
+    p = Path(p)
+    try:
+        return p.is_dir() and not p.is_symlink() and any(
+            (p / m).is_file() and not (p / m).is_symlink() for m in OWN_MARKERS)
+    except OSError:
+        return False
+
+
+def write_marker(folder, **fields) -> None:
+    """Mark ``folder`` as written by this tool (:data:`OUTPUT_MARKER`)."""
+    rec = {"tool": "mia-dashboard", "created": time.strftime("%Y-%m-%d %H:%M:%S"), **fields}
+    (Path(folder) / OUTPUT_MARKER).write_text(json.dumps(rec, indent=2))
+
+
+def overwrite_refusal(p: Path, shown, flag: str = "--out") -> str | None:
+    """Why ``--overwrite`` may not replace the existing, non-empty folder ``p`` (None: it may)."""
+    if p.is_symlink():
+        return (f"{flag} {shown} is a symbolic link (to {os.path.realpath(p)}): --overwrite replaces only a real "
+                "folder this tool wrote, never what a link points to; give that folder itself, or a new folder.")
+    try:
+        rp, cwd = p.resolve(), Path.cwd().resolve()
+    except OSError:
+        rp, cwd = p, None
+    if cwd is not None and (rp == cwd or rp in cwd.parents):
+        return (f"{flag} {shown} is the working folder{'' if rp == cwd else ' or holds it'}: --overwrite would "
+                "replace it; give a new folder for the results.")
+    if not written_by_mia(p):
+        return (f"{flag} {shown}: folder exists, is not empty and was not written by this tool (it has no "
+                f"{OUTPUT_MARKER}): it is never replaced; give a new folder for the results.")
+    return None
+
+
+def _short(name: str, room: int = 255 - _NAME_ROOM) -> str:
+    """``name`` cut so that a name built from it stays within the file system's 255-byte limit."""
+    b = name.encode("utf-8", "surrogateescape")
+    return name if len(b) <= room else b[:room].decode("utf-8", "ignore")
 
 
 def _reason(e: OSError) -> str:
@@ -51,6 +99,7 @@ def check_output_dir(path, *, overwrite: bool = False, flag: str = "--out") -> P
         exists = p.exists()
     except OSError as e:
         raise SettingsError(f"{flag} {path}: cannot use this path: {_reason(e)}.") from None
+    _check_name_length(p, path, flag)
     if exists or p.is_symlink():
         if not p.is_dir():
             raise SettingsError(f"{flag} {path}: exists and is not a folder; give a folder path.")
@@ -58,9 +107,13 @@ def check_output_dir(path, *, overwrite: bool = False, flag: str = "--out") -> P
             non_empty = any(p.iterdir())
         except OSError as e:
             raise SettingsError(f"{flag} {path}: cannot read this folder: {_reason(e)}.") from None
-        if non_empty and not overwrite:
-            raise SettingsError(f"{flag} {path}: folder exists and is not empty; give another {flag} "
-                                "or --overwrite to replace it.")
+        if non_empty:
+            why = overwrite_refusal(p, path, flag)
+            if why:
+                raise SettingsError(why)
+            if not overwrite:
+                raise SettingsError(f"{flag} {path}: holds the results of an earlier run; give another {flag} "
+                                    "or --overwrite to replace them.")
     anchor = _nearest_existing(p.parent)
     if not anchor.is_dir():
         raise SettingsError(f"{flag} {path}: {anchor} is not a folder.")
@@ -75,13 +128,30 @@ def check_output_dir(path, *, overwrite: bool = False, flag: str = "--out") -> P
     return p
 
 
+def _check_name_length(p: Path, shown, flag: str) -> None:
+    """Every part of the path within the file system's name limit, with room for the staging folder's
+    name (the results are written next to ``--out`` first): checked before the run, not at its end."""
+    anchor = _nearest_existing(p.parent)
+    try:
+        name_max = os.pathconf(anchor, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        name_max = 255
+    for part in p.parts:
+        if len(part.encode("utf-8", "surrogateescape")) > name_max:
+            raise SettingsError(f"{flag}: the name {part[:40]}... is {len(part.encode('utf-8', 'surrogateescape'))} "
+                                f"bytes long; this file system allows {name_max}: give a shorter name.")
+    if len(str(p).encode("utf-8", "surrogateescape")) + _NAME_ROOM > 4000:
+        raise SettingsError(f"{flag}: the path is {len(str(p))} characters long; give a shorter one.")
+
+
 def _kept_name(final: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
-    cand = final.with_name(f"{final.name}.kept-{stamp}-{os.getpid()}")
+    base = _short(final.name)
+    cand = final.with_name(f"{base}.kept-{stamp}-{os.getpid()}")
     i = 1
     while cand.exists():
         i += 1
-        cand = final.with_name(f"{final.name}.kept-{stamp}-{os.getpid()}-{i}")
+        cand = final.with_name(f"{base}.kept-{stamp}-{os.getpid()}-{i}")
     return cand
 
 
@@ -90,10 +160,12 @@ def publish(tmp: Path, final: Path, *, overwrite: bool = False, flag: str = "--o
     unless ``overwrite``; see the module docstring."""
     tmp, final = Path(tmp), Path(final)
     backup = None
-    if overwrite and final.is_dir() and not final.is_symlink():
+    # replaced only if it is still a folder this tool wrote (checked again: time has passed since the
+    # up-front check); anything else in its place is kept, with this run's results beside it
+    if overwrite and final.is_dir() and not final.is_symlink() and written_by_mia(final):
         try:
             if any(final.iterdir()):
-                backup = final.with_name(f"{_TMP_PREFIX}{final.name}.old-{os.getpid()}")
+                backup = final.with_name(f"{_TMP_PREFIX}{_short(final.name)}.old-{os.getpid()}")
                 final.rename(backup)
         except OSError as e:
             raise SettingsError(f"{flag} {final}: cannot replace it ({_reason(e)}); this run's results "
@@ -133,8 +205,9 @@ def staged_output(path, *, overwrite: bool = False, flag: str = "--out"):
         final = final.resolve()  # publish next to the folder the link points to
     try:
         final.parent.mkdir(parents=True, exist_ok=True)
-        tmp = final.with_name(f"{_TMP_PREFIX}{final.name}-{os.getpid()}-{secrets.token_hex(4)}")
+        tmp = final.with_name(f"{_TMP_PREFIX}{_short(final.name)}-{os.getpid()}-{secrets.token_hex(4)}")
         tmp.mkdir()  # the usual permissions (mkdtemp would make it private)
+        write_marker(tmp)
     except OSError as e:
         raise SettingsError(f"{flag} {path}: cannot write in {final.parent}: {_reason(e)}.") from None
     try:

@@ -35,11 +35,25 @@ def _reason(e: OSError) -> str:
     return e.strerror or type(e).__name__
 
 
-def cache_root() -> Path:
-    """The cache root, created if needed; ``SettingsError`` when it cannot be used."""
+def _probe_write(root: Path) -> None:
+    """A real write (permission bits do not tell for root or read-only mounts); ``OSError`` when it fails."""
+    fd, probe = tempfile.mkstemp(dir=root, prefix=".mia-write-check-")
+    os.close(fd)
+    os.unlink(probe)
+
+
+def _locate() -> tuple[Path, bool]:
     env = os.environ.get("MIA_CACHE_DIR")
     from_env = bool(env and env.strip())
-    root = Path(env.strip()).expanduser() if from_env else Path(platformdirs.user_cache_dir("mia-dashboard"))
+    return (Path(env.strip()).expanduser() if from_env else Path(platformdirs.user_cache_dir("mia-dashboard"))), from_env
+
+
+def cache_root(writable: bool = True) -> Path:
+    """The cache root, created if needed; ``SettingsError`` when it cannot be used.
+
+    ``writable=False``: only reading is needed (``cache info``, listing what ``cache clear`` would remove,
+    a run that reads a filled cache it may not write): a read-only folder is fine then."""
+    root, from_env = _locate()
     key = str(root)
     if key in _CHECKED and root.is_dir():
         return root
@@ -51,20 +65,32 @@ def cache_root() -> Path:
             root.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise SettingsError(f"{where} is not usable: cannot create it ({_reason(e)})") from None
-        try:  # writable? (a real write: permission bits do not tell for root or read-only mounts)
-            fd, probe = tempfile.mkstemp(dir=root, prefix=".mia-write-check-")
-            os.close(fd)
-            os.unlink(probe)
+        if not writable:
+            return root
+        try:
+            _probe_write(root)
         except OSError as e:
             raise SettingsError(f"{where} is not usable: cannot write in it ({_reason(e)})") from None
         _CHECKED.add(key)
     return root
 
 
-def cache_subdir(name: str) -> Path:
-    """``<cache root>/<name>``, created if needed; ``SettingsError`` when it cannot be."""
-    root = cache_root()
+def cache_writable() -> str | None:
+    """None when the cache root takes new files, else the reason it does not (one phrase)."""
+    try:
+        cache_root()
+    except SettingsError as e:
+        return str(e)
+    return None
+
+
+def cache_subdir(name: str, writable: bool = True) -> Path:
+    """``<cache root>/<name>``, created if needed; ``SettingsError`` when it cannot be.
+    ``writable=False``: for reading only (the folder may be read-only, and is not created)."""
+    root = cache_root(writable=writable)
     p = root / name
+    if not writable:
+        return p
     try:
         p.mkdir(parents=True, exist_ok=True)
     except OSError as e:

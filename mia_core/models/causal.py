@@ -38,8 +38,8 @@ from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
 from .hub import (LOAD_ERRORS, LoadOnce, check_config_json, file_fingerprint, first_line, hub_local_only, identity,
                   library_bars_off, load_error, locate)
-from .verify import (check_against_checkpoint, check_known_loss, check_loading_info, checkpoint_files,
-                     weight_fingerprint)
+from .verify import (check_against_checkpoint, check_known_loss, check_loading_info, check_model_size,
+                     checkpoint_files, weight_fingerprint)
 
 # peft asks every model it wraps for ``is_gradient_checkpointing``, which transformers 5 now answers
 # with a FutureWarning addressed to peft, not to this tool's users: kept out of their terminals
@@ -131,9 +131,11 @@ def converted_gguf_dir(gguf_path: str | Path, progress: Progress = noop) -> Path
     (:func:`publish_dir`); if another process published first, ours is discarded and theirs used.
     """
     gguf_path = Path(gguf_path)
-    out = cache_subdir("models") / f"{gguf_path.stem}-{file_fingerprint(gguf_path)}"
-    if (out / CONVERTED_MARKER).exists():
+    name = f"{gguf_path.stem}-{file_fingerprint(gguf_path)}"
+    out = cache_subdir("models", writable=False) / name
+    if (out / CONVERTED_MARKER).exists():  # converted before: reading it needs no write (a read-only cache)
         return out
+    out = cache_subdir("models") / name
     with _convert_lock:  # threads of one process convert once; processes race in publish_dir
         if (out / CONVERTED_MARKER).exists():
             return out
@@ -407,6 +409,20 @@ def _bnb_config(quantize: str, dtype: str):
 SPREAD = "device_map=auto"  # the device _load is given for accelerate's placement
 
 
+def _check_size_first(location: str, trust_remote_code: bool, local_only: bool, name: str, dtype: str, quantize: str,
+                      device: str) -> None:
+    """Before any weight is allocated: the size the config declares against the checkpoint's and the memory
+    free (:func:`.verify.check_model_size`). A config transformers cannot read here is left to the load."""
+    from transformers import AutoConfig
+
+    try:
+        cfg = AutoConfig.from_pretrained(location, trust_remote_code=trust_remote_code, local_files_only=local_only)
+    except Exception:  # noqa: BLE001 - the load itself says what is wrong with it
+        return
+    check_model_size(cfg, checkpoint_files(location), name, dtype=dtype, quantize=quantize,
+                     device=None if device == SPREAD else device)  # spread over GPUs and CPU: no one figure
+
+
 def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trust_remote_code: bool, local_only: bool,
                      name: str | None = None):
     """``AutoModelForCausalLM.from_pretrained`` with the weights verified (:mod:`.verify`): one-line
@@ -426,6 +442,7 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
             kwargs.pop("dtype")
     else:
         kwargs["dtype"] = torch_dtype(dtype)
+    _check_size_first(location, trust_remote_code, local_only, name or Path(location).name, dtype, quantize, device)
     model, loading_info = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True, **kwargs)
     unused = check_loading_info(loading_info, name or Path(location).name, model)
     if q is None and device != SPREAD:

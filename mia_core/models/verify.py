@@ -260,3 +260,120 @@ def check_known_loss(lm, which: str) -> float:
                          "persists, reinstall the model's package or clear the converted copy with "
                          "`mia cache clear --models`)")
     return got
+
+
+# --------------------------------------------------------------------------- size before allocation
+
+def _cfg_int(cfg, *names) -> int | None:
+    for n in names:
+        v = getattr(cfg, n, None)
+        if isinstance(v, int) and not isinstance(v, bool):
+            return v
+    return None
+
+
+def config_params(cfg) -> int | None:
+    """A lower-end estimate of the parameter count a causal-LM config declares (embeddings, attention with
+    its key/value heads, the MLP), from its sizes alone: nothing is allocated. None when the config does not
+    name its sizes in the usual way (the check is then skipped)."""
+    cfg = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    h = _cfg_int(cfg, "hidden_size", "n_embd", "d_model")
+    n_layers = _cfg_int(cfg, "num_hidden_layers", "n_layer", "num_layers")
+    vocab = _cfg_int(cfg, "vocab_size")
+    if not (h and n_layers and vocab) or min(h, n_layers, vocab) < 1:
+        return None
+    inter = _cfg_int(cfg, "intermediate_size", "n_inner", "ffn_dim") or 4 * h
+    heads = _cfg_int(cfg, "num_attention_heads", "n_head") or 1
+    kv = _cfg_int(cfg, "num_key_value_heads") or heads
+    kv_dim = h * kv // max(heads, 1)
+    gated = 3 if any(getattr(cfg, a, None) for a in ("hidden_act", "activation_function")) and \
+        str(getattr(cfg, "hidden_act", "")).lower() in ("silu", "swiglu", "geglu") else 2
+    per_layer = 2 * h * h + 2 * h * kv_dim + gated * h * inter
+    return int(vocab * h + n_layers * per_layer)
+
+
+def safetensors_header(f: Path, limit: int = 100 * 2**20) -> dict | None:
+    """The JSON header of a ``.safetensors`` file (its first 8 bytes say how long it is; capped at
+    ``limit``), or None when the file is not readable as one. Reads nothing else."""
+    import struct
+
+    try:
+        with open(f, "rb") as fh:
+            raw = fh.read(8)
+            if len(raw) != 8:
+                return None
+            (n,) = struct.unpack("<Q", raw)
+            if n > limit:
+                return None
+            header = json.loads(fh.read(n))
+    except (OSError, ValueError):
+        return None
+    return header if isinstance(header, dict) else None
+
+
+def checkpoint_params(files: list[Path]) -> int | None:
+    """Elements in the ``.safetensors`` files (read from their headers only); None when there are none or
+    they hold packed (integer) weights, whose element counts are not parameter counts."""
+    total = 0
+    for f in files:
+        header = safetensors_header(f)
+        if header is None:
+            return None
+        for name, t in header.items():
+            if name == "__metadata__" or not isinstance(t, dict):
+                continue
+            if not str(t.get("dtype", "")).startswith(("F", "BF")):
+                return None
+            n = 1
+            for d in t.get("shape") or ():
+                n *= int(d)
+            total += n
+    return total or None
+
+
+BYTES_PER_PARAM = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def _available_bytes(device: str | None) -> tuple[int | None, str]:
+    if device is None:
+        return None, ""
+    if str(device).startswith("cuda"):
+        try:
+            import torch
+
+            free, _ = torch.cuda.mem_get_info(torch.device(device))
+            return int(free), f"{device} has"
+        except Exception:  # noqa: BLE001 - no figure, no check
+            return None, ""
+    try:
+        import psutil
+
+        vm, sw = psutil.virtual_memory(), psutil.swap_memory()
+        return int(vm.available + sw.free), "this machine has"
+    except Exception:  # noqa: BLE001
+        return None, ""
+
+
+def check_model_size(cfg, files: list[Path], name: str, *, dtype: str, quantize: str, device: str | None) -> int | None:
+    """Before any weight is allocated: one-line ``ModelError`` when the config declares a model far larger
+    than its checkpoint holds (a config with 10,000 layers beside a 30-layer checkpoint would otherwise be
+    allocated until memory runs out), or larger than the memory free for it. Returns the estimate."""
+    est = config_params(cfg)
+    if est is None:
+        return None
+    held = checkpoint_params(files) if files else None
+    cfg_t = cfg.get_text_config() if hasattr(cfg, "get_text_config") else cfg
+    layers = _cfg_int(cfg_t, "num_hidden_layers", "n_layer", "num_layers")
+    if held is not None and est > 2 * held + 10_000_000:
+        raise ModelError(f"model {name}: its config.json declares {layers:,} layers, about {est / 1e6:,.0f}M "
+                         f"parameters, but its checkpoint holds {held / 1e6:,.1f}M: the config is not this "
+                         "checkpoint's (a partial copy, a config from another model); nothing was allocated")
+    per = {"int8": 1, "int4": 0.5}.get(quantize, BYTES_PER_PARAM.get(dtype, 4))
+    need = est * per
+    avail, who = _available_bytes(device)
+    if avail is not None and need > avail:
+        raise ModelError(f"model {name} needs about {need / 2**30:,.1f} GiB for its weights in "
+                         f"{quantize if quantize != 'none' else dtype} ({layers:,} layers, about {est / 1e6:,.0f}M "
+                         f"parameters, from its config.json); {who} {avail / 2**30:,.1f} GiB free: try --quantize "
+                         "int8 or int4, a smaller model, or a machine with more memory; nothing was allocated")
+    return est

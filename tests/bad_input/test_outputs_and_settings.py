@@ -19,7 +19,7 @@ from mia_core.cli import main
 from mia_core.documents import Document, check_document_overlap
 from mia_core.documents.audit import learned_nothing_warning
 from mia_core.errors import DataError, SettingsError
-from mia_core.outputs import check_output_dir, staged_output
+from mia_core.outputs import OUTPUT_MARKER, check_output_dir, staged_output, write_marker
 
 MEMBERS = "The first member text of this small set.\nThe second member text, a little longer.\nA third member.\n"
 NONMEMBERS = "A non-member sentence that was never trained on.\nAnother unseen non-member text here.\nA third one.\n"
@@ -59,7 +59,8 @@ def data(tmp_path):
 
 
 def _listing(root: Path) -> set[str]:
-    return {str(p.relative_to(root)) for p in root.rglob("*")}
+    """Every path under ``root`` but the marker every published folder carries (:data:`OUTPUT_MARKER`)."""
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.name != OUTPUT_MARKER}
 
 
 def _cmd(command: str, d: Path, out) -> list[str]:
@@ -113,26 +114,41 @@ def test_read_only_parent_is_refused(command, tmp_path, data, no_model, capsys):
 
 # ----------------------------------------------------------------------------- item 2: existing results
 @pytest.mark.parametrize("command", COMMANDS)
-def test_existing_results_folder_refused_without_overwrite(command, tmp_path, data, no_model, capsys):
+@pytest.mark.parametrize("overwrite", [False, True])
+def test_a_folder_the_tool_did_not_write_is_refused_and_never_offered_overwrite(command, overwrite, tmp_path, data,
+                                                                                no_model, capsys):
+    """Issue 27 item 1: before, --overwrite replaced any non-empty folder (the refusal even suggested it)."""
     out = tmp_path / "results"
     out.mkdir()
     (out / "metrics.json").write_text("{\"mine\": 1}")
+    rc = main(_cmd(command, data, out) + (["--overwrite"] if overwrite else []))
+    line = assert_one_error(rc, capsys.readouterr().err, "not written by this tool")
+    assert "or --overwrite" not in line
+    assert (out / "metrics.json").read_text() == "{\"mine\": 1}"
+    assert _listing(out) == {"metrics.json"}
+
+
+@pytest.mark.parametrize("command", COMMANDS)
+def test_earlier_results_refused_without_overwrite(command, tmp_path, data, no_model, capsys):
+    out = tmp_path / "results"
+    out.mkdir()
+    (out / "metrics.json").write_text("{\"mine\": 1}")
+    write_marker(out)
     rc = main(_cmd(command, data, out))
     assert_one_error(rc, capsys.readouterr().err, "--overwrite")
     assert (out / "metrics.json").read_text() == "{\"mine\": 1}"
-    assert _listing(out) == {"metrics.json"}
 
 
 def test_shift_writes_through_a_staging_folder_and_overwrite_replaces_at_the_end(tmp_path, data, capsys):
     out = tmp_path / "results"
     cmd = _cmd("shift", data, out) + ["--folds", "2", "--bootstrap", "20"]
     assert main(cmd) == 0
-    assert _listing(out) == {"shift.json"}
+    assert _listing(out) == {"shift.json"} and (out / OUTPUT_MARKER).is_file()
     assert json.loads((out / "shift.json").read_text())["blind"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in", "results"]  # no staging folder left
     capsys.readouterr()
     rc = main(cmd)  # the same --out again: refused, old results kept
-    assert_one_error(rc, capsys.readouterr().err, "not empty")
+    assert_one_error(rc, capsys.readouterr().err, "earlier run")
     (out / "old.txt").write_text("old")
     assert main(cmd + ["--overwrite"]) == 0
     assert _listing(out) == {"shift.json"}
