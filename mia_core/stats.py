@@ -69,6 +69,7 @@ from typing import Sequence
 import numpy as np
 
 from .cache import ArrayCache, text_hash
+from .data.decoding import check_text_length
 from .errors import ModelError
 from .models import LoadedModel, returned_cache, with_cache
 from .progress import Progress, noop
@@ -188,6 +189,9 @@ def prefix_token_id(tokenizer) -> int | None:
 
 
 def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
+    # the readers refuse longer texts with their source; this guards every other way in (the API,
+    # generated texts): a fast tokenizer handed one aborts the process (Rust panic, exit 134)
+    check_text_length(text, f"scoring with {getattr(lm, 'name', 'the model')}")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ids = lm.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]

@@ -103,6 +103,15 @@ def format_report(rep: dict) -> str:
     return "\n".join(lines)
 
 
+def out_of_memory_message(n_members: int, n_nonmembers: int) -> str:
+    """The ``error:`` line when the report runs out of memory. It names no flag: ``shift`` runs no
+    model (no ``--batch-tokens``, ``--context`` or quantisation), and none of its own flags lowers
+    the memory it needs: that grows with the texts (the TF-IDF n-grams of every text, the word
+    n-grams and shingles of the overlap statistics)."""
+    return (f"out of memory computing the shift report on {n_members:,} members and {n_nonmembers:,} non-members "
+            "(the TF-IDF n-grams and word shingles of all texts must fit in memory): give fewer or shorter texts.")
+
+
 def run(args) -> int:
     from ..data import load_dataset
     from ..shift import shift_report
@@ -122,10 +131,16 @@ def run(args) -> int:
             raise DataError("give --members and --nonmembers (or one --labelled table).")
         ds = load_dataset(members=args.members, nonmembers=args.nonmembers, text_column=args.text_column)
     print_notes(ds.report)
+    rep = None
     with ProgressBar(disable=args.quiet) as bar:
-        rep = shift_report(ds.members(), ds.nonmembers(), folds=args.folds, seed=args.seed,
-                           match=args.match_lengths, n_bootstrap=args.bootstrap,
-                           year_cutoff=args.year_cutoff, progress=bar)
+        try:
+            rep = shift_report(ds.members(), ds.nonmembers(), folds=args.folds, seed=args.seed,
+                               match=args.match_lengths, n_bootstrap=args.bootstrap,
+                               year_cutoff=args.year_cutoff, progress=bar)
+        except MemoryError:  # raised below, once the failed computation's memory is released
+            pass
+    if rep is None:
+        raise DataError(out_of_memory_message(ds.n_members, ds.n_nonmembers))
     print(format_report(rep))
     if args.out:
         # written into a temporary sibling of --out, published in one rename at the end

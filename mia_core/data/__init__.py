@@ -21,11 +21,16 @@ decoding and size checks.
 Validation raises :class:`~mia_core.errors.DataError` with one clear sentence (never a
 traceback): missing, empty, binary or oversized files, zips without ``.txt`` files or that
 unpack to too much data, unknown label values, tables without a text column, empty member or
-non-member sets, and texts present in both sets. Encodings: UTF-8 (with or without BOM),
+non-member sets, a text longer than ``max_text_chars()`` characters (10 million, or the
+environment variable ``MIA_MAX_TEXT_CHARS``: a fast tokenizer aborts the process on a text it
+has no memory for), and texts present in both sets (compared in Unicode NFC with whitespace
+collapsed, so the same text in NFC and NFD is caught). Encodings: UTF-8 (with or without BOM),
 UTF-16/32 with a BOM (or BOM-less UTF-16 recognised by its NUL pattern), else Windows-1252,
-else Latin-1 (which maps every byte, so nothing is lost); a fallback is noted in the report.
+else Latin-1 (which maps every byte, so nothing is lost); a fallback is noted in the report,
+and a file mixing UTF-8 lines with lines that are not is decoded line by line.
 Newlines are normalised to ``\\n`` and each text is trimmed at both ends; nothing else is
-changed. Only text formats are read: nothing is ever unpickled.
+changed (no Unicode normalisation: texts are scored as given). Only text formats are read:
+nothing is ever unpickled.
 
 Source locations (used in messages): ``members.txt:12`` (line 12; for paragraphs, the line
 the paragraph starts on), ``data.jsonl:12`` (line), ``data.csv:row 3`` (spreadsheet row,
@@ -33,7 +38,7 @@ the header being row 1), ``data.json:item 3`` and ``books.zip:dir/a.txt``.
 
 Which module holds what:
 
-- ``decoding``: bytes in, text out: size limits (``MAX_BYTES``), :func:`decode_bytes`
+- ``decoding``: bytes in, text out: size limits (``MAX_BYTES``, ``MAX_TEXT_CHARS``), :func:`decode_bytes`
   (encodings, BOM-less UTF-16, binary checks), reading paths and uploads, the ``.txt`` files
   of a ``.zip`` (zip-bomb guard) or a folder.
 - ``records``: :class:`Record` (one text as read, with its source) and plain text split into
@@ -44,12 +49,14 @@ Which module holds what:
   :func:`texts_from_strings` (members and non-members with the set-level checks), and
   :func:`read_population` (the one reader of population sets and other one-role sets).
 """
-from .decoding import MAX_BYTES, MAX_ZIP_MEMBERS, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, decode_bytes
+from .decoding import (MAX_BYTES, MAX_TEXT_CHARS, MAX_ZIP_MEMBERS, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES,
+                       check_text_length, decode_bytes, max_text_chars)
 from .records import Record
-from .sets import Dataset, load_dataset, read_population, read_texts, texts_from_strings
+from .sets import Dataset, load_dataset, overlap_key, read_population, read_texts, texts_from_strings
 from .tables import TEXT_COLUMN_NAMES
 
 __all__ = [
-    "MAX_BYTES", "MAX_ZIP_MEMBERS", "SUPPORTED_TEXT_SETS", "TEXT_COLUMN_NAMES", "TEXT_SUFFIXES", "Dataset", "Record",
-    "decode_bytes", "load_dataset", "read_population", "read_texts", "texts_from_strings",
+    "MAX_BYTES", "MAX_TEXT_CHARS", "MAX_ZIP_MEMBERS", "SUPPORTED_TEXT_SETS", "TEXT_COLUMN_NAMES", "TEXT_SUFFIXES",
+    "Dataset", "Record", "check_text_length", "decode_bytes", "load_dataset", "max_text_chars", "overlap_key",
+    "read_population", "read_texts", "texts_from_strings",
 ]

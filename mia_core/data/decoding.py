@@ -2,25 +2,39 @@
 
 :func:`decode_bytes` turns file content into text: UTF-8 (with or without BOM), UTF-16/32 with
 a BOM (or BOM-less UTF-16 recognised by its NUL pattern), else Windows-1252, else Latin-1
-(which maps every byte, so nothing is lost; a fallback is noted). Newlines are normalised to
-``\\n``. Binary content (NUL bytes, control characters), PDFs and zips under another name raise
+(which maps every byte, so nothing is lost; a fallback is noted). A file whose lines mix UTF-8
+and a legacy encoding is decoded line by line (each line that is valid UTF-8 as UTF-8, the
+others as Windows-1252 / Latin-1; the note names how many lines and the first one), so its
+UTF-8 lines do not turn into mojibake. Newlines are normalised to ``\\n``. Binary content
+(NUL bytes, control characters), PDFs and zips under another name raise
 :class:`~mia_core.errors.DataError`. ``_read_bytes`` reads a path or an uploaded file-like
 object under a hard cap of ``max_bytes`` (at most ``max_bytes + 1`` bytes are read, whatever
 ``st_size`` says: pipes and ``<(...)`` report 0; devices such as ``/dev/zero`` are refused);
 ``_zip_txt_members`` and ``_folder_txt_contents`` read the ``.txt`` files of a zip (with a
 zip-bomb guard) or a folder under the same limit.
+
+:func:`check_text_length` refuses one text (or document) longer than :func:`max_text_chars`
+characters (``MAX_TEXT_CHARS``, 10 million, or the environment variable ``MIA_MAX_TEXT_CHARS``)
+when it is read, before any model is loaded: a fast tokenizer needs about 150 bytes of memory
+per character of the text it is handed (a 50 MB text: about 7.5 GB) and aborts the process
+(a Rust panic, exit 134) when it cannot get them.
 """
 from __future__ import annotations
 
 import codecs
 import io
+import os
+import re
 import stat
 import zipfile
 from pathlib import Path
 
-from ..errors import DataError
+from ..errors import DataError, SettingsError, safe_text
 
 MAX_BYTES = 200 * 2**20
+MAX_TEXT_CHARS = 10_000_000  # one text or document; a fast tokenizer takes ~150 bytes per character
+TEXT_CHARS_ENV = "MIA_MAX_TEXT_CHARS"
+TOKENIZER_BYTES_PER_CHAR = 150  # measured: SmolLM2's tokenizer, 10M characters of English prose
 SUPPORTED_TEXT_SETS = ".txt, .csv, .tsv, .jsonl, .json or .zip (of .txt files)"
 TEXT_SUFFIXES = {".txt", ".text", ".md", ""}
 MAX_ZIP_MEMBERS = 100_000
@@ -35,6 +49,32 @@ def _human(n: int) -> str:
         if n >= size:
             return f"{n / size:.1f} {unit}"
     return f"{n} bytes"
+
+
+def max_text_chars() -> int:
+    """The longest text (characters) read: ``MIA_MAX_TEXT_CHARS`` when set, else ``MAX_TEXT_CHARS``."""
+    raw = os.environ.get(TEXT_CHARS_ENV, "").strip().replace("_", "").replace(",", "")
+    if not raw:
+        return MAX_TEXT_CHARS
+    try:
+        value = int(raw)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise SettingsError(f"{TEXT_CHARS_ENV} must be a positive whole number of characters "
+                            f"(got {safe_text(os.environ[TEXT_CHARS_ENV])!r}).")
+    return value
+
+
+def check_text_length(text: str, source: str, what: str = "text") -> None:
+    """Refuse ``text`` (read from ``source``) when it is longer than :func:`max_text_chars`: one
+    ``DataError`` line naming the source, the length, the limit and how to raise it."""
+    limit = max_text_chars()
+    if len(text) > limit:
+        raise DataError(f"{safe_text(source)}: one {what} of {len(text):,} characters, above the {limit:,}-character "
+                        f"limit (tokenizing it would take about {_human(len(text) * TOKENIZER_BYTES_PER_CHAR)} "
+                        f"of memory); split it into shorter {what}s, or raise the limit with the environment "
+                        f"variable {TEXT_CHARS_ENV}.")
 
 
 def _is_filelike(obj) -> bool:
@@ -152,11 +192,69 @@ def _control_fraction(data: bytes) -> float:
     return bad / max(1, len(sample))
 
 
+_LINE_BREAK = re.compile(rb"\r\n|\r|\n")
+_LEGACY_LABELS = {"cp1252": "Windows-1252 (cp1252)", "latin-1": "Latin-1 (ISO-8859-1)"}
+
+
+def _legacy(raw: bytes) -> tuple[str, str]:
+    """``raw`` as Windows-1252, else Latin-1 (which maps every byte): (text, encoding)."""
+    try:
+        return raw.decode("cp1252"), "cp1252"
+    except UnicodeDecodeError:
+        return raw.decode("latin-1"), "latin-1"
+
+
+def _decode_legacy(data: bytes, name: str, notes: list[str] | None, *, bom: bool = False) -> tuple[str, str]:
+    """Content that is not valid UTF-8 as a whole (and not binary): (text, encoding).
+
+    When no line with non-ASCII bytes is valid UTF-8 (and the file had no UTF-8 byte-order
+    mark, ``bom``), the whole file is Windows-1252 (else Latin-1), noted. When some lines are
+    valid UTF-8 and others are not (a file assembled from several sources), each line is
+    decoded on its own: UTF-8 where it is valid, Windows-1252 / Latin-1 where it is not; the
+    note names how many lines took the fallback and the first one. The encoding returned is
+    then ``"utf-8+cp1252"`` (or ``"utf-8+latin-1"``).
+    """
+    lines = _LINE_BREAK.split(data)
+    utf8_lines = 0  # lines with non-ASCII bytes that are valid UTF-8
+    legacy: list[int] = []  # indices of the lines that are not
+    decoded: list[str | None] = []
+    for i, raw in enumerate(lines):
+        if raw.isascii():
+            decoded.append(raw.decode("ascii"))
+            continue
+        try:
+            decoded.append(raw.decode("utf-8"))
+            utf8_lines += 1
+        except UnicodeDecodeError:
+            decoded.append(None)
+            legacy.append(i)
+    if not utf8_lines and not bom:  # one legacy encoding for the whole file
+        text, enc = _legacy(data)
+        if notes is not None:
+            notes.append(f"{name}: not valid UTF-8; read as {_LEGACY_LABELS[enc]}, keeping every byte. "
+                         "Save it as UTF-8 to be sure of the characters.")
+        return text, enc
+    used = set()
+    for i in legacy:
+        decoded[i], e = _legacy(lines[i])
+        used.add(e)
+    fallback = "latin-1" if "latin-1" in used else "cp1252"
+    label = "Windows-1252 (cp1252)" if used == {"cp1252"} else "Windows-1252 / Latin-1"
+    if notes is not None:
+        n = len(legacy)
+        notes.append(f"{name}: mixes encodings: {n} line{'s' if n != 1 else ''} not valid UTF-8 (first: line "
+                     f"{legacy[0] + 1}) read as {label}, the other lines as UTF-8. Save it as UTF-8 to be sure "
+                     "of the characters.")
+    return "\n".join(decoded), f"utf-8+{fallback}"
+
+
 def decode_bytes(data: bytes, name: str, notes: list[str] | None = None) -> tuple[str, str]:
     """Decode file content to text with newlines normalised; returns (text, encoding used).
 
     Order: BOM (UTF-8, UTF-32, UTF-16), BOM-less UTF-16 (NUL pattern), UTF-8, then
-    Windows-1252 and finally Latin-1 (noted in ``notes``). Binary content raises ``DataError``.
+    Windows-1252 and finally Latin-1 (noted in ``notes``); a file mixing UTF-8 lines and lines
+    that are not is decoded line by line (:func:`_decode_legacy`). Binary content raises
+    ``DataError``.
     """
     if len(data) == 0:
         raise DataError(f"{name} is empty.")
@@ -180,6 +278,9 @@ def decode_bytes(data: bytes, name: str, notes: list[str] | None = None) -> tupl
         try:
             text = data.decode(enc)
         except UnicodeDecodeError:
+            if enc == "utf-8-sig" and _control_fraction(data) <= 0.01:  # UTF-8 lines and others
+                text, enc = _decode_legacy(data[len(codecs.BOM_UTF8):], name, notes, bom=True)
+                return text.replace("\r\n", "\n").replace("\r", "\n"), enc
             raise DataError(f"{name} starts like {enc.upper()} text but cannot be decoded as such; "
                             "save it as UTF-8.") from None
         if enc.startswith("utf-16-") and notes is not None:
@@ -191,17 +292,7 @@ def decode_bytes(data: bytes, name: str, notes: list[str] | None = None) -> tupl
         except UnicodeDecodeError:
             if _control_fraction(data) > 0.01:
                 raise DataError(f"{name} looks like a binary file, not text: give a {SUPPORTED_TEXT_SETS} file.") from None
-            try:
-                text = data.decode("cp1252")
-                enc = "cp1252"
-                label = "Windows-1252 (cp1252)"
-            except UnicodeDecodeError:
-                text = data.decode("latin-1")
-                enc = "latin-1"
-                label = "Latin-1 (ISO-8859-1)"
-            if notes is not None:
-                notes.append(f"{name}: not valid UTF-8; read as {label}, keeping every byte. "
-                             "Save it as UTF-8 to be sure of the characters.")
+            text, enc = _decode_legacy(data, name, notes)
     text = text.lstrip("\ufeff").replace("\r\n", "\n").replace("\r", "\n")
     return text, enc
 

@@ -5,9 +5,15 @@
 build a :class:`Dataset` of members and non-members (short texts and exact duplicates dropped
 and reported, empty sets and texts in both sets refused, ids); :func:`read_population` reads a
 one-role set (the population of known non-members that sets a threshold, training samples).
+Texts longer than ``max_text_chars()`` characters are refused as they are read
+(:func:`~mia_core.data.decoding.check_text_length`). The texts-in-both-sets check compares
+:func:`overlap_key` (Unicode NFC, whitespace collapsed), so the same text spelled in NFC and in
+NFD is caught; the texts are kept and scored exactly as given.
 """
 from __future__ import annotations
 
+import hashlib
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -15,7 +21,7 @@ import numpy as np
 
 from ..errors import DataError, SettingsError
 from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_contents,
-                       _is_filelike, _read_bytes, _suffix, _zip_txt_members, decode_bytes)
+                       _is_filelike, _read_bytes, _suffix, _zip_txt_members, check_text_length, decode_bytes)
 from .records import Record, _split_plain
 from .tables import _records_from_table, _table_from_text
 
@@ -106,12 +112,21 @@ def read_texts(path, *, mode: str = "auto", text_column: str | None = None, labe
     ``notes``, a list this function appends human-readable notes to). Set-level checks
     (duplicates, overlap, empty sets) are done by :func:`load_dataset`.
     Raises ``DataError`` when the file is missing, empty, binary, too large, in an unsupported
-    format, has no usable text, or (tables) lacks the text/label/group column or holds
-    unknown labels.
+    format, has no usable text, holds a text longer than ``max_text_chars()`` characters
+    (:func:`~mia_core.data.decoding.check_text_length`), or (tables) lacks the text/label/group
+    column or holds unknown labels.
     """
+    records = _read_texts(path, mode=mode, text_column=text_column, label_column=label_column,
+                          group_column=group_column, max_bytes=max_bytes, notes=notes if notes is not None else [])
+    for r in records:  # before any tokenizer sees it (a fast tokenizer aborts on a 50 MB text)
+        check_text_length(r.text, r.source)
+    return records
+
+
+def _read_texts(path, *, mode: str, text_column: str | None, label_column: str | None, group_column: str | None,
+                max_bytes: int, notes: list[str]) -> list[Record]:
     if mode not in _MODES:
         raise SettingsError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}.")
-    notes = notes if notes is not None else []
     if not _is_filelike(path):
         p = Path(path).expanduser()
         if not p.exists():
@@ -201,7 +216,13 @@ def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_
     if n_non == 0:
         raise DataError(f"no non-members given: {nonmember_src} hold no usable text (label 0).")
 
-    both = [(first_of[(1, r.text)], r) for r in kept if r.label == 0 and (1, r.text) in first_of]
+    # the same text in both sets, also when it is spelled with other Unicode code points (NFC vs
+    # NFD "café") or other whitespace: compared on overlap_key; the texts themselves are scored as given
+    member_key: dict[bytes, Record] = {}
+    for r in kept:
+        if r.label == 1:
+            member_key.setdefault(overlap_key(r.text), r)
+    both = [(member_key[k], r) for r in kept if r.label == 0 and (k := overlap_key(r.text)) in member_key]
     if both:
         raise in_both_sets(both, "text")
 
@@ -232,13 +253,27 @@ def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_
                    ids=ids, groups=groups, sources=[r.source for r in kept], report=notes)
 
 
+def overlap_key(text: str) -> bytes:
+    """What two texts must share to count as the same text in both sets: the digest of the text in
+    Unicode NFC with every run of whitespace as one space and no whitespace at either end. So
+    ``"café"`` (NFC, U+00E9) and ``"cafe\u0301"`` (NFD, e + combining acute) are the same text, and
+    so are two texts that differ only in line wrapping or non-breaking spaces. Only the comparison
+    uses it: texts are scored exactly as given."""
+    key = " ".join(unicodedata.normalize("NFC", text).split())
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
+
+
 def in_both_sets(both, noun: str = "text") -> DataError:
     """The one-line error for items found among the members and the non-members:
-    ``both`` holds (member, non-member) pairs of objects with a ``.source``."""
+    ``both`` holds (member, non-member) pairs of objects with a ``.source`` (and a ``.text``:
+    pairs that are not identical character for character are said to differ only in Unicode
+    normal form or whitespace)."""
     pairs = "; ".join(f"{m.source} and {n.source}" for m, n in both[:5])
     head = f"{noun} appears in both sets" if len(both) == 1 else f"{len(both)} {noun}s appear in both sets"
     more = " ..." if len(both) > 5 else ""
-    return DataError(f"{head}: {pairs}{more}. A {noun} cannot be both a member and a non-member; "
+    spelled = any(getattr(m, "text", None) != getattr(n, "text", None) for m, n in both[:5])
+    how = " (the same text up to Unicode normal form (NFC/NFD) and whitespace)" if spelled else ""
+    return DataError(f"{head}: {pairs}{more}{how}. A {noun} cannot be both a member and a non-member; "
                      "remove it from one of the sets.")
 
 
@@ -320,6 +355,8 @@ def texts_from_strings(member_texts, nonmember_texts, groups=None) -> Dataset:
         for r, g in zip(records, groups):
             r.group = None if g is None else str(g)
     records = [r for r in records if r.text]
+    for r in records:
+        check_text_length(r.text, r.source)
     return _build(records, notes, want_groups=groups is not None, member_src="the member texts",
                   nonmember_src="the non-member texts")
 

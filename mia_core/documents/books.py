@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..data.decoding import (MAX_BYTES, TEXT_SUFFIXES, _folder_txt_contents, _is_filelike, _read_bytes, _suffix,
-                             _zip_txt_members, decode_bytes)
-from ..data.sets import in_both_sets
+                             _zip_txt_members, check_text_length, decode_bytes)
+from ..data.sets import in_both_sets, overlap_key
 from ..errors import DataError
 
 
@@ -87,6 +87,7 @@ def _document(name: str, source: str, data: bytes, strip: bool) -> Document:
     report["notes"] = notes
     if not body:
         raise DataError(f"{source} has no text" + (" between its Gutenberg START and END lines." if report["stripped"] else "."))
+    check_text_length(body, source, "document")  # scored whole by one tokenizer call: refused here, before any model
     return Document(name=name, text=body, source=source, strip=report)
 
 
@@ -97,7 +98,9 @@ def load_documents(path_or_paths, *, strip: bool = True, max_bytes: int = MAX_BY
     Each document is the whole file; with ``strip=True`` Project Gutenberg headers and footers
     are removed (:func:`strip_gutenberg`), and ``Document.strip`` holds that report plus the
     encoding used. Names are file names without ``.txt``. Raises ``DataError`` for missing,
-    empty, binary or oversized inputs, zips/folders without ``.txt`` files, other formats.
+    empty, binary or oversized inputs, a document longer than ``max_text_chars()`` characters
+    (:func:`mia_core.data.decoding.check_text_length`), zips/folders without ``.txt`` files,
+    other formats.
     """
     items = list(path_or_paths) if isinstance(path_or_paths, (list, tuple)) else [path_or_paths]
     if not items:
@@ -127,19 +130,14 @@ def load_documents(path_or_paths, *, strip: bool = True, max_bytes: int = MAX_BY
     return docs
 
 
-def _text_hash(text: str) -> str:
-    import hashlib
-
-    return hashlib.sha256(text.strip().encode("utf-8", "surrogatepass")).hexdigest()
-
-
 def check_document_overlap(members, nonmembers) -> None:
     """Refuse a document given both as a member and as a non-member (the same text after
-    stripping, compared by SHA-256): ``DataError`` naming up to 5 such pairs by their sources.
-    Cheap; called before any model is loaded."""
-    first: dict[str, Document] = {}
+    stripping, in Unicode NFC with whitespace collapsed: :func:`mia_core.data.sets.overlap_key`):
+    ``DataError`` naming up to 5 such pairs by their sources. Cheap; called before any model is
+    loaded."""
+    first: dict[bytes, Document] = {}
     for d in members:
-        first.setdefault(_text_hash(d.text), d)
-    both = [(first[h], d) for d in nonmembers if (h := _text_hash(d.text)) in first]
+        first.setdefault(overlap_key(d.text), d)
+    both = [(first[h], d) for d in nonmembers if (h := overlap_key(d.text)) in first]
     if both:
         raise in_both_sets(both, "document")
