@@ -1,9 +1,10 @@
 """MIA dashboard: was this language model trained on these texts?
 
-Run with ``streamlit run app.py`` (binds to localhost, see ``.streamlit/config.toml``). The
-pages are the files ``pages/<n>_<Title_with_underscores>.py``, found automatically and listed in
-the order of ``<n>`` (title and URL path come from the file name); the engine is ``mia_core``
-(also usable as ``python -m mia_core``).
+Run with ``streamlit run app.py`` (binds to localhost and answers only under the loopback names,
+see ``.streamlit/config.toml`` and ``dashboard/hosts.py``). The pages are the files
+``pages/<n>_<Title_with_underscores>.py``, found automatically and listed in the order of ``<n>``
+(title and URL path come from the file name); the engine is ``mia_core`` (also usable as
+``python -m mia_core``).
 """
 from __future__ import annotations
 
@@ -13,11 +14,14 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import warmup
+from dashboard import hosts, warmup
 from dashboard.loaders import model_store
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, page_setup
 from mia_core import runs
+
+if hosts.refuse_foreign_host():  # a page under another host name (DNS rebinding): dashboard/hosts.py
+    st.stop()
 
 warmup.start(model_store())  # imports, then the default models, while the user reads the page (once per process)
 

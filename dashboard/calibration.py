@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from mia_core.attacks import REGISTRY
+from mia_core.attacks import REGISTRY, check_params
 from mia_core.data import Dataset, load_dataset, read_population, texts_from_strings
 from mia_core.errors import DataError, SettingsError
 from mia_core.pipeline import RunConfig
@@ -104,6 +104,8 @@ def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int
     unknown = [a for a in attacks if a not in REGISTRY]
     if unknown:
         raise SettingsError(f"unknown attack(s): {', '.join(unknown)}.")
+    # every parameter in its declared domain, the same check as the CLI's and the API's
+    params = check_params({a: p for a, p in params.items() if a in attacks})
     needs_ref = [REGISTRY[a].label for a in attacks if "reference" in REGISTRY[a].inputs_needed(params.get(a))]
     if needs_ref and reference is None:
         raise SettingsError(f"{', '.join(needs_ref)} needs a reference model: choose one in the sidebar "
@@ -112,10 +114,6 @@ def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int
     if needs_pop and (population is None or not len(population)):
         raise SettingsError(f"{', '.join(needs_pop)} needs known non-member texts: upload them under "
                             "'Population set', or untick the attack.")
-    for name, p in params.items():
-        k = p.get("k")
-        if k is not None and not 0 < float(k) <= 1:
-            raise SettingsError(f"{REGISTRY[name].label}: k must be a fraction in (0, 1], got {k}.")
     learns = learning_attacks(attacks)
     if learns:
         if split is None or not 0 < split < 1:

@@ -36,7 +36,8 @@ def calibration_runs(target_identity: str) -> list[dict]:
 def related_run(target_identity: str) -> dict | None:
     """The newest saved run on another model (e.g. the demo target, when Inspect is on the embedded
     model), to offer switching to it; None when there is none."""
-    return next((m for m in list_runs() if (m.get("target") or {}).get("identity") != target_identity), None)
+    return next((m for m in list_runs() if (m.get("target") or not m.get("damaged"))  # a damaged run without a target
+                 and (m.get("target") or {}).get("identity") != target_identity), None)  # is nothing to switch to
 
 
 def sequence_attacks() -> list[str]:

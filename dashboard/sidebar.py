@@ -18,6 +18,7 @@ from mia_core.report import fmt_bytes, fmt_seconds
 
 from . import optional
 from .loaders import load_model, load_with_progress
+from .ui import md_text
 
 EMBEDDED_LABEL = "SmolLM2-135M (embedded)"  # short: the sidebar's select box cuts longer names
 TARGET_OPTIONS = ("smollm2", "demo", "custom")
@@ -71,11 +72,11 @@ class ModelPanel:
             if self.target is not None:
                 st.caption("Target: " + _status_line(self.target))
             elif self.target_error:
-                st.error(f"Target not loaded: {self.target_error}")
+                st.error(f"Target not loaded: {md_text(self.target_error)}")
             if self.reference is not None:
                 st.caption("Reference: " + _status_line(self.reference))
             elif self.reference_error:
-                st.error(f"Reference not loaded: {self.reference_error}")
+                st.error(f"Reference not loaded: {md_text(self.reference_error)}")
             if not note and self.target is None and not self.target_error:
                 st.caption("Models load when a page needs them.")
 

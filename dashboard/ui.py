@@ -2,6 +2,8 @@
 progress, and people-friendly formatting (re-exported from ``mia_core.report``)."""
 from __future__ import annotations
 
+import re
+
 import streamlit as st
 
 from mia_core.report import (  # noqa: F401 - re-exported for the pages
@@ -20,9 +22,36 @@ def page_setup(title: str, icon: str = ":material/home:") -> None:
     st.set_page_config(page_title=f"{title} · MIA dashboard", page_icon=icon, layout="wide")
 
 
+# Markdown that a user string (a file or zip-member name, a text id, a model name) must not turn on in a
+# message: links and images ([ ] and <autolinks>), emphasis, code, headings, quotes, tables, strikethrough,
+# LaTeX ($), HTML entities (&), Streamlit's colour directives (:red[...]); and GitHub's bare-URL links.
+_MD_SPECIAL = re.compile(r"([\\`*\[\]<>#|~$&])")
+_MD_WORD_EDGE_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # snake_case stays as it is
+_MD_AUTOLINK = re.compile(r"(?i):(?=//)|(?<=www)\.|@")
+_MD_LINE_START = re.compile(r"^\s*(?:[-+=]|\d+(?=[.)]))")  # a list item ("- x", "1. x") or a heading underline
+
+
+def md_text(s) -> str:
+    """``s`` as Markdown that shows exactly this text (for ``st.error``, ``st.caption``, progress texts,
+    which render Markdown): one line (control characters escaped, :func:`mia_core.errors.safe_text`),
+    and every character that would start a link, an image, emphasis, a heading... backslash-escaped,
+    so a file named ``![x](http://host/beacon.png)`` is shown as such, not fetched."""
+    from mia_core.errors import safe_text
+
+    s = _MD_SPECIAL.sub(r"\\\1", safe_text(s))
+    s = _MD_WORD_EDGE_UNDERSCORE.sub(r"\\_", s)
+    s = _MD_AUTOLINK.sub(lambda m: "\\" + m.group(), s)
+    m = _MD_LINE_START.match(s)
+    if m:  # "- x" -> "\- x", "1. x" -> "1\. x"
+        cut = m.end() - 1 if not m.group()[-1].isdigit() else m.end()
+        s = s[:cut] + "\\" + s[cut:]
+    return s
+
+
 def show_error(e: Exception | str) -> None:
-    """A user-facing error: one clear sentence in a red box, never a traceback."""
-    st.error(str(e))
+    """A user-facing error: one clear sentence in a red box, never a traceback. Its text is shown as text
+    (:func:`md_text`): a name in it cannot render as Markdown (a link, an image) or add a line."""
+    st.error(md_text(e))
 
 
 def known_truth_banner(known: dict | None) -> bool:
@@ -64,12 +93,13 @@ def render_stages(job) -> None:
     current = job.current_stage() if job.running else None
     st.markdown(f"**{job.title}** — running for {fmt_seconds(job.elapsed)}")
     if job.status_message:
-        st.caption(job.status_message)
+        st.caption(md_text(job.status_message))
     if not stages:
         st.progress(0.0, text="starting…")
     for s in stages:  # one timer per stage, from its start; the current one keeps counting
         el = time.time() - s.started if s.name == current else s.elapsed
-        st.progress(s.fraction, text=f"{s.name}: {s.message} ({fmt_seconds(el)}{stage_eta(s, el, s.name == current)})")
+        st.progress(s.fraction, text=f"{md_text(s.name)}: {md_text(s.message)} "  # a document's name: as text
+                                     f"({fmt_seconds(el)}{stage_eta(s, el, s.name == current)})")
 
 
 def watch_job(reg, job_id: str, extra=None) -> None:
@@ -152,6 +182,7 @@ def stage_progress(container):
         if name not in bars:
             bars[name] = (container.empty(), time.time())
         slot, t0 = bars[name]
-        slot.progress(max(0.0, min(1.0, float(fraction))), text=f"{name}: {rest.strip()} ({fmt_seconds(time.time() - t0)})")
+        slot.progress(max(0.0, min(1.0, float(fraction))),
+                      text=f"{md_text(name)}: {md_text(rest.strip())} ({fmt_seconds(time.time() - t0)})")
 
     return cb

@@ -33,7 +33,7 @@ from .errors import DataError, SettingsError
 from .models import LoadedModel, describe
 from .stats import StatsSettings, compute_stats
 from .progress import Progress, noop
-from .results import AuditResult, json_default
+from .results import AuditResult, json_default, write_csv
 
 
 @dataclass
@@ -158,7 +158,7 @@ class RunResult(AuditResult):
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
         paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json", "run": out / "run.json"}
-        self.scores.to_csv(paths["scores"], index=False)
+        write_csv(self.scores, paths["scores"])  # text ids as text, never as spreadsheet formulas
         paths["metrics"].write_text(json.dumps(self.metrics, indent=2, default=json_default))
         run = {
             "config": self.config,
@@ -189,6 +189,29 @@ def parse_attacks(spec: str | Sequence[str] | None) -> list[str]:
     return names
 
 
+def check_config(cfg: RunConfig) -> RunConfig:
+    """The run's settings checked before any model pass (``run_attacks`` calls it first; a caller can
+    call it before loading a model): the attacks, every attack parameter against its declared domain
+    (:func:`mia_core.attacks.check_params`) and the run's numbers. Returns the configuration with the
+    parameters coerced to their types; ``SettingsError``, one line naming the setting, otherwise."""
+    from .attacks import check_params
+    from .attacks.domains import number, whole
+
+    parse_attacks(list(cfg.attacks))
+    params = check_params(cfg.params)
+    for where, dom, value in (
+        ("n_bootstrap", whole(0), cfg.n_bootstrap),
+        ("seed", whole(0), cfg.seed),
+        ("split_seed", whole(0), cfg.split_seed),
+        ("population_alpha", number(0, 1, lo_open=True, hi_open=True), cfg.population_alpha),
+        ("split", number(0, 1, lo_open=True, hi_open=True, optional=True), cfg.split or None),  # 0 / None: no split
+        ("stats.context", whole(2, also=(0,), optional=True), cfg.stats.context),  # 0 / None: the model's
+        ("stats.batch_tokens", whole(1, also=(0,), optional=True), cfg.stats.batch_tokens),  # 0 / None: the device's
+    ):
+        dom.check(value, f"RunConfig.{where}")
+    return replace(cfg, params=params)
+
+
 def plan_attacks(spec: str | Sequence[str] | None, *, have: set[str] | Sequence[str],
                  params: dict | None = None) -> tuple[list[str], dict[str, str]]:
     """Which of the requested attacks can run with the inputs at hand, before anything loads.
@@ -201,9 +224,11 @@ def plan_attacks(spec: str | Sequence[str] | None, *, have: set[str] | Sequence[
 
     Returns ``(names to run, {skipped name: reason})``.
     """
+    from .attacks import check_params
     from .attacks.base import OPTIONAL_INPUTS
 
     names = parse_attacks(spec)
+    params = check_params(params)  # every parameter in its declared domain, before anything loads
     raw = [str(x).strip() for x in (spec.split(",") if isinstance(spec, str) else (spec or []))]
     all_mode = "all" in raw
     have = set(have)
@@ -269,6 +294,14 @@ def _one_job_per_model(compute, target, reference, needs, texts: list[str], popu
         compute(reference, base, "reference passes")
 
 
+def not_verified_notes(models: dict) -> list[str]:
+    """A warning for every model audited although its weights did not match its checkpoint (asked for with
+    ``--accept-weight-mismatch``): the numbers are about that model as loaded, not its checkpoint."""
+    return [f"WARNING: the {role} model {d.get('name')} was audited although its weights do not match its "
+            f"checkpoint (asked for): {d['weights_not_verified']}"
+            for role, d in (models or {}).items() if isinstance(d, dict) and d.get("weights_not_verified")]
+
+
 def run_attacks(dataset: Dataset, target: LoadedModel, **kwargs) -> RunResult:
     """Score ``dataset`` with the configured attacks and report metrics (:func:`_run_attacks` has the
     parameters). Cache entries that were rejected on read, or could not be stored, are in the
@@ -280,6 +313,7 @@ def run_attacks(dataset: Dataset, target: LoadedModel, **kwargs) -> RunResult:
     with collect_notes() as notes:
         result = _run_attacks(dataset, target, **kwargs)
     result.report.extend(notes)
+    result.report.extend(not_verified_notes(result.models))
     reference = kwargs.get("reference")
     if demo.is_demo_run(dataset, target, reference, kwargs.get("config")):
         result.extra["known_truth"] = demo.known_truth(result.metrics, reference)
@@ -308,9 +342,7 @@ def _run_attacks(
     attacks after the target pass, lowercase after its pass, ref after the reference pass), so a
     front end can show results while the rest runs; the final metrics are the returned ones.
     """
-    cfg = config or RunConfig()
-    # the batch size this device gets by default is recorded with the run (it changes no number)
-    cfg = replace(cfg, stats=replace(cfg.stats, batch_tokens=cfg.stats.resolved_batch_tokens(target)))
+    cfg = check_config(config or RunConfig())  # every setting before any model pass
     if dataset.n_members == 0 or dataset.n_nonmembers == 0:
         raise DataError("need at least one member and one non-member text")
     have = {"reference"} if reference is not None else set()
@@ -319,6 +351,8 @@ def _run_attacks(
     if population is not None and len(population):
         have.add("population")
     names, skipped = plan_attacks(list(cfg.attacks), have=have, params=cfg.params)
+    # the batch size this device gets by default is recorded with the run (it changes no number)
+    cfg = replace(cfg, stats=replace(cfg.stats, batch_tokens=cfg.stats.resolved_batch_tokens(target)))
     attacks = [REGISTRY[n] for n in names]
     needs = {n for a in attacks for n in a.needs}
     report = list(dataset.report)

@@ -19,7 +19,7 @@ from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
-from dashboard.ui import AUC_EXPLAINER, early_table, finished_job, page_setup, show_error, watch_job
+from dashboard.ui import AUC_EXPLAINER, early_table, finished_job, md_text, page_setup, show_error, watch_job
 from mia_core import plots, runs
 from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
@@ -122,20 +122,27 @@ if with_params:
             vals = {}
             for p, dv in REGISTRY[a].params.items():
                 key = f"cal_param_{a}_{p}"
+                dom = REGISTRY[a].domains[p]  # the declared domain: checked by build_config, shown as help
                 label = f"{REGISTRY[a].label}: {p}" + (" (fraction of lowest-scoring tokens)" if p == "k" else "")
+                tip = dom.describe() + (f" — {dom.note}" if dom.note else "")
                 if p in REGISTRY[a].choices:
                     opts = list(REGISTRY[a].choices[p])
-                    vals[p] = st.selectbox(label, opts, index=opts.index(dv) if dv in opts else 0, key=key)
+                    vals[p] = st.selectbox(label, opts, index=opts.index(dv) if dv in opts else 0, key=key, help=tip)
                 elif isinstance(dv, bool):
-                    vals[p] = st.checkbox(label, value=dv, key=key)
+                    vals[p] = st.checkbox(label, value=dv, key=key, help=tip)
                 elif isinstance(dv, int):
-                    vals[p] = int(st.number_input(label, value=dv, step=1, key=key))
+                    lo = min([*dom.also, *([dom.lo] if dom.lo is not None else [])], default=None)
+                    vals[p] = int(st.number_input(label, value=dv, step=1, key=key, help=tip,
+                                                  min_value=None if lo is None else int(lo),
+                                                  max_value=None if dom.hi is None else int(dom.hi)))
                 elif isinstance(dv, float):
-                    vals[p] = float(st.number_input(label, value=dv, min_value=0.0, max_value=1.0 if p == "k" else None,
+                    vals[p] = float(st.number_input(label, value=dv, help=tip,
+                                                    min_value=None if dom.lo is None else float(dom.lo),
+                                                    max_value=None if dom.hi is None else float(dom.hi),
                                                     step=0.05 if dv >= 0.05 else dv / 2, format="%g", key=key))
                 else:  # strings; None = optional (e.g. a path to save / load a trained SMIA model)
                     v = st.text_input(label + (" (optional)" if dv is None else ""), value="" if dv is None else str(dv),
-                                      key=key)
+                                      key=key, help=tip)
                     vals[p] = v.strip() or (None if dv is None else str(dv))
             params[a] = vals
 split = None
@@ -194,7 +201,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
         inputs = read_inputs(source, demo=cx if source == "controlled" else demo, members=members, nonmembers=nonmembers, mode=mode,
                              population=population, members_text=members_text, nonmembers_text=nonmembers_text)
         for note in inputs.notes:  # e.g. a file read as Windows-1252: shown even when a later check fails
-            st.caption(note)
+            st.caption(md_text(note))
         if source == "demo" and not demo_population and not any(
                 "population" in REGISTRY[a].inputs_needed(params.get(a)) for a in chosen if a in REGISTRY):
             inputs.population = None  # the demo's population costs passes; only scored when asked for

@@ -19,7 +19,7 @@ from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, finished_job, page_setup, show_error, watch_job
+from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, finished_job, md_text, page_setup, show_error, watch_job
 from mia_core import plots
 from mia_core.documents import (
     DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, check_document_overlap, precision_table,
@@ -28,6 +28,7 @@ from mia_core.documents import (
 from mia_core.documents.normalization import LABELS as NORM_LABELS
 from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
+from mia_core.results import csv_text
 from mia_core.metrics import NOT_ESTIMABLE
 
 RESULT_KEY = "doc_audit_result"
@@ -151,7 +152,7 @@ if go_ and not busy:
             nonmembers = _read_docs("non-member", non_up, non_paths, strip)
         for d in members + nonmembers:  # e.g. a book read as Windows-1252
             for n_ in (d.strip or {}).get("notes") or []:
-                st.caption(n_)
+                st.caption(md_text(n_))
         check_document_overlap(members, nonmembers)
         if len(members) < int(folds) or len(nonmembers) < int(folds):
             raise SettingsError(f"{int(folds)}-fold cross-validation needs at least {int(folds)} member and "
@@ -206,7 +207,7 @@ if res is not None:
     st.subheader("3 · Results")
     est = res.tpr_estimable  # TPR at an FPR below 1/(held-out non-members per fold) is not estimable
     for w in res.warnings:
-        st.warning(w)
+        st.warning(md_text(w))
     n_m = int(res.labels.sum())
     best = res.best_pipeline
     bm = res.metrics[best]
@@ -294,7 +295,7 @@ if res is not None:
     for c in prob_cols:
         scores_shown[c[5:]] = [fmt_pct(v) for v in sc[c]]
     st.dataframe(scores_shown, hide_index=True, key="doc_scores_table")
-    st.download_button("Download the per-book scores (CSV)", sc.to_csv(index=False).encode("utf-8"),
+    st.download_button("Download the per-book scores (CSV)", csv_text(sc).encode("utf-8"),
                        file_name="document_scores.csv", mime="text/csv", key="doc_download")
 
     st.markdown("**Normalised token values along a book**")

@@ -17,11 +17,12 @@ from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
 from dashboard.ui import (AUC_EXPLAINER, finished_job, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup,
-                          show_error, stage_progress, watch_job)
+                          md_text, show_error, stage_progress, watch_job)
 from mia_core.metrics import NOT_ESTIMABLE, decision_cis, tpr_estimable
 from mia_core import plots
 from mia_core.engines import use_engine
 from mia_core.errors import DataError, MiaError, SettingsError
+from mia_core.results import csv_text
 from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
 from mia_core.mlm.audit import check_inputs as check_mlm_inputs
 from mia_core.models import load_masked_lm
@@ -181,7 +182,7 @@ if go_ and not busy:
         kw = _inputs()
         notes = kw.pop("notes")
         for n_ in notes:  # input notes (e.g. a file read as Windows-1252), kept when a later step fails
-            st.caption(n_)
+            st.caption(md_text(n_))
         # every cheap check first (texts, settings, the Ray cluster), then the two models, here, so that a bad
         # input or a model that does not load is one line on the page before anything runs in the background
         check_mlm_inputs(kw["members"], kw["nonmembers"], kw["population"], alpha=float(alpha), k=int(k),
@@ -257,9 +258,9 @@ if stored is not None:
     res: MlmAuditResult = stored["result"]
     st.subheader("4 · Results")
     for w in res.warnings:
-        st.warning(w)
+        st.warning(md_text(w))
     for n in stored["notes"]:
-        st.caption(n)
+        st.caption(md_text(n))
     s = res.settings
     st.caption(f"{s['n_members']} members · {s['n_nonmembers']} non-members · {s['n_population']} population texts · "
                f"K = {s['k']} · α = {fmt_pct(s['alpha'])} · {fmt_seconds(stored['seconds'])}")
@@ -300,5 +301,5 @@ if stored is not None:
     scores = res.scores
     with st.expander("Per-text scores"):
         st.dataframe(scores, hide_index=True, key="mlm_scores_table")
-    st.download_button("Download the per-text scores (CSV)", scores.to_csv(index=False).encode("utf-8"),
+    st.download_button("Download the per-text scores (CSV)", csv_text(scores).encode("utf-8"),
                        file_name="mlm_scores.csv", mime="text/csv", key="mlm_download")

@@ -2,86 +2,139 @@
 (e.g. the same data with the target in fp32 and in int4)."""
 from __future__ import annotations
 
+from collections import Counter
+
 import pandas as pd
 import streamlit as st
 
-from dashboard.results import render_run
+from dashboard.results import md_code, md_text, render_run
 from dashboard.sidebar import model_panel
-from dashboard.ui import page_setup, show_error
+from dashboard.ui import page_setup
 from mia_core import plots, runs
 from mia_core.errors import MiaError
 from mia_core.report import compare_table, paired_scores
 
+# A damaged run (mia_core.runs.list_runs: meta["damaged"]) is listed with its reason, can be deleted, and
+# never stops the page: the others open, compare and download as usual. Runs are chosen by id (two runs
+# with the same name and time are two options); names, notes and model names are shown as text.
+_DAMAGED_SHAPES = (KeyError, TypeError, ValueError, AttributeError, IndexError)
+
+
+def _error(e) -> None:
+    """An error in one line, as text (a message may carry a run's name or a path)."""
+    st.error(md_text(e))
+
+
 page_setup("Runs", ":material/folder_open:")
 model_panel(load=False)
 st.title("Runs")
-st.caption(f"Saved in {runs.runs_dir()} (set MIA_RUNS_DIR to keep them elsewhere).")
-
-metas = runs.list_runs()
+try:
+    st.caption(f"Saved in {md_code(runs.runs_dir())} (set MIA_RUNS_DIR to keep them elsewhere).")
+    metas = runs.list_runs()
+except MiaError as e:
+    _error(e)
+    st.stop()
 if not metas:
     st.info("No saved run yet: finished calibration runs appear here.")
     st.stop()
 
-
-def _label(m: dict) -> str:
-    return f"{m.get('name', m['id'])} ({m.get('created', '')})"
-
-
 by_id = {m["id"]: m for m in metas}
+ids = list(by_id)
+
+
+def _labels() -> dict[str, str]:
+    """A distinct label per run for the selectboxes (Streamlit tells options apart by their label: two
+    runs with the same name and time would be one option, the last)."""
+    base = {i: " ".join(f"{'[damaged] ' if m.get('damaged') else ''}{m['name']} ({m['created']})".split())
+            for i, m in by_id.items()}
+    seen = Counter(base.values())
+    out = {i: (f"{b} · {i}" if seen[b] > 1 else b) for i, b in base.items()}
+    if len(set(out.values())) < len(out):  # a name that spells another run's label with its id
+        out = {i: f"{b} · {i}" for i, b in base.items()}
+    return out
+
+
+labels = _labels()
+damaged = [m for m in metas if m.get("damaged")]
 rows = []
 for m in metas:
     t = m.get("target") or {}
-    aucs = {k: v for k, v in (m.get("auc") or {}).items() if k != "blind" and v is not None}
+    aucs = {k: v for k, v in m["auc"].items() if k != "blind" and v is not None}
     best = max(aucs.items(), key=lambda kv: kv[1]) if aucs else None
     q = t.get("quantize")
-    rows.append({  # the shift check first: a narrow window cuts columns from the right
-        "Shift check": m.get("verdict") or "–",
-        "Name": m.get("name"),
-        "Target": f"{t.get('name')} ({t.get('dtype')}{'/' + q if q and q != 'none' else ''})",
-        "Reference": (m.get("reference") or {}).get("name") or "–",
-        "Texts": f"{m.get('n_members')} + {m.get('n_nonmembers')}",
-        "Best AUC": f"{best[1]:.3f} ({best[0]})" if best else "–",
-        "Blind AUC": f"{m['auc']['blind']:.3f}" if (m.get("auc") or {}).get("blind") is not None else "–",
-        "Attacks": len(m.get("attacks") or []),
-        "Created": m.get("created"),
-    })
+    blind = m["auc"].get("blind")
+    row = {"Damaged": f"damaged: {m['damaged']}" if m.get("damaged") else ""} if damaged else {}
+    rows.append({**row,  # the shift check first: a narrow window cuts columns from the right
+                 "Shift check": m.get("verdict") or "–",
+                 "Name": m["name"],
+                 "Target": f"{t.get('name')} ({t.get('dtype')}{'/' + q if q and q != 'none' else ''})" if t else "–",
+                 "Reference": (m.get("reference") or {}).get("name") or "–",
+                 "Texts": (f"{m.get('n_members')} + {m.get('n_nonmembers')}"
+                           if m.get("n_members") is not None or m.get("n_nonmembers") is not None else "–"),
+                 "Best AUC": f"{best[1]:.3f} ({best[0]})" if best else "–",
+                 "Blind AUC": f"{blind:.3f}" if blind is not None else "–",
+                 "Attacks": len(m["attacks"]),
+                 "Created": m["created"]})
+if damaged:
+    st.warning(f"{len(damaged)} run{'s are' if len(damaged) > 1 else ' is'} damaged: listed with the reason, "
+               "they can still be deleted below; the other runs are not affected.", icon=":material/warning:")
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_table", width="stretch",
              column_config={"Name": st.column_config.TextColumn(width="medium"),
+                            "Damaged": st.column_config.TextColumn(width="medium"),
                             "Shift check": st.column_config.TextColumn(
                                 width="small", help="The blind baseline's verdict on the data, not on the attacks: "
                                 "ok = no sign that members and non-members differ in a way a model-free classifier "
                                 "sees; caution or shift = attack AUCs may measure that difference, not membership.")})
 
 tab_cmp, tab_one = st.tabs(["Compare two runs", "Open / delete a run"])
-ids = [m["id"] for m in metas]
+
+
+def _compare(a: str, b: str) -> None:
+    try:
+        ra, rb = runs.load_run(a), runs.load_run(b)
+    except MiaError as e:
+        _error(e)
+        return
+    ta, tb = ra.meta.get("target") or {}, rb.meta.get("target") or {}
+    st.markdown(f"**A**: {md_code(ra.name)} — {md_text(ta.get('name'))} {md_text(ta.get('dtype'))}/"
+                f"{md_text(ta.get('quantize'))}  \n**B**: {md_code(rb.name)} — {md_text(tb.get('name'))} "
+                f"{md_text(tb.get('dtype'))}/{md_text(tb.get('quantize'))}")
+    st.table(compare_table(ra.metrics, rb.metrics, scores_a=ra.scores, scores_b=rb.scores).set_index("Attack"))
+    same = paired_scores(ra.scores, rb.scores, next(iter(ra.attack_names()), "loss"))
+    st.caption("Δ = B − A with a 95 % bootstrap CI (1,000 resamples); TPR differences in percentage points (pp). "
+               + ("Both runs evaluated the same texts: the CIs are paired (each resample draws the same texts "
+                  "for A and B), so what the runs share cancels." if same and same[2] else
+                  "The runs evaluated different texts: each is resampled on its own (wider CIs)."))
+    scale = st.radio("ROC axes", ["Log-log", "Linear"], horizontal=True, key="runs_scale")
+    st.plotly_chart(plots.roc_overlay([("A", ra.metrics), ("B", rb.metrics)], log=scale == "Log-log"),
+                    key="runs_roc_overlay")
+
 
 with tab_cmp:
     if len(ids) < 2:
         st.info("Save a second run to compare (e.g. the same data with the target in fp32 and in int4).")
     else:
-        c1, c2 = st.columns(2)
-        a = c1.selectbox("Run A", ids, index=1, format_func=lambda i: _label(by_id[i]), key="runs_a")
-        b = c2.selectbox("Run B", ids, index=0, format_func=lambda i: _label(by_id[i]), key="runs_b")
+        whole = [i for i in ids if not by_id[i].get("damaged")] + [i for i in ids if by_id[i].get("damaged")]
+        c1, c2 = st.columns(2)  # by default the two newest runs that are not damaged
+        a = c1.selectbox("Run A", ids, index=ids.index(whole[1]), format_func=labels.get, key="runs_a")
+        b = c2.selectbox("Run B", ids, index=ids.index(whole[0]), format_func=labels.get, key="runs_b")
         try:
-            ra, rb = runs.load_run(a), runs.load_run(b)
-        except MiaError as e:
-            show_error(e)
-            st.stop()
-        ta, tb = ra.meta.get("target") or {}, rb.meta.get("target") or {}
-        st.markdown(f"**A**: {ra.name} — {ta.get('name')} {ta.get('dtype')}/{ta.get('quantize')}  \n"
-                    f"**B**: {rb.name} — {tb.get('name')} {tb.get('dtype')}/{tb.get('quantize')}")
-        st.table(compare_table(ra.metrics, rb.metrics, scores_a=ra.scores, scores_b=rb.scores).set_index("Attack"))
-        same = paired_scores(ra.scores, rb.scores, next(iter(ra.attack_names()), "loss"))
-        st.caption("Δ = B − A with a 95 % bootstrap CI (1,000 resamples); TPR differences in percentage points (pp). "
-                   + ("Both runs evaluated the same texts: the CIs are paired (each resample draws the same texts "
-                      "for A and B), so what the runs share cancels." if same and same[2] else
-                      "The runs evaluated different texts: each is resampled on its own (wider CIs)."))
-        scale = st.radio("ROC axes", ["Log-log", "Linear"], horizontal=True, key="runs_scale")
-        st.plotly_chart(plots.roc_overlay([("A", ra.metrics), ("B", rb.metrics)], log=scale == "Log-log"),
-                        key="runs_roc_overlay")
+            _compare(a, b)
+        except _DAMAGED_SHAPES as e:  # a damaged run that got past the checks: one line, never a traceback
+            _error(f"These runs cannot be compared (one is damaged): {type(e).__name__}: {e}")
 
 with tab_one:
-    rid = st.selectbox("Run", ids, format_func=lambda i: _label(by_id[i]), key="runs_open")
+    rid = st.selectbox("Run", ids, format_func=labels.get, key="runs_open")
+    try:
+        run, problem = runs.load_run(rid), None
+    except MiaError as e:
+        run, problem = None, str(e)
+    listed = by_id[rid].get("damaged")
+    if run is None:  # the listing's reason (it names a link's target), and the reading's when it says more
+        if listed:
+            st.error(f"damaged: {md_text(listed)}", icon=":material/error:")
+        if not listed or listed not in problem:
+            _error(problem)
     c1, c2, c3 = st.columns([1, 1, 3])
     if c1.button("Show in Calibration page", key="runs_show"):
         st.session_state["cal_run_id"] = rid
@@ -90,13 +143,17 @@ with tab_one:
     if c2.button("Delete", disabled=not confirm, key="runs_delete"):
         try:
             runs.delete_run(rid)
+        except MiaError as e:
+            _error(e)
+        else:
             if st.session_state.get("cal_run_id") == rid:
                 st.session_state.pop("cal_run_id")
             st.session_state.pop("runs_confirm", None)
             st.rerun()
-        except MiaError as e:
-            show_error(e)
     try:
-        render_run(runs.load_run(rid), key="runs_one")
+        if run is not None:
+            render_run(run, key="runs_one")
     except MiaError as e:
-        show_error(e)
+        _error(e)
+    except _DAMAGED_SHAPES as e:  # a damaged run that got past the checks: one line, never a traceback
+        _error(f"This run cannot be shown in full (it is damaged): {type(e).__name__}: {e}")

@@ -94,11 +94,18 @@ def test_population_that_overlaps_the_audited_texts_is_refused_before_any_model(
 
 
 # ----------------------------------------------------------------------------- --param
-def test_param_reaches_every_registered_parameter_with_its_type():
+def test_param_reaches_every_registered_parameter_with_its_type(tmp_path):
+    (tmp_path / "texts.txt").write_text("one text\n")
+    (tmp_path / "smia").mkdir()
+    for f in ("smia.safetensors", "smia.json"):
+        (tmp_path / "smia" / f).write_text("")
+    # parameters whose domain is a file, a folder or a generator spec (checked when given)
+    valid = {"prefix": tmp_path / "texts.txt", "corpus": tmp_path / "texts.txt", "save": tmp_path / "new",
+             "load": tmp_path / "smia", "generator": "offline"}
     for name, a in REGISTRY.items():
         for key, default in a.params.items():
             kind = a.param_type(key)
-            value = {bool: "true", int: "3", float: "0.5"}.get(kind, "x")
+            value = {bool: "true", int: "3", float: "0.5"}.get(kind, str(valid.get(key, "x")))
             if key in a.choices:
                 value = a.choices[key][-1]
             got = parse_params([f"{name}.{key}={value}"], {})[name][key]
@@ -113,7 +120,7 @@ def test_param_reaches_every_registered_parameter_with_its_type():
     ("min_k.q=1", "no parameter 'q'"),
     ("min_k.k=abc", "expected a number"),
     ("smia.epochs=2.5", "whole number"),
-    ("ref.form=quotient", "choose from difference, ratio"),
+    ("ref.form=quotient", "must be one of difference, ratio"),
 ])
 def test_bad_param_is_one_line_before_any_model(item, needle, data, no_model, capsys):
     rc = main(_run(data, "--param", item))

@@ -63,15 +63,35 @@ class Attack:
     # which of the run's optional inputs ("reference", "labels", "population") the attack needs
     # with these parameters; None: the ones in ``needs``
     requires: Callable[[dict], set] | None = None
-    choices: dict = field(default_factory=dict)  # {param: allowed values} for parameters with a fixed set
+    choices: dict = field(default_factory=dict)  # {param: allowed values}; filled in from ``domains``
     # {param: bool | int | float} for parameters whose default is None ("from a preset"), so the
-    # CLI and the page coerce what the user types; other None-default parameters are strings
+    # CLI and the page coerce what the user types; filled in from ``domains``
     types: dict = field(default_factory=dict)
+    # {param: Domain}: the values each parameter may take (``attacks.domains``), declared in the
+    # attack's module next to its defaults; every parameter has one (``attacks.register``)
+    domains: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        for name, d in self.domains.items():
+            if d.kind == "choice":
+                self.choices.setdefault(name, d.choices)
+            if self.params.get(name) is None and d.kind in ("int", "float", "bool"):
+                self.types.setdefault(name, d.type)
 
     def param_type(self, name: str):
-        """The type of parameter ``name``: its default's, or ``types[name]`` when that is None."""
+        """The type of parameter ``name``: its domain's (else its default's, else ``types[name]``)."""
+        if name in self.domains:
+            return self.domains[name].type
         d = self.params.get(name)
         return type(d) if d is not None else self.types.get(name, str)
+
+    def check_params(self, params: dict | None, *, prefix: str = "") -> dict:
+        """``params`` (this attack's ``{name: value}``) checked against the declared domains and
+        coerced; ``SettingsError`` (one line naming ``[prefix]attack.name``, the value and the
+        domain) for an unknown name or a value outside its domain."""
+        from .domains import check_values
+
+        return check_values(self.name, self.domains, dict(params or {}), prefix=prefix)
 
     def inputs_needed(self, params: dict | None = None) -> set:
         """The optional run inputs this attack needs with ``params`` (registered defaults

@@ -31,30 +31,24 @@ found among those. Sign: the paper flags a text as training data when beta is *l
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from ..errors import DataError, SettingsError
+from ..errors import SettingsError
 from .base import AttackInputs
+from .domains import check_values, flag, number, path
 
 DEFAULTS = {"a": 0.01, "corpus": None, "first_occurrence": True}
+DOMAINS = {
+    "a": number(0, lo_open=True, note="upper bound on a token's contribution (the paper's default 0.01)"),
+    "corpus": path("read", words=("bundled",), note="reference corpus file or folder (none / bundled: the bundled one)"),
+    "first_occurrence": flag(note="average over each token's first occurrence only"),
+}
 EXTRA_KEY = "dc_pdd_frequencies"
 
 
-def check_params(params: dict) -> None:
-    """Cheap checks of the parameters (before any model is loaded)."""
-    a = params.get("a", DEFAULTS["a"])
-    try:
-        a = float(a)
-    except (TypeError, ValueError):
-        raise SettingsError(f"DC-PDD's bound a must be a number, got {a!r}") from None
-    if not a > 0:
-        raise SettingsError(f"DC-PDD's bound a must be > 0 (the paper's default is 0.01), got {a}")
-    corpus = params.get("corpus")
-    if corpus is not None and str(corpus).strip().lower() not in ("", "none", "bundled"):
-        if not Path(str(corpus)).expanduser().exists():
-            raise DataError(f"DC-PDD reference corpus not found: {corpus}")
+def check_params(params: dict) -> dict:
+    """The parameters checked against their domains (before any model is loaded)."""
+    return check_values("dc_pdd", DOMAINS, {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}})
 
 
 def requires(params: dict) -> set:
@@ -92,7 +86,8 @@ def token_alphas(token_ids: np.ndarray, logprob: np.ndarray, freq: np.ndarray, a
 
 
 def score(inputs: AttackInputs, a: float = 0.01, corpus=None, first_occurrence: bool = True) -> np.ndarray:
-    check_params({"a": a})
+    checked = check_params({"a": a, "first_occurrence": first_occurrence})
+    a, first_occurrence = checked["a"], checked["first_occurrence"]
     freq = inputs.extra.get(EXTRA_KEY)
     if freq is None:
         raise SettingsError("DC-PDD's token frequencies are missing: run it through mia_core.pipeline.run_attacks")

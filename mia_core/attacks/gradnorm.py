@@ -30,16 +30,19 @@ import numpy as np
 from ..errors import SettingsError
 from ..gradients import NORMS, compute_grad_norms
 from .base import AttackInputs
+from .domains import one_of
 
 DEFAULTS = {"p": "l2", "aggregate": "global"}
 AGGREGATES = ("global", "mean")
+DOMAINS = {
+    "p": one_of(*NORMS, note="the norm of the gradient"),
+    "aggregate": one_of(*AGGREGATES, note="global: one norm over every parameter; mean: the mean per-tensor norm"),
+}
 
 
 def _check(p: str, aggregate: str) -> None:
-    if p not in NORMS:
-        raise SettingsError(f"gradnorm: p must be one of {', '.join(NORMS)}, not {p!r}")
-    if aggregate not in AGGREGATES:
-        raise SettingsError(f"gradnorm: aggregate must be one of {', '.join(AGGREGATES)}, not {aggregate!r}")
+    DOMAINS["p"].check(p, "gradnorm.p")
+    DOMAINS["aggregate"].check(aggregate, "gradnorm.aggregate")
 
 
 def _norms(inputs: AttackInputs, ctx=None, texts=None):

@@ -14,6 +14,10 @@ for texts shorter than 1/k tokens). The first token is left out unless ``first_t
 import numpy as np
 
 from .base import AttackInputs, per_text
+from .domains import number
+
+DEFAULTS = {"k": 0.2}
+DOMAINS = {"k": number(0, 1, lo_open=True, note="fraction of lowest-scoring tokens averaged")}
 
 
 def n_lowest(n: int, k: float) -> int:
@@ -32,13 +36,11 @@ def lowest_mean(values: np.ndarray, k: float) -> float:
     return float(np.mean(np.partition(v, n - 1)[:n]))
 
 
-def check_k(k: float, name: str = "Min-K%") -> None:
-    if not 0 < k <= 1:
-        from ..errors import SettingsError
-
-        raise SettingsError(f"{name} needs 0 < k <= 1 (a fraction), got {k}")
+def check_k(k: float, name: str = "min_k") -> float:
+    """``k`` checked against its domain (``SettingsError`` naming ``NAME.k``)."""
+    return DOMAINS["k"].check(k, f"{name}.k")
 
 
 def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
-    check_k(k)
+    k = check_k(k)
     return per_text(inputs.scored(), lambda s: lowest_mean(s.logprob.astype(np.float64), k))

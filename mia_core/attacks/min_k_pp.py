@@ -17,7 +17,7 @@ MIMIR reports ``-score`` (lower = member).
 import numpy as np
 
 from .base import AttackInputs, per_text
-from .min_k import check_k, lowest_mean
+from .min_k import DEFAULTS, DOMAINS, check_k, lowest_mean  # noqa: F401 - the same k as Min-K%
 
 
 def token_scores(s) -> np.ndarray:
@@ -27,5 +27,5 @@ def token_scores(s) -> np.ndarray:
 
 
 def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
-    check_k(k, "Min-K%++")
+    k = check_k(k, "min_k_pp")
     return per_text(inputs.scored(), lambda s: lowest_mean(token_scores(s), k))

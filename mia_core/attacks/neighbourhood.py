@@ -29,16 +29,27 @@ import numpy as np
 
 from ..cache import text_hash
 from ..errors import SettingsError
-from ..neighbours import DEFAULT_GENERATOR, Neighbour, NeighbourSettings, make_generator
+from ..neighbours import DEFAULT_GENERATOR, Neighbour, NeighbourSettings, make_generator, parse_generator_spec
 from .base import AttackInputs, scored_tokens
+from .domains import number, text, whole
 
 DEFAULTS = {"generator": DEFAULT_GENERATOR, "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
+DOMAINS = {
+    "generator": text(validate=parse_generator_spec, what="masked-lm:embedded, masked-lm:MODEL, t5:MODEL or offline",
+                      note="the neighbour generator"),
+    "n": whole(1, note="neighbours per text"),
+    "m": whole(1, note="words replaced per neighbour"),
+    "dropout": number(0, 1, hi_open=True, note="embedding dropout of the masked-LM proposer"),
+    "seed": whole(0, note="seed of the neighbour positions and samples"),
+}
 N_EXAMPLES = 3  # texts whose full neighbours are put in the run's report
 
 
-def settings_from(params: dict) -> NeighbourSettings:
-    """Neighbour settings from attack parameters (``generator``, ``n``, ``m``, ``dropout``, ``seed``)."""
+def settings_from(params: dict, attack: str = "neighbourhood") -> NeighbourSettings:
+    """Neighbour settings from attack parameters (``generator``, ``n``, ``m``, ``dropout``, ``seed``),
+    checked against their domains (``SettingsError`` naming ``attack.NAME``)."""
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS and v is not None}}
+    p = {k: DOMAINS[k].check(p[k], f"{attack}.{k}") for k in DEFAULTS}
     return NeighbourSettings(generator=str(p["generator"]), n=int(p["n"]), m=int(p["m"]),
                              dropout=float(p["dropout"]), seed=int(p["seed"])).validate()
 
@@ -133,7 +144,7 @@ def run_coupling_warning(attacks, params: dict, target) -> str | None:
 
     for name in ("neighbourhood", "smia"):
         if name in attacks:
-            w = coupling_warning(settings_from({**REGISTRY[name].params, **(params.get(name) or {})}), target)
+            w = coupling_warning(settings_from({**REGISTRY[name].params, **(params.get(name) or {})}, name), target)
             return f"{name}: {w}" if w else None
     return None
 

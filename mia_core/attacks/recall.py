@@ -44,8 +44,14 @@ import numpy as np
 from ..cache import text_hash
 from ..errors import DataError, SettingsError
 from .base import AttackInputs, scored_tokens
+from .domains import check_values, path, text, whole
 
 DEFAULTS = {"n_shots": 12, "prefix": None, "separator": ""}
+DOMAINS = {
+    "n_shots": whole(1, note="non-member texts in the prefix"),
+    "prefix": path("read", note="a file or folder of known non-member texts for the prefix (none: the population)"),
+    "separator": text(optional=True, note="text put between the prefix shots (none: nothing)"),
+}
 EXTRA_KEY = "recall_conditional"
 MISSING = ("ReCaLL needs known non-member texts for its prefix: give a population set (--population FILE; "
            "its first n_shots texts are used) or a prefix file (--param recall.prefix=FILE)")
@@ -55,21 +61,12 @@ def _prefix_path(params: dict) -> Path | None:
     p = params.get("prefix")
     if p is None or (isinstance(p, str) and p.strip().lower() in ("", "none")):
         return None
-    return Path(str(p)).expanduser()
+    return Path(str(p).strip()).expanduser()
 
 
-def check_params(params: dict) -> None:
-    """Cheap checks of the parameters (before any model is loaded)."""
-    n = params.get("n_shots", DEFAULTS["n_shots"])
-    try:
-        ok = int(n) == float(n) and int(n) >= 1
-    except (TypeError, ValueError):
-        ok = False
-    if not ok:
-        raise SettingsError(f"ReCaLL's n_shots must be a whole number >= 1, got {n!r}")
-    path = _prefix_path(params)
-    if path is not None and not path.exists():
-        raise DataError(f"ReCaLL prefix file not found: {path}")
+def check_params(params: dict) -> dict:
+    """The parameters checked against their domains (before any model is loaded)."""
+    return check_values("recall", DOMAINS, {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}})
 
 
 def requires(params: dict) -> set:
@@ -80,14 +77,13 @@ def requires(params: dict) -> set:
 
 def prefix_texts(params: dict, population=None) -> tuple[list[str], str]:
     """(the prefix shots, where they came from): the prefix file, else the population set."""
-    check_params(params)
-    n = int(params.get("n_shots", DEFAULTS["n_shots"]))
-    path = _prefix_path(params)
-    if path is not None:
+    n = check_params(params)["n_shots"]
+    prefix = _prefix_path(params)
+    if prefix is not None:
         from ..data import read_population
 
-        recs = read_population(path, role="ReCaLL prefix")
-        return [r.text for r in recs][:n], str(path)
+        recs = read_population(prefix, role="ReCaLL prefix")
+        return [r.text for r in recs][:n], str(prefix)
     if population is not None and len(population):
         return list(population.texts)[:n], "population"
     raise SettingsError(MISSING)

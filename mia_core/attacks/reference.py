@@ -29,16 +29,16 @@ the first included (it is predicted from the BOS/EOS prefix, ``mia_core.stats``)
 """
 import numpy as np
 
-from ..errors import SettingsError
 from .base import AttackInputs
+from .domains import one_of
 
 FORMS = ("difference", "ratio")
+DEFAULTS = {"form": "difference"}
+DOMAINS = {"form": one_of(*FORMS, note="log-likelihood difference or log-perplexity ratio")}
 
 
 def check_form(form) -> str:
-    if form not in FORMS:
-        raise SettingsError(f"the reference attack's form must be one of {', '.join(FORMS)}, got {form!r}")
-    return form
+    return DOMAINS["form"].check(form, "ref.form")
 
 
 def requires(params: dict) -> set:

@@ -65,8 +65,34 @@ from ..cache import text_hash
 from ..errors import SettingsError
 from ..finetune import REFERENCE_MEMBERS, REFERENCES_INDEX
 from .base import AttackInputs, scored_tokens
+from .domains import check_values, flag, number, text, whole
 
 DEFAULTS = {"references": None, "gamma": 1.0, "a": 0.3, "n_z": None, "seed": 0, "online": False}
+
+
+def _check_references(value: str) -> None:
+    """Reference model specs (a comma list): a path among them may not be a device, a FIFO or under
+    /dev, /proc or /sys (whether a spec names a model is found out when it is resolved)."""
+    from .domains import special_reason
+
+    for spec in (s.strip() for s in value.split(",")):
+        if spec:
+            bad = special_reason(Path(spec).expanduser().absolute())
+            if bad:
+                raise SettingsError(f"{spec!r} cannot name a reference model ({bad})")
+
+
+DOMAINS = {
+    "references": text(optional=True, validate=_check_references,
+                       what="model specs (hub ids or folders), comma-separated; no device, /dev, /proc or /sys path",
+                       note="reference models, or a make-references folder (none: the run's --reference)"),
+    # the likelihood-ratio threshold: finite (gamma = inf counts no z and scores every text 0) and > 0
+    "gamma": number(0, lo_open=True, note="threshold on the pairwise likelihood ratio"),
+    "a": number(0, 1, note="offline estimate Pr(x) = ((1 + a) Pr_OUT(x) + 1 - a) / 2"),
+    "n_z": whole(1, optional=True, words=("all",), note="population texts used as z (none/all: every one)"),
+    "seed": whole(0, note="seed of the n_z subset"),
+    "online": flag(note="online estimate for texts with IN and OUT references"),
+}
 MEMBERS_FILE = REFERENCE_MEMBERS  # written by make-references into every reference folder
 INDEX_FILE = REFERENCES_INDEX  # written by make-references into its output folder
 
@@ -74,39 +100,18 @@ INDEX_FILE = REFERENCES_INDEX  # written by make-references into its output fold
 def requires(params: dict) -> set:
     """The run inputs RMIA needs: the population, and the run's reference model when no
     ``references`` are given (offline variant)."""
-    _settings(params)  # bad numbers are refused here, before any model is loaded
+    st = _settings(params)  # bad values are refused here, before any model is loaded
     need = {"population"}
-    if not params.get("references"):
+    if not st["references"]:
         need.add("reference")
     return need
 
 
 def _settings(params: dict) -> dict:
     p = {**DEFAULTS, **{k: v for k, v in params.items() if k in DEFAULTS}}
-    try:
-        gamma, a = float(p["gamma"]), float(p["a"])
-    except (TypeError, ValueError):
-        raise SettingsError(f"rmia: gamma and a must be numbers (got {p['gamma']!r}, {p['a']!r})") from None
-    if not gamma > 0:
-        raise SettingsError(f"rmia: gamma must be > 0, got {gamma}")
-    if not 0 <= a <= 1:
-        raise SettingsError(f"rmia: a must be between 0 and 1, got {a}")
-    n_z = p["n_z"]
-    if n_z is not None and str(n_z).strip().lower() not in ("", "none", "all"):
-        try:
-            n_z = int(n_z)
-        except (TypeError, ValueError):
-            raise SettingsError(f"rmia: n_z must be a whole number, got {n_z!r}") from None
-        if n_z < 1:
-            raise SettingsError(f"rmia: n_z must be at least 1, got {n_z}")
-    else:
-        n_z = None
-    refs = p["references"]
-    refs = [r.strip() for r in str(refs).split(",") if r.strip()] if refs not in (None, "") else []
-    online = p["online"]
-    if isinstance(online, str):
-        online = online.strip().lower() in ("1", "true", "yes", "on")
-    return {"references": refs, "gamma": gamma, "a": a, "n_z": n_z, "seed": int(p["seed"]), "online": bool(online)}
+    p = check_values("rmia", DOMAINS, p)
+    refs = [r.strip() for r in p["references"].split(",") if r.strip()] if p["references"] else []
+    return {**p, "references": refs}
 
 
 def expand_references(specs: list[str]) -> list[tuple[str, set[str] | None]]:

@@ -45,7 +45,9 @@ import numpy as np
 
 from ..errors import DataError, SettingsError
 from .base import AttackInputs
+from .domains import check_values, flag, number, one_of, path, text, whole
 from .neighbourhood import DEFAULTS as NEIGHBOUR_DEFAULTS
+from .neighbourhood import DOMAINS as NEIGHBOUR_DOMAINS
 from .neighbourhood import ensure_neighbours, settings_from
 
 SMIA_FORMAT = "mia-dashboard/smia"
@@ -77,8 +79,22 @@ DEFAULTS = {
     "save": None,
     "load": None,
 }
-CHOICES = {"preset": tuple(PRESETS)}
-TYPES = {"epochs": int, "lr": float, "batch_size": int, "batch_texts": int, "standardise": bool}
+# the domain of every parameter (None where a preset fills the value in: "from the preset")
+DOMAINS = {
+    **NEIGHBOUR_DOMAINS,
+    "embedder": text(note="sentence embedder: minilm (embedded), a sentence-transformers id or folder"),
+    "preset": one_of(*PRESETS, note="training recipe"),
+    "epochs": whole(1, optional=True, note="training epochs (none: the preset's)"),
+    "lr": number(0, lo_open=True, optional=True, note="learning rate (none: the preset's)"),
+    "batch_size": whole(2, optional=True, note="pairs per batch (none: the preset's)"),
+    "batch_texts": whole(2, also=(0,), optional=True, note="texts per batch, 0: batches of pairs (none: the preset's)"),
+    "standardise": flag(optional=True, note="standardise the inputs (none: the preset's)"),
+    "weight_decay": number(0, note="Adam weight decay"),
+    "val_fraction": number(0, 1, lo_open=True, hi_open=True, note="share of training texts held out for validation"),
+    "train_seed": whole(0, note="seed of the validation split, batches and weights"),
+    "save": path("write", note="folder to save the trained network to"),
+    "load": path("read", note="a saved SMIA model (folder with smia.safetensors and smia.json) to apply"),
+}
 WEIGHTS_FILE = "smia.safetensors"
 META_FILE = "smia.json"
 
@@ -143,17 +159,22 @@ class SmiaModel:
 
 def save_smia(model: SmiaModel, path: str | Path) -> Path:
     """Write ``PATH/smia.safetensors`` (weights, standardisation) and ``PATH/smia.json``."""
+    from safetensors import SafetensorError
     from safetensors.torch import save_file
     import torch
 
-    out = Path(path)
-    out.mkdir(parents=True, exist_ok=True)
+    out = Path(path).expanduser()
     tensors = {f"net.{k}": v.detach().cpu().contiguous() for k, v in model.net.state_dict().items()}
     tensors["feature_mean"] = torch.from_numpy(model.mean.astype(np.float32))
     tensors["feature_std"] = torch.from_numpy(model.std.astype(np.float32))
-    save_file(tensors, str(out / WEIGHTS_FILE))
     meta = {"format": SMIA_FORMAT, "version": SMIA_VERSION, "embedding_dim": model.dim, **model.meta}
-    (out / META_FILE).write_text(json.dumps(meta, indent=2, default=float))
+    try:  # checked before the run (DOMAINS["save"]); a disk that fills or a folder removed since is one line too
+        out.mkdir(parents=True, exist_ok=True)
+        save_file(tensors, str(out / WEIGHTS_FILE))
+        (out / META_FILE).write_text(json.dumps(meta, indent=2, default=float))
+    except (OSError, SafetensorError) as e:
+        why = e.strerror if isinstance(e, OSError) and e.strerror else " ".join(str(e).split())
+        raise SettingsError(f"cannot save the trained SMIA model to {path} (smia.save / --smia-save): {why}") from None
     return out
 
 
@@ -349,46 +370,32 @@ def train_smia(feats: PairFeatures, labels: np.ndarray, *, epochs: int = 60, lr:
 # the attack
 # --------------------------------------------------------------------------------------
 def _p(params: dict) -> dict:
-    """Parameters with the preset's values where none was given (explicit values win), coerced
-    and checked (``SettingsError`` naming the parameter)."""
+    """Parameters checked against their domains (``SettingsError`` naming the parameter), with the
+    preset's values where none was given (explicit values win)."""
     given = {k: v for k, v in params.items() if v is not None and not (isinstance(v, str) and not v.strip())}
-    preset = str(given.get("preset", DEFAULTS["preset"]))
-    if preset not in PRESETS:
-        raise SettingsError(f"unknown SMIA preset {preset!r}: use one of {', '.join(PRESETS)}")
-    p = {**DEFAULTS, **PRESETS[preset], **given, "preset": preset}
-    for key, kind, ok, what in (("epochs", int, lambda v: v >= 1, ">= 1"), ("lr", float, lambda v: v > 0, "> 0"),
-                                ("batch_size", int, lambda v: v >= 2, ">= 2"),
-                                ("batch_texts", int, lambda v: v == 0 or v >= 2, "0 (batches of pairs) or >= 2"),
-                                ("weight_decay", float, lambda v: v >= 0, ">= 0"),
-                                ("val_fraction", float, lambda v: 0 < v < 1, "between 0 and 1"),
-                                ("train_seed", int, lambda v: v >= 0, ">= 0")):
-        try:
-            v = kind(float(p[key])) if kind is int and float(p[key]).is_integer() else kind(p[key])
-        except (TypeError, ValueError):
-            v = None
-        if v is None or (kind is int and isinstance(p[key], float) and not float(p[key]).is_integer()) or not ok(v):
-            raise SettingsError(f"smia: {key} must be {'a whole number' if kind is int else 'a number'} {what}, "
-                                f"got {p[key]!r}")
-        p[key] = v
-    p["standardise"] = _flag(p["standardise"])
-    return p
+    checked = check_values("smia", DOMAINS, {**DEFAULTS, **given})
+    preset = checked["preset"]
+    return {**checked, **{k: v for k, v in PRESETS[preset].items() if checked.get(k) is None}}
 
 
 def requires(params: dict) -> set:
-    """SMIA's settings are checked here, before any model loads; it learns from labelled texts
-    unless a trained model is loaded."""
+    """SMIA's settings are checked here, before any model loads (a model to load must be a saved
+    one); it learns from labelled texts unless a trained model is loaded."""
     p = _p(params)
+    if p.get("load"):
+        check_saved(p["load"], "smia.load")
     return set() if p.get("load") else {"labels"}
 
 
-def _flag(v) -> bool:
-    if isinstance(v, str):
-        if v.strip().lower() in ("1", "true", "yes", "on"):
-            return True
-        if v.strip().lower() in ("0", "false", "no", "off"):
-            return False
-        raise SettingsError(f"SMIA standardise must be true or false, got {v!r}")
-    return bool(v)
+def check_saved(path, where: str = "smia.load") -> Path:
+    """The folder of a saved SMIA model (``path`` or the folder of its weights / JSON file);
+    ``SettingsError`` when the two files are not there. Nothing is read."""
+    p = Path(str(path).strip()).expanduser()
+    if p.is_file() and p.name in (WEIGHTS_FILE, META_FILE):
+        p = p.parent
+    if not ((p / WEIGHTS_FILE).is_file() and (p / META_FILE).is_file()):
+        raise SettingsError(f"{where} {path}: not a saved SMIA model (expected {WEIGHTS_FILE} and {META_FILE})")
+    return p
 
 
 def expected_settings(ctx, settings, embedder, first_token: bool = False) -> dict:
@@ -415,7 +422,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     from ..embeddings import load_embedder
 
     p = _p(params)
-    settings = settings_from(p)
+    settings = settings_from(p, "smia")
     embedder = load_embedder(p["embedder"])
     data = ensure_neighbours(inputs, settings, ctx)
     losses = _text_losses(inputs)

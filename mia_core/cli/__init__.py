@@ -14,7 +14,10 @@ and sets ``func`` (called with the parsed namespace; returns an exit code):
 The flags every command shares (data, models, output, progress) come from the argument
 groups of :mod:`.common`, so they are spelled the same everywhere. User errors
 (``MiaError``) and bad arguments (:class:`.common.Parser`) print one clear ``error:`` line and
-exit 2; no traceback.
+exit 2; no traceback. Every message that can carry a user string (an
+``error:`` line, a note, a warning, a progress message, a report) goes through
+:func:`mia_core.errors.safe_text`: a file, zip-member or model name or a text id cannot print a
+terminal escape sequence or start a line of its own.
 """
 from __future__ import annotations
 
@@ -23,7 +26,7 @@ import os
 import sys
 
 from .. import __version__
-from ..errors import MiaError
+from ..errors import MiaError, safe_text
 from . import cache, documents, mlm, run, shift, target
 from .common import Parser, _isatty, engine_session
 from .quiet import memory_hint, quiet_output
@@ -62,11 +65,14 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help()
         return 0
     try:
-        with quiet_output(bool(getattr(args, "quiet", False))), engine_session():
+        from ..models.verify import accepting_weight_mismatch
+
+        with quiet_output(bool(getattr(args, "quiet", False))), engine_session(), \
+                accepting_weight_mismatch(bool(getattr(args, "accept_weight_mismatch", False))):
             return int(args.func(args) or 0)
     except MiaError as e:
         _close_progress_bars()
-        print(f"error: {e}", file=sys.stderr)
+        print(f"error: {safe_text(e)}", file=sys.stderr)  # a name in it cannot forge a line or colour the terminal
         return 2
     except KeyboardInterrupt:
         _close_progress_bars()

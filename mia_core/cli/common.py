@@ -13,7 +13,8 @@ sets the defaults and help texts that differ (e.g. ``--out`` is ``mia_run`` for 
 * :class:`Parser`           argparse with one-line ``error: ...`` messages and exit code 2
 * ``type=`` helpers         :func:`positive_int`, :func:`non_negative_int`, :func:`int_at_least`,
   :func:`fraction` (open interval), :func:`fraction_closed_right`, :func:`unit_interval_open_right`,
-  :func:`positive_float`: a bad number is refused while the arguments are read
+  :func:`positive_float`, :func:`non_negative_float`: a bad number (nan and inf included) is
+  refused while the arguments are read
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ import contextlib
 import math
 import re
 import sys
+
+from ..errors import safe_text
 
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE_CHOICES = ("none", "int8", "int4")
@@ -34,7 +37,7 @@ class Parser(argparse.ArgumentParser):
     (``add_subparsers(parser_class=Parser)``)."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
-        message = " ".join(str(message).split())
+        message = safe_text(" ".join(str(message).split()))
         # "argument --alpha: must be ..." (a type= helper below) -> "--alpha must be ..."
         m = re.match(r"argument (\S+): (must .*)$", message)
         if m:
@@ -77,6 +80,14 @@ def positive_float(s: str) -> float:
     v = _number(s, float)
     if v <= 0:
         raise argparse.ArgumentTypeError(f"must be a number > 0, got {s}")
+    return v
+
+
+def non_negative_float(s: str) -> float:
+    """``type=`` for a finite number >= 0 (``float`` alone takes nan, inf and -1)."""
+    v = _number(s, float)
+    if v < 0:
+        raise argparse.ArgumentTypeError(f"must be a number >= 0, got {s}")
     return v
 
 
@@ -156,6 +167,9 @@ def add_model_args(p: argparse.ArgumentParser, *, model_help: str, model_default
                         "device_map=auto; a model larger than one GPU loads), else the CPU; or cpu, cuda, cuda:1 ...")
     m.add_argument("--trust-remote-code", action="store_true",
                    help="allow custom model code from the hub (off by default: it runs code)")
+    m.add_argument("--accept-weight-mismatch", action="store_true",
+                   help="audit a model whose weights do not match its checkpoint (missing, unexpected or "
+                        "mis-shaped weights; refused by default), recorded in the run's models, notes and report")
     return m
 
 
@@ -166,7 +180,7 @@ def add_engine_args(p: argparse.ArgumentParser):
                    help="local: this process; ray: Ray Data workers, each loading the model once (needs "
                         "pip install 'mia-dashboard[ray]')")
     e.add_argument("--workers", type=int_at_least(1), default=2, help="Ray workers")
-    e.add_argument("--gpus-per-worker", type=float, default=0.0, help="GPUs per Ray worker (0: CPU workers)")
+    e.add_argument("--gpus-per-worker", type=non_negative_float, default=0.0, help="GPUs per Ray worker (0: CPU workers)")
     e.add_argument("--cpus-per-worker", type=int_at_least(1), default=1,
                    help="CPUs per Ray worker, its torch threads")
     e.add_argument("--ray-address", default=None,
@@ -232,7 +246,7 @@ def add_progress_args(p: argparse.ArgumentParser) -> None:
 def print_notes(lines, prefix: str = "note") -> None:
     """Input notes (``Dataset.report``...) on stderr, one per line."""
     for line in lines:
-        print(f"{prefix}: {line}", file=sys.stderr)
+        print(f"{prefix}: {safe_text(line)}", file=sys.stderr)
 
 
 _COUNTED = re.compile(r"\s*\d+\s*/\s*\d+\b.*$")  # a stage's item count and what follows it
@@ -287,6 +301,7 @@ class ProgressBar:
     def __call__(self, message: str, fraction: float) -> None:
         if self.disable:
             return
+        message = safe_text(message)  # a document or file name in it: no escape sequence, no line break
         if self.plain:
             self._line(message, fraction)
             return
@@ -331,4 +346,4 @@ def check_machine(args) -> None:
     if getattr(args, "device", None) is not None:
         resolve_device(args.device)
     if not getattr(args, "no_cache", False):
-        cache_root()
+        cache_root(writable=False)  # a read-only, filled cache is read (nothing new stored; the run says so)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..errors import SettingsError
+from ..errors import SettingsError, safe_lines
 from ..neighbours.base import DEFAULT_GENERATOR
 from ..outputs import check_output_dir, final_path, staged_output
 from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
@@ -131,7 +131,7 @@ def run(args) -> int:
             baseline_neighbours={"n": args.n_neighbours, "generator": args.neighbours} if args.n_neighbours else False,
             n_estimators=args.trees, batch_tokens=args.batch_tokens, use_cache=not args.no_cache, progress=bar,
         )
-    print(res.summary_text())
+    print(safe_lines(res.summary_text()))
     if args.out:
         # written into a temporary sibling of --out, published in one rename at the end
         with staged_output(args.out, overwrite=args.overwrite) as tmp:

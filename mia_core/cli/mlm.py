@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from ..errors import SettingsError
+from ..errors import SettingsError, safe_lines
 from ..outputs import check_output_dir, final_path, staged_output
 from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      positive_int, print_notes)
@@ -113,7 +113,7 @@ def cmd_mlm(args) -> int:
             batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap, cache=not args.no_cache,
             device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
             vocab_only=args.vocab_match_only, progress=bar)
-    print(res.summary_text())
+    print(safe_lines(res.summary_text()))
     # written into a temporary sibling of --out, published in one rename at the end
     with staged_output(args.out, overwrite=args.overwrite) as tmp:
         paths = {k: final_path(v, tmp, args.out) for k, v in res.save(tmp, extra={"data_notes": notes}).items()}

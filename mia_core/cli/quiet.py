@@ -86,6 +86,15 @@ def memory_hint(exc: BaseException) -> str:
 
 def without_printed_notes(summary: str, printed) -> str:
     """``summary`` without the ``note: ...`` lines of ``printed`` (the input notes the command
-    already printed on stderr before scoring), so that each note is printed once."""
-    shown = {f"note: {n}" for n in printed}
-    return "\n".join(line for line in summary.split("\n") if line not in shown)
+    already printed on stderr before scoring), so that each note is printed once; what is left is
+    made safe to print (:func:`mia_core.errors.safe_lines`: no control character but the line breaks).
+    A note is matched on its raw text first, so one holding a line break (a file name with one in
+    it) is dropped whole rather than left behind in pieces."""
+    from ..errors import safe_text
+
+    for n in printed:
+        raw = f"note: {n}"
+        if any(c in raw for c in "\n\r"):
+            summary = summary.replace(raw, f"note: {safe_text(n)}")
+    shown = {f"note: {safe_text(n)}" for n in printed}
+    return "\n".join(safe_text(line) for line in summary.split("\n") if safe_text(line) not in shown)

@@ -150,13 +150,21 @@ def _variants(spec: str | None) -> list[str]:
 def _neighbour_params(args, cfg, params):
     """Neighbour and SMIA parameters into the run configuration; returns the separate SMIA
     training set, if one was given."""
+    from ..attacks.smia import DOMAINS as SMIA_DOMAINS, check_saved
+
     nb = NeighbourSettings(generator=args.neighbours, n=args.n_neighbours, m=args.m_words, dropout=args.dropout,
                            seed=args.neighbour_seed).validate().to_dict()
-    params["neighbourhood"] = dict(nb)
-    params["smia"] = {**nb, "embedder": args.embedder, "save": args.smia_save, "load": args.smia_load,
-                      "epochs": args.smia_epochs, "preset": args.smia_preset}
     if args.smia_save and args.smia_load:
         raise SettingsError("give either --smia-save or --smia-load, not both")
+    # the folders SMIA writes to / reads from, checked now rather than after training (the same domains
+    # as --param smia.save / smia.load)
+    save = SMIA_DOMAINS["save"].check(args.smia_save, "--smia-save")
+    load = SMIA_DOMAINS["load"].check(args.smia_load, "--smia-load")
+    if load:
+        check_saved(load, "--smia-load")
+    params["neighbourhood"] = dict(nb)
+    params["smia"] = {**nb, "embedder": args.embedder, "save": save, "load": load,
+                      "epochs": args.smia_epochs, "preset": args.smia_preset}
     if args.split is not None:
         cfg.split = args.split
         cfg.split_seed = args.seed if args.split_seed is None else args.split_seed
@@ -177,53 +185,36 @@ def _neighbour_params(args, cfg, params):
 
 # ----------------------------------------------------------------------------- the command
 def list_params() -> str:
-    """Every attack's parameters and defaults (``mia run --list-params``)."""
+    """Every attack's parameters with their defaults and domains (``mia run --list-params``)."""
     lines = []
     for name, a in REGISTRY.items():
-        ps = ", ".join(f"{k}={v!r}" for k, v in a.params.items()) or "(no parameters)"
-        lines.append(f"{name:<14} {ps}")
+        if not a.params:
+            lines.append(f"{name:<14} (no parameters)")
+            continue
+        lines.append(name)
+        for k, v in a.params.items():
+            d = a.domains[k]
+            lines.append(f"  {k}={v!r}".ljust(26) + f" {d.describe()}" + (f"  ({d.note})" if d.note else ""))
     return "\n".join(lines)
-
-
-def _coerce(attack: str, key: str, value: str, default):
-    where = f"--param {attack}.{key}"
-    kind = REGISTRY[attack].param_type(key)
-    if default is None and value.strip().lower() in ("", "none"):
-        return None
-    if kind is bool:
-        v = value.strip().lower()
-        if v in ("1", "true", "yes", "on"):
-            return True
-        if v in ("0", "false", "no", "off"):
-            return False
-        raise SettingsError(f"{where}: expected true or false, got {value!r}")
-    if kind in (int, float):
-        try:
-            return kind(value)
-        except ValueError:
-            raise SettingsError(f"{where}: expected {'a whole number' if kind is int else 'a number'}, got {value!r}") from None
-    return value
 
 
 def parse_params(items: list[str], params: dict) -> dict:
     """``--param ATTACK.NAME=VALUE`` items into ``params`` ({attack: {name: value}}), each value
-    coerced to the type of the registered default; unknown attacks or names are refused."""
+    checked against the parameter's declared domain and coerced to its type (``attacks.domains``);
+    unknown attacks or names and values outside the domain are refused, one line each."""
     for item in items or []:
         head, eq, value = item.partition("=")
         attack, dot, key = head.strip().partition(".")
+        attack, key = attack.strip(), key.strip()
         if not eq or not dot or not attack or not key:
             raise SettingsError(f"--param {item!r}: write ATTACK.NAME=VALUE, e.g. --param min_k.k=0.1")
         if attack not in REGISTRY:
             raise SettingsError(f"--param {item!r}: unknown attack {attack!r}; choose from {', '.join(REGISTRY)}")
-        defaults = REGISTRY[attack].params
-        if key not in defaults:
-            known = ", ".join(defaults) or "none"
+        a = REGISTRY[attack]
+        if key not in a.params:
+            known = ", ".join(a.params) or "none"
             raise SettingsError(f"--param {item!r}: {attack} has no parameter {key!r} (its parameters: {known})")
-        v = _coerce(attack, key, value, defaults[key])
-        allowed = REGISTRY[attack].choices.get(key)
-        if allowed and v not in allowed:
-            raise SettingsError(f"--param {attack}.{key}: choose from {', '.join(map(str, allowed))}, got {value!r}")
-        params.setdefault(attack, {})[key] = v
+        params.setdefault(attack, {})[key] = a.domains[key].check(value, f"--param {attack}.{key}")
     return params
 
 

@@ -30,7 +30,7 @@ from .normalization import LABELS as NORM_LABELS, NORMALIZATIONS, normalized_val
 from .partial import DEFAULT_LENGTHS, DICTIONARIES as PARTIAL_DICTIONARIES, POSITIONS, partial_curve
 from .pipeline import cross_validate
 from ..progress import Progress, noop
-from ..results import AuditResult
+from ..results import AuditResult, write_csv
 
 DEFAULT_CONTEXT = 128  # §4.1; the paper also uses 1024 and 2048
 PAPER_BEST = ("maxnorm_tf", "hist")  # the paper's best pipeline for books (§5.3)
@@ -267,13 +267,13 @@ class DocumentAuditResult(AuditResult):
         out.mkdir(parents=True, exist_ok=True)
         paths = {"metrics": out / "document_metrics.json", "scores": out / "document_scores.csv"}
         paths["metrics"].write_text(json.dumps(self.to_json(), indent=2, allow_nan=False))
-        self.scores.to_csv(paths["scores"], index=False)
+        write_csv(self.scores, paths["scores"])  # document names as text, never as spreadsheet formulas
         if self.partial is not None and len(self.partial):
             paths["partial"] = out / "partial_documents.csv"
-            self.partial.to_csv(paths["partial"], index=False)
+            write_csv(self.partial, paths["partial"])
         if self.baselines:
             paths["baselines"] = out / "baselines.csv"
-            self.baseline_table().to_csv(paths["baselines"], index=False)
+            write_csv(self.baseline_table(), paths["baselines"])
         if token_values and self._stats:
             tv = out / "token_values"
             tv.mkdir(exist_ok=True)
@@ -513,6 +513,10 @@ def run_document_audit(
         "baseline_neighbours": baseline_neighbours,
     }
     progress("document audit done", 1.0)
+    from ..pipeline import not_verified_notes
+
+    warnings.extend(not_verified_notes({"target": describe(lm),
+                                        "reference": describe(reference) if reference is not None else None}))
     return DocumentAuditResult(
         documents=documents, labels=labels, settings=settings, model=describe(lm), metrics=cv.metrics, scores=df,
         partial=part, baselines=base_metrics, baseline_notes=base_notes, warnings=warnings,

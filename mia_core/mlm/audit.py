@@ -21,7 +21,7 @@ from ..cache import text_hash
 from ..errors import DataError, SettingsError
 from ..models import MaskedLM, load_masked_lm
 from ..progress import Progress, noop
-from ..results import AuditResult
+from ..results import AuditResult, neutralise_cell
 from .energy import energies
 from .leak import _leak_table, token_counts
 from .masking import DEFAULT_K, DEFAULT_RATE, MaskPlan, _check_settings, _subplan, plan_masks
@@ -182,7 +182,7 @@ class MlmAuditResult(AuditResult):
             w = csv.DictWriter(f, fieldnames=cols)
             w.writeheader()
             for r in rows:
-                w.writerow({c: r.get(c) for c in cols})
+                w.writerow({c: neutralise_cell(r.get(c)) for c in cols})  # text ids never as spreadsheet formulas
         metrics = self.to_json()
         if extra:
             metrics.update(extra)
@@ -252,6 +252,12 @@ def check_inputs(members: Sequence[str], nonmembers: Sequence[str], population: 
         raise DataError(f"{len(both)} text{'s' if len(both) != 1 else ''} are both members and non-members; "
                         "remove them from one of the sets.")
     return mem, non, pop
+
+
+def _not_verified(models: dict) -> list[str]:
+    from ..pipeline import not_verified_notes
+
+    return not_verified_notes(models)
 
 
 def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], target, reference, *,
@@ -392,6 +398,6 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
                   "n_members": len(mem), "n_nonmembers": len(non), "n_population": len(pop),
                   "n_train_samples": len(train)},
         models={"target": t.describe(), "reference": r.describe()},
-        warnings=warnings,
+        warnings=warnings + _not_verified({"target": t.describe(), "reference": r.describe()}),
         plan=plan,
     )

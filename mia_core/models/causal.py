@@ -38,8 +38,8 @@ from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
 from .hub import (LOAD_ERRORS, LoadOnce, check_config_json, file_fingerprint, first_line, hub_local_only, identity,
                   library_bars_off, load_error, locate)
-from .verify import (check_against_checkpoint, check_known_loss, check_loading_info, check_model_size,
-                     checkpoint_files, weight_fingerprint)
+from .verify import (check_known_loss, check_loading_info, check_model_size,
+                     checkpoint_files, verify_weights, weight_fingerprint, weight_mismatch_accepted)
 
 # peft asks every model it wraps for ``is_gradient_checkpointing``, which transformers 5 now answers
 # with a FutureWarning addressed to peft, not to this tool's users: kept out of their terminals
@@ -372,7 +372,8 @@ def load_causal_lm(
     if quantize == "int4" and dtype == "fp32":
         dtype = "bf16"  # 4-bit weights compute in bf16 (bnb_4bit_compute_dtype): say so in labels and cache keys
     ms = resolve_spec(spec)
-    key = (ms.kind, ms.location, dtype, quantize, device, trust_remote_code, spread)
+    # a load that accepted a mismatch is never handed to a caller that did not
+    key = (ms.kind, ms.location, dtype, quantize, device, trust_remote_code, spread, weight_mismatch_accepted())
 
     def load() -> LoadedModel:
         t0 = time.time()
@@ -444,13 +445,12 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
         kwargs["dtype"] = torch_dtype(dtype)
     _check_size_first(location, trust_remote_code, local_only, name or Path(location).name, dtype, quantize, device)
     model, loading_info = AutoModelForCausalLM.from_pretrained(location, output_loading_info=True, **kwargs)
-    unused = check_loading_info(loading_info, name or Path(location).name, model)
     if q is None and device != SPREAD:
         model = model.to(device)
-    checked = check_against_checkpoint(model, checkpoint_files(location), name or Path(location).name,
+    checked, accepted = verify_weights(model, loading_info, checkpoint_files(location), name or Path(location).name,
                                        quantized=q is not None)
-    if unused:
-        checked += f"; {len(unused)} weight(s) of the checkpoint not used (parts this class lacks: {', '.join(unused[:3])})"
+    if accepted:
+        model.mia_accepted_mismatch = accepted  # read by _load into the model's record
     return model, checked
 
 
@@ -522,6 +522,10 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         fingerprint = weight_fingerprint(model)
     info["weights"] = checked
     info["weight_fingerprint"] = fingerprint
+    accepted = getattr(model, "mia_accepted_mismatch", None) or (
+        getattr(model, "get_base_model", None) and getattr(model.get_base_model(), "mia_accepted_mismatch", None))
+    if accepted:
+        info["accepted_mismatch"] = accepted
     model.eval()
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token or tok.unk_token
@@ -631,4 +635,5 @@ def describe(lm: LoadedModel) -> dict:
         "memory_mb": round(lm.memory_bytes / 2**20, 1),
         "base": lm.base_spec,
         "source": lm.source,
+        **({"weights_not_verified": lm.info["accepted_mismatch"]} if (lm.info or {}).get("accepted_mismatch") else {}),
     }

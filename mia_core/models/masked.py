@@ -15,7 +15,7 @@ from ..errors import ModelError
 from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
 from .hub import LOAD_ERRORS, LoadOnce, hub_local_only, identity, library_bars_off, load_error, locate
-from .verify import check_against_checkpoint, check_loading_info, checkpoint_files, weight_fingerprint
+from .verify import checkpoint_files, verify_weights, weight_fingerprint, weight_mismatch_accepted
 
 
 @dataclass
@@ -41,7 +41,9 @@ class MaskedLM:
     def describe(self) -> dict:
         return {"name": self.name, "identity": self.identity, "device": self.device, "dtype": self.dtype,
                 "max_length": self.max_length, "n_params": self.n_params,
-                "load_seconds": round(self.load_seconds, 2)}
+                "load_seconds": round(self.load_seconds, 2),
+                **({"weights_not_verified": self.info["accepted_mismatch"]}
+                   if (self.info or {}).get("accepted_mismatch") else {})}
 
 
 def _max_length(model, tok) -> int:
@@ -135,7 +137,7 @@ def _load_located(s: str, loc, device: str, dtype: str, trust_remote_code: bool,
                 device, dtype, progress, Path(loc.location), loc.display), reuse=reuse)
         raise ModelError(f"{s}: folder holds no model (no config.json).")
     kind, location = ("local" if loc.is_local else "hub"), loc.location
-    key = (kind, location, device, dtype, trust_remote_code)
+    key = (kind, location, device, dtype, trust_remote_code, weight_mismatch_accepted())
     return _LOADED.get_or_load(key, lambda: _load(s, kind, location, loc.display, device, dtype, trust_remote_code,
                                                   progress), reuse=reuse)
 
@@ -154,11 +156,10 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
             model, loading_info = AutoModelForMaskedLM.from_pretrained(
                 location, trust_remote_code=trust_remote_code, local_files_only=local_only, dtype=torch_dtype(dtype),
                 output_loading_info=True)
-        unused = check_loading_info(loading_info, name, model)
         model = model.to(device)
-        checked = check_against_checkpoint(model, checkpoint_files(location), name)
-        if unused:  # e.g. bert-base-uncased's pooler and next-sentence head, which a masked LM has no place for
-            checked += f"; {len(unused)} weight(s) of the checkpoint not used ({', '.join(unused[:3])})"
+        # unused weights: e.g. bert-base-uncased's pooler and next-sentence head, which a masked LM has no place for
+        checked, accepted = verify_weights(model, loading_info, checkpoint_files(location), name,
+                                           unused_label="parts a masked LM lacks")
     except LOAD_ERRORS as e:
         msg = str(e)
         if isinstance(e, ValueError) and "trust_remote_code" not in msg and (
@@ -174,7 +175,8 @@ def _load(s: str, kind: str, location: str, name: str, device: str, dtype: str, 
                    identity=f"{identity(kind, location, model)}|{dtype}|w:{weight_fingerprint(model)}",
                    device=device, dtype=dtype, max_length=_max_length(model, tok),
                    n_params=int(sum(q.numel() for q in model.parameters())),
-                   info={"kind": kind, "location": location, "weights": checked})
+                   info={"kind": kind, "location": location, "weights": checked,
+                         **({"accepted_mismatch": accepted} if accepted else {})})
     mlm.load_seconds = time.time() - t0
     progress(f"loading models: {s} loaded", 1.0)
     return mlm

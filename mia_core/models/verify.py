@@ -25,6 +25,7 @@ and masked LM this package loads goes through these checks before anyone sees it
 """
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
 import math
@@ -34,6 +35,49 @@ from pathlib import Path
 from ..errors import ModelError
 
 SAMPLES_PER_TENSOR = 64  # elements read from each tensor for the fingerprint
+
+# A user who knows the checkpoint does not match (a deliberately re-initialised head, a pruned copy) may
+# audit it anyway: asked for explicitly (``--accept-weight-mismatch``, :func:`accepting_weight_mismatch`),
+# never the default, and recorded in the model's record, the run's notes and its report.
+_ACCEPT = contextvars.ContextVar("mia_accept_weight_mismatch", default=False)
+ACCEPT_FLAG = "--accept-weight-mismatch"
+
+
+class accepting_weight_mismatch:  # noqa: N801 - used as ``with accepting_weight_mismatch(): ...``
+    """Within the block, models whose weights do not match their checkpoint load (recorded) instead of
+    being refused."""
+
+    def __init__(self, on: bool = True):
+        self.on = bool(on)
+
+    def __enter__(self):
+        self._token = _ACCEPT.set(self.on)
+        return self
+
+    def __exit__(self, *exc):
+        _ACCEPT.reset(self._token)
+        return False
+
+
+def weight_mismatch_accepted() -> bool:
+    return _ACCEPT.get()
+
+
+def verify_weights(model, loading_info: dict | None, files: list, name: str, *, quantized: bool = False,
+                   unused_label: str = "parts this class lacks") -> tuple[str, str | None]:
+    """:func:`check_loading_info` then :func:`check_against_checkpoint`: ``(what was checked, None)``, or a
+    one-line ``ModelError``. Where the user accepted a mismatch (:func:`accepting_weight_mismatch`), a failed
+    check returns ``(a record saying so, the problem)`` instead, for the run to carry."""
+    try:
+        unused = check_loading_info(loading_info, name, model)
+        checked = check_against_checkpoint(model, files, name, quantized=quantized)
+    except ModelError as e:
+        if not weight_mismatch_accepted():
+            raise ModelError(f"{e} ({ACCEPT_FLAG} audits it anyway, recorded in the run)") from None
+        return f"NOT VERIFIED (audited as asked with {ACCEPT_FLAG}): {e}", str(e)
+    if unused:
+        checked += f"; {len(unused)} weight(s) of the checkpoint not used ({unused_label}: {', '.join(unused[:3])})"
+    return checked, None
 
 
 def _names(keys, n: int = 3) -> str:

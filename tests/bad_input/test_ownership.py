@@ -302,3 +302,32 @@ def test_size_estimate_is_close_for_real_configs():
         with torch.device("meta"):
             exact = sum(p.numel() for p in AutoModelForCausalLM.from_config(cfg).parameters())
         assert 0.7 * exact <= config_params(cfg) <= 1.05 * exact, (type(cfg).__name__, config_params(cfg), exact)
+
+
+# --------------------------------------------------------------------------- a mismatch the user insists on
+
+def test_weight_mismatch_refused_unless_asked_then_recorded_everywhere(tmp_path, monkeypatch, capsys):
+    """A config declaring one layer more than the checkpoint holds: refused in one line that names the way
+    to insist; with --accept-weight-mismatch the run goes on and says so in its models, notes and report."""
+    from helpers import empty_cache, save_tiny_llama
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(empty_cache(tmp_path / "cache")))
+    folder = tmp_path / "tiny"
+    save_tiny_llama(folder)
+    cfg = json.loads((folder / "config.json").read_text())
+    cfg["num_hidden_layers"] += 1
+    (folder / "config.json").write_text(json.dumps(cfg))
+    (tmp_path / "m.txt").write_text("The old lighthouse keeper counted ships.\nRain fell on the harbour.\n")
+    (tmp_path / "n.txt").write_text("A green parrot argued with the baker.\nThe violin lessons started late.\n")
+    args = ["run", "--members", str(tmp_path / "m.txt"), "--nonmembers", str(tmp_path / "n.txt"), "--model",
+            str(folder), "--attacks", "loss", "--bootstrap", "10", "--quiet"]
+    line = assert_one_error(main(args + ["--out", str(tmp_path / "a")]), capsys.readouterr().err, "missing")
+    assert "--accept-weight-mismatch" in line and not (tmp_path / "a").exists()
+    assert main(args + ["--out", str(tmp_path / "b"), "--accept-weight-mismatch"]) == 0
+    out = capsys.readouterr().out
+    assert "WARNING: the target model" in out and "do not match its checkpoint" in out
+    run = json.loads((tmp_path / "b" / "run.json").read_text())
+    assert "missing" in run["models"]["target"]["weights_not_verified"]
+    assert any("do not match its checkpoint" in n for n in run["report"])
+    # the accepted load is never handed to a caller that did not ask
+    assert_one_error(main(args + ["--out", str(tmp_path / "c")]), capsys.readouterr().err, "missing")

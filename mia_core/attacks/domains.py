@@ -1,0 +1,343 @@
+"""Parameter domains: the values each attack parameter may take, checked before any model loads.
+
+Every attack module declares ``DOMAINS = {name: Domain}`` next to its ``DEFAULTS`` (one entry per
+parameter; :func:`mia_core.attacks.register` refuses an attack with an undeclared parameter), built
+with the constructors below:
+
+* :func:`number`  a finite float, with bounds that are open or closed at each end;
+* :func:`whole`   an integer, with a lower / upper bound and single extra values (SMIA's
+  ``batch_texts``: 0 or >= 2);
+* :func:`flag`    true or false;
+* :func:`one_of`  one of a fixed set of words;
+* :func:`text`    any string (optionally checked by a function, e.g. a neighbour generator spec);
+* :func:`path`    a path: an existing regular file or folder to read (``"read"``), or a folder to
+  write into (``"write"``); device files, FIFOs, sockets and anything under ``/dev``, ``/proc`` or
+  ``/sys`` are refused.
+
+:meth:`Domain.check` takes a value as a Python caller, the page or the command line (a string)
+gives it, and returns it coerced to the domain's type or raises ``SettingsError`` with one line
+naming the parameter, the value and the domain ("rmia.gamma must be > 0 (a finite number), got
+inf"); an input file that does not exist is a ``DataError`` ("... (not found)"), like every
+other missing input. :func:`mia_core.attacks.check_params` applies the domains to a run's
+``{attack: {name: value}}``; the CLI (``--param``), the pipeline (:func:`mia_core.pipeline.check_config`,
+the first thing ``run_attacks`` does) and the calibration page (``dashboard.calibration.build_config``)
+all call it.
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import os
+import stat
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..errors import DataError, SettingsError
+
+NONE_WORDS = ("", "none")  # what a user types for "not given" (an optional parameter)
+SPECIAL_ROOTS = ("/dev", "/proc", "/sys")  # never a parameter's file or folder
+
+
+@dataclass(frozen=True)
+class Domain:
+    kind: str  # "float", "int", "bool", "choice", "text", "path"
+    lo: float | None = None
+    hi: float | None = None
+    lo_open: bool = False
+    hi_open: bool = False
+    also: tuple = ()  # single values allowed outside the bounds (ints)
+    choices: tuple = ()
+    optional: bool = False  # None (or "", "none") allowed: "not given" / "from a preset"
+    words: tuple = ()  # further words that mean None (e.g. "all", "bundled")
+    mode: str = ""  # paths: "read" (an existing file or folder) or "write" (a folder to write into)
+    validate: Callable | None = None  # text: raises SettingsError on a bad value (message prefixed with the name)
+    what: str = ""  # text: the domain in words (default "any text")
+    note: str = ""  # what the value means, for --list-params and the page's help
+
+    # ------------------------------------------------------------------ description
+    @property
+    def type(self) -> type:
+        """The Python type of a value (what the CLI and the page coerce to)."""
+        return {"float": float, "int": int, "bool": bool}.get(self.kind, str)
+
+    def bounds(self) -> str:
+        """The range of a number, e.g. ``in (0, 1]``, ``> 0``, ``0 or >= 2``."""
+        lo, hi = _fmt(self.lo), _fmt(self.hi)
+        if self.lo is not None and self.hi is not None:
+            r = f"in {'(' if self.lo_open else '['}{lo}, {hi}{')' if self.hi_open else ']'}"
+        elif self.lo is not None:
+            r = f"{'>' if self.lo_open else '>='} {lo}"
+        elif self.hi is not None:
+            r = f"{'<' if self.hi_open else '<='} {hi}"
+        else:
+            r = ""
+        if self.also:
+            r = " or ".join([*map(_fmt, self.also), *([r] if r else [])])
+        return r
+
+    def noun(self) -> str:
+        if self.kind == "int":
+            return "a whole number"
+        if self.kind == "float":
+            return "a number" if self.lo is not None and self.hi is not None else "a finite number"
+        return {"bool": "true or false", "text": "text"}.get(self.kind, "")
+
+    def describe(self) -> str:
+        """The domain in words, e.g. ``in (0, 1] (a number)``, ``>= 1 (a whole number), or none``."""
+        if self.kind in ("float", "int"):
+            b = self.bounds()
+            d = f"{b} ({self.noun()})" if b else self.noun()
+        elif self.kind == "choice":
+            d = "one of " + ", ".join(map(str, self.choices))
+        elif self.kind == "path":
+            d = ("an existing file or folder (no device, no /dev, /proc or /sys path)" if self.mode == "read"
+                 else "a folder it can write into (no file, no device, no /dev, /proc or /sys path)")
+        elif self.kind == "bool":
+            d = "true or false"
+        else:
+            d = self.what or "any text"
+        if self.optional:
+            d += ", or " + " / ".join(["none", *self.words])
+        return d
+
+    # ------------------------------------------------------------------ the check
+    def check(self, value, where: str):
+        """``value`` coerced to this domain, or ``SettingsError`` (``DataError`` for an input file
+        that is not there) naming ``where`` (e.g. ``rmia.gamma`` or ``--param rmia.gamma``)."""
+        if self.optional and _is_none(value, self.words, empty=self.kind != "text"):  # "" is a text
+            return None
+        if value is None:
+            raise SettingsError(f"{where} must be {self.describe()}, got None")
+        if self.kind == "float":
+            return self._number(value, where)
+        if self.kind == "int":
+            return self._whole(value, where)
+        if self.kind == "bool":
+            return _bool(value, where)
+        if self.kind == "choice":
+            v = value.strip() if isinstance(value, str) else value
+            if v not in self.choices:
+                raise SettingsError(f"{where} must be {self.describe()}, got {_shown(value)}")
+            return v
+        if not isinstance(value, str):
+            raise SettingsError(f"{where} must be {self.describe()} (a string), got {_shown(value)}")
+        if self.kind == "path":
+            return _path(value, where, self)
+        if self.validate is not None:
+            try:
+                self.validate(value)
+            except SettingsError as e:
+                raise SettingsError(f"{where}: {e}") from None
+        return value
+
+    def _number(self, value, where: str) -> float:
+        v = _as_float(value)
+        if v is None:
+            raise SettingsError(f"{where}: expected {self.noun()} {self.bounds()}, got {_shown(value)}".replace("  ", " "))
+        if not (math.isfinite(v) and self._in_range(v)):
+            raise SettingsError(f"{where} must be {self.describe()}, got {_shown(value)}")
+        return v
+
+    def _whole(self, value, where: str) -> int:
+        v = _as_float(value)
+        if v is None or (math.isfinite(v) and not float(v).is_integer()):
+            raise SettingsError(f"{where}: expected {self.noun()} {self.bounds()}, got {_shown(value)}".replace("  ", " "))
+        if not math.isfinite(v):
+            raise SettingsError(f"{where} must be {self.describe()}, got {_shown(value)}")
+        n = int(value) if isinstance(value, numbers.Integral) else int(v)
+        if n in self.also:
+            return n
+        if not self._in_range(n):
+            raise SettingsError(f"{where} must be {self.describe()}, got {_shown(value)}")
+        return n
+
+    def _in_range(self, v) -> bool:
+        if self.lo is not None and (v <= self.lo if self.lo_open else v < self.lo):
+            return False
+        if self.hi is not None and (v >= self.hi if self.hi_open else v > self.hi):
+            return False
+        return True
+
+
+# ---------------------------------------------------------------------------- constructors
+def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False,
+           optional: bool = False, note: str = "") -> Domain:
+    """A finite number in [lo, hi] (each end open or closed; None: unbounded on that side)."""
+    return Domain("float", lo, hi, lo_open, hi_open, optional=optional, note=note)
+
+
+def whole(lo: int | None = None, hi: int | None = None, *, also: tuple = (), optional: bool = False,
+          words: tuple = (), note: str = "") -> Domain:
+    """A whole number in [lo, hi], or one of ``also``."""
+    return Domain("int", lo, hi, also=tuple(also), optional=optional, words=tuple(words), note=note)
+
+
+def flag(*, optional: bool = False, note: str = "") -> Domain:
+    return Domain("bool", optional=optional, note=note)
+
+
+def one_of(*choices: str, note: str = "") -> Domain:
+    return Domain("choice", choices=tuple(choices), note=note)
+
+
+def text(*, optional: bool = False, validate: Callable | None = None, what: str = "", note: str = "") -> Domain:
+    """A string; ``validate(value)`` raises ``SettingsError`` for a bad one; ``what``: the domain in
+    words when there is a ``validate``."""
+    return Domain("text", optional=optional, validate=validate, what=what, note=note)
+
+
+def path(mode: str, *, optional: bool = True, words: tuple = (), note: str = "") -> Domain:
+    """A path to read (``"read"``: an existing regular file or folder) or a folder to write into
+    (``"write"``)."""
+    if mode not in ("read", "write"):
+        raise ValueError(mode)
+    return Domain("path", mode=mode, optional=optional, words=tuple(words), note=note)
+
+
+# ---------------------------------------------------------------------------- helpers
+def _fmt(v) -> str:
+    if v is None:
+        return ""
+    return f"{v:g}" if isinstance(v, float) else str(v)
+
+
+def _shown(value) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _is_none(value, words: tuple = (), empty: bool = True) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, str) or (not empty and value == ""):
+        return False
+    return value.strip().lower() in (*NONE_WORDS, *words)
+
+
+def _as_float(value) -> float | None:
+    """A number from a number or a string; None when it is neither (bools are not numbers here)."""
+    if isinstance(value, bool) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "b"):
+        return None
+    if isinstance(value, numbers.Real):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip())
+        except ValueError:
+            return None
+    return None
+
+
+def _bool(value, where: str) -> bool:
+    if isinstance(value, str):
+        v = value.strip().lower()
+        if v in ("1", "true", "yes", "on"):
+            return True
+        if v in ("0", "false", "no", "off"):
+            return False
+    elif isinstance(value, bool) or (hasattr(value, "dtype") and getattr(value.dtype, "kind", "") == "b"):
+        return bool(value)
+    elif isinstance(value, numbers.Integral) and int(value) in (0, 1):
+        return bool(value)
+    raise SettingsError(f"{where}: expected true or false, got {_shown(value)}")
+
+
+def special_reason(p: Path) -> str | None:
+    """Why ``p`` may not be a parameter's file or folder (a device, a FIFO, a socket, under
+    /dev, /proc or /sys), or None. Only ``stat`` is called: nothing is opened."""
+    for q in (p, _resolved(p)):
+        if q is None:
+            continue
+        s = str(q)
+        for root in SPECIAL_ROOTS:
+            if s == root or s.startswith(root + "/"):
+                kind = _kind(p)
+                return f"{kind}, under {root}" if kind else f"under {root}"
+    kind = _kind(p)
+    return kind
+
+
+def _resolved(p: Path) -> Path | None:
+    try:
+        return p.resolve()
+    except (OSError, RuntimeError):
+        return None
+
+
+def _kind(p: Path) -> str | None:
+    """'a character device', 'a FIFO'... for a special file; None for a regular file, a folder or
+    a path that is not there."""
+    try:
+        mode = p.stat().st_mode
+    except OSError:
+        return None
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    if stat.S_ISCHR(mode):
+        return "a character device"
+    if stat.S_ISBLK(mode):
+        return "a block device"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (pipe)"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _nearest_existing(p: Path) -> Path:
+    q = p
+    while not (q.exists() or q.is_symlink()) and q.parent != q:
+        q = q.parent
+    return q
+
+
+def _path(value: str, where: str, d: Domain) -> str:
+    raw = value.strip()
+    p = Path(raw).expanduser()
+    try:
+        p = p.absolute()
+    except OSError as e:
+        raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({e.strerror or e})") from None
+    bad = special_reason(p)
+    if bad:
+        raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({bad})")
+    if d.mode == "read":
+        try:
+            mode = p.stat().st_mode
+        except FileNotFoundError:
+            raise DataError(f"{where} must be {d.describe()}, got {raw!r} (not found)") from None
+        except OSError as e:
+            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({e.strerror or e})") from None
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # pragma: no cover - special_reason caught it
+            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (not a regular file)")
+        if not os.access(p, os.R_OK):
+            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (not readable)")
+        return raw
+    # a folder to write into: an existing folder, or a new one whose nearest existing parent takes it
+    if p.exists() or p.is_symlink():
+        if not p.is_dir():
+            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (exists and is not a folder)")
+        where_to = p
+    else:
+        where_to = _nearest_existing(p.parent)
+        if not where_to.is_dir():
+            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({where_to} is not a folder)")
+    try:  # the one sure test: make (and remove) a folder there
+        os.rmdir(tempfile.mkdtemp(prefix=".mia-check-", dir=where_to))
+    except OSError as e:
+        raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (cannot write in {where_to}: "
+                            f"{e.strerror or e})") from None
+    return raw
+
+
+def check_values(attack: str, domains: dict, params: dict, *, prefix: str = "") -> dict:
+    """``params`` (one attack's ``{name: value}``) checked against ``domains`` and coerced; a name
+    without a domain is refused. ``prefix`` goes before ``attack.name`` in messages (``"--param "``)."""
+    out = {}
+    for name, value in params.items():
+        if name not in domains:
+            known = ", ".join(domains) or "none"
+            raise SettingsError(f"{prefix}{attack}: no parameter {name!r} (its parameters: {known})")
+        out[name] = domains[name].check(value, f"{prefix}{attack}.{name}")
+    return out
