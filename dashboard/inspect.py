@@ -44,15 +44,22 @@ def sequence_attacks() -> list[str]:
     return [n for n, a in REGISTRY.items() if a.prepare is None and set(a.needs) <= SEQUENCE_NEEDS]
 
 
-def run_first_token(run=None) -> bool:
+def run_first_token(run=None, default: bool = False) -> bool:
     """Whether attacks score each text's first token, as the calibration ``run`` did
-    (``RunConfig.score_first_token``; ``mia_core.attacks.base``). Without a run: the default
-    (tokens 2..n, as the papers). A run saved before the rule existed has no such setting and
-    scored every token."""
-    if run is None:
-        return False
-    cfg = run.config or {}
-    return bool(cfg.get("score_first_token", True))
+    (``mia_core.attacks.base``): what the run recorded (``scored_tokens``), else its
+    ``score_first_token``. Without a run, or a run that left it to the default: ``default`` (the
+    target's, ``mia_core.stats.scores_first_token``: as the model was trained). A run saved before the
+    rule existed has no such setting and scored every token."""
+    cfg = (run.config or {}) if run is not None else {}
+    rec = cfg.get("scored_tokens")
+    if isinstance(rec, dict) and isinstance(rec.get("first_token"), bool):
+        return rec["first_token"]
+    if run is not None and "score_first_token" not in cfg:
+        return True
+    ft = cfg.get("score_first_token")
+    if isinstance(ft, bool):
+        return ft
+    return bool(default)
 
 
 def attack_scores(res: dict, run=None) -> tuple[dict[str, tuple[str, float]], list[str]]:
@@ -60,7 +67,8 @@ def attack_scores(res: dict, run=None) -> tuple[dict[str, tuple[str, float]], li
     inputs = AttackInputs(texts=[res["text"]], target=[res["stats"]],
                           target_lower=[res["lower"]] if res.get("lower") is not None else None,
                           reference=[res["ref"]] if res.get("ref") is not None else None,
-                          same_tokenizer=res.get("same_tokenizer", True), first_token=run_first_token(run))
+                          same_tokenizer=res.get("same_tokenizer", True),
+                          first_token=run_first_token(run, res.get("first_token_default", False)))
     run_params = ((run.config if run is not None else {}) or {}).get("params") or {}
     out, notes = {}, []
     for name in sequence_attacks():
@@ -262,7 +270,7 @@ def neighbour_section(lm, res: dict, run=None) -> None:
         cb = stage_progress(slot.container())
         try:
             out = inspect_neighbours(lm, res["text"], neighbour_settings(run, n), progress=cb,
-                                     first_token=run_first_token(run))
+                                     first_token=run_first_token(run, res.get("first_token_default", False)))
             st.session_state["inspect_neighbours"] = (res["hash"], lm.identity, out)
             slot.empty()
         except MiaError as e:

@@ -14,9 +14,14 @@ that :func:`mia_core.models.load_causal_lm` loads like any other model:
 
 Training (plain torch, no HF ``Trainer``):
 
-* Each text is tokenised exactly as :mod:`mia_core.stats` scores it: a prefix token (BOS, or
-  ``<|endoftext|>``/EOS) then the text tokens, no special tokens added, so that the loss the
-  model is trained to lower is the loss the attacks read. Texts longer than ``max_length``
+* Each text is tokenised exactly as :mod:`mia_core.stats` scores it by default
+  (``StatsSettings.prefix="auto"``): what the base model's tokenizer puts in front of a text itself
+  (a Llama-style BOS; nothing for GPT-2-style tokenizers such as SmolLM2's), then the text tokens, so
+  that the model is fine-tuned the standard way and the loss it is trained to lower is the loss the
+  attacks read. The token (or none) is recorded as ``prefix_token_id`` in ``mia_target.json``, and
+  the scorer puts the same in front of every text of this target. (Earlier versions trained every
+  target with a BOS/EOS token in front; their folders say so in ``training_log.json`` and are
+  scored that way.) Texts longer than ``max_length``
   are cut into windows of ``max_length`` tokens overlapping by one token (every token is
   trained on once, as the windows of ``mia_core.stats`` score it).
 * Causal-LM objective: mean next-token cross-entropy over the real (non-padding) tokens of a
@@ -267,7 +272,7 @@ def make_target(
     base_rec = base_record(base)
 
     # ---- model
-    from .stats import prefix_token_id
+    from .stats import StatsSettings, resolve_prefix
 
     progress(f"loading base model {base_rec}", 0.0)
     lm = load_causal_lm(base, dtype="fp32", device=device, reuse=False)  # a private copy: we modify it
@@ -275,7 +280,10 @@ def make_target(
     tok = lm.tokenizer
     pad_id = tok.pad_token_id if tok.pad_token_id is not None else 0
     max_length = min(int(max_length), int(lm.max_context))
-    prefix = prefix_token_id(tok)
+    # trained exactly as it will be scored (stats.resolve_prefix under the default "auto"): with what the base
+    # model's tokenizer puts in front of a text itself, i.e. nothing for GPT-2-style tokenizers (SmolLM2),
+    # a BOS for Llama-style ones; recorded in mia_target.json, which the scorer reads back
+    prefix = resolve_prefix(lm, StatsSettings())
 
     def encode(texts: list[str]) -> list[list[int]]:
         seqs = []
@@ -391,6 +399,7 @@ def make_target(
             "epochs": epochs,
             "lr": lr,
             "seed": seed,
+            "prefix_token_id": prefix,
         }
         (tmp / TARGET_MARKER).write_text(json.dumps(meta, indent=2))
         log = {

@@ -17,8 +17,8 @@ Which parameters
     ``SettingsError`` says so.
 
 Tokens and windows
-    A text is tokenised as ``mia_core.stats`` scores it: the prefix token (BOS, or
-    ``<|endoftext|>``/EOS) in front unless ``StatsSettings.prefix`` is off, windows of the
+    A text is tokenised as ``mia_core.stats`` scores it: the prefix ``StatsSettings.prefix`` resolves
+    to (:func:`mia_core.stats.resolve_prefix`: by default what the model saw in training), windows of the
     context length C with stride C-1 for texts longer than C. The loss is the sum of the
     windows' NLLs over the scored tokens divided by their number (the mean over the whole
     text); each window's share is back-propagated in turn and the gradients add up, so a long
@@ -47,7 +47,7 @@ from .cache import ArrayCache, text_hash
 from .errors import SettingsError
 from .models import LoadedModel
 from .progress import Progress, noop
-from .stats import StatsSettings, prefix_token_id, tokenize
+from .stats import StatsSettings, prefix_key, resolve_prefix, tokenize
 
 GRADIENTS_VERSION = 1
 NORMS = ("l1", "l2", "linf")
@@ -101,7 +101,7 @@ def cache_settings(lm: LoadedModel, st: StatsSettings, first_token: bool) -> dic
     return {
         "model": lm.identity,
         "context": st.resolved_context(lm),
-        "prefix": st.prefix,
+        "prefix": prefix_key(lm, st),
         "first_token": bool(first_token),
         "version": GRADIENTS_VERSION,
     }
@@ -148,7 +148,7 @@ def compute_grad_norms(
     model = lm.model
     params = _unique_params(model)
     names = np.array([n for n, _ in params])
-    prefix = prefix_token_id(lm.tokenizer) if st.prefix else None
+    prefix = resolve_prefix(lm, st)
     saved = [p.requires_grad for _, p in params]
     was_training = model.training
     model.eval()  # no dropout: the gradient of the model as it scores

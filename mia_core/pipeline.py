@@ -31,7 +31,7 @@ from .data import Dataset
 from .engines import current_engine
 from .errors import DataError, SettingsError
 from .models import LoadedModel, describe
-from .stats import StatsSettings, compute_stats
+from .stats import StatsSettings, compute_stats, resolve_prefix, scores_first_token, settings_for
 from .progress import Progress, noop
 from .results import AuditResult, json_default, write_csv
 
@@ -48,7 +48,9 @@ class RunConfig:
     split_seed: int = 0
     population_alpha: float = 0.1  # FPR on the population set for the threshold (Mireshghallah §2.4)
     blind: bool = True  # model-free baseline (distribution-shift check)
-    score_first_token: bool = False  # attacks score tokens 2..n, as the papers do (attacks.base)
+    # attacks score every token the model predicts as it did in training (attacks.base): None decides from
+    # the prefix (stats.scores_first_token); True / False force the first text token in / out
+    score_first_token: bool | None = None
 
     def to_dict(self) -> dict:
         d = {k: v for k, v in self.__dict__.items() if k != "stats"}
@@ -385,11 +387,16 @@ def _run_attacks(
         sources=list(dataset.sources) + (list(train.sources) if train is not None else []), report=[],
     ) if train is not None else dataset
 
+    target_prefix = resolve_prefix(target, cfg.stats)
+
     def compute(lm, texts, label="token statistics", settings=None):
-        return compute_stats(lm, texts, settings or cfg.stats, use_cache=cfg.use_cache, progress=progress, label=label)
+        # a reference (or RMIA's references) scores the tokens the target scores, with the target's prefix
+        st = settings_for(lm, target, settings or cfg.stats)
+        return compute_stats(lm, texts, st, use_cache=cfg.use_cache, progress=progress, label=label)
 
     # ---- the model passes
-    inputs = AttackInputs(texts=all_texts, first_token=cfg.score_first_token)
+    first_token = scores_first_token(target, cfg.stats) if cfg.score_first_token is None else bool(cfg.score_first_token)
+    inputs = AttackInputs(texts=all_texts, first_token=first_token)
     early: dict[str, np.ndarray] = {}  # scores of the attacks already shown through ``partial``
 
     def report_early(done: set) -> None:
@@ -509,7 +516,7 @@ def _run_attacks(
 
     pop = None
     if population is not None and len(population):
-        pop_inputs = AttackInputs(texts=list(population.texts), first_token=cfg.score_first_token)
+        pop_inputs = AttackInputs(texts=list(population.texts), first_token=first_token)
         pop_inputs.target = compute(target, pop_inputs.texts, "population pass")
         if "target_lower" in needs:
             pop_inputs.target_lower = compute(target, [t.lower() for t in pop_inputs.texts], "population pass (lower)")
@@ -539,7 +546,9 @@ def _run_attacks(
     return RunResult(
         scores=df,
         metrics=metrics,
-        config={**cfg.to_dict(), "attacks": names, **({"skipped": skipped} if skipped else {})},
+        config={**cfg.to_dict(), "attacks": names, **({"skipped": skipped} if skipped else {}),
+                "scored_tokens": {"prefix": cfg.stats.prefix, "prefix_token_id": target_prefix,
+                                  "first_token": first_token}},
         models=models,
         timings={k: round(v, 3) for k, v in timings.items()},
         shift=shift,

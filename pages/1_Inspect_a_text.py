@@ -94,7 +94,7 @@ if analyse:
     elif lm is None:
         show_error(f"no target model loaded: {panel.target_error or 'choose one in the sidebar'}")
     else:
-        from mia_core.stats import compute_stats
+        from mia_core.stats import StatsSettings, compute_stats, scores_first_token, settings_for
 
         slot = st.empty()
         cb = stage_progress(slot.container())
@@ -103,11 +103,13 @@ if analyse:
             if stats.n_predicted < 2:
                 raise MiaError("the text is too short: at least two tokens are needed.")
             lower = compute_stats(lm, [text.lower()], progress=cb, label="target pass (lower-cased)")[0] if do_lower else None
-            rstats = compute_stats(ref, [text], progress=cb, label="reference pass")[0] if ref is not None else None
+            rstats = (compute_stats(ref, [text], settings_for(ref, lm), progress=cb, label="reference pass")[0]
+                      if ref is not None else None)  # the tokens the target scores, as a calibration run
             st.session_state["inspect_result"] = {
                 "hash": text_hash(text), "text": text, "name": text_name, "identity": lm.identity,
                 "ref_identity": ref.identity if ref is not None else None, "stats": stats, "lower": lower,
                 "ref": rstats, "same_tokenizer": lm.same_tokenizer(ref) if ref is not None else True,
+                "first_token_default": scores_first_token(lm, StatsSettings()),
             }
             st.session_state.pop("inspect_neighbours", None)
             slot.empty()

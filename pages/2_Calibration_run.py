@@ -169,8 +169,10 @@ with st.expander("Advanced"):
                           help="A classifier that never sees the model: if it separates the sets, attack AUCs "
                                "measure a distribution shift, not membership.")
     first_token = st.checkbox("Also score each text's first token", value=False, key="cal_first_token",
-                              help="The papers and their reference code (MIMIR) score tokens 2..n: the first token, "
-                                   "predicted from nothing, is the noisiest of a text. Tick to include it.")
+                              help="By default texts are scored as the model saw them in training: after the token "
+                                   "its tokenizer puts in front (a Llama-style BOS: every token is scored, as MIMIR) "
+                                   "or with nothing in front (GPT-2 style: tokens 2..n, as MIMIR). Tick to score the "
+                                   "first token wherever it has a prediction.")
     run_name = st.text_input("Run name (optional)", key="cal_name", placeholder="e.g. SmolLM2 fp32 demo")
     engine_choice = engine_widgets("cal")
 
@@ -210,7 +212,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
         cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
                            blind=blind, dataset=inputs.dataset, population=inputs.population,
                            reference=optional.demo_reference(demo) if use_demo_models else panel.reference)
-        cfg.score_first_token = bool(first_token)
+        cfg.score_first_token = True if first_token else None  # None: as the model was trained (stats)
         engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         if use_demo_models:
             target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,

@@ -40,6 +40,10 @@ from mia_core.errors import SettingsError
 from mia_core.models import load_causal_lm
 from mia_core.stats import StatsSettings, TokenStats, compute_stats, prefix_token_id, tokenize
 
+from mia_core.stats import StatsSettings as _StatsSettings
+
+ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
+
 BOOKS = Path(__file__).parent / "data" / "books"
 PIECE_CHARS = 3000  # two 3,000-character documents from the start of each 12,000-character excerpt
 TREES = 100  # the paper's 500 trees are checked in test_random_forest_is_the_papers; 100 keep tests fast
@@ -95,13 +99,18 @@ def tiny_lm(env, corpus):
         trainers.BpeTrainer(vocab_size=1024, special_tokens=["<|endoftext|>"],
                             initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False),
     )
+    from tokenizers.processors import TemplateProcessing
+
+    # trained below with <|endoftext|> in front of every document: the tokenizer puts it there itself, so the
+    # default prefix ("auto") scores the documents as this model saw them
+    bpe.post_processor = TemplateProcessing(single="<|endoftext|> $A", special_tokens=[("<|endoftext|>", 0)])
     tok = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|endoftext|>", bos_token="<|endoftext|>",
                                   pad_token="<|endoftext|>")
     torch.manual_seed(0)
     cfg = GPT2Config(vocab_size=len(tok), n_positions=256, n_embd=64, n_layer=2, n_head=4, bos_token_id=0,
                      eos_token_id=0, pad_token_id=0, resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0)
     model = GPT2LMHeadModel(cfg)
-    ids = np.concatenate([np.r_[0, tok(t)["input_ids"]] for _, t in corpus["members"]])
+    ids = np.concatenate([np.r_[0, tok(t, add_special_tokens=False)["input_ids"]] for _, t in corpus["members"]])
     L, B, epochs, lr = 128, 8, 6, 5e-3
     n = len(ids) // L
     blocks = torch.tensor(ids[: n * L].reshape(n, L))
@@ -263,7 +272,7 @@ def _direct_general_proba(lm, texts, context):
 
 def test_general_probability_incremental_equals_direct(tiny_lm, corpus):
     texts = [t[:400] for _, t in corpus["members"][:3]] + [corpus["nonmembers"][0][1][:1200]]
-    st = compute_stats(tiny_lm, texts, StatsSettings(context=32, vocab_probs=True), use_cache=False)
+    st = compute_stats(tiny_lm, texts, StatsSettings(prefix="always", context=32, vocab_probs=True), use_cache=False)
     d = build_dictionaries(st, range(len(texts)), tiny_lm.vocab_size)
     np.testing.assert_allclose(d.general_proba, _direct_general_proba(tiny_lm, texts, 32), rtol=1e-4, atol=1e-9)
     assert d.n_positions == sum(len(tokenize(tiny_lm, t)) for t in texts)
@@ -413,7 +422,7 @@ class _FakeClock:
 
 def test_interrupted_long_text_resumes_from_partial_cache(env, corpus, tiny_lm, monkeypatch):
     text = corpus["nonmembers"][3][1] + " " + corpus["nonmembers"][4][1]
-    st = StatsSettings(context=16, vocab_probs=True, batch_tokens=64)  # 4 windows per batch
+    st = StatsSettings(prefix="always", context=16, vocab_probs=True, batch_tokens=64)  # 4 windows per batch
     full = compute_stats(tiny_lm, [text], st, use_cache=False)[0]
     monkeypatch.setattr(stats_mod, "time", _FakeClock())
     computed = []

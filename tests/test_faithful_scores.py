@@ -26,8 +26,10 @@ from tiny_lm import paragraphs
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.cache import text_hash
 from mia_core.errors import SettingsError
+from mia_core.stats import StatsSettings
 
 K = 0.2
+ALWAYS = StatsSettings(prefix="always")  # the prefix ByHand puts in front
 BASELINES = ["loss", "zlib", "lowercase", "ref", "min_k", "min_k_pp"]
 RTOL = 2e-4  # float32 forward passes, batched/padded in mia_core, one text at a time here
 
@@ -135,7 +137,9 @@ def _run(world, **cfg):
     from mia_core.data import texts_from_strings
     from mia_core.pipeline import RunConfig, run_attacks
 
-    cfg = {"attacks": BASELINES, "n_bootstrap": 0, "blind": False, "use_cache": True, **cfg}
+    # the formulas by hand put <|endoftext|> in front (ByHand): the explicit "always" prefix; the default
+    # ("auto": nothing in front for this tokenizer) is checked per text against MIMIR in test_scored_tokens.py
+    cfg = {"attacks": BASELINES, "n_bootstrap": 0, "blind": False, "use_cache": True, "stats": ALWAYS, **cfg}
     res = run_attacks(texts_from_strings(world["mem"], world["non"]), world["target"], reference=world["reference"],
                       config=RunConfig(**cfg))
     return res.scores.set_index("text_hash")
@@ -202,8 +206,8 @@ def test_reference_across_tokenizers_keeps_whole_string_nll_per_byte(world):
     ts, rs = world["target"], world["reference"]
     from mia_core.stats import compute_stats
 
-    inputs = AttackInputs([text], target=compute_stats(ts, [text], use_cache=False),
-                          reference=compute_stats(rs, [text], use_cache=False), same_tokenizer=False)
+    inputs = AttackInputs([text], target=compute_stats(ts, [text], ALWAYS, use_cache=False),
+                          reference=compute_stats(rs, [text], ALWAYS, use_cache=False), same_tokenizer=False)
     want = -(-a["lp"].sum() / a["n_bytes"] - (-b["lp"].sum() / b["n_bytes"]))
     for ft in (False, True):
         inputs.first_token = ft
@@ -239,7 +243,7 @@ def test_neighbourhood_losses_follow_the_rule(world):
     for ft in (False, True):
         res = run_attacks(texts_from_strings(mem, non), world["target"],
                           config=RunConfig(attacks=["neighbourhood"], params={"neighbourhood": {"n": 2}},
-                                           n_bootstrap=0, blind=False, score_first_token=ft))
+                                           n_bootstrap=0, blind=False, score_first_token=ft, stats=ALWAYS))
         got[ft] = res
         for ex in res.extra["neighbourhood"]["examples"]:
             assert ex["neighbours"], "no neighbour generated"
@@ -259,7 +263,7 @@ def test_inspect_scores_follow_the_calibration_run(world):
     from mia_core.stats import compute_stats
 
     text = world["texts"][2]
-    res = {"text": text, "stats": compute_stats(world["target"], [text])[0]}
+    res = {"text": text, "stats": compute_stats(world["target"], [text], ALWAYS)[0]}
     assert run_first_token(None) is False
     assert run_first_token(SimpleNamespace(config={"score_first_token": False})) is False
     assert run_first_token(SimpleNamespace(config={"params": {}})) is True  # saved before the rule

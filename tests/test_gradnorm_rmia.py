@@ -34,6 +34,10 @@ from mia_core.models import load_causal_lm
 from mia_core.pipeline import RunConfig, run_attacks
 from mia_core.stats import StatsSettings, prefix_token_id
 
+from mia_core.stats import StatsSettings as _StatsSettings
+
+ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
+
 
 @pytest.fixture(scope="module", autouse=True)
 def _env(tmp_path_factory):
@@ -110,9 +114,9 @@ def test_gradnorm_equals_autograd_and_restores_the_model(models, texts):
         p.requires_grad_(n not in frozen)
     flags = {n: p.requires_grad for n, p in model.named_parameters()}
     few = texts[:3]
-    got = compute_grad_norms(lm, few, use_cache=False)
-    got_win = compute_grad_norms(lm, few[:1], StatsSettings(context=9), use_cache=False)[0]
-    got_first = compute_grad_norms(lm, few[:1], first_token=True, use_cache=False)[0]
+    got = compute_grad_norms(lm, few, ALWAYS, use_cache=False)
+    got_win = compute_grad_norms(lm, few[:1], StatsSettings(prefix="always", context=9), use_cache=False)[0]
+    got_first = compute_grad_norms(lm, few[:1], ALWAYS, first_token=True, use_cache=False)[0]
     # the model is left as it was: same requires_grad flags, no gradient buffers
     assert {n: p.requires_grad for n, p in model.named_parameters()} == flags
     assert all(p.grad is None for p in model.parameters())
@@ -138,16 +142,16 @@ def test_gradnorm_equals_autograd_and_restores_the_model(models, texts):
 
     # through the pipeline: score = -norm, cached on the second run, MIMIR's variant one param away
     ds = Dataset(texts=few + texts[3:5], labels=[1, 1, 1, 0, 0], ids=[f"t{i}" for i in range(5)])
-    res = run_attacks(ds, lm, config=RunConfig(attacks=["gradnorm"], n_bootstrap=0, blind=False))
+    res = run_attacks(ds, lm, config=RunConfig(stats=ALWAYS, attacks=["gradnorm"], n_bootstrap=0, blind=False))
     hand = [-g.norm("l2") for g in got]
     np.testing.assert_allclose(res.scores["gradnorm"].to_numpy()[:3], hand, rtol=1e-6)
     assert res.extra["gradnorm"]["n_parameter_tensors"] == len(flags)
-    res2 = run_attacks(ds, lm, config=RunConfig(attacks=["gradnorm"], params={"gradnorm": {"p": "linf", "aggregate": "mean"}},
+    res2 = run_attacks(ds, lm, config=RunConfig(stats=ALWAYS, attacks=["gradnorm"], params={"gradnorm": {"p": "linf", "aggregate": "mean"}},
                                                 n_bootstrap=0, blind=False))
     assert compute_grad_norms.last_cache.hits == len(ds) and compute_grad_norms.last_cache.misses == 0
     np.testing.assert_allclose(res2.scores["gradnorm"].to_numpy()[:3], [-g.linf.mean() for g in got], rtol=1e-6)
     with pytest.raises(SettingsError, match="p must be one of"):
-        run_attacks(ds, lm, config=RunConfig(attacks=["gradnorm"], params={"gradnorm": {"p": "l3"}}, blind=False))
+        run_attacks(ds, lm, config=RunConfig(stats=ALWAYS, attacks=["gradnorm"], params={"gradnorm": {"p": "l3"}}, blind=False))
 
 
 def _mean_nll(lm, text: str) -> float:
@@ -185,14 +189,14 @@ def test_rmia_offline_equals_hand_computation(models, texts):
     rz = np.exp(-np.array([[_mean_nll(reference, t)] for t in pop.texts]))
     none_in = np.zeros((len(pop), 1), bool)
     for a, gamma in ((0.3, 1.0), (0.7, 1.05)):
-        res = run_attacks(ds, target, reference=reference, population=pop, config=RunConfig(
+        res = run_attacks(ds, target, reference=reference, population=pop, config=RunConfig(stats=ALWAYS, 
             attacks=["loss", "rmia"], params={"rmia": {"a": a, "gamma": gamma}}, n_bootstrap=0, blind=False))
         hand = _hand_rmia(px, rx, pz, rz, none_in, a, gamma)
         np.testing.assert_allclose(res.scores["rmia"].to_numpy(), hand)
         assert 0 < hand.sum() < len(hand)  # a non-trivial comparison
         assert res.extra["rmia"]["variant"].startswith("offline") and res.extra["rmia"]["n_z"] == len(pop)
     # n_z: a seeded subset of the population
-    res = run_attacks(ds, target, reference=reference, population=pop, config=RunConfig(
+    res = run_attacks(ds, target, reference=reference, population=pop, config=RunConfig(stats=ALWAYS, 
         attacks=["rmia"], params={"rmia": {"n_z": 5}}, n_bootstrap=0, blind=False))
     assert res.extra["rmia"]["n_z"] == 5
     assert set(np.round(res.scores["rmia"].to_numpy() * 5, 9)) <= {0.0, 1.0, 2.0, 3.0, 4.0, 5.0}
@@ -203,13 +207,13 @@ def test_rmia_needs_a_population(models, texts, tmp_path):
     reference = load_causal_lm(models[1], dtype="fp32", device="cpu")
     ds, _ = _sets(texts)
     with pytest.raises(SettingsError, match="population"):
-        run_attacks(ds, target, reference=reference, config=RunConfig(attacks=["rmia"], blind=False))
+        run_attacks(ds, target, reference=reference, config=RunConfig(stats=ALWAYS, attacks=["rmia"], blind=False))
     with pytest.raises(SettingsError, match="gamma must be > 0"):
         run_attacks(ds, target, reference=reference, population=_sets(texts)[1],
-                    config=RunConfig(attacks=["rmia"], params={"rmia": {"gamma": 0}}, blind=False))
+                    config=RunConfig(stats=ALWAYS, attacks=["rmia"], params={"rmia": {"gamma": 0}}, blind=False))
     with pytest.raises(ModelError, match="no such file or folder"):
         run_attacks(ds, target, population=_sets(texts)[1],
-                    config=RunConfig(attacks=["rmia"], params={"rmia": {"references": str(tmp_path / "nope")}}, blind=False))
+                    config=RunConfig(stats=ALWAYS, attacks=["rmia"], params={"rmia": {"references": str(tmp_path / "nope")}}, blind=False))
     (tmp_path / "m.txt").write_text("\n".join(ds.members()))
     (tmp_path / "n.txt").write_text("\n".join(ds.nonmembers()))
     r = run_mia("run", "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt", "--model", models[0],
@@ -249,7 +253,7 @@ def test_make_references_writes_loadable_halves(references, models, texts):
         assert lm.info["method"] == "lora" and lm.base_spec == str(Path(models[0]).resolve())
         if i == 0:  # a LoRA folder (adapter merged, weights frozen): gradients reach every weight
             flags = [p.requires_grad for p in lm.model.parameters()]
-            g = compute_grad_norms(lm, pop[:1], use_cache=False)[0]
+            g = compute_grad_norms(lm, pop[:1], ALWAYS, use_cache=False)[0]
             assert len(g.names) == len(flags) and (g.l2 > 0).all() and np.isfinite(g.norm())
             assert [p.requires_grad for p in lm.model.parameters()] == flags
     # complementary halves: every population text is IN for exactly one of the pair
@@ -270,7 +274,7 @@ def test_rmia_with_k_references_equals_hand_computation(models, texts, reference
     in_z = np.array([[j in index[i] for i in range(2)] for j in range(len(pop))])
     assert in_z.sum(1).tolist() == [1] * len(pop)
     # the folder stands for both references; no --reference needed
-    res = run_attacks(ds, target, population=pop, config=RunConfig(
+    res = run_attacks(ds, target, population=pop, config=RunConfig(stats=ALWAYS, 
         attacks=["rmia"], params={"rmia": {"references": str(references)}}, n_bootstrap=0, blind=False))
     hand = _hand_rmia(px, rx, pz, rz, in_z, 0.3, 1.0)
     np.testing.assert_allclose(res.scores["rmia"].to_numpy(), hand)
@@ -278,7 +282,7 @@ def test_rmia_with_k_references_equals_hand_computation(models, texts, reference
     rec = res.extra["rmia"]["references"]
     assert [d["population_texts_seen"] for d in rec] == [len(index[0]), len(index[1])]
     # the same two given one by one (comma-separated)
-    res2 = run_attacks(ds, target, population=pop, config=RunConfig(
+    res2 = run_attacks(ds, target, population=pop, config=RunConfig(stats=ALWAYS, 
         attacks=["rmia"], params={"rmia": {"references": f"{references}/ref-0,{references}/ref-1"}},
         n_bootstrap=0, blind=False))
     np.testing.assert_allclose(res2.scores["rmia"].to_numpy(), hand)

@@ -20,6 +20,10 @@ from mia_core.errors import DataError, SettingsError
 from mia_core.models import load_causal_lm
 from mia_core.pipeline import RunConfig, run_attacks
 
+from mia_core.stats import StatsSettings as _StatsSettings
+
+ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
+
 P = paragraphs()
 MEM, NON = P[:3], P[3:6]
 POP = [p[:120] for p in P[6:10]]  # short shots: three of them and a text fit the tiny model's 256 tokens
@@ -55,8 +59,8 @@ def test_conditional_pass_equals_a_raw_forward_pass(tiny, monkeypatch):
     cond = " ".join(POP[:2])
     n_cond = len(S.tokenize(tiny, cond))
     assert all(1 + n_cond + len(S.tokenize(tiny, t)) <= tiny.max_context for t in MEM)  # the whole condition fits
-    got = S.compute_stats(tiny, MEM, S.StatsSettings(condition=cond), use_cache=False)
-    plain = S.compute_stats(tiny, MEM, use_cache=False)
+    got = S.compute_stats(tiny, MEM, S.StatsSettings(prefix="always", condition=cond), use_cache=False)
+    plain = S.compute_stats(tiny, MEM, ALWAYS, use_cache=False)
     for text, g, u in zip(MEM, got, plain):
         assert g.n_tokens == u.n_tokens and g.n_predicted == g.n_tokens
         np.testing.assert_allclose(g.logprob, text_logprobs(tiny, text, cond), atol=1e-4)
@@ -64,7 +68,7 @@ def test_conditional_pass_equals_a_raw_forward_pass(tiny, monkeypatch):
         assert not np.allclose(g.logprob, u.logprob, atol=1e-3)  # the condition really conditions
     # these texts were scored against the condition's key/value cache: the same as the full sequences
     monkeypatch.setattr(S, "_run_conditioned", lambda *a, **k: [])
-    full = S.compute_stats(tiny, MEM, S.StatsSettings(condition=cond), use_cache=False)
+    full = S.compute_stats(tiny, MEM, S.StatsSettings(prefix="always", condition=cond), use_cache=False)
     for g, h in zip(got, full):
         for f in ("logprob", "max_logprob", "mu"):
             np.testing.assert_allclose(getattr(g, f), getattr(h, f), atol=1e-5)
@@ -72,9 +76,9 @@ def test_conditional_pass_equals_a_raw_forward_pass(tiny, monkeypatch):
         np.testing.assert_allclose(g.sigma, h.sigma, atol=1e-3)
         np.testing.assert_array_equal(g.top_id, h.top_id)
     # a different condition is a different cache entry; no condition is the unconditional key
-    base = S.cache_settings(tiny, S.StatsSettings())
-    assert "condition" not in base and base == S.cache_settings(tiny, S.StatsSettings(condition=""))
-    assert S.cache_settings(tiny, S.StatsSettings(condition="a")) != S.cache_settings(tiny, S.StatsSettings(condition="b"))
+    base = S.cache_settings(tiny, S.StatsSettings(prefix="always"))
+    assert "condition" not in base and base == S.cache_settings(tiny, S.StatsSettings(prefix="always", condition=""))
+    assert S.cache_settings(tiny, S.StatsSettings(prefix="always", condition="a")) != S.cache_settings(tiny, S.StatsSettings(prefix="always", condition="b"))
 
 
 def test_a_long_condition_is_cut_from_the_left(tiny):
@@ -84,7 +88,7 @@ def test_a_long_condition_is_cut_from_the_left(tiny):
     short, long = "The sea was calm that night.", " ".join(P[20:23])
     n_short, n_long = len(S.tokenize(tiny, short)), len(S.tokenize(tiny, long))
     assert n_long > C and n_short + 1 < C < n_cond
-    a, b = S.compute_stats(tiny, [short, long], S.StatsSettings(context=C, condition=cond), use_cache=False)
+    a, b = S.compute_stats(tiny, [short, long], S.StatsSettings(prefix="always", context=C, condition=cond), use_cache=False)
     bos = S.prefix_token_id(tiny.tokenizer)
     cond_ids = tiny.tokenizer(cond, add_special_tokens=False).input_ids
     # a text that fits: the condition fills the rest of the one window
@@ -116,7 +120,7 @@ def test_kept_condition_tokens_rule():
 def test_recall_scores_equal_hand_computed_values(tiny):
     n_shots = 3
     res = run_attacks(texts_from_strings(MEM, NON), tiny, population=population(POP),
-                      config=RunConfig(attacks=["loss", "recall"], params={"recall": {"n_shots": n_shots}},
+                      config=RunConfig(stats=ALWAYS, attacks=["loss", "recall"], params={"recall": {"n_shots": n_shots}},
                                        use_cache=False, n_bootstrap=0, blind=False))
     prefix = "".join(POP[:n_shots])  # the official code joins the shots with ""
     assert all(1 + len(S.tokenize(tiny, prefix)) + len(S.tokenize(tiny, t)) <= tiny.max_context for t in MEM + NON)
@@ -132,7 +136,7 @@ def test_recall_scores_equal_hand_computed_values(tiny):
 def test_recall_prefix_file_and_its_checks(tiny, tmp_path, monkeypatch):
     f = tmp_path / "prefix.txt"
     f.write_text("\n".join(POP[:2]) + "\n", encoding="utf-8")
-    cfg = RunConfig(attacks=["recall"], params={"recall": {"prefix": str(f), "separator": " "}},
+    cfg = RunConfig(stats=ALWAYS, attacks=["recall"], params={"recall": {"prefix": str(f), "separator": " "}},
                     use_cache=False, n_bootstrap=0, blind=False)
     res = run_attacks(texts_from_strings(MEM[:2], NON[:2]), tiny, config=cfg)  # no population needed
     text = MEM[0]
@@ -151,7 +155,7 @@ def test_recall_prefix_file_and_its_checks(tiny, tmp_path, monkeypatch):
                                 ({"n_shots": 0}, SettingsError, "n_shots")):
         with pytest.raises(err, match=needle) as e:
             run_attacks(texts_from_strings(MEM[:2], NON[:2]), tiny,
-                        config=RunConfig(attacks=["recall"], params={"recall": params}, use_cache=False, blind=False))
+                        config=RunConfig(stats=ALWAYS, attacks=["recall"], params={"recall": params}, use_cache=False, blind=False))
         assert "\n" not in str(e.value)
     assert calls["n"] == 0
 
@@ -204,7 +208,7 @@ def test_dc_pdd_scores_equal_hand_computed_values(tiny, tmp_path):
     texts = MEM + NON
     for a, first_occurrence in ((0.01, True), (2e-4, True), (0.01, False)):
         res = run_attacks(texts_from_strings(MEM, NON), tiny,
-                          config=RunConfig(attacks=["dc_pdd"], use_cache=False, n_bootstrap=0, blind=False,
+                          config=RunConfig(stats=ALWAYS, attacks=["dc_pdd"], use_cache=False, n_bootstrap=0, blind=False,
                                            params={"dc_pdd": {"corpus": str(corpus), "a": a,
                                                               "first_occurrence": first_occurrence}}))
         clipped = 0
@@ -241,7 +245,7 @@ def test_bundled_corpus_is_gutenberg_and_not_the_demo():
 
 def test_run_attacks_end_to_end_both_attacks_finite(tiny):
     res = run_attacks(texts_from_strings(MEM, NON), tiny, population=population(POP),
-                      config=RunConfig(attacks=["loss", "recall", "dc_pdd"], n_bootstrap=20, blind=False))
+                      config=RunConfig(stats=ALWAYS, attacks=["loss", "recall", "dc_pdd"], n_bootstrap=20, blind=False))
     for name in ("recall", "dc_pdd"):
         assert np.isfinite(res.scores[name]).all(), name
         assert 0.0 <= res.metrics[name]["auc"] <= 1.0

@@ -15,6 +15,10 @@ from tiny_lm import paragraphs
 from mia_core import stats as S
 from mia_core.models import converted_gguf_dir, embedded_gguf_path, load_causal_lm
 
+from mia_core.stats import StatsSettings as _StatsSettings
+
+ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
+
 BASE = paragraphs()[0][:400]
 
 
@@ -75,12 +79,12 @@ def test_neighbours_scored_from_where_they_differ_equal_a_raw_pass(tiny, monkeyp
     base, members = fams[0]
     assert base.text == texts[0] and len(members) == 6
     rows = spy(monkeypatch)
-    got = S.compute_stats(tiny, texts, use_cache=False)
+    got = S.compute_stats(tiny, texts, ALWAYS, use_cache=False)
     assert sorted(rows) == sorted(m.text for m, _ in members)  # they really ran from the cache
     for t, g in zip(texts, got):
         np.testing.assert_allclose(g.logprob, raw_logprobs(tiny, t), atol=1e-4)
     monkeypatch.setattr(S, "_run_families", lambda *a, **k: [])
-    plain = S.compute_stats(tiny, texts, use_cache=False)
+    plain = S.compute_stats(tiny, texts, ALWAYS, use_cache=False)
     for g, p in zip(got, plain):
         for f in ("logprob", "max_logprob", "mu", "entropy"):
             np.testing.assert_allclose(getattr(g, f), getattr(p, f), atol=1e-5)
@@ -99,7 +103,7 @@ def test_a_cache_that_does_not_reproduce_the_plain_pass_falls_back(tiny, monkeyp
         return real(lm, items)
 
     monkeypatch.setattr(S, "_forward", plain_forward)
-    got = S.compute_stats(tiny, texts, use_cache=False)
+    got = S.compute_stats(tiny, texts, ALWAYS, use_cache=False)
     # every member went the plain way; the family's base ran before the check (a plain pass itself)
     assert sorted(ran) == sorted(t for t in texts if t != BASE)
     for t, g in zip(texts, got):
@@ -132,7 +136,7 @@ def test_the_key_value_cache_goes_by_the_name_the_installed_transformers_gives_i
             real = S._forward_rows
             S._forward_rows = lambda lm, batch, *a: rows.extend(batch) or real(lm, batch, *a)
             try:
-                S.compute_stats(tiny, variants(BASE), use_cache=False)
+                S.compute_stats(tiny, variants(BASE), ALWAYS, use_cache=False)
             finally:
                 S._forward_rows = real
     finally:

@@ -22,6 +22,10 @@ from mia_core.models import converted_gguf_dir, embedded_gguf_path, load_causal_
 from mia_core.neighbours import word_diff
 from mia_core.pipeline import RunConfig, run_attacks
 
+from mia_core.stats import StatsSettings as _StatsSettings
+
+ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
+
 DATA = Path(__file__).resolve().parent / "data"
 N_NEIGHBOURS = 4
 N_EACH = 24
@@ -89,7 +93,7 @@ def setup(env):
 
 def config(**smia) -> RunConfig:
     nb = {"n": N_NEIGHBOURS}
-    return RunConfig(attacks=("loss", "neighbourhood", "smia"),
+    return RunConfig(stats=ALWAYS, attacks=("loss", "neighbourhood", "smia"),
                      params={"neighbourhood": nb, "smia": {**nb, "epochs": 40, **smia}},
                      split=0.5, split_seed=0, n_bootstrap=50, blind=False)
 
@@ -176,7 +180,7 @@ def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup, monk
 
     monkeypatch.setattr(nbh, "make_generator", lambda settings: FewerForOne(real(settings)))
     ds = Dataset(texts=texts, labels=[1, 1, 1, 0, 0, 0, 1, 0], ids=[f"s{i}" for i in range(len(texts))])
-    res = run_attacks(ds, setup["target"], config=RunConfig(attacks=("loss", "neighbourhood"),
+    res = run_attacks(ds, setup["target"], config=RunConfig(stats=ALWAYS, attacks=("loss", "neighbourhood"),
                                                             params={"neighbourhood": {"n": N_NEIGHBOURS}},
                                                             n_bootstrap=20, blind=False))
     nb = res.scores["neighbourhood"].to_numpy()

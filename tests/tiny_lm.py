@@ -29,6 +29,13 @@ def make_tokenizer(texts, vocab_size: int = 1000):
         vocab_size=vocab_size, special_tokens=["<|endoftext|>"], initial_alphabet=pre_tokenizers.ByteLevel.alphabet()
     )
     tok.train_from_iterator(list(texts), trainer)
+    # the tokenizer puts <|endoftext|> in front of a text itself, as the tiny models are trained (_train), so
+    # the default prefix ("auto": what the tokenizer adds) scores texts exactly as these models saw them
+    from tokenizers.processors import TemplateProcessing
+
+    eos_id = tok.token_to_id("<|endoftext|>")
+    tok.post_processor = TemplateProcessing(single="<|endoftext|> $A", pair="<|endoftext|> $A <|endoftext|> $B",
+                                            special_tokens=[("<|endoftext|>", eos_id)])
     return PreTrainedTokenizerFast(
         tokenizer_object=tok, bos_token="<|endoftext|>", eos_token="<|endoftext|>", pad_token="<|endoftext|>"
     )

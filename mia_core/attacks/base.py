@@ -11,13 +11,25 @@ pipeline runs each model pass once for all attacks:
 * ``"neighbours"``: target-model losses of each text's neighbours (neighbour attacks),
 * ``"labels"``: the attack learns from labelled training texts (SMIA).
 
-**Which tokens are scored.** The statistics pass predicts every token of a text (a BOS/EOS
-prefix token is put in front, ``mia_core.stats``), so the whole-string NLL is available
-(per-byte comparisons across tokenizers need it). The papers and their reference code
-(Carlini et al. 2021, Shi et al. 2024, Zhang et al. 2024, MIMIR) score tokens 2..n: the
-first token, predicted from nothing but the prefix, is the noisiest of a text. Attacks
-therefore read :meth:`AttackInputs.scored`, which leaves the first token out unless
-``first_token=True`` (``mia run --score-first-token``); one cached pass serves both.
+**Which tokens are scored.** Every token the model predicts as it did in training. The statistics
+pass puts in front of each text what the model saw there in training (``StatsSettings.prefix="auto"``,
+``mia_core.stats.resolve_prefix``), and :attr:`AttackInputs.first_token` follows it
+(``mia_core.stats.scores_first_token``, set by the pipeline):
+
+=====================================  ====================  ============================
+tokenizer (or ``make-target`` folder)  put in front          tokens scored
+=====================================  ====================  ============================
+Llama style (adds a BOS itself)        its BOS               1..n (MIMIR: the same)
+GPT-2 style (adds nothing)             nothing               2..n (MIMIR: the same)
+``make-target`` folder                 what it trained with  1..n with a prefix, else 2..n
+``--prefix always``                    BOS, else EOS         2..n (``--score-first-token``: 1..n)
+=====================================  ====================  ============================
+
+The papers (Carlini et al. 2021, Shi et al. 2024, Zhang et al. 2024) and MIMIR's code score the tokens
+the model predicts given ``tokenizer(text)`` with its own special tokens: tokens 2..n for GPT-2-style
+tokenizers, 1..n after a Llama-style BOS. ``tests/test_scored_tokens.py`` checks LOSS against MIMIR's
+recipe per text on a tiny model of each family. ``first_token=True`` (``--score-first-token``) forces
+the first token in wherever it has a prediction; ``False`` leaves it out.
 
 Attacks that need more than statistics (neighbours, embeddings, a trained network) set a
 ``prepare(inputs, ctx, **params)`` hook; the pipeline calls it once before scoring, and it
@@ -41,12 +53,12 @@ class AttackInputs:
     reference: list[TokenStats] | None = None
     same_tokenizer: bool = True  # target and reference share a tokenizer
     extra: dict = field(default_factory=dict)  # neighbour losses, embeddings, trained models...
-    first_token: bool = False  # also score each text's first token (the papers score tokens 2..n)
+    first_token: bool = False  # also score each text's first token (set by the pipeline: see the module docstring)
 
     def scored(self, which: str = "target") -> list[TokenStats]:
         """The statistics of pass ``which`` ("target", "target_lower", "reference") restricted
         to the tokens attacks score: tokens 2..n of each text, or all of them when
-        ``first_token`` (see the module docstring)."""
+        ``first_token`` (see the module docstring; a token without a prediction never counts)."""
         return scored_tokens(getattr(self, which), self.first_token)
 
 

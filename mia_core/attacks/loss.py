@@ -3,11 +3,10 @@
 Members are fit better than non-members, so the model's average negative log-likelihood
 on a text is lower for members:
 
-    score(x) = -L(x),   L(x) = -(1/(T-1)) Σ_{t=2..T} log p(x_t | x_<t)
+    score(x) = -L(x),   L(x) = -(1/|S|) Σ_{t in S} log p(x_t | x_<t)
 
-the mean over the text's tokens 2..T, as the papers and MIMIR compute it (the first token,
-predicted from the BOS/EOS prefix alone, is left out; ``first_token=True`` /
-``mia run --score-first-token`` averages over t = 1..T, see ``attacks.base``).
+the mean over the scored tokens S, as MIMIR computes it: t = 2..T for GPT-2-style tokenizers
+(nothing in front of the text), t = 1..T after a Llama-style tokenizer's BOS (``attacks.base``).
 """
 import numpy as np
 

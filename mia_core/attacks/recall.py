@@ -90,7 +90,7 @@ def prefix_texts(params: dict, population=None) -> tuple[list[str], str]:
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
-    from ..stats import kept_condition_tokens, tokenize
+    from ..stats import kept_condition_tokens, resolve_prefix, tokenize
 
     shots, source = prefix_texts(params, getattr(ctx, "population", None))
     audited = set(inputs.texts)
@@ -107,7 +107,8 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     inputs.extra[EXTRA_KEY] = cond
     n_cond = len(tokenize(ctx.target, condition))
     context = settings.resolved_context(ctx.target)
-    kept = [kept_condition_tokens(n_cond, s.n_tokens, context, settings.prefix) for s in cond]
+    has_prefix = resolve_prefix(ctx.target, settings) is not None
+    kept = [kept_condition_tokens(n_cond, s.n_tokens, context, has_prefix) for s in cond]
     truncated = sum(1 for k, s in zip(kept, cond) if s.n_tokens and k < n_cond)
     report = {"source": source, "n_shots": len(shots), "prefix_tokens": n_cond, "prefix_hash": text_hash(condition),
               "context": context, "texts_with_truncated_prefix": truncated,

@@ -59,9 +59,17 @@ def register(sub) -> None:
     a.add_argument("--context", type=int_at_least(2), help="window length C for long texts (stride C-1); default min(model max, 2048)")
     a.add_argument("--batch-tokens", type=positive_int, default=None,
                    help="tokens per forward batch (memory knob; default 2048 on a CPU, 8192 on a GPU)")
-    a.add_argument("--no-prefix", action="store_true", help="do not put a BOS/EOS token before each text (the first token is then not scored)")
-    a.add_argument("--score-first-token", action="store_true",
-                   help="also score each text's first token (the papers and MIMIR score tokens 2..n; the default follows them)")
+    a.add_argument("--prefix", choices=("auto", "always", "none"), default="auto",
+                   help="what goes in front of each text: auto = what the model saw in training (a make-target "
+                        "folder's training prefix; else what the tokenizer adds itself: a Llama-style BOS, and then "
+                        "every text token is scored, or nothing for GPT-2-style tokenizers, and then tokens 2..n, as "
+                        "MIMIR); always = a BOS/EOS token before every text (whole-string NLL, e.g. to compare "
+                        "models with different tokenizers per byte; the first token is then not scored unless "
+                        "--score-first-token); none = nothing")
+    a.add_argument("--no-prefix", action="store_true", help="the same as --prefix none (earlier versions' flag)")
+    a.add_argument("--score-first-token", action="store_true", default=None,
+                   help="also score each text's first token when it has a prediction (the default scores it only "
+                        "when the prefix is the model's own: --prefix auto)")
     a.add_argument("--param", action="append", default=[], metavar="ATTACK.NAME=VALUE",
                    help="set any registered parameter of an attack, e.g. --param min_k.k=0.1 --param ref.form=ratio "
                         "(repeatable; overrides the dedicated flags; the parameters and defaults are listed by --list-params)")
@@ -253,7 +261,8 @@ def cmd_run(args) -> int:
     cfg = RunConfig(
         attacks=[a.strip() for a in (args.attacks or ",".join(DEFAULT_ATTACKS)).split(",") if a.strip()],
         params=params,
-        stats=StatsSettings(context=args.context, prefix=not args.no_prefix, batch_tokens=args.batch_tokens),
+        stats=StatsSettings(context=args.context, prefix="none" if args.no_prefix else args.prefix,
+                            batch_tokens=args.batch_tokens),
         use_cache=not args.no_cache,
         n_bootstrap=args.bootstrap,
         seed=args.seed,

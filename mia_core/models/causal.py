@@ -505,6 +505,9 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
                         model = model.to(torch_dtype(dtype))
                 info["base"] = base_spec
                 info["method"] = method
+                trained = _trained_prefix(tgt, meta)
+                if trained is not _UNKNOWN:  # what it saw in front of its texts (stats.resolve_prefix)
+                    info["trained_prefix_token_id"] = trained
             else:
                 tok = AutoTokenizer.from_pretrained(
                     ms.location, trust_remote_code=trust_remote_code, local_files_only=local
@@ -556,6 +559,24 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         info["known_sentence_loss"] = round(check_known_loss(lm, known), 4)
     progress(f"loaded {ms.display}", 1.0)
     return lm
+
+
+_UNKNOWN = object()
+
+
+def _trained_prefix(folder: Path, meta: dict):
+    """The token a ``make-target`` folder was trained with in front of every text (None: none), from its
+    ``mia_target.json`` or its ``training_log.json``; ``_UNKNOWN`` when neither says."""
+    if isinstance(meta, dict) and "prefix_token_id" in meta:
+        return meta["prefix_token_id"]
+    try:
+        log = json.loads((folder / "training_log.json").read_text())
+    except (OSError, ValueError):
+        return _UNKNOWN
+    if isinstance(log, dict) and "prefix_token_id" in log:
+        v = log["prefix_token_id"]
+        return v if v is None or (isinstance(v, int) and not isinstance(v, bool) and v >= 0) else _UNKNOWN
+    return _UNKNOWN
 
 
 def known_model(ms: ModelSpec) -> str | None:

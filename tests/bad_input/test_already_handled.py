@@ -317,7 +317,8 @@ def tiny(tmp_path_factory) -> str:
 
 def test_one_token_texts(work, tiny, capsys):
     """A one-token text has no token 2..n, the tokens the attacks score by default: one error
-    line, no results (the same with ``--no-prefix``). With ``--score-first-token`` the BOS/EOS
+    line, no results (the same with ``--no-prefix``, and by default: this tokenizer adds nothing in front). With
+    ``--prefix always --score-first-token`` the BOS/EOS
     prefix makes its one token scorable (exit 0, finite scores)."""
     (work / "m1.txt").write_text("cat\ndog\nsun\n")
     (work / "n1.txt").write_text("hat\nfog\nrun\n")
@@ -330,7 +331,7 @@ def test_one_token_texts(work, tiny, capsys):
     rc = main(base + ["--quiet", "--out", str(work / "out_default")])
     assert_one_error(rc, capsys.readouterr().err, "no member could be scored")
     assert listing(work) == before
-    rc = main(base + ["--quiet", "--score-first-token", "--out", str(work / "out")])
+    rc = main(base + ["--quiet", "--prefix", "always", "--score-first-token", "--out", str(work / "out")])
     err = capsys.readouterr().err
     assert rc == 0 and "error:" not in err and "Traceback" not in err, err
     import pandas as pd
