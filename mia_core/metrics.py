@@ -14,7 +14,8 @@ matters more than the AUC or the accuracy):
 
 * ROC curve and AUC (scikit-learn ``roc_curve`` / ``roc_auc_score``).
 * TPR at fixed FPRs (``FPR_GRID``: 0.1 %, 1 %, 2 %, 5 %, 10 %), read off the ROC curve with
-  the conservative step interpolation (see :func:`tpr_at_fpr`).
+  the conservative step interpolation (FPR <= f, :func:`tpr_at_fpr`), and beside it the rule of
+  MIMIR's and LiRA's code (FPR < f, :func:`tpr_at_fpr_strict`), which differs from it.
 * Percentile bootstrap confidence intervals, resampling members and non-members separately
   (stratified), so every resample has the original class sizes.
 * Threshold decisions calibrated on a population of known non-members (Mireshghallah et al.
@@ -151,15 +152,36 @@ def _tpr_from_curve(fpr: np.ndarray, tpr: np.ndarray, f: float) -> float:
 def tpr_at_fpr(labels, scores, fprs: Iterable[float] = FPR_GRID) -> dict[str, float]:
     """True-positive rate at fixed false-positive rates, keyed by :func:`fpr_key`.
 
-    Interpolation "the standard way": TPR@f = the largest TPR among the ROC points whose FPR is
-    <= f, i.e. the best threshold that does not exceed the FPR budget (conservative step
-    interpolation, never linear between points). This is how Carlini et al. 2022 ("LiRA",
-    §IV-A) and most MIA code (e.g. ``tpr[np.where(fpr < f)[0][-1]]``) read TPR at low FPR.
+    This project's rule (the default everywhere): TPR@f = the largest TPR among the points of the
+    full ROC curve whose FPR is **<= f**, i.e. the best threshold whose false-positive rate does not
+    exceed the budget f (step interpolation, never linear between points). That is the definition of
+    "TPR at FPR f" (Carlini et al. 2022, "LiRA", §III-B: the attack's TPR at a threshold that keeps FPR
+    at f).
+
+    It is **not** the rule of MIMIR, ReCaLL's, DC-PDD's and LiRA's code, which take
+    ``tpr[np.where(fpr < f)[0][-1]]`` on scikit-learn's curve with its intermediate points dropped: a
+    *strict* inequality, so a threshold with FPR exactly f is not allowed, see :func:`tpr_at_fpr_strict`.
+    The two differ whenever ``f * n_nonmembers`` is a whole number: with 100 non-members at 1 % FPR the
+    project's rule allows one false positive and the strict rule none (0.30 against 0.00 on one run).
+    :func:`evaluate` reports both; compare with a paper's table using the strict figure.
     With ``n`` non-members, FPR moves in steps of ``1/n``, so TPR@f is only meaningful when
     ``n >= 1/f`` (see the warnings of :func:`evaluate`).
     """
     fpr, tpr, _ = roc(labels, scores)
     return {fpr_key(f): _tpr_from_curve(fpr, tpr, f) for f in fprs}
+
+
+def tpr_at_fpr_strict(labels, scores, fprs: Iterable[float] = FPR_GRID) -> dict[str, float]:
+    """TPR at FPR as MIMIR's, ReCaLL's, DC-PDD's and LiRA's code compute it: ``roc_curve`` with its
+    default ``drop_intermediate=True``, then ``tpr[np.where(fpr < f)[0][-1]]`` (FPR strictly below f).
+    See :func:`tpr_at_fpr` for how it differs from this project's rule."""
+    y, s, _, _ = _clean(labels, scores)
+    fpr, tpr, _ = roc_curve(y, s, pos_label=1)
+    out = {}
+    for f in fprs:
+        idx = np.flatnonzero(fpr < f)
+        out[fpr_key(f)] = float(tpr[idx[-1]]) if idx.size else 0.0
+    return out
 
 
 # --------------------------------------------------------------------------------------
@@ -339,6 +361,7 @@ def evaluate(labels, scores, *, n_bootstrap: int = 1000, seed: int = 0, ci: floa
 
         {"auc": float, "auc_ci": [lo, hi],
          "tpr_at_fpr": {"0.001": float, ...}, "tpr_at_fpr_ci": {"0.001": [lo, hi], ...},
+         "tpr_at_fpr_strict": {"0.001": float, ...},   # MIMIR's / LiRA's code's rule
          "n_members": int, "n_nonmembers": int, "n_dropped": int,
          "warnings": [str, ...],
          "roc": {"fpr": [...], "tpr": [...]}}          # only when keep_roc
@@ -372,6 +395,8 @@ def evaluate(labels, scores, *, n_bootstrap: int = 1000, seed: int = 0, ci: floa
 
     out: dict = {"auc": auc, "auc_ci": None, "tpr_at_fpr": tprs,
                  "tpr_at_fpr_ci": {fpr_key(f): None for f in fprs},
+                 # MIMIR's / LiRA's code's rule (FPR strictly below f): for comparisons with papers' tables
+                 "tpr_at_fpr_strict": tpr_at_fpr_strict(y, s, fprs),
                  "n_members": n_pos, "n_nonmembers": n_neg, "n_dropped": nan_m + nan_n,
                  "warnings": []}
     if n_bootstrap > 0:

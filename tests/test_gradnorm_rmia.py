@@ -150,6 +150,11 @@ def test_gradnorm_equals_autograd_and_restores_the_model(models, texts):
                                                 n_bootstrap=0, blind=False))
     assert compute_grad_norms.last_cache.hits == len(ds) and compute_grad_norms.last_cache.misses == 0
     np.testing.assert_allclose(res2.scores["gradnorm"].to_numpy()[:3], [-g.linf.mean() for g in got], rtol=1e-6)
+    # MIMIR's exact member score: the same norm with the opposite sign (issue 28 item 1)
+    res3 = run_attacks(ds, lm, config=RunConfig(stats=ALWAYS, attacks=["gradnorm"],
+                                                params={"gradnorm": {"variant": "mimir"}}, n_bootstrap=0, blind=False))
+    np.testing.assert_allclose(res3.scores["gradnorm"].to_numpy(), -res2.scores["gradnorm"].to_numpy(), rtol=1e-9)
+    assert res3.metrics["gradnorm"]["auc"] == pytest.approx(1 - res2.metrics["gradnorm"]["auc"])
     with pytest.raises(SettingsError, match="p must be one of"):
         run_attacks(ds, lm, config=RunConfig(stats=ALWAYS, attacks=["gradnorm"], params={"gradnorm": {"p": "l3"}}, blind=False))
 

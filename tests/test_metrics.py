@@ -281,3 +281,21 @@ def test_not_estimable_warnings_merge_into_one_line():
     table = M.summarize_table({"loss": M.evaluate(*_gauss(6, 6, 1.0), n_bootstrap=0),
                                "zlib": M.evaluate(*_gauss(6, 6, 0.5, seed=1), n_bootstrap=0)})
     assert table.count("not estimable") == 1
+
+
+def test_tpr_rules_differ_where_f_times_n_is_whole_and_the_strict_one_is_mimirs():
+    """Issue 28 item 4: this project's TPR@f (FPR <= f, full curve) and MIMIR's/LiRA's code's
+    (``tpr[np.where(fpr < f)[0][-1]]`` on scikit-learn's dropped-point curve) are not the same rule."""
+    from sklearn.metrics import roc_curve
+
+    from mia_core.metrics import evaluate, tpr_at_fpr_strict
+
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(100), np.zeros(100)].astype(int)
+    s = np.r_[rng.normal(1.0, 1, 100), rng.normal(0, 1, 100)]
+    s[100 + int(np.argmax(s[100:]))] = s[:100].max() + 1  # the top non-member above every member
+    m = evaluate(y, s, n_bootstrap=0)
+    fpr, tpr, _ = roc_curve(y, s)
+    mimir = float(tpr[np.where(fpr < 0.01)[0][-1]])
+    assert m["tpr_at_fpr_strict"]["0.01"] == mimir == tpr_at_fpr_strict(y, s)["0.01"] == 0.0
+    assert m["tpr_at_fpr"]["0.01"] > 0.0  # one false positive is within a 1 % budget of 100 non-members

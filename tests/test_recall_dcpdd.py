@@ -226,6 +226,9 @@ def test_dc_pdd_scores_equal_hand_computed_values(tiny, tmp_path):
             assert got == pytest.approx(np.mean(alphas), rel=1e-4, abs=1e-9)
         assert (clipped > 0) == (a < 1e-3)  # the small bound really clips, the paper's does not here
     assert res.extra["dc_pdd"]["corpus"] == str(corpus)
+    # a corpus this small says so in the run's notes, with how much of the audited texts it covers (issue 28)
+    assert any(r.startswith("dc_pdd: its frequency corpus") and "dc_pdd.corpus=" in r for r in res.report), res.report
+    assert 0.0 <= res.extra["dc_pdd"]["audited_tokens_unseen_in_corpus"] <= 1.0
 
 
 def test_bundled_corpus_is_gutenberg_and_not_the_demo():

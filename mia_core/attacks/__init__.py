@@ -55,7 +55,7 @@ register(Attack("neighbourhood", "Neighbourhood", ("target", "neighbours"), neig
 register(Attack("smia", "SMIA", ("target", "neighbours", "labels"), smia.score,
                 "Mozaffari & Marathe 2024 §4", dict(smia.DEFAULTS), prepare=smia.prepare, requires=smia.requires,
                 domains=smia.DOMAINS))
-register(Attack("gradnorm", "Gradient norm", ("target",), gradnorm.score, "Duan et al. 2024 (MIMIR); Rezaei & Liu 2021", dict(gradnorm.DEFAULTS), prepare=gradnorm.prepare, domains=gradnorm.DOMAINS))
+register(Attack("gradnorm", "Gradient norm", ("target",), gradnorm.score, "Rezaei & Liu 2021; MIMIR's variant (arXiv:2402.17012, Duan et al. 2024) has the opposite sign", dict(gradnorm.DEFAULTS), prepare=gradnorm.prepare, domains=gradnorm.DOMAINS))
 register(Attack("rmia", "RMIA", ("target",), rmia.score, "Zarifzadeh et al. 2024 §3", dict(rmia.DEFAULTS), prepare=rmia.prepare, population_ok=False, requires=rmia.requires, domains=rmia.DOMAINS))
 register(Attack("recall", "ReCaLL", ("target",), recall.score, "Xie et al. 2024 §3", dict(recall.DEFAULTS), prepare=recall.prepare, population_ok=False, requires=recall.requires, domains=recall.DOMAINS))
 register(Attack("dc_pdd", "DC-PDD", ("target",), dc_pdd.score, "Zhang et al. 2024 (DC-PDD) §4", dict(dc_pdd.DEFAULTS), prepare=dc_pdd.prepare, requires=dc_pdd.requires, domains=dc_pdd.DOMAINS))

@@ -23,9 +23,17 @@ corpus' token frequencies::
   predict the second time, counts once); param ``first_occurrence=False`` averages over all
   scored tokens instead.
 
-Tokens scored: 2..n, as the official code (``input_ids[1:]``) and MIMIR do
-(``AttackInputs.scored``; all tokens with ``--score-first-token``); first occurrences are
-found among those. Sign: the paper flags a text as training data when beta is *large*
+Tokens scored: those every attack scores (``AttackInputs.scored``: as the model was trained,
+``attacks.base``): tokens 2..n for GPT-2-style tokenizers, as the official code (``input_ids[1:]``,
+no special tokens added); 1..n after a Llama-style BOS. (MIMIR's DC-PDD differs from both: it puts
+the EOS token in front and scores tokens 1..n.) First occurrences are found among the scored tokens.
+
+**The frequency corpus matters.** The paper and MIMIR count frequencies on 15 files of C4 (web
+text, billions of tokens); the bundled corpus is 8 Gutenberg novels (about 755k SmolLM2 tokens; 18,878
+of 49,152 token ids seen), far smaller and out of domain for most audits. The run says so (a warning)
+when the corpus holds fewer than 10 million tokens or when more than 5 % of the audited texts' scored
+tokens never occur in it (their frequency is then the Laplace floor); give a corpus of the audited
+domain with ``--param dc_pdd.corpus=FILE_OR_FOLDER``. Sign: the paper flags a text as training data when beta is *large*
 (the official code stores ``-beta`` and negates it again in its ROC), so the score is
 ``beta`` itself -- higher = more likely member, no flip.
 """
@@ -44,6 +52,8 @@ DOMAINS = {
     "first_occurrence": flag(note="average over each token's first occurrence only"),
 }
 EXTRA_KEY = "dc_pdd_frequencies"
+SMALL_CORPUS_TOKENS = 10_000_000  # below this, the run warns (the paper: 15 C4 files)
+UNSEEN_WARN = 0.05  # above this share of the audited texts' scored tokens unseen in the corpus, the run warns
 
 
 def check_params(params: dict) -> dict:
@@ -67,6 +77,22 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     report = table.summary()
     if not table.cached:
         report["note"] = f"token frequencies counted in {table.seconds:.1f}s (cached for later runs)"
+    # how well the corpus covers the audited texts' scored tokens
+    seen = table.counts > 0
+    ids = np.concatenate([s.token_ids[s.valid] for s in inputs.scored() if s.n_tokens] or [np.zeros(0, int)])
+    ids = ids[(ids >= 0) & (ids < len(seen))]
+    unseen = float(1 - seen[ids].mean()) if ids.size else 0.0
+    report["audited_tokens_unseen_in_corpus"] = round(unseen, 4)
+    problems = []
+    if table.n_tokens < SMALL_CORPUS_TOKENS:
+        problems.append(f"its frequency corpus ({report['corpus']}) holds {table.n_tokens:,} tokens, where the paper "
+                        "counts on 15 C4 files (billions)")
+    if unseen > UNSEEN_WARN:
+        problems.append(f"{100 * unseen:.1f} % of the audited texts' scored tokens never occur in it (their frequency "
+                        "is the smoothing floor)")
+    if problems:
+        report["warning"] = ("; ".join(problems) + ": its scores are less reliable than the paper's; give a corpus of "
+                             "the audited domain (--param dc_pdd.corpus=FILE_OR_FOLDER)")
     return report
 
 

@@ -11,10 +11,18 @@ Membership Inference Attacks Work on Large Language Models?", COLM; MIMIR's
     L(x) = -(1/T) sum_{t=2..n} log p_theta(x_t | x_<t)
     score(x) = -|| grad_theta L(x) ||_p
 
-(higher = more likely member). Defaults: ``p = "l2"``, ``aggregate = "global"``: the L2 norm of
-the whole gradient vector over every parameter tensor. MIMIR instead averages the per-tensor
-norms with p = infinity (``aggregate="mean", p="linf"``); both are one parameter away
-(``mia run --param gradnorm.p=linf --param gradnorm.aggregate=mean``).
+(higher = more likely member: members have the smaller gradients). Defaults: ``p = "l2"``,
+``aggregate = "global"``: the L2 norm of the whole gradient vector over every parameter tensor.
+
+**MIMIR's GradNorm is not this score with other parameters: its sign is the opposite.** MIMIR's
+``mimir/attacks/gradnorm.py`` (which cites arXiv:2402.17012 for the attack) averages the per-tensor
+norms with p = infinity and returns ``-norm`` as its raw score; MIMIR then negates every raw score
+before its metrics (its scores are "lower = member"), so its member score is ``+norm``: larger
+gradients count as members, and its AUC is 1 minus the AUC of the same norm here. This project keeps
+the sign the argument above gives (and that Rezaei & Liu use); ``--param gradnorm.variant=mimir``
+gives MIMIR's exact member score (``+`` the mean per-tensor L-infinity norm, whatever ``p`` and
+``aggregate`` say), for comparisons with MIMIR's tables. The same norm with this project's sign is
+``--param gradnorm.p=linf --param gradnorm.aggregate=mean``.
 
 The gradients come from ``mia_core.gradients`` (the one place a backward pass runs): all
 parameters, LoRA targets with the adapter merged (see there), texts windowed like the
@@ -32,11 +40,14 @@ from ..gradients import NORMS, compute_grad_norms
 from .base import AttackInputs
 from .domains import one_of
 
-DEFAULTS = {"p": "l2", "aggregate": "global"}
+DEFAULTS = {"p": "l2", "aggregate": "global", "variant": "default"}
 AGGREGATES = ("global", "mean")
+VARIANTS = ("default", "mimir")
 DOMAINS = {
     "p": one_of(*NORMS, note="the norm of the gradient"),
     "aggregate": one_of(*AGGREGATES, note="global: one norm over every parameter; mean: the mean per-tensor norm"),
+    "variant": one_of(*VARIANTS, note="default: -norm (smaller gradient = member); mimir: MIMIR's exact score, "
+                                      "+ mean per-tensor L-infinity norm (larger = member; its sign is reversed)"),
 }
 
 
@@ -89,4 +100,6 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     p = {**DEFAULTS, **params}
     _check(str(p["p"]), str(p["aggregate"]))
+    if DOMAINS["variant"].check(p["variant"], "gradnorm.variant") == "mimir":  # MIMIR's member score, sign and all
+        return np.array([g.norm("linf", "mean") for g in _norms(inputs)], dtype=float)
     return np.array([-g.norm(str(p["p"]), str(p["aggregate"])) for g in _norms(inputs)], dtype=float)
