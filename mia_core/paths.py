@@ -100,5 +100,19 @@ def cache_subdir(name: str, writable: bool = True) -> Path:
     return p
 
 
+def file_kind(mode: int) -> str:
+    """What a file of ``os.stat`` mode ``mode`` is, in words: "a regular file", "a folder", "a FIFO (pipe)",
+    "a character device", "a block device", "a socket", or "not a regular file". Callers decide which
+    kinds they take (a reader takes a FIFO, a parameter path does not)."""
+    import stat
+
+    for test, words in ((stat.S_ISREG, "a regular file"), (stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a FIFO (pipe)"),
+                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+                        (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return words
+    return "not a regular file"
+
+
 # Next to this file, so the demo is found from an installed package and any working directory.
 ASSETS = Path(__file__).resolve().parent / "assets"

@@ -268,21 +268,13 @@ def _resolved(p: Path) -> Path | None:
 def _kind(p: Path) -> str | None:
     """'a character device', 'a FIFO'... for a special file; None for a regular file, a folder or
     a path that is not there."""
+    from ..paths import file_kind
+
     try:
-        mode = p.stat().st_mode
+        kind = file_kind(p.stat().st_mode)
     except OSError:
         return None
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISFIFO(mode):
-        return "a FIFO (pipe)"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    return "not a regular file"
+    return None if kind in ("a regular file", "a folder") else kind
 
 
 def _nearest_existing(p: Path) -> Path:

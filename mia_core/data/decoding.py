@@ -118,17 +118,10 @@ def _read_capped(fh, name: str, max_bytes: int) -> bytes:
 
 def _file_kind(mode: int) -> str | None:
     """What a non-regular, non-FIFO file is ('a character device'...), or None when readable."""
-    if stat.S_ISREG(mode) or stat.S_ISFIFO(mode):
-        return None
-    if stat.S_ISCHR(mode):
-        return "a character device"
-    if stat.S_ISBLK(mode):
-        return "a block device"
-    if stat.S_ISSOCK(mode):
-        return "a socket"
-    if stat.S_ISDIR(mode):
-        return "a folder"
-    return "not a regular file"
+    from ..paths import file_kind
+
+    kind = file_kind(mode)
+    return None if kind in ("a regular file", "a FIFO (pipe)") else kind
 
 
 def _read_bytes(path, max_bytes: int) -> tuple[str, bytes]:
