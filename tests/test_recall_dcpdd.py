@@ -133,6 +133,22 @@ def test_recall_scores_equal_hand_computed_values(tiny):
     assert "recall" not in res.population["attacks"] and "loss" in res.population["attacks"]
 
 
+def test_recall_shots_drawn_at_random_as_the_official_code():
+    """shots=random: n_shots known non-members drawn with random.Random(seed) (issue 28 item 7)."""
+    import random
+
+    from mia_core.attacks import recall
+
+    pop = population(POP)
+    first, src = recall.prefix_texts({"n_shots": 3}, pop)
+    assert first == POP[:3] and src == "population"
+    drawn, src = recall.prefix_texts({"n_shots": 3, "shots": "random", "seed": 5}, pop)
+    assert drawn == random.Random(5).sample(POP, 3) and drawn != POP[:3] and "random, seed 5" in src
+    assert recall.prefix_texts({"n_shots": 3, "shots": "random", "seed": 6}, pop)[0] != drawn
+    with pytest.raises(SettingsError, match="shots"):
+        recall.prefix_texts({"n_shots": 3, "shots": "last"}, pop)
+
+
 def test_recall_prefix_file_and_its_checks(tiny, tmp_path, monkeypatch):
     f = tmp_path / "prefix.txt"
     f.write_text("\n".join(POP[:2]) + "\n", encoding="utf-8")

@@ -189,3 +189,13 @@ def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup, monk
     note = res.extra["neighbourhood"]["note"]
     assert f"3 text(s) allow fewer than n = {N_NEIGHBOURS} neighbours (2 with no replaceable word; as few as 0)" in note
     assert any(line.startswith("neighbourhood: 3 text(s) allow fewer") for line in res.report)
+    # fewer=average (MIMIR's behaviour): the text with 2 of 4 neighbours is scored over those 2; none stays NaN
+    res2 = run_attacks(ds, setup["target"], config=RunConfig(stats=ALWAYS, attacks=("loss", "neighbourhood"),
+                                                             params={"neighbourhood": {"n": N_NEIGHBOURS,
+                                                                                       "fewer": "average"}},
+                                                             n_bootstrap=20, blind=False))
+    nb2 = res2.scores["neighbourhood"].to_numpy()
+    losses = res2.extra["neighbourhood"]["neighbour_loss_mean"]
+    assert np.isfinite(nb2[0]) and nb2[0] == pytest.approx(res2.scores["loss"][0] + losses[0], rel=1e-6)  # -(L - mean)
+    np.testing.assert_allclose(nb2[1:6], nb[1:6])
+    assert "fewer=average" in res2.extra["neighbourhood"]["note"]

@@ -50,8 +50,8 @@ register(Attack("ref", "Reference model (log-likelihood difference)", ("target",
 register(Attack("min_k", "Min-K%", ("target",), min_k.score, "Shi et al. 2024", dict(min_k.DEFAULTS), domains=min_k.DOMAINS))
 register(Attack("min_k_pp", "Min-K%++", ("target",), min_k_pp.score, "Zhang et al. 2024; SMIA App. A", dict(min_k_pp.DEFAULTS), domains=min_k_pp.DOMAINS))
 register(Attack("neighbourhood", "Neighbourhood", ("target", "neighbours"), neighbourhood.score,
-                "Mattern et al. 2023 §2", dict(neighbourhood.DEFAULTS), prepare=neighbourhood.prepare,
-                domains=neighbourhood.DOMAINS))
+                "Mattern et al. 2023 §2", {**neighbourhood.DEFAULTS, **neighbourhood.SCORE_DEFAULTS},
+                prepare=neighbourhood.prepare, domains={**neighbourhood.DOMAINS, **neighbourhood.SCORE_DOMAINS}))
 register(Attack("smia", "SMIA", ("target", "neighbours", "labels"), smia.score,
                 "Mozaffari & Marathe 2024 §4", dict(smia.DEFAULTS), prepare=smia.prepare, requires=smia.requires,
                 domains=smia.DOMAINS))

@@ -31,7 +31,7 @@ from ..cache import text_hash
 from ..errors import SettingsError
 from ..neighbours import DEFAULT_GENERATOR, Neighbour, NeighbourSettings, make_generator, parse_generator_spec
 from .base import AttackInputs, scored_tokens
-from .domains import number, text, whole
+from .domains import number, one_of, text, whole
 
 DEFAULTS = {"generator": DEFAULT_GENERATOR, "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
 DOMAINS = {
@@ -42,6 +42,12 @@ DOMAINS = {
     "dropout": number(0, 1, hi_open=True, note="embedding dropout of the masked-LM proposer"),
     "seed": whole(0, note="seed of the neighbour positions and samples"),
 }
+# how the attack itself scores (not how neighbours are made, so not shared with SMIA's neighbour settings):
+# a text with fewer than n neighbours gets NaN (the attack the run asked for, over n neighbours), or with
+# fewer="average" the mean over the neighbours it has (at least one), as MIMIR does
+SCORE_DEFAULTS = {"fewer": "nan"}
+SCORE_DOMAINS = {"fewer": one_of("nan", "average", note="a text with fewer than n neighbours: NaN, or the mean over "
+                                                        "those it has (MIMIR's behaviour)")}
 N_EXAMPLES = 3  # texts whose full neighbours are put in the run's report
 
 
@@ -119,7 +125,12 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     short = counts < settings.n
     report["texts_with_fewer_neighbours"] = int(short.sum())
     if short.any():
-        report["note"] = short_note(counts, settings.n, "neighbourhood")
+        if SCORE_DOMAINS["fewer"].check(params.get("fewer", "nan"), "neighbourhood.fewer") == "average":
+            report["note"] = (f"{int(short.sum())} text(s) allow fewer than n = {settings.n} neighbours: scored over "
+                              f"those they have (fewer=average, MIMIR's behaviour; "
+                              f"{int((counts == 0).sum())} with none get NaN)")
+        else:
+            report["note"] = short_note(counts, settings.n, "neighbourhood")
     coupled = coupling_warning(settings, ctx.target)
     if coupled:
         report["warning"] = coupled
@@ -166,10 +177,11 @@ def coupling_warning(settings: NeighbourSettings, target) -> str | None:
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     data = ensure_neighbours(inputs, settings_from(params))
     n = settings_from(params).n
+    need = 1 if SCORE_DOMAINS["fewer"].check(params.get("fewer", "nan"), "neighbourhood.fewer") == "average" else n
     out = np.full(len(inputs.texts), np.nan)
     for i, (s, (ns, losses)) in enumerate(zip(inputs.scored(), data)):
         ok = losses[np.isfinite(losses)] if len(losses) else losses
-        if s.n_predicted == 0 or len(ns) < n or len(ok) == 0:
+        if s.n_predicted == 0 or len(ns) < need or len(ok) == 0:
             continue
         out[i] = -(s.loss - float(ok.mean()))
     return out

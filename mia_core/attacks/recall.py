@@ -44,11 +44,14 @@ import numpy as np
 from ..cache import text_hash
 from ..errors import DataError, SettingsError
 from .base import AttackInputs, scored_tokens
-from .domains import check_values, path, text, whole
+from .domains import check_values, one_of, path, text, whole
 
-DEFAULTS = {"n_shots": 12, "prefix": None, "separator": ""}
+DEFAULTS = {"n_shots": 12, "prefix": None, "separator": "", "shots": "first", "seed": 0}
 DOMAINS = {
     "n_shots": whole(1, note="non-member texts in the prefix"),
+    "shots": one_of("first", "random", note="which known non-members make the prefix: the first n_shots, or "
+                                            "n_shots drawn at random as the official code does"),
+    "seed": whole(0, note="the draw of shots=random"),
     "prefix": path("read", note="a file or folder of known non-member texts for the prefix (none: the population)"),
     "separator": text(optional=True, note="text put between the prefix shots (none: nothing)"),
 }
@@ -76,17 +79,25 @@ def requires(params: dict) -> set:
 
 
 def prefix_texts(params: dict, population=None) -> tuple[list[str], str]:
-    """(the prefix shots, where they came from): the prefix file, else the population set."""
-    n = check_params(params)["n_shots"]
+    """(the prefix shots, where they came from): the prefix file, else the population set; its first
+    ``n_shots`` texts, or (``shots="random"``) ``n_shots`` of them drawn with ``random.Random(seed)``, as the
+    official ReCaLL code draws its shots from the non-members at random."""
+    import random
+
+    p = check_params(params)
+    n = p["n_shots"]
     prefix = _prefix_path(params)
     if prefix is not None:
         from ..data import read_population
 
-        recs = read_population(prefix, role="ReCaLL prefix")
-        return [r.text for r in recs][:n], str(prefix)
-    if population is not None and len(population):
-        return list(population.texts)[:n], "population"
-    raise SettingsError(MISSING)
+        pool, source = [r.text for r in read_population(prefix, role="ReCaLL prefix")], str(prefix)
+    elif population is not None and len(population):
+        pool, source = list(population.texts), "population"
+    else:
+        raise SettingsError(MISSING)
+    if p["shots"] == "random" and len(pool) > n:
+        return random.Random(int(p["seed"])).sample(pool, n), f"{source} (random, seed {int(p['seed'])})"
+    return pool[:n], source
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
