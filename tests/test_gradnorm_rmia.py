@@ -291,3 +291,19 @@ def test_rmia_with_k_references_equals_hand_computation(models, texts, reference
         attacks=["rmia"], params={"rmia": {"references": f"{references}/ref-0,{references}/ref-1"}},
         n_bootstrap=0, blind=False))
     np.testing.assert_allclose(res2.scores["rmia"].to_numpy(), hand)
+
+
+def test_rmia_says_when_a_small_a_makes_it_rank_like_loss():
+    """Issue 28 item 3: at language-model sequence likelihoods (~e^-3) a = 0.3 leaves RMIA ranking texts
+    like LOSS; the run says so (Spearman with the target's likelihood), a = 1 does not."""
+    from mia_core.attacks.rmia import LOSS_LIKE, loss_likeness
+
+    rng = np.random.default_rng(0)
+    n, m = 60, 80
+    difficulty_x, difficulty_z = rng.normal(-3, 0.5, n), rng.normal(-3, 0.5, m)
+    d = {"px": np.exp(difficulty_x + rng.normal(0, 0.3, n)), "pz": np.exp(difficulty_z + rng.normal(0, 0.3, m)),
+         "ref_x": np.exp(difficulty_x)[:, None], "ref_z": np.exp(difficulty_z)[:, None],
+         "seen_x": np.zeros((n, 1), bool), "seen_z": np.zeros((m, 1), bool)}
+    st = {"a": 0.3, "online": False, "gamma": 1.0}
+    assert loss_likeness(d, st) >= LOSS_LIKE
+    assert loss_likeness(d, {**st, "a": 1.0}) < 0.9  # the reference ratio: the difficulty cancels

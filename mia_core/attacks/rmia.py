@@ -240,8 +240,34 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     if any(d["audited_texts_seen"] for d in described):
         notes.append("some reference models trained on audited texts: Pr(x) of those texts uses only the "
                      "references that did not (or, with online=True, the online estimate)")
-    return {"variant": variant, "n_z": len(z_texts), "references": described, "per_byte": per_byte,
-            "seconds": round(time.time() - t0, 2), **({"notes": notes} if notes else {})}
+    rho = loss_likeness(inputs.extra["rmia"], st)
+    out = {"variant": variant, "n_z": len(z_texts), "references": described, "per_byte": per_byte,
+           "seconds": round(time.time() - t0, 2), "spearman_with_target_likelihood": rho,
+           **({"notes": notes} if notes else {})}
+    if rho is not None and rho >= LOSS_LIKE:
+        med = float(np.nanmedian(inputs.extra["rmia"]["px"]))
+        out["warning"] = (f"with a = {st['a']}, RMIA ranks the audited texts like LOSS (Spearman {rho:.3f} with the "
+                          f"target's likelihood alone): sequence likelihoods (median {med:.3g}) are small next to "
+                          f"(1 - a)/2 = {(1 - st['a']) / 2:.2f}, so the references barely count. Privacy Meter tunes a "
+                          "on a paired reference model (not done here); --param rmia.a=1 keeps the reference ratio")
+    return out
+
+
+LOSS_LIKE = 0.99  # Spearman above which RMIA is reported as ranking like LOSS
+
+
+def loss_likeness(d: dict, st: dict) -> float | None:
+    """Spearman correlation between RMIA's scores of the audited texts and the target's likelihood alone
+    (LOSS's ranking): near 1, the reference models add nothing (a small ``a`` with small likelihoods)."""
+    from scipy.stats import spearmanr
+
+    mx = marginal(d["ref_x"], d["seen_x"], st["a"], st["online"])
+    mz = marginal(d["ref_z"], d["seen_z"], st["a"], st["online"])
+    sc = rmia_scores(d["px"], mx, d["pz"], mz, st["gamma"])
+    ok = np.isfinite(sc) & np.isfinite(d["px"])
+    if ok.sum() < 3 or np.ptp(sc[ok]) == 0 or np.ptp(d["px"][ok]) == 0:
+        return None
+    return round(float(spearmanr(sc[ok], d["px"][ok]).statistic), 4)
 
 
 def score(inputs: AttackInputs, **params) -> np.ndarray:
