@@ -125,19 +125,27 @@ class _Stop(Exception):
 
 
 def _stop_half_way(lm, engine, book: str, st):
-    """Score ``book`` on Ray, interrupted once 60 % of its tokens are back: ``(cache, hash, partial entry)``."""
+    """Score ``book`` on Ray, interrupted once 60 % of its tokens are back: ``(cache, hash, partial entry)``.
+
+    Only the windows done *from the book's start* are kept; the workers may return later ranges first (a
+    busy machine), so a stop at 60 % can find none of them done yet. The stop then comes later (80 %, 95 %)
+    on a fresh try; a stop that never keeps anything fails."""
     from mia_core.cache import ArrayCache, text_hash
     from mia_core.engines import use_engine
     from mia_core.stats import cache_settings, compute_stats
 
-    def stop(msg, frac):
-        if 0.6 <= frac < 1:
-            raise _Stop(msg)
-
-    with use_engine(engine), pytest.raises(_Stop):
-        compute_stats(lm, [book], st, progress=stop)
     cache, h = ArrayCache("stats", cache_settings(lm, st)), text_hash(book)
-    part = cache.get_partial(h)
+    part = None
+    for at in (0.6, 0.8, 0.95):
+        def stop(msg, frac, at=at):
+            if at <= frac < 1:
+                raise _Stop(msg)
+
+        with use_engine(engine), pytest.raises(_Stop):
+            compute_stats(lm, [book], st, progress=stop)
+        part = cache.get_partial(h)
+        if part is not None:
+            break
     assert part is not None and int(part["done_windows"]) > 0, "nothing of the stopped book was kept"
     return cache, h, part
 
