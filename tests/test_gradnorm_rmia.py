@@ -284,6 +284,9 @@ def test_rmia_with_k_references_equals_hand_computation(models, texts, reference
     hand = _hand_rmia(px, rx, pz, rz, in_z, 0.3, 1.0)
     np.testing.assert_allclose(res.scores["rmia"].to_numpy(), hand)
     assert 0 < hand.sum() < len(hand)
+    # two references cannot tune a (Privacy Meter's paired attack needs others): 0.3, and the run says why
+    assert res.extra["rmia"]["a"] == 0.3 and res.extra["rmia"]["a_source"] == "fallback"
+    assert any("not tuned" in n for n in res.extra["rmia"]["notes"])
     rec = res.extra["rmia"]["references"]
     assert [d["population_texts_seen"] for d in rec] == [len(index[0]), len(index[1])]
     # the same two given one by one (comma-separated)
@@ -307,3 +310,115 @@ def test_rmia_says_when_a_small_a_makes_it_rank_like_loss():
     st = {"a": 0.3, "online": False, "gamma": 1.0}
     assert loss_likeness(d, st) >= LOSS_LIKE
     assert loss_likeness(d, {**st, "a": 1.0}) < 0.9  # the reference ratio: the difficulty cancels
+
+
+def _pm_out_signals(ref, seen, m, a):
+    """Privacy Meter's ``get_out_ref_signals`` (modules/mia/attacks/rmia.py), re-typed: IN signals
+    zeroed, then the m largest kept (m > 1), or the IN ones replaced by the inverted linear model."""
+    out = ref * ~seen
+    if m > 1:
+        return -np.sort(-out, axis=1)[:, :m]
+    return out + ((ref + a - 1) / a) * seen
+
+
+def test_rmia_marginal_follows_privacy_meter_with_four_references():
+    """Issue 28 item 3: with k >= 4 references Pr_OUT is the mean of the k // 2 largest OUT signals
+    (Privacy Meter keeps num_reference_models = k // 2); a text every reference trained on scores 0."""
+    from mia_core.attacks.rmia import marginal, rmia_scores
+
+    rng = np.random.default_rng(1)
+    ref = np.exp(rng.normal(-3, 0.6, (30, 4)))
+    seen = np.zeros((30, 4), bool)
+    seen[:10, 0] = seen[10:20, 1] = True  # some texts IN for one reference: a zero among the OUT signals
+    for a in (0.3, 0.8):
+        pm = 0.5 * ((1 + a) * _pm_out_signals(ref, seen, 2, a).mean(1) + (1 - a))
+        np.testing.assert_allclose(marginal(ref, seen, a), pm)
+        mean_all = 0.5 * ((1 + a) * np.array([r[~s].mean() for r, s in zip(ref, seen)]) + (1 - a))
+        np.testing.assert_allclose(marginal(ref, seen, a, out_refs="mean"), mean_all)
+        assert not np.allclose(pm, mean_all)  # the largest half differs from the mean of all
+    # one reference that trained on the text: Privacy Meter's single-reference branch (inverted model)
+    one, one_seen = ref[:, :1], np.ones((30, 1), bool)
+    pm1 = 0.5 * ((1 + 0.3) * _pm_out_signals(one, one_seen, 1, 0.3).mean(1) + 0.7)
+    np.testing.assert_allclose(marginal(one, one_seen, 0.3), pm1)
+    assert (pm1 < 0).all()  # at likelihoods of about e^-3 the estimate is negative ...
+    px, pz = np.exp(rng.normal(-3, 0.5, 30)), np.exp(rng.normal(-3, 0.5, 40))
+    mz = marginal(np.exp(rng.normal(-3, 0.5, (40, 1))), np.zeros((40, 1), bool), 0.3)
+    sc = rmia_scores(px, pm1, pz, mz, 1.0)
+    assert (sc == 0).all()  # ... and Privacy Meter's count of ratios > 1 is 0 (not NaN)
+    # a z whose Pr(z) is not positive counts in the denominator and is never exceeded
+    mz_bad = mz.copy()
+    mz_bad[:10] = -0.5
+    mx = marginal(ref[:, :1], np.zeros((30, 1), bool), 0.3)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratios = (px / mx)[:, None] / (pz / mz_bad)[None, :]
+    np.testing.assert_allclose(rmia_scores(px, mx, pz, mz_bad, 1.0), (ratios >= 1).mean(1))
+
+
+def test_rmia_tunes_a_on_a_paired_reference_as_privacy_meter():
+    """Privacy Meter's tune_offline_a: RMIA against a paired model with known members, a in 0..1 by
+    0.1, the best AUC kept. Synthetic likelihoods where every reference sees the same text difficulty
+    and a model's own training texts are more likely: the reference ratio (a near 1) must win, and
+    the AUCs must be those of a hand re-run."""
+    from mia_core.attacks.rmia import A_GRID, DEFAULTS, _auc, marginal, rmia_scores, tune_a
+
+    rng = np.random.default_rng(2)
+    n_x, n_z, k = 40, 60, 4
+    diff_x, diff_z = rng.normal(-3, 0.7, n_x), rng.normal(-3, 0.7, n_z)
+    seen_z = np.zeros((n_z, k), bool)
+    half = rng.permutation(n_z)[: n_z // 2]
+    seen_z[half, 0] = True
+    seen_z[:, 1] = ~seen_z[:, 0]  # complementary pairs, as make-references trains them
+    half2 = rng.permutation(n_z)[: n_z // 2]
+    seen_z[half2, 2] = True
+    seen_z[:, 3] = ~seen_z[:, 2]
+    noise = lambda shape: rng.normal(0, 0.15, shape)  # noqa: E731
+    d = {"px": np.exp(diff_x + noise(n_x)), "pz": np.exp(diff_z + noise(n_z)),
+         "ref_x": np.exp(diff_x[:, None] + noise((n_x, k))),
+         "ref_z": np.exp(diff_z[:, None] + noise((n_z, k)) + 0.4 * seen_z),
+         "seen_x": np.zeros((n_x, k), bool), "seen_z": seen_z, "recorded": [True] * k}
+    st = dict(DEFAULTS)
+    got = tune_a(d, st, [f"ref-{i}" for i in range(k)])
+    assert got["paired_model"] == "ref-0" and got["n_in"] == got["n_out"] == n_z // 2
+    hand = {}
+    for a in A_GRID:  # the hand re-run: paired model ref-0, the other three as references, audited texts as z
+        sc = rmia_scores(d["ref_z"][:, 0], marginal(d["ref_z"][:, 1:], seen_z[:, 1:], a), d["ref_x"][:, 0],
+                         marginal(d["ref_x"][:, 1:], d["seen_x"][:, 1:], a), 1.0)
+        hand[f"{a:.1f}"] = round(_auc(seen_z[:, 0].astype(int), sc), 4)
+    assert got["auc_by_a"] == hand
+    assert got["a"] == float(max(hand, key=lambda a: (hand[a], -float(a))))  # the first best, as Privacy Meter
+    assert got["a"] >= 0.7 and hand["1.0"] > hand["0.3"] + 0.1
+    # too few references with a record: not tuned, 0.3, and the reason is given
+    small = {**d, "ref_x": d["ref_x"][:, :2], "ref_z": d["ref_z"][:, :2], "seen_x": d["seen_x"][:, :2],
+             "seen_z": seen_z[:, :2], "recorded": [True, True]}
+    assert "3 or more reference models" in tune_a(small, st, ["a", "b"])["reason"]
+
+
+def test_rmia_a_domain():
+    from mia_core.attacks.rmia import _settings
+
+    assert _settings({"a": "tune"})["a"] is None and _settings({"a": "auto"})["a"] is None
+    assert _settings({"a": "0.5"})["a"] == 0.5 and _settings({})["a"] is None
+    with pytest.raises(SettingsError, match="rmia.a"):
+        _settings({"a": 1.5})
+    with pytest.raises(SettingsError, match="rmia.out_refs"):
+        _settings({"out_refs": "top"})
+
+
+def test_rmia_tunes_a_end_to_end(models, texts, references):
+    """The tuning runs inside a real run: three references with membership records (the pair, and the
+    first again: the paired model's other references are then its complement and a copy of itself),
+    the tuned a recorded and used for the scores."""
+    from mia_core.attacks.rmia import A_GRID
+
+    target = load_causal_lm(models[0], dtype="fp32", device="cpu")
+    ds, pop = _sets(texts)
+    spec = f"{references}/ref-0,{references}/ref-1,{references}/ref-0"
+    res = run_attacks(ds, target, population=pop, config=RunConfig(stats=ALWAYS, attacks=["rmia"],
+                      params={"rmia": {"references": spec}}, n_bootstrap=0, blind=False))
+    rec = res.extra["rmia"]
+    assert rec["a_source"] == "tuned" and rec["a"] in A_GRID and len(rec["a_tuning"]["auc_by_a"]) == 11
+    assert rec["a_tuning"]["n_in"] == rec["a_tuning"]["n_out"] == len(pop) // 2
+    fixed = run_attacks(ds, target, population=pop, config=RunConfig(stats=ALWAYS, attacks=["rmia"],
+                        params={"rmia": {"references": spec, "a": rec["a"]}}, n_bootstrap=0, blind=False))
+    np.testing.assert_allclose(res.scores["rmia"].to_numpy(), fixed.scores["rmia"].to_numpy())
+    assert fixed.extra["rmia"]["a_source"] == "given" and "a_tuning" not in fixed.extra["rmia"]

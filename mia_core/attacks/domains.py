@@ -163,9 +163,10 @@ class Domain:
 
 # ---------------------------------------------------------------------------- constructors
 def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False,
-           optional: bool = False, note: str = "") -> Domain:
-    """A finite number in [lo, hi] (each end open or closed; None: unbounded on that side)."""
-    return Domain("float", lo, hi, lo_open, hi_open, optional=optional, note=note)
+           optional: bool = False, words: tuple = (), note: str = "") -> Domain:
+    """A finite number in [lo, hi] (each end open or closed; None: unbounded on that side); with
+    ``optional``, None or one of ``words`` (e.g. "auto") means "not given"."""
+    return Domain("float", lo, hi, lo_open, hi_open, optional=optional, words=tuple(words), note=note)
 
 
 def whole(lo: int | None = None, hi: int | None = None, *, also: tuple = (), optional: bool = False,

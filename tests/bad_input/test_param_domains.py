@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import assert_one_error, run_mia
+from helpers import assert_one_error, run_mia, stop_model_loads
 from mia_core.attacks import REGISTRY, check_params
 from mia_core.cli import main
 from mia_core.errors import DataError, MiaError, SettingsError
@@ -34,9 +34,7 @@ def no_model(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a model was loaded for a parameter that should be refused first")
 
-    import mia_core.models as models
-
-    monkeypatch.setattr(models, "load_causal_lm", boom)
+    stop_model_loads(monkeypatch, boom)
     return boom
 
 
@@ -257,7 +255,9 @@ def test_calibration_page_widgets_and_run_button_use_the_domains(tmp_path, monke
     at.file_uploader(key="cal_nonmembers").set_value([("n.txt", NONMEMBERS.encode(), "text/plain")])
     at.multiselect(key="cal_attacks").set_value(list(REGISTRY)).run()
     assert not at.exception, [e.value for e in at.exception]
-    assert at.number_input(key="cal_param_rmia_a").max == 1.0  # [0, 1] from rmia's declared domain
+    assert at.number_input(key="cal_param_min_k_k").max == 1.0  # (0, 1] from min_k's declared domain
+    a = at.text_input(key="cal_param_rmia_a")  # optional (unset: tuned): a text box, its domain in the help
+    assert a.value == "" and "[0, 1]" in a.help and "auto" in a.help
     at.text_input(key="cal_param_recall_prefix").set_value("/dev/zero")
     at.button(key="cal_go").click().run()
     assert not at.exception, [e.value for e in at.exception]
