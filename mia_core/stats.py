@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import time
 import warnings
+import weakref
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -216,10 +217,31 @@ def prefix_mode(value) -> str | int:
 _PROBE = "Hello world. The quick brown fox"
 
 
+_TOKENIZER_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _memo(tokenizer, what: str, compute):
+    """``compute(tokenizer)`` once per tokenizer object (and size: added tokens invalidate it): the prefix
+    ids are asked for several times per scoring call, and a probe tokenization and a 49k-entry vocabulary
+    each time showed in profiles."""
+    try:
+        memo = _TOKENIZER_MEMO.setdefault(tokenizer, {})
+    except TypeError:  # not weakly referenceable: no memo
+        return compute(tokenizer)
+    key = (what, len(tokenizer))
+    if key not in memo:
+        memo[key] = compute(tokenizer)
+    return memo[key]
+
+
 def tokenizer_prefix_id(tokenizer) -> int | None:
     """The token the tokenizer itself puts in front of a text (``add_special_tokens=True``): a Llama-style
     tokenizer's BOS; None for GPT-2-style tokenizers, which add nothing. When it adds several, the one
     right before the text."""
+    return _memo(tokenizer, "tokenizer_prefix_id", _tokenizer_prefix_id)
+
+
+def _tokenizer_prefix_id(tokenizer) -> int | None:
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -282,6 +304,10 @@ def prefix_key(lm: LoadedModel, st: "StatsSettings"):
 
 def prefix_token_id(tokenizer) -> int | None:
     """The BOS/EOS token ``prefix="always"`` puts in front of every text."""
+    return _memo(tokenizer, "prefix_token_id", _prefix_token_id)
+
+
+def _prefix_token_id(tokenizer) -> int | None:
     vocab = tokenizer.get_vocab()
     if tokenizer.bos_token_id is not None and getattr(tokenizer, "add_bos_token", False):
         return tokenizer.bos_token_id

@@ -60,3 +60,68 @@ def assert_one_error(rc: int, stderr: str, needle: str = "") -> str:
     assert rc == 2 and len(lines) == 1, f"exit {rc}, error lines {lines}:\n{stderr[-2000:]}"
     assert needle.lower() in lines[0].lower(), lines[0]
     return lines[0]
+
+
+# ---------------------------------------------------------------------------- bad-input tests (tests/bad_input)
+BAD_MEMBERS = "The first member text of this small set.\nThe second member text, a little longer.\nA third member.\n"
+BAD_NONMEMBERS = "A non-member sentence that was never trained on.\nAnother unseen non-member text here.\nA third one.\n"
+BAD_POPULATION = "Population text one.\nPopulation text two.\nPopulation text three.\n"
+
+
+class Reached(Exception):
+    """Raised where a model would be loaded: the inputs passed every check."""
+
+
+def stop_model_loads(monkeypatch, stop=None) -> None:
+    """Every model load (and the masked-LM audit, and fine-tuning) calls ``stop`` (default: raise ``Reached``)."""
+    import mia_core.cli.target as target_cli
+    import mia_core.mlm as mlm
+    import mia_core.models as models
+
+    def reach(*a, **k):
+        raise Reached()
+
+    stop = stop or reach
+    monkeypatch.setattr(models, "load_causal_lm", stop)
+    monkeypatch.setattr(models, "load_masked_lm", stop, raising=False)
+    monkeypatch.setattr(mlm, "run_mlm_audit", stop)
+    monkeypatch.setattr(target_cli, "make_target", stop)
+
+
+def good_inputs(root: Path, monkeypatch) -> Path:
+    """Good inputs in ``root`` (members, non-members, population, two books a side), a private cache in
+    ``root/cache``."""
+    monkeypatch.setenv("MIA_CACHE_DIR", str(root / "cache"))
+    (root / "m.txt").write_text(BAD_MEMBERS)
+    (root / "n.txt").write_text(BAD_NONMEMBERS)
+    (root / "pop.txt").write_text(BAD_POPULATION)
+    for side in ("mbooks", "nbooks"):
+        (root / side).mkdir()
+        for i in range(2):
+            (root / side / f"{side}{i}.txt").write_text(f"Book {i} of {side}. " * 40)
+    return root
+
+
+def command_line(command: str, work: Path, bad: Path) -> list[str]:
+    """``command`` with ``bad`` as its members (books for ``documents``), otherwise the valid inputs of
+    :func:`good_inputs` in ``work``."""
+    out = str(work / "out")
+    if command == "run":
+        return ["run", "--members", str(bad), "--nonmembers", str(work / "n.txt"), "--quiet", "--out", out]
+    if command == "mlm":
+        return ["mlm", "--members", str(bad), "--nonmembers", str(work / "n.txt"), "--population",
+                str(work / "pop.txt"), "--model", "some/mlm", "--reference", "some/ref", "--quiet", "--out", out]
+    if command == "shift":
+        return ["shift", "--members", str(bad), "--nonmembers", str(work / "n.txt"), "--folds", "2",
+                "--bootstrap", "10", "--quiet", "--out", out]
+    if command == "make-target":
+        return ["make-target", "--members", str(bad), "--quiet", "--out", out]
+    if command == "documents":
+        return ["documents", "--members", str(bad), str(work / "mbooks"), "--nonmembers", str(work / "nbooks"),
+                "--folds", "2", "--quiet", "--out", out]
+    raise ValueError(command)
+
+
+def listing(root: Path, skip: tuple[str, ...] = ("cache",)) -> set[str]:
+    """Every path under ``root`` except those under the ``skip`` folders."""
+    return {str(p.relative_to(root)) for p in root.rglob("*") if p.relative_to(root).parts[0] not in skip}

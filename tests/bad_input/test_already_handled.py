@@ -31,71 +31,21 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import assert_one_error, save_tiny_llama
+from helpers import (Reached, assert_one_error, command_line, good_inputs, listing, save_tiny_llama,
+                     stop_model_loads)
 
 from mia_core.cli import main
-
-MEMBERS = "The first member text of this small set.\nThe second member text, a little longer.\nA third member.\n"
-NONMEMBERS = "A non-member sentence that was never trained on.\nAnother unseen non-member text here.\nA third one.\n"
-POPULATION = "Population text one.\nPopulation text two.\nPopulation text three.\n"
-
-
-class Reached(Exception):
-    """Raised where a model would be loaded: the inputs passed every check."""
-
-
-def listing(root: Path, skip: tuple[str, ...] = ("cache",)) -> set[str]:
-    """Every path under ``root`` except those under the ``skip`` folders."""
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.relative_to(root).parts[0] not in skip}
-
 
 @pytest.fixture
 def reached(monkeypatch):
     """Every model load (and the masked-LM audit, and fine-tuning) raises ``Reached``."""
-    import mia_core.cli.target as target_cli
-    import mia_core.mlm as mlm
-    import mia_core.models as models
-
-    def stop(*a, **k):
-        raise Reached()
-
-    monkeypatch.setattr(models, "load_causal_lm", stop)
-    monkeypatch.setattr(models, "load_masked_lm", stop, raising=False)
-    monkeypatch.setattr(mlm, "run_mlm_audit", stop)
-    monkeypatch.setattr(target_cli, "make_target", stop)
+    stop_model_loads(monkeypatch)
 
 
 @pytest.fixture
 def work(tmp_path, monkeypatch):
     """Good inputs in ``tmp_path``, a private cache in ``tmp_path/cache``."""
-    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "m.txt").write_text(MEMBERS)
-    (tmp_path / "n.txt").write_text(NONMEMBERS)
-    (tmp_path / "pop.txt").write_text(POPULATION)
-    for side in ("mbooks", "nbooks"):
-        (tmp_path / side).mkdir()
-        for i in range(2):
-            (tmp_path / side / f"{side}{i}.txt").write_text(f"Book {i} of {side}. " * 40)
-    return tmp_path
-
-
-def command_line(command: str, work: Path, bad: Path) -> list[str]:
-    """``command`` with ``bad`` as its members (books for ``documents``), otherwise valid."""
-    out = str(work / "out")
-    if command == "run":
-        return ["run", "--members", str(bad), "--nonmembers", str(work / "n.txt"), "--quiet", "--out", out]
-    if command == "mlm":
-        return ["mlm", "--members", str(bad), "--nonmembers", str(work / "n.txt"), "--population",
-                str(work / "pop.txt"), "--model", "some/mlm", "--reference", "some/ref", "--quiet", "--out", out]
-    if command == "shift":
-        return ["shift", "--members", str(bad), "--nonmembers", str(work / "n.txt"), "--folds", "2",
-                "--bootstrap", "10", "--quiet", "--out", out]
-    if command == "make-target":
-        return ["make-target", "--members", str(bad), "--quiet", "--out", out]
-    if command == "documents":
-        return ["documents", "--members", str(bad), str(work / "mbooks"), "--nonmembers", str(work / "nbooks"),
-                "--folds", "2", "--quiet", "--out", out]
-    raise ValueError(command)
+    return good_inputs(tmp_path, monkeypatch)
 
 
 # ----------------------------------------------------------------------------- files that are refused

@@ -30,7 +30,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from helpers import assert_one_error
+from helpers import Reached, assert_one_error, stop_model_loads
 
 from mia_core.cli import main
 
@@ -138,18 +138,9 @@ def work(tmp_path, monkeypatch):
     return tmp_path
 
 
-class Reached(Exception):
-    """Raised where a model would be loaded."""
-
-
 @pytest.fixture
 def reached(monkeypatch):
-    import mia_core.models as models
-
-    def stop(*a, **k):
-        raise Reached()
-
-    monkeypatch.setattr(models, "load_causal_lm", stop)
+    stop_model_loads(monkeypatch)
 
 
 def _run(work: Path, members: Path) -> list[str]:

@@ -16,17 +16,12 @@ import time
 from pathlib import Path
 
 import pytest
-from helpers import assert_one_error, run_mia
+from helpers import assert_one_error, listing, run_mia
 
 from mia_core.cli import main
 from mia_core.errors import ModelError, SettingsError
 
 TEXTS = [f"The quiet harbour town number {i} woke up to the sound of gulls and distant bells." for i in range(12)]
-
-
-def listing(root: Path, skip: tuple[str, ...] = ("cache",)) -> set[str]:
-    """Every path under ``root`` except those under the ``skip`` folders."""
-    return {str(p.relative_to(root)) for p in root.rglob("*") if p.relative_to(root).parts[0] not in skip}
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import assert_one_error
+from helpers import assert_one_error, stop_model_loads
 from mia_core import outputs
 from mia_core.cli import main
 from mia_core.documents import Document, check_document_overlap
@@ -31,14 +31,7 @@ def no_model(monkeypatch):
     def boom(*a, **k):
         raise AssertionError("a model was loaded for input that should be refused first")
 
-    import mia_core.cli.target as target_cli
-    import mia_core.mlm as mlm
-    import mia_core.models as models
-
-    monkeypatch.setattr(models, "load_causal_lm", boom)
-    monkeypatch.setattr(models, "load_masked_lm", boom, raising=False)
-    monkeypatch.setattr(mlm, "run_mlm_audit", boom)
-    monkeypatch.setattr(target_cli, "make_target", boom)
+    stop_model_loads(monkeypatch, boom)
     return boom
 
 
