@@ -125,3 +125,14 @@ def command_line(command: str, work: Path, bad: Path) -> list[str]:
 def listing(root: Path, skip: tuple[str, ...] = ("cache",)) -> set[str]:
     """Every path under ``root`` except those under the ``skip`` folders."""
     return {str(p.relative_to(root)) for p in root.rglob("*") if p.relative_to(root).parts[0] not in skip}
+
+
+def _always():
+    from mia_core.stats import StatsSettings
+
+    return StatsSettings(prefix="always")
+
+
+# the BOS/EOS token in front of every text: the context the tests' by-hand computations (and the tiny
+# models, trained with it) use
+ALWAYS = _always()

@@ -20,7 +20,7 @@ import zlib
 import numpy as np
 import pytest
 
-from helpers import assert_one_error, run_mia
+from helpers import ALWAYS, assert_one_error, run_mia
 from tiny_lm import paragraphs
 
 from mia_core.attacks import REGISTRY, AttackInputs
@@ -29,7 +29,6 @@ from mia_core.errors import SettingsError
 from mia_core.stats import StatsSettings
 
 K = 0.2
-ALWAYS = StatsSettings(prefix="always")  # the prefix ByHand puts in front
 BASELINES = ["loss", "zlib", "lowercase", "ref", "min_k", "min_k_pp"]
 RTOL = 2e-4  # float32 forward passes, batched/padded in mia_core, one text at a time here
 

@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import assert_one_error, empty_cache, run_mia, save_tiny_llama
+from helpers import ALWAYS, assert_one_error, empty_cache, run_mia, save_tiny_llama
 from tiny_lm import paragraphs
 
 from mia_core.data import Dataset
@@ -34,9 +34,6 @@ from mia_core.models import load_causal_lm
 from mia_core.pipeline import RunConfig, run_attacks
 from mia_core.stats import StatsSettings, prefix_token_id
 
-from mia_core.stats import StatsSettings as _StatsSettings
-
-ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import assert_one_error, run_mia, save_tiny_llama
+from helpers import ALWAYS, assert_one_error, run_mia, save_tiny_llama
 from tiny_lm import paragraphs
 
 from mia_core import stats as S
@@ -20,9 +20,6 @@ from mia_core.errors import DataError, SettingsError
 from mia_core.models import load_causal_lm
 from mia_core.pipeline import RunConfig, run_attacks
 
-from mia_core.stats import StatsSettings as _StatsSettings
-
-ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
 
 P = paragraphs()
 MEM, NON = P[:3], P[3:6]

@@ -9,15 +9,12 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import save_tiny_llama
+from helpers import ALWAYS, save_tiny_llama
 from tiny_lm import paragraphs
 
 from mia_core import stats as S
 from mia_core.models import converted_gguf_dir, embedded_gguf_path, load_causal_lm
 
-from mia_core.stats import StatsSettings as _StatsSettings
-
-ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
 
 BASE = paragraphs()[0][:400]
 
