@@ -122,6 +122,15 @@ with st.expander("More settings"):
     n_trees = a2.number_input("Random-forest trees", min_value=1, max_value=2000, value=500, key="doc_trees",
                               help="§4.4: 500 trees of depth 5.")
     seed = a3.number_input("Seed", min_value=0, value=0, key="doc_seed")
+    b1, b2 = st.columns(2)
+    agg_count = b1.checkbox("AggFE: add the token count (as the authors' code)", value=False, key="doc_agg_count",
+                            help="Off by default: document length is no membership signal and can confound "
+                                 "members and non-members.")
+    hist_outside = b2.radio("HistFE: held-out values outside the fitted bins", ["clip", "drop"], horizontal=True,
+                            key="doc_hist_outside",
+                            format_func={"clip": "clip into the end bins", "drop": "drop (authors' code)"}.get,
+                            help="clip: fractions that sum to 1 (default); drop: the authors' "
+                                 "numpy.histogram(density=True), which leaves them out.")
     do_partial = st.checkbox("Partial-document curve (AUC vs tokens seen per book, §6.4)", value=True,
                              key="doc_partial")
     do_baselines = st.checkbox("Sequence-level baselines scaled to documents (§6.2; another model pass)",
@@ -174,6 +183,7 @@ if go_ and not busy:
             res = run_document_audit(
                 members, nonmembers, target, reference=reference, context=int(context),
                 normalizations=tuple(norms), features=feats, folds=int(folds), n_bins=int(n_bins), seed=int(seed),
+                agg_count=bool(agg_count), hist_outside=hist_outside,
                 partial_lengths=DEFAULT_LENGTHS if do_partial else None, baselines=bool(do_baselines),
                 n_estimators=int(n_trees), progress=lambda m, f: progress(f"document audit: {m}", f),
             )
@@ -181,7 +191,8 @@ if go_ and not busy:
             if do_precision:
                 prec = precision_table(
                     precision_spec, members, nonmembers, device=panel.device, context=int(context), folds=int(folds),
-                    n_bins=int(n_bins), seed=int(seed), n_estimators=int(n_trees),
+                    n_bins=int(n_bins), seed=int(seed), n_estimators=int(n_trees), agg_count=bool(agg_count),
+                    hist_outside=hist_outside,
                     progress=lambda m, f: progress(f"precision table: {m}", f),
                 )
             return {"result": res, "precision": prec}

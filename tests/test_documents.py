@@ -20,9 +20,11 @@ from mia_core import stats as stats_mod
 from mia_core.cli import main as cli_main
 from mia_core.documents import (
     AGG_NAMES,
+    AGG_NAMES_COUNT,
     HistogramFeatures,
     agg_features,
     build_dictionaries,
+    cross_validate,
     excerpts,
     load_documents,
     make_folds,
@@ -192,6 +194,28 @@ def test_neighbourhood_baseline_when_asked(audit, tiny_lm):
     assert 0 <= m["auc_mean"] <= 1
 
 
+def test_feature_options_reach_the_forest_and_the_settings(audit, tiny_lm, corpus):
+    # the options are recorded in every run, defaults included
+    assert audit.settings["agg_count"] is False and audit.to_json()["settings"]["hist_outside"] == "clip"  # always recorded
+    cv = cross_validate(audit._stats, audit.labels, ["nonorm"], ["agg", "hist"], vocab_size=tiny_lm.vocab_size,
+                        folds=2, n_bins=10, n_estimators=10, keep_fitted=True, agg_count=True, hist_outside="drop")
+    for fold in cv.fitted:
+        assert fold["nonorm+agg"]["classifier"].n_features_in_ == len(AGG_NAMES_COUNT)
+        assert fold["nonorm+hist"]["hist"].outside == "drop"
+    res = run_document_audit(
+        [t for _, t in corpus["members"]], [t for _, t in corpus["nonmembers"]], tiny_lm, normalizations="nonorm",
+        features="both", n_bins=20, partial_lengths=(100,), partial_pipelines=[("nonorm", "hist")], baselines=False,
+        n_estimators=10, agg_count=True, hist_outside="drop",
+    )
+    assert res.to_json()["settings"]["agg_count"] is True and res.settings["hist_outside"] == "drop"
+    assert "AggFE with the token count" in res.summary_text() and "dropped, densities" in res.summary_text()
+    assert np.isfinite(res.scores["prob:nonorm+hist"]).all() and len(res.partial) == 1
+    only = run_document_audit([t for _, t in corpus["members"]], [t for _, t in corpus["nonmembers"]], tiny_lm,
+                              normalizations="nonorm", features="hist", n_bins=20, partial_lengths=None,
+                              baselines=False, n_estimators=10, hist_outside="drop")
+    assert (only.settings["agg_count"], only.settings["hist_outside"]) == (False, "drop")  # both, when one is set
+
+
 def test_partial_documents_curve_uses_excerpts(audit):
     part = audit.partial
     assert part["n_tokens"].tolist() == [100, 400]
@@ -321,6 +345,59 @@ def test_feature_extractors():
     assert A.shape == (1, len(AGG_NAMES)) and AGG_NAMES[:4] == ("min", "max", "mean", "std")
     np.testing.assert_allclose(A[0, :4], [1, 3, 2, np.std([1, 2, 3])])
     assert A[0, AGG_NAMES.index("p50")] == 2.0
+
+
+def test_agg_count_is_the_authors_count_and_off_by_default():
+    """The authors' AggFE also feeds len(nlls); here only with count=True, as a 14th column."""
+    docs = [np.array([1.0, 2.0, 3.0, np.nan, np.inf]), np.array([5.0, 5.0]), np.array([np.nan])]
+    A = agg_features(docs)
+    assert A.shape == (3, 13) and "count" not in AGG_NAMES
+    C = agg_features(docs, count=True)
+    assert C.shape == (3, 14) and AGG_NAMES_COUNT == AGG_NAMES + ("count",)
+    np.testing.assert_array_equal(C[:, -1], [3, 2, 0])  # the values that enter the features (finite ones)
+    np.testing.assert_allclose(C[:, :-1], A)  # the 13 others unchanged (NaN for a document without values)
+
+
+def test_hist_drop_is_numpys_density_histogram_of_the_values_in_range():
+    """outside="drop" is the authors' numpy.histogram(values, edges, density=True): values outside the
+    fitted range are left out and each feature is a density (share of the in-range values / bin width)."""
+    train = [np.array([0.0, 1.0]), np.array([4.0, np.nan])]
+    held = [np.array([-1.0, 1.0, 1.0, 3.0, 9.0]), np.array([4.0, 0.0, 2.0]), np.array([-3.0, 7.0])]
+    clip = HistogramFeatures(2).fit(train)
+    drop = HistogramFeatures(2, outside="drop").fit(train)
+    np.testing.assert_allclose(drop.edges, [0, 2, 4])  # the same bins, fitted on the training values
+    np.testing.assert_allclose(clip.edges, drop.edges)
+    # clip: -1 -> first bin, 9 -> last bin; fractions of all values
+    np.testing.assert_allclose(clip.transform(held), [[3 / 5, 2 / 5], [1 / 3, 2 / 3], [1 / 2, 1 / 2]])
+    X = drop.transform(held)
+    # drop: -1 and 9 left out; {1, 1, 3}: counts (2, 1) / (3 values x width 2). 4.0 on the last edge counts, 2.0
+    # goes to the right bin (numpy's rule); a document with no value in range is NaN (numpy's 0/0)
+    np.testing.assert_allclose(X[:2], [[2 / 6, 1 / 6], [1 / 6, 2 / 6]])
+    assert np.isnan(X[2]).all()
+    with np.errstate(invalid="ignore"):
+        for r, v in enumerate(held):
+            np.testing.assert_allclose(X[r], np.histogram(v, bins=drop.edges, density=True)[0])
+    # a training document is never outside its bins: density x width sums to 1
+    np.testing.assert_allclose(drop.transform(train).sum(1) * 2, [1, 1])
+    # all training values equal: numpy's own range (value +- 0.5) for "drop"; clip keeps (value, value + 1)
+    same = [np.array([2.0, 2.0])]
+    np.testing.assert_allclose(HistogramFeatures(2, "drop").fit(same).edges, np.histogram(same[0], bins=2)[1])
+    np.testing.assert_allclose(HistogramFeatures(2).fit(same).edges, [2, 2.5, 3])
+
+
+def test_feature_options_refused_in_one_line_before_any_model(capsys):
+    with pytest.raises(SettingsError, match="choose clip or drop"):
+        HistogramFeatures(3, "cut")
+    docs_m, docs_n = ["one two three"] * 2, ["four five six"] * 2
+    for kw, what in (({"hist_outside": "cut"}, "choose clip or drop"), ({"agg_count": "yes"}, "True or False")):
+        with pytest.raises(SettingsError, match=what) as e:
+            run_document_audit(docs_m, docs_n, None, **kw)  # no model: refused before it is used
+        assert "\n" not in str(e.value)
+    with pytest.raises(SettingsError, match="choose clip or drop"):
+        cross_validate([], [], ["nonorm"], ["hist"], vocab_size=4, folds=[], hist_outside="density")
+    assert cli_main(["documents", "--demo", "--hist-outside", "cut"]) == 2  # argparse: before anything loads
+    err = capsys.readouterr().err
+    assert "--hist-outside" in err and "invalid choice" in err and len(err.strip().splitlines()) == 1
 
 
 def test_random_forest_is_the_papers():

@@ -45,6 +45,13 @@ def register(subparsers) -> None:
     a.add_argument("--features", default="both", help="hist, agg or both (default)")
     a.add_argument("--folds", type=int_at_least(2), default=5, help="stratified cross-validation folds (default 5)")
     a.add_argument("--bins", type=positive_int, default=1000, help="histogram bins N_b for HistFE (default 1000, as the paper)")
+    a.add_argument("--agg-count", action="store_true",
+                   help="AggFE also gets the document's token count, as the authors' code (off by default: document "
+                        "length can confound members and non-members)")
+    a.add_argument("--hist-outside", choices=("clip", "drop"), default="clip",
+                   help="HistFE: a held-out document's values outside the bins fitted on the training fold are counted "
+                        "in the end bins, features are fractions (clip, default), or dropped, features are densities "
+                        "(drop: the authors' numpy.histogram(density=True))")
     a.add_argument("--trees", type=positive_int, default=500, help="random-forest trees (default 500, as the paper)")
     a.add_argument("--partial-lengths", default="100,500,1000,2500,5000,10000,25000",
                    help="comma list of lengths L in tokens for the partial-document curve (§6.4), or none")
@@ -125,7 +132,8 @@ def run(args) -> int:
     with ProgressBar(disable=args.quiet) as bar:
         res = run_document_audit(
             members, nonmembers, lm, reference=ref, context=args.context, normalizations=norms, features=feats,
-            folds=args.folds, n_bins=args.bins, seed=args.seed, partial_lengths=lengths,
+            folds=args.folds, n_bins=args.bins, agg_count=args.agg_count, hist_outside=args.hist_outside,
+            seed=args.seed, partial_lengths=lengths,
             partial_position=args.partial_position, partial_dictionaries=args.partial_dictionaries,
             baselines=not args.no_baselines, baseline_max_sequences=args.max_sequences or None,
             baseline_neighbours={"n": args.n_neighbours, "generator": args.neighbours} if args.n_neighbours else False,

@@ -21,8 +21,10 @@ step by step, with the module that holds each step:
 3. **Normalisations (§4.2.2)** — ``normalization``: NoNorm, RatioNormTF/GP
    (-log P/R), MaxNormTF/GP (-log (1 - (P_max - P)) / R); ``normalize`` holds the formulas
    (also behind the dashboard's per-token colours), ``normalized_values`` applies them.
-4. **Feature extraction (§4.3)** — ``features``: AggFE (13 statistics) and HistFE
-   (N_b equal-width bins fitted on the training fold; paper: 1,000).
+4. **Feature extraction (§4.3)** — ``features``: AggFE (13 statistics; ``agg_count=True``
+   adds the token count, as the authors' code) and HistFE (N_b equal-width bins fitted on the
+   training fold; paper: 1,000; ``hist_outside="drop"``: the authors' density histogram, which
+   drops held-out values outside the bins, instead of clipping them into the end bins).
 5. **Meta-classifier (§4.4, §5.2.4)** — ``meta`` and ``pipeline``: random forest (500
    trees, depth 5, ≥ 3 samples per leaf) under stratified k-fold cross-validation (k = 5);
    mean ± std AUC and TPR at 1 %/10 % FPR over folds, ROC per fold, out-of-fold
@@ -43,7 +45,7 @@ from .audit import DEFAULT_CONTEXT, PAPER_BEST, DocumentAuditResult, run_documen
 from .baselines import PAPER_BASELINES, run_baselines, sample_sequences, scale_to_documents
 from .books import Document, check_document_overlap, load_documents, strip_gutenberg
 from .dictionaries import ReferenceDictionaries, build_dictionaries, token_counts, token_frequency
-from .features import AGG_NAMES, DEFAULT_BINS, HistogramFeatures, agg_features, parse_features
+from .features import AGG_NAMES, AGG_NAMES_COUNT, DEFAULT_BINS, OUTSIDE, HistogramFeatures, agg_features, parse_features
 from .meta import RF_PARAMS, make_folds, random_forest
 from .normalization import NORMALIZATIONS, normalize, normalized_values, parse_normalizations
 from .partial import DEFAULT_LENGTHS, excerpts, partial_cross_validation, partial_curve, partial_documents, prefixes
@@ -51,7 +53,7 @@ from .pipeline import CrossValidation, cross_validate, pipeline_name
 from .precision import DEFAULT_PRECISIONS, precision_table
 
 __all__ = [
-    "AGG_NAMES", "DEFAULT_BINS", "DEFAULT_CONTEXT", "DEFAULT_LENGTHS", "DEFAULT_PRECISIONS", "NORMALIZATIONS",
+    "AGG_NAMES", "AGG_NAMES_COUNT", "DEFAULT_BINS", "DEFAULT_CONTEXT", "DEFAULT_LENGTHS", "DEFAULT_PRECISIONS", "NORMALIZATIONS", "OUTSIDE",
     "PAPER_BASELINES", "PAPER_BEST", "RF_PARAMS", "CrossValidation", "Document", "DocumentAuditResult",
     "HistogramFeatures", "ReferenceDictionaries", "agg_features", "build_dictionaries", "check_document_overlap", "cross_validate", "excerpts",
     "load_documents", "make_folds", "normalize", "normalized_values", "parse_features", "parse_normalizations",

@@ -24,7 +24,7 @@ from ..stats import StatsSettings, TokenStats, compute_stats
 from .baselines import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES, run_baselines
 from .books import Document, check_document_overlap, load_documents
 from .dictionaries import ReferenceDictionaries
-from .features import DEFAULT_BINS, LABELS as FEATURE_LABELS, parse_features
+from .features import DEFAULT_BINS, LABELS as FEATURE_LABELS, check_options, option_settings, parse_features
 from .meta import fold_warnings, make_folds
 from .normalization import LABELS as NORM_LABELS, NORMALIZATIONS, normalized_values, parse_normalizations
 from .partial import DEFAULT_LENGTHS, DICTIONARIES as PARTIAL_DICTIONARIES, POSITIONS, partial_curve
@@ -201,6 +201,14 @@ class DocumentAuditResult(AuditResult):
             f"Document-level membership inference (Meeus et al. 2024) — {n_m} members, "
             f"{len(self.labels) - n_m} non-members, {self.settings['folds']} folds, context {self.settings['context']}",
             f"model: {self.model.get('name')} ({self.model.get('dtype')}, {self.model.get('quantize')})",
+        ]
+        if "agg_count" in self.settings:
+            lines.append("feature options: AggFE " + ("with the token count (as the authors' code)"
+                                                      if self.settings["agg_count"] else "without the token count")
+                         + "; HistFE held-out values outside the fitted bins "
+                         + ("dropped, densities (as the authors' code)" if self.settings["hist_outside"] == "drop"
+                            else "clipped into the end bins, fractions"))
+        lines += [
             "",
             f"{'normalisation':<13} {'features':<8} {'AUC mean ± std':>16} {'TPR@1%FPR':>16} {'TPR@10%FPR':>16}",
         ]
@@ -366,6 +374,8 @@ def run_document_audit(
     features=("hist", "agg"),
     folds: int = 5,
     n_bins: int = DEFAULT_BINS,
+    agg_count: bool = False,
+    hist_outside: str = "clip",
     seed: int = 0,
     partial_lengths: Sequence[int] | None = DEFAULT_LENGTHS,
     partial_pipelines: Sequence[tuple[str, str]] | None = None,
@@ -400,12 +410,18 @@ def run_document_audit(
     ``partial_pipelines`` defaults to MaxNormTF+HistFE, the paper's best for books, and the pipeline
     with the best full-document AUC of this audit (column ``role`` of ``result.partial``).
     ``n_bins`` defaults to the paper's 1,000 histogram bins; ``n_estimators`` to its 500 trees.
+    ``agg_count=True`` feeds AggFE the token count too, as the authors' code (off by default: length
+    can confound members and non-members); ``hist_outside="drop"`` makes HistFE the authors'
+    ``numpy.histogram(density=True)``, which drops held-out values outside the fitted bins (default
+    ``"clip"``: counted in the end bins, fractions); see ``mia_core.documents.features``. Both are
+    recorded in ``settings`` (``agg_count``, ``hist_outside``) when either differs from its default.
     Raises ``DataError``/``SettingsError``/``ModelError`` with one sentence for bad input.
     """
     progress = progress or noop
     t_start = time.time()
     norms = parse_normalizations(normalizations)
     feats = parse_features(features)
+    agg_count, hist_outside = check_options(agg_count, hist_outside)
     if int(context) < 2:
         raise SettingsError(f"the context length must be at least 2 tokens, got {context}")
     members = _as_documents(member_docs, "member")
@@ -451,7 +467,7 @@ def run_document_audit(
     split = make_folds(labels, int(folds), seed)
     cv = cross_validate(
         stats, labels, norms, feats, vocab_size=vocab, folds=split, seed=seed, n_bins=n_bins,
-        n_estimators=n_estimators, n_jobs=n_jobs,
+        n_estimators=n_estimators, n_jobs=n_jobs, agg_count=agg_count, hist_outside=hist_outside,
         progress=lambda m, f: progress(m, 0.6 + 0.15 * f),
     )
     t_cv = time.time() - t0
@@ -478,7 +494,8 @@ def run_document_audit(
         part = partial_curve(
             stats, labels, split, pp, vocab_size=vocab, lengths=partial_lengths, position=partial_position,
             dictionaries=partial_dictionaries, roles=roles, full_metrics=cv.metrics, seed=seed, n_bins=n_bins,
-            n_estimators=n_estimators, n_jobs=n_jobs, progress=lambda m, f: progress(m, 0.9 + 0.1 * f),
+            n_estimators=n_estimators, n_jobs=n_jobs, agg_count=agg_count, hist_outside=hist_outside,
+            progress=lambda m, f: progress(m, 0.9 + 0.1 * f),
         )
     t_part = time.time() - t0
 
@@ -511,6 +528,8 @@ def run_document_audit(
         "partial_dictionaries": partial_dictionaries, "baselines": bool(baselines),
         "baseline_seq_len": baseline_seq_len, "baseline_max_sequences": baseline_max_sequences,
         "baseline_neighbours": baseline_neighbours,
+        # AggFE's token count and HistFE's out-of-range rule: both keys when either is not the default
+        **option_settings(agg_count, hist_outside),
     }
     progress("document audit done", 1.0)
     from ..pipeline import not_verified_notes

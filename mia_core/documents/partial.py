@@ -90,11 +90,14 @@ def partial_cross_validation(
     n_estimators: int | None = None,
     n_jobs: int | None = None,
     keep_fitted: bool = False,
+    agg_count: bool = False,
+    hist_outside: str = "clip",
 ) -> tuple[CrossValidation, list[TokenStats]]:
     """The pipelines cross-validated on documents cut to ``n_tokens`` tokens (step 1-3 of the module
     docstring): dictionaries, histogram bins and forest all fitted on the training fold's partial
     documents. Returns the ``CrossValidation`` (``keep_fitted=True`` keeps the fitted bins and
-    forests) and the partial documents."""
+    forests) and the partial documents. ``agg_count``/``hist_outside``: the feature options of
+    ``cross_validate`` (``features``)."""
     if dictionaries not in DICTIONARIES:
         raise SettingsError(f"unknown partial-document dictionaries {dictionaries!r}: choose {' or '.join(DICTIONARIES)}")
     part = partial_documents(stats, n_tokens, position, seed + int(n_tokens))
@@ -103,7 +106,8 @@ def partial_cross_validation(
     cv = cross_validate(
         part, labels, norms, feats, vocab_size=vocab_size, folds=folds, seed=seed, n_bins=n_bins,
         n_estimators=n_estimators, n_jobs=n_jobs, gp_stats=stats,
-        dict_stats=stats if dictionaries == "full" else None, keep_fitted=keep_fitted,
+        dict_stats=stats if dictionaries == "full" else None, keep_fitted=keep_fitted, agg_count=agg_count,
+        hist_outside=hist_outside,
     )
     return cv, part
 
@@ -143,6 +147,8 @@ def partial_curve(
     n_bins: int = 1000,
     n_estimators: int | None = None,
     n_jobs: int | None = None,
+    agg_count: bool = False,
+    hist_outside: str = "clip",
     progress: Callable[[str, float], None] | None = None,
 ) -> pd.DataFrame:
     """Rows (``COLUMNS``): ``n_tokens`` (requested), ``mean_tokens`` (actually used), ``pipeline``,
@@ -153,6 +159,7 @@ def partial_curve(
     Each length is a fresh cross-validation at that length (``partial_cross_validation``), at the
     lengths :func:`lengths_for` chooses (lengths at or above the longest document are dropped; the
     paper's grid on short documents is replaced by lengths taken from the documents).
+    ``agg_count``/``hist_outside``: the feature options, as in the full audit (``features``).
     """
     if position not in POSITIONS:
         raise SettingsError(f"unknown partial-document position {position!r}: choose {' or '.join(POSITIONS)}")
@@ -164,7 +171,8 @@ def partial_curve(
     for j, L in enumerate(todo):
         cv, part = partial_cross_validation(
             stats, labels, folds, pipelines, L, vocab_size=vocab_size, position=position, dictionaries=dictionaries,
-            seed=seed, n_bins=n_bins, n_estimators=n_estimators, n_jobs=n_jobs,
+            seed=seed, n_bins=n_bins, n_estimators=n_estimators, n_jobs=n_jobs, agg_count=agg_count,
+            hist_outside=hist_outside,
         )
         for n, f in pipelines:
             name = pipeline_name(n, f)

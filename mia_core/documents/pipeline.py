@@ -5,7 +5,9 @@ For each fold (``meta.make_folds``): build R^TF/R^GP from the fold's training do
 normalisation (``normalization``), extract AggFE/HistFE features (``features``; histogram
 bins fitted on the training documents), fit the random forest on the training documents
 and score the held-out ones (``meta``). A *pipeline* is one normalisation × one feature
-extractor, named ``"<normalisation>+<features>"``, e.g. ``"maxnorm_tf+hist"``.
+extractor, named ``"<normalisation>+<features>"``, e.g. ``"maxnorm_tf+hist"``. The two feature
+options (``agg_count``: AggFE with the token count; ``hist_outside``: HistFE's held-out values
+outside the fitted bins clipped or dropped) are described in ``features``.
 """
 from __future__ import annotations
 
@@ -16,7 +18,7 @@ import numpy as np
 
 from ..stats import TokenStats
 from .dictionaries import ReferenceDictionaries, build_dictionaries
-from .features import HistogramFeatures, agg_features
+from .features import HistogramFeatures, agg_features, check_options
 from .meta import fold_figures, make_folds, random_forest, summarize_folds
 from .normalization import normalized_values
 
@@ -52,6 +54,8 @@ def cross_validate(
     gp_stats: Sequence[TokenStats] | None = None,
     dict_stats: Sequence[TokenStats] | None = None,
     keep_fitted: bool = False,
+    agg_count: bool = False,
+    hist_outside: str = "clip",
     progress: Callable[[str, float], None] | None = None,
 ) -> CrossValidation:
     """Run every (normalisation × feature extractor) pipeline over the same folds.
@@ -61,7 +65,10 @@ def cross_validate(
     statistics a fold's R^TF is counted from, e.g. the full documents when ``stats`` are
     partial documents; ``gp_stats``: see ``build_dictionaries`` (default ``dict_stats``).
     ``keep_fitted=True`` keeps each fold's fitted histogram bins and forest in ``.fitted``.
+    ``agg_count=True`` adds the token count to AggFE; ``hist_outside="drop"`` makes HistFE the
+    authors' ``density=True`` histogram that drops held-out values outside the bins (``features``).
     """
+    agg_count, hist_outside = check_options(agg_count, hist_outside)
     y = np.asarray(labels, dtype=int)
     split = make_folds(y, folds, seed) if isinstance(folds, int) else list(folds)
     names = [pipeline_name(n, f) for n in normalizations for f in features]
@@ -84,12 +91,12 @@ def cross_validate(
                 name = pipeline_name(norm, feat)
                 fe = None
                 if feat == "hist":
-                    fe = HistogramFeatures(n_bins).fit([values[i] for i in tr])
+                    fe = HistogramFeatures(n_bins, hist_outside).fit([values[i] for i in tr])
                     X_tr = fe.transform([values[i] for i in tr])
                     X_te = fe.transform([values[i] for i in te])
                 else:
-                    X_tr = agg_features([values[i] for i in tr])
-                    X_te = agg_features([values[i] for i in te])
+                    X_tr = agg_features([values[i] for i in tr], count=agg_count)
+                    X_te = agg_features([values[i] for i in te], count=agg_count)
                 clf = random_forest(seed, n_estimators, n_jobs).fit(X_tr, y[tr])
                 p = clf.predict_proba(X_te)[:, list(clf.classes_).index(1)]
                 oof[name][te] = p
