@@ -49,7 +49,7 @@ from .models import LoadedModel
 from .progress import Progress, noop
 from .stats import StatsSettings, prefix_key, resolve_prefix, tokenize
 
-GRADIENTS_VERSION = 1
+GRADIENTS_VERSION = 2  # 2: a tensor the loss does not reach is NaN (was 0), left out of every aggregate
 NORMS = ("l1", "l2", "linf")
 
 
@@ -57,7 +57,8 @@ NORMS = ("l1", "l2", "linf")
 class GradNorms:
     """Gradient norms of one text's mean NLL (over its scored tokens) under one model.
 
-    ``l1``, ``l2``, ``linf``: one value per parameter tensor (in ``names`` order); ``loss``:
+    ``l1``, ``l2``, ``linf``: one value per parameter tensor (in ``names`` order; NaN for a tensor
+    the loss does not reach, e.g. an unused head: MIMIR skips tensors without a gradient); ``loss``:
     the mean NLL that was differentiated; ``n_scored``: how many tokens it averages (0: the
     text had nothing to score, every norm is NaN).
     """
@@ -74,11 +75,15 @@ class GradNorms:
 
         ``aggregate="global"``: the norm of the whole gradient vector (L2: root of the sum of
         squared tensor L2 norms; L1: their sum; L-inf: their max). ``aggregate="mean"``: the
-        mean over parameter tensors of each tensor's norm (MIMIR's ``GradNormAttack``).
+        mean over parameter tensors of each tensor's norm (MIMIR's ``GradNormAttack``). Tensors
+        without a gradient are left out of both, as MIMIR leaves them out of its mean.
         """
         if self.n_scored == 0:
             return float("nan")
         v = getattr(self, p).astype(np.float64)
+        v = v[np.isfinite(v)]
+        if not v.size:
+            return float("nan")
         if aggregate == "mean":
             return float(v.mean())
         if p == "l2":
@@ -229,8 +234,8 @@ def _one_text(lm: LoadedModel, params: list, names: np.ndarray, ids: np.ndarray,
         del logits, lp, nll, part
     l1, l2, linf = [], [], []
     for p in params:
-        if p.grad is None:  # a parameter the loss does not reach (e.g. unused heads)
-            l1.append(0.0), l2.append(0.0), linf.append(0.0)
+        if p.grad is None:  # a parameter the loss does not reach (e.g. unused heads): no gradient, as MIMIR
+            l1.append(np.nan), l2.append(np.nan), linf.append(np.nan)
             continue
         g = p.grad.detach().float()
         l1.append(float(g.abs().sum()))

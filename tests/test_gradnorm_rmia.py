@@ -419,3 +419,19 @@ def test_rmia_tunes_a_end_to_end(models, texts, references):
                         params={"rmia": {"references": spec, "a": rec["a"]}}, n_bootstrap=0, blind=False))
     np.testing.assert_allclose(res.scores["rmia"].to_numpy(), fixed.scores["rmia"].to_numpy())
     assert fixed.extra["rmia"]["a_source"] == "given" and "a_tuning" not in fixed.extra["rmia"]
+
+
+def test_gradnorm_leaves_out_tensors_no_loss_reaches(models, texts):
+    """A tensor without a gradient (an unused head) is NaN, not 0, and left out of every aggregate, as
+    MIMIR's GradNormAttack averages only the tensors with a gradient (found by benchmarks/mimir_compare)."""
+    lm = load_causal_lm(models[0], dtype="fp32", device="cpu", reuse=False)
+    plain = compute_grad_norms(lm, texts[:1], ALWAYS, use_cache=False)[0]
+    lm.model.register_parameter("unused_head", torch.nn.Parameter(torch.ones(4, 4)))
+    try:
+        got = compute_grad_norms(lm, texts[:1], ALWAYS, use_cache=False)[0]
+    finally:
+        del lm.model.unused_head
+    assert len(got.names) == len(plain.names) + 1 and np.isnan(got.linf).sum() == 1
+    for p, agg in (("linf", "mean"), ("l2", "global"), ("l1", "global"), ("linf", "global"), ("l2", "mean")):
+        assert got.norm(p, agg) == pytest.approx(plain.norm(p, agg), rel=1e-6)
+    assert got.norm("linf", "mean") != pytest.approx(np.nan_to_num(got.linf).mean(), rel=1e-3)  # zeros would count

@@ -32,6 +32,7 @@ statistics pass, results cached. Cost: one forward + backward pass per text, unb
 from __future__ import annotations
 
 import time
+import warnings
 
 import numpy as np
 
@@ -91,8 +92,10 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         "note": "one forward + backward pass per text over all parameters (mia_core.gradients)",
     }
     if first is not None:  # which tensors carry the gradient, on average (per-layer view)
-        l2 = np.mean([g.l2 for g in got if g.n_scored], axis=0)
-        top = np.argsort(-l2)[:5]
+        with np.errstate(invalid="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # a tensor no loss reaches is NaN throughout
+            l2 = np.nanmean([g.l2 for g in got if g.n_scored], axis=0)
+        top = [i for i in np.argsort(np.where(np.isfinite(l2), -l2, np.inf))[:5] if np.isfinite(l2[i])]
         report["largest_tensors_l2"] = {str(first.names[i]): float(l2[i]) for i in top}
     return report
 
