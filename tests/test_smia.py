@@ -14,8 +14,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import shared_neighbours_cache
-from mia_core.attacks.smia import load_smia
+from helpers import assert_one_error, shared_neighbours_cache
+from mia_core.attacks import REGISTRY
+from mia_core.attacks.smia import PAPER_CONFIGURATION, configuration, load_smia
 from mia_core.data import Dataset
 from mia_core.errors import SettingsError
 from mia_core.models import converted_gguf_dir, embedded_gguf_path, load_causal_lm
@@ -162,9 +163,9 @@ def test_smia_refuses_a_model_trained_with_other_settings(run, setup):
         load_smia(setup["dir"])
 
 
-def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup, monkeypatch):
-    """Never a silently smaller n: a text with fewer neighbours than n is scored NaN, whether it
-    has none (no replaceable word) or some (here one text's neighbours are cut to 2 of 4)."""
+def fewer_for_one(setup, monkeypatch) -> tuple[Dataset, str]:
+    """Six texts of the run, a short one and one without words; the first text's neighbours are cut to
+    2 of 4 (the generator keeps its identity, so a saved SMIA model still applies)."""
     import mia_core.attacks.neighbourhood as nbh
 
     texts = list(setup["ds"].texts[:3]) + list(setup["ds"].texts[-3:]) + ["It was.", "!!! ???"]
@@ -179,7 +180,13 @@ def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup, monk
             return [ns[:2] if t == cut else ns for t, ns in zip(items, self.gen.generate(items, **kw))]
 
     monkeypatch.setattr(nbh, "make_generator", lambda settings: FewerForOne(real(settings)))
-    ds = Dataset(texts=texts, labels=[1, 1, 1, 0, 0, 0, 1, 0], ids=[f"s{i}" for i in range(len(texts))])
+    return Dataset(texts=texts, labels=[1, 1, 1, 0, 0, 0, 1, 0], ids=[f"s{i}" for i in range(len(texts))]), cut
+
+
+def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup, monkeypatch):
+    """Never a silently smaller n: a text with fewer neighbours than n is scored NaN, whether it
+    has none (no replaceable word) or some (here one text's neighbours are cut to 2 of 4)."""
+    ds, _ = fewer_for_one(setup, monkeypatch)
     res = run_attacks(ds, setup["target"], config=RunConfig(stats=ALWAYS, attacks=("loss", "neighbourhood"),
                                                             params={"neighbourhood": {"n": N_NEIGHBOURS}},
                                                             n_bootstrap=20, blind=False))
@@ -199,3 +206,85 @@ def test_texts_that_allow_fewer_than_n_neighbours_get_nan_and_a_note(setup, monk
     assert np.isfinite(nb2[0]) and nb2[0] == pytest.approx(res2.scores["loss"][0] + losses[0], rel=1e-6)  # -(L - mean)
     np.testing.assert_allclose(nb2[1:6], nb[1:6])
     assert "fewer=average" in res2.extra["neighbourhood"]["note"]
+
+
+def test_smia_fewer_average_scores_over_the_neighbours_a_text_has(run, setup, monkeypatch):
+    """SMIA takes the neighbourhood attack's fewer: NaN by default, or (fewer=average) the mean network
+    output over the neighbours a text has; a text with none stays NaN. The saved network is applied, so
+    nothing is trained here."""
+    from mia_core.embeddings import embed, load_embedder
+
+    _, save = run
+    ds, cut = fewer_for_one(setup, monkeypatch)
+
+    def go(**smia):
+        return run_attacks(ds, setup["target"], config=RunConfig(
+            stats=ALWAYS, attacks=("loss", "neighbourhood", "smia"), params={
+                "neighbourhood": {"n": N_NEIGHBOURS}, "smia": {"n": N_NEIGHBOURS, "load": str(save), **smia}},
+            n_bootstrap=20, blind=False))
+
+    res = go()
+    sm = res.scores["smia"].to_numpy()
+    assert np.isnan(sm[0]) and np.isfinite(sm[1:6]).all() and np.isnan(sm[6:]).all()
+    rep = res.extra["smia"]
+    assert rep["fewer"] == "nan" and rep["texts_with_fewer_neighbours"] == 3
+    assert f"3 text(s) allow fewer than n = {N_NEIGHBOURS} neighbours (2 with no replaceable word" in rep["note"]
+    assert "get no smia score (NaN)" in rep["note"]
+    assert any(line.startswith("smia: SMIA-style (") and "3 text(s) allow fewer" in line for line in res.report)
+
+    res2 = go(fewer="average")
+    sm2 = res2.scores["smia"].to_numpy()
+    np.testing.assert_allclose(sm2[1:6], sm[1:6])
+    assert np.isfinite(sm2[0]) and np.isnan(sm2[6:]).all()
+    assert "fewer=average" in res2.extra["smia"]["note"] and "2 with none get NaN" in res2.extra["smia"]["note"]
+    # the value: the saved network's mean output over the text's 2 neighbours, computed here by hand
+    ex = res2.extra["neighbourhood"]["examples"][0]
+    assert ex["text"] == cut and len(ex["neighbours"]) == 2
+    e = embed([cut] + [n["text"] for n in ex["neighbours"]], load_embedder("minilm"))
+    loss_x = -float(res2.scores["loss"][0])
+    probs = load_smia(save).probabilities(e[0][None, :] - e[1:],
+                                          np.array([loss_x - n["loss"] for n in ex["neighbours"]]))
+    assert sm2[0] == pytest.approx(float(probs.mean()), rel=1e-5)
+
+
+def test_smia_configuration_label():
+    """SMIA (paper configuration) only with T5 neighbours and preset paper; the default is SMIA-style."""
+    default = configuration(REGISTRY["smia"].params["generator"], REGISTRY["smia"].params["preset"])
+    assert default["configuration"] == "smia-style"
+    assert default["configuration_label"].startswith("SMIA-style (masked-LM neighbours from masked-lm:embedded, "
+                                                     "preset project;")
+    paper = {"lr": 5e-6, "epochs": 20, "batch_size": 64, "batch_texts": 4, "standardise": False}
+    assert configuration("t5:t5-base", "paper", paper) == {"configuration": "paper",
+                                                           "configuration_label": PAPER_CONFIGURATION}
+    assert configuration("t5:t5-base", "paper", {**paper, "lr": 1e-6})["configuration_label"] == \
+        "SMIA (paper configuration) with lr 1e-06 instead of the paper's"
+    for gen, preset in (("t5:t5-base", "project"), ("masked-lm:roberta-base", "paper"), ("offline", "paper")):
+        assert configuration(gen, preset)["configuration"] == "smia-style"
+
+
+def test_smia_configuration_in_the_run_report(run):
+    res, _ = run
+    sm = res.extra["smia"]
+    assert sm["configuration"] == "smia-style" and sm["fewer"] == "nan"
+    assert sm["configuration_label"].startswith("SMIA-style (masked-LM neighbours from masked-lm:embedded, preset "
+                                                "project, epochs 40;")
+    assert sm["note"].startswith(sm["configuration_label"])
+
+
+def test_smia_fewer_bad_value_is_one_line_before_any_model(tmp_path, monkeypatch, capsys):
+    import mia_core.models as models
+    from mia_core.cli import main
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded for a parameter that should be refused first")
+
+    monkeypatch.setattr(models, "load_causal_lm", boom)
+    (tmp_path / "m.txt").write_text("A member text.\nAnother member.\n")
+    (tmp_path / "n.txt").write_text("A non-member text.\nAnother non-member.\n")
+    rc = main(["run", "--members", str(tmp_path / "m.txt"), "--nonmembers", str(tmp_path / "n.txt"), "--quiet",
+               "--attacks", "smia", "--split", "0.5", "--out", str(tmp_path / "out"),
+               "--param", "smia.fewer=sometimes"])
+    line = assert_one_error(rc, capsys.readouterr().err, "--param smia.fewer")
+    assert "nan, average" in line and "sometimes" in line
+    assert REGISTRY["smia"].params["fewer"] == REGISTRY["neighbourhood"].params["fewer"] == "nan"
+    assert REGISTRY["smia"].domains["fewer"].choices == REGISTRY["neighbourhood"].domains["fewer"].choices

@@ -42,9 +42,10 @@ DOMAINS = {
     "dropout": number(0, 1, hi_open=True, note="embedding dropout of the masked-LM proposer"),
     "seed": whole(0, note="seed of the neighbour positions and samples"),
 }
-# how the attack itself scores (not how neighbours are made, so not shared with SMIA's neighbour settings):
-# a text with fewer than n neighbours gets NaN (the attack the run asked for, over n neighbours), or with
-# fewer="average" the mean over the neighbours it has (at least one), as MIMIR does
+# how the attack itself scores (not how neighbours are made, so not part of the neighbour settings and not in
+# the neighbour store's key): a text with fewer than n neighbours gets NaN (the attack the run asked for, over n
+# neighbours), or with fewer="average" the mean over the neighbours it has (at least one), as MIMIR does. SMIA
+# takes the same parameter (its mean network output over the neighbours a text has): fewer_rule, fewer_note
 SCORE_DEFAULTS = {"fewer": "nan"}
 SCORE_DOMAINS = {"fewer": one_of("nan", "average", note="a text with fewer than n neighbours: NaN, or the mean over "
                                                         "those it has (MIMIR's behaviour)")}
@@ -122,19 +123,40 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         ],
         "timing": dict(inputs.extra.get("neighbour_timing", {})),
     }
-    short = counts < settings.n
-    report["texts_with_fewer_neighbours"] = int(short.sum())
-    if short.any():
-        if SCORE_DOMAINS["fewer"].check(params.get("fewer", "nan"), "neighbourhood.fewer") == "average":
-            report["note"] = (f"{int(short.sum())} text(s) allow fewer than n = {settings.n} neighbours: scored over "
-                              f"those they have (fewer=average, MIMIR's behaviour; "
-                              f"{int((counts == 0).sum())} with none get NaN)")
-        else:
-            report["note"] = short_note(counts, settings.n, "neighbourhood")
+    report["texts_with_fewer_neighbours"] = int((counts < settings.n).sum())
+    note = fewer_note(counts, settings.n, fewer_rule(params, "neighbourhood"), "neighbourhood",
+                      "scored over those they have", ", MIMIR's behaviour")
+    if note:
+        report["note"] = note
     coupled = coupling_warning(settings, ctx.target)
     if coupled:
         report["warning"] = coupled
     return report
+
+
+def fewer_rule(params: dict, attack: str) -> str:
+    """The ``fewer`` parameter of a neighbour attack (``SCORE_DOMAINS``: ``"nan"`` or ``"average"``),
+    checked (``SettingsError`` naming ``attack.fewer``)."""
+    return SCORE_DOMAINS["fewer"].check(params.get("fewer", SCORE_DEFAULTS["fewer"]), f"{attack}.fewer")
+
+
+def neighbours_needed(rule: str, n: int) -> int:
+    """The fewest neighbours a text needs to be scored: all ``n`` (``fewer="nan"``) or one (``"average"``)."""
+    return 1 if rule == "average" else int(n)
+
+
+def fewer_note(counts: np.ndarray, n: int, rule: str, attack: str, averaged: str, source: str = "") -> str | None:
+    """The note for texts that allow fewer than ``n`` neighbours under ``rule`` (None when there are
+    none): NaN (``short_note``), or with ``"average"`` how they are scored (``averaged``) and how many
+    have no neighbour at all (NaN either way)."""
+    counts = np.asarray(counts)
+    short = counts < n
+    if not short.any():
+        return None
+    if rule != "average":
+        return short_note(counts, n, attack)
+    return (f"{int(short.sum())} text(s) allow fewer than n = {n} neighbours: {averaged} (fewer=average{source}; "
+            f"{int((counts == 0).sum())} with none get NaN)")
 
 
 def short_note(counts: np.ndarray, n: int, attack: str) -> str:
@@ -176,8 +198,7 @@ def coupling_warning(settings: NeighbourSettings, target) -> str | None:
 
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     data = ensure_neighbours(inputs, settings_from(params))
-    n = settings_from(params).n
-    need = 1 if SCORE_DOMAINS["fewer"].check(params.get("fewer", "nan"), "neighbourhood.fewer") == "average" else n
+    need = neighbours_needed(fewer_rule(params, "neighbourhood"), settings_from(params).n)
     out = np.full(len(inputs.texts), np.nan)
     for i, (s, (ns, losses)) in enumerate(zip(inputs.scored(), data)):
         ok = losses[np.isfinite(losses)] if len(losses) else losses

@@ -26,7 +26,17 @@ differences trainable with one learning rate; the learning rate, epochs and batc
 our defaults (``DEFAULTS``), not values from the paper.
 
 Inference (their Algorithm 2): ``score(x) = (1/n) sum_j f(features(x, x~_j))``, the mean
-membership probability over the text's neighbours (higher = more likely member).
+membership probability over the text's neighbours (higher = more likely member). A text that
+allows fewer than n neighbours is scored NaN (``fewer="nan"``, the default), or with
+``fewer="average"`` by the mean over the neighbours it has (at least one): the neighbourhood
+attack's parameter (``neighbourhood.fewer_rule``), with the same note counting such texts.
+
+Naming: the paper's neighbours are T5 span fillings and its recipe is App. D.4. Only that
+configuration -- ``--neighbours t5:MODEL`` with ``--smia-preset paper`` -- is reported as
+"SMIA (paper configuration)"; anything else, the default included (masked-LM neighbours from the
+embedded proposer, preset project), is "SMIA-style" (``configuration``; the report's
+``configuration`` and ``configuration_label``, and its note). The sentence embedder differs from
+the paper's in both (Cohere Embedding V3 is not available offline).
 
 A trained model is saved as ``smia.safetensors`` + ``smia.json`` (never pickle) recording the
 target model's identity, the embedder's identity, the neighbour settings and the statistics
@@ -38,7 +48,7 @@ from __future__ import annotations
 
 import json
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -48,7 +58,9 @@ from .base import AttackInputs
 from .domains import check_values, flag, number, one_of, path, text, whole
 from .neighbourhood import DEFAULTS as NEIGHBOUR_DEFAULTS
 from .neighbourhood import DOMAINS as NEIGHBOUR_DOMAINS
-from .neighbourhood import ensure_neighbours, settings_from
+from .neighbourhood import SCORE_DEFAULTS as NEIGHBOUR_SCORE_DEFAULTS
+from .neighbourhood import SCORE_DOMAINS as NEIGHBOUR_SCORE_DOMAINS
+from .neighbourhood import ensure_neighbours, fewer_note, fewer_rule, neighbours_needed, settings_from
 
 SMIA_FORMAT = "mia-dashboard/smia"
 SMIA_VERSION = 1
@@ -66,6 +78,7 @@ PRESETS = {
 }
 DEFAULTS = {
     **NEIGHBOUR_DEFAULTS,
+    **NEIGHBOUR_SCORE_DEFAULTS,  # fewer: a text with fewer than n neighbours is NaN, or averaged over those it has
     "embedder": "minilm",
     "preset": "project",
     "epochs": None,
@@ -82,6 +95,9 @@ DEFAULTS = {
 # the domain of every parameter (None where a preset fills the value in: "from the preset")
 DOMAINS = {
     **NEIGHBOUR_DOMAINS,
+    # the neighbourhood attack's fewer (same choices and default), in SMIA's words
+    "fewer": replace(NEIGHBOUR_SCORE_DOMAINS["fewer"], note="a text with fewer than n neighbours: NaN, or the mean "
+                                                             "network output over those it has"),
     "embedder": text(note="sentence embedder: minilm (embedded), a sentence-transformers id or folder"),
     "preset": one_of(*PRESETS, note="training recipe"),
     "epochs": whole(1, optional=True, note="training epochs (none: the preset's)"),
@@ -413,6 +429,35 @@ def expected_settings(ctx, settings, embedder, first_token: bool = False) -> dic
     }
 
 
+GENERATOR_WORDS = {"t5": "T5 span-filling", "masked-lm": "masked-LM", "offline": "SmolLM2 word-proposal"}
+PAPER_CONFIGURATION = "SMIA (paper configuration)"
+
+
+def configuration(generator: str, preset: str, training: dict | None = None) -> dict:
+    """How SMIA's result is named: ``{"configuration": "paper" | "smia-style", "configuration_label": ...}``.
+
+    "paper" only with T5 span-filling neighbours (``t5:MODEL``, the paper's generator) and the paper's
+    training recipe (``preset="paper"``); anything else -- the default masked-LM neighbours from the
+    embedded proposer with preset project included -- is "SMIA-style". ``training`` (the trained or
+    loaded model's training record): preset values it overrode are named in the label."""
+    from ..neighbours import parse_generator_spec
+
+    kind, _ = parse_generator_spec(generator)
+    tr = training or {}
+    changed = [f"{k} {tr[k]:g}" if isinstance(tr[k], float) else f"{k} {tr[k]}"
+               for k in ("lr", "epochs", "batch_size", "batch_texts", "standardise")
+               if preset in PRESETS and k in tr and tr[k] != PRESETS[preset][k]
+               and not (k == "batch_size" and tr.get("batch_texts"))]  # batches of texts: batch_size unused
+    if kind == "t5" and preset == "paper":
+        label = PAPER_CONFIGURATION + (f" with {', '.join(changed)} instead of the paper's" if changed else "")
+        return {"configuration": "paper", "configuration_label": label}
+    label = (f"SMIA-style ({GENERATOR_WORDS.get(kind, kind)} neighbours from {generator}, preset {preset}"
+             + (f", {', '.join(changed)}" if changed else "")
+             + "; the paper's configuration is T5 span-filling neighbours, --neighbours t5:MODEL, "
+               "with --smia-preset paper)")
+    return {"configuration": "smia-style", "configuration_label": label}
+
+
 def _text_losses(inputs: AttackInputs) -> np.ndarray:
     """The texts' target losses under the run's first-token rule (as the neighbours' losses)."""
     return np.array([s.loss for s in inputs.scored()], dtype=float)
@@ -458,12 +503,24 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         report["training_seconds"] = round(time.time() - t0, 2)
         if p["save"]:
             report["saved_to"] = str(save_smia(model, p["save"]))
+    # the preset actually used: a loaded model's own (saved before presets existed: the project recipe)
+    preset = report["training"].get("preset", "project") if p["load"] else p["preset"]
+    report.update(configuration(settings.generator, preset, report["training"]))
+    notes = [report["configuration_label"]]
+    rule = fewer_rule(p, "smia")
+    counts = np.array([len(ns) for ns, _ in data])
+    report["fewer"] = rule
+    report["texts_with_fewer_neighbours"] = int((counts < settings.n).sum())
+    short = fewer_note(counts, settings.n, rule, "smia", "scored by the mean network output over those they have")
+    if short:
+        notes.append(short)
     if not p["load"]:
         tr = report["training"]
         if tr["best_val_loss"] >= curves["chance_val_loss"] - 1e-3:
-            report["note"] = ("its network never beat the constant predictor on the validation texts (best validation "
-                              f"loss {tr['best_val_loss']:.3f} >= ln 2): it learned nothing that generalises, and its "
-                              "scores are close to chance; more training texts, more neighbours or preset=paper may help")
+            notes.append("its network never beat the constant predictor on the validation texts (best validation "
+                         f"loss {tr['best_val_loss']:.3f} >= ln 2): it learned nothing that generalises, and its "
+                         "scores are close to chance; more training texts, more neighbours or preset=paper may help")
+    report["note"] = "; ".join(notes)
     inputs.extra["smia_state"] = {"model": model, "embedder": embedder, "settings": settings, "report": report}
     split = np.where(np.asarray(ctx.train_mask, dtype=bool), "train", "eval")
     report["pairs"] = {
@@ -486,12 +543,13 @@ def score(inputs: AttackInputs, **params) -> np.ndarray:
     feats = pair_features(inputs.texts, data, losses, state["embedder"],
                           use_cache=ctx.config.use_cache if ctx is not None else True)
     probs = state["model"].probabilities(feats.emb_diff, feats.loss_diff)
+    need = neighbours_needed(fewer_rule(params, "smia"), state["settings"].n)
     if ctx is not None and len(inputs.texts) == len(ctx.dataset.texts) and "sweep" not in state["report"]:
         state["report"]["sweep"] = neighbour_sweep(feats, probs, np.asarray(ctx.dataset.labels, dtype=int),
                                                    ~np.asarray(ctx.train_mask, dtype=bool), state["settings"].n,
-                                                   n_bootstrap=ctx.config.n_bootstrap, seed=ctx.config.seed)
-    n = state["settings"].n
-    short = np.array([len(ns) < n for ns, _ in data], dtype=bool)
+                                                   n_bootstrap=ctx.config.n_bootstrap, seed=ctx.config.seed,
+                                                   need=need)
+    short = np.array([len(ns) < need for ns, _ in data], dtype=bool)
     out = np.full(len(inputs.texts), np.nan)
     if len(probs):
         sums = np.bincount(feats.text_index, weights=probs, minlength=len(inputs.texts))
@@ -508,10 +566,12 @@ SWEEP = (2, 5, 15, 25, 50, 100)
 
 
 def neighbour_sweep(feats: PairFeatures, probs: np.ndarray, labels: np.ndarray, eval_mask: np.ndarray, n: int, *,
-                    n_bootstrap: int = 1000, seed: int = 0) -> list[dict]:
+                    n_bootstrap: int = 1000, seed: int = 0, need: int | None = None) -> list[dict]:
     """AUC of SMIA on the evaluated texts when only each text's first k neighbours (the
     proposer's best k) are averaged, for k in 2, 5, 15, 25, ... up to the n it was trained
-    with (Mozaffari & Marathe Table 5: trained with 25, evaluated with 2, 5, 15, 25)."""
+    with (Mozaffari & Marathe Table 5: trained with 25, evaluated with 2, 5, 15, 25). A text
+    with fewer than k of them is NaN at k, or averaged over those it has when ``need`` (the
+    fewest the score asks for, ``neighbourhood.neighbours_needed``) is below k."""
     from .. import metrics as M
 
     rank = np.zeros(len(feats.text_index), dtype=np.int64)
@@ -524,7 +584,7 @@ def neighbour_sweep(feats: PairFeatures, probs: np.ndarray, labels: np.ndarray, 
         sel = rank < k
         sums = np.bincount(feats.text_index[sel], weights=probs[sel], minlength=len(labels))
         cnt = np.bincount(feats.text_index[sel], minlength=len(labels))
-        sc = np.where(cnt >= k, sums / np.maximum(cnt, 1), np.nan)
+        sc = np.where(cnt >= min(k, need or k), sums / np.maximum(cnt, 1), np.nan)
         m = M.evaluate(labels[eval_mask], sc[eval_mask], n_bootstrap=n_bootstrap, seed=seed)
         out.append({"n": int(k), "auc": m.get("auc"), "auc_ci": m.get("auc_ci"),
                     "n_texts": int(np.isfinite(sc[eval_mask]).sum())})
