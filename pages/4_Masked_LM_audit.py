@@ -2,8 +2,10 @@
 Language Models Using Membership Inference Attacks").
 
 A text's energy under a masked LM is the negative log-likelihood of K random masking patterns
-(§2.3); the **likelihood-ratio** attack compares the target's energy with a reference model's,
-the **loss** attack uses the target's alone. A population of texts known not to be in the
+(§2.3), summed over the masked tokens (recipe "sum", the default) or averaged per masked token
+(recipe "released": the authors' released code as issue 28 describes it); the
+**likelihood-ratio** attack compares the target's energy with a reference model's, the **loss**
+attack uses the target's alone. A population of texts known not to be in the
 training data sets the threshold that flags a fraction α of it (§2.4); precision and recall at
 that threshold are measured on the members and non-members, and per group (e.g. patient) when a
 group column exists (§4.2). Engine: ``mia_core.mlm.run_mlm_audit``.
@@ -23,7 +25,7 @@ from mia_core import plots
 from mia_core.engines import use_engine
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.results import csv_text
-from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_K, MlmAuditResult, run_mlm_audit
+from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_RECIPE, RECIPES, MlmAuditResult, recipe_k, run_mlm_audit
 from mia_core.mlm.audit import check_inputs as check_mlm_inputs
 from mia_core.models import load_masked_lm
 
@@ -107,12 +109,31 @@ else:
 
 # ------------------------------------------------------------------ settings
 st.subheader("3 · Attack settings")
+RECIPE_LABELS = {"sum": "Sum over the masked tokens (default)",
+                 "released": "Mean per masked token (authors' released code)"}
+
+
+def _recipe_changed() -> None:
+    """A new recipe brings its own K (10 or 20); K can still be changed afterwards (an explicit K wins)."""
+    st.session_state["mlm_k"] = recipe_k(st.session_state["mlm_recipe"])
+
+
+recipe = st.radio("Energy recipe", list(RECIPES), horizontal=True, key="mlm_recipe",
+                  index=list(RECIPES).index(DEFAULT_RECIPE), format_func=RECIPE_LABELS.get,
+                  on_change=_recipe_changed,
+                  help="§2.3. Sum: ⌈0.15·T⌉ masked tokens per pattern, K = 10, the energy sums their "
+                       "log-probabilities (this project's reading of the paper's eq. 2). Released: ⌊0.15·T⌋ "
+                       "masked tokens (at least 1), K = 20, the energy is the mean loss per masked token, as an "
+                       "independent review (issue 28) found in the authors' released code. The two rank texts of "
+                       "different lengths differently.")
+st.session_state.setdefault("mlm_k", recipe_k(recipe))  # the widget takes its value from here (no default given)
 a1, a2, a3, a4 = st.columns(4)
 alpha = a1.number_input("α: share of the population flagged", min_value=0.001, max_value=0.999, value=DEFAULT_ALPHA,
                         step=0.01, format="%.3f", key="mlm_alpha",
                         help="§2.4: the threshold is the (1-α) quantile of the population's scores.")
-k = a2.number_input("K: masking patterns per text", min_value=1, max_value=100, value=DEFAULT_K, key="mlm_k",
-                    help="§2.3: 15% of the tokens masked in each of K patterns (K = 10 in the paper).")
+k = a2.number_input("K: masking patterns per text", min_value=1, max_value=100, key="mlm_k",
+                    help="§2.3: 15% of the tokens masked in each of K patterns. The recipe's K (10 for sum, 20 for "
+                         "released) is set when the recipe is chosen; a K typed here wins.")
 seed = a3.number_input("Seed", min_value=0, value=0, key="mlm_seed")
 n_boot = a4.number_input("Bootstrap resamples (AUC CI)", min_value=0, max_value=10000, value=1000, step=100,
                          key="mlm_bootstrap")
@@ -186,7 +207,7 @@ if go_ and not busy:
         # every cheap check first (texts, settings, the Ray cluster), then the two models, here, so that a bad
         # input or a model that does not load is one line on the page before anything runs in the background
         check_mlm_inputs(kw["members"], kw["nonmembers"], kw["population"], alpha=float(alpha), k=int(k),
-                         seed=int(seed))
+                         seed=int(seed), recipe=recipe)
         engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         slot = st.empty()
         cb = stage_progress(slot.container())
@@ -200,7 +221,7 @@ if go_ and not busy:
             import time
 
             t0 = time.time()
-            res = run_mlm_audit(k=int(k), seed=int(seed), alpha=float(alpha), n_bootstrap=int(n_boot),
+            res = run_mlm_audit(k=int(k), seed=int(seed), alpha=float(alpha), n_bootstrap=int(n_boot), recipe=recipe,
                                 device=panel.device, dtype=panel.dtype, trust_remote_code=panel.trust_remote_code,
                                 progress=lambda m, f: progress(f"masked-LM audit: {m}", f), **kw)
             res.plan = None  # tokenisation and masks: large, not needed for display
@@ -208,7 +229,7 @@ if go_ and not busy:
 
         with use_engine(engine):  # the job's thread runs its passes there
             job = reg.start("mlm", f"Masked-LM audit: {len(kw['members'])} members + {len(kw['nonmembers'])} "
-                            f"non-members, K = {int(k)}", work)
+                            f"non-members, K = {int(k)}, recipe {recipe}", work)
         st.session_state["mlm_job"] = job.id
         st.rerun()  # redraw at once with the button disabled and the live progress below it
     except MiaError as e:
@@ -263,7 +284,8 @@ if stored is not None:
         st.caption(md_text(n))
     s = res.settings
     st.caption(f"{s['n_members']} members · {s['n_nonmembers']} non-members · {s['n_population']} population texts · "
-               f"K = {s['k']} · α = {fmt_pct(s['alpha'])} · {fmt_seconds(stored['seconds'])}")
+               f"K = {s['k']} · recipe {s.get('recipe', DEFAULT_RECIPE)} · α = {fmt_pct(s['alpha'])} · "
+               f"{fmt_seconds(stored['seconds'])}")
     cols = st.columns(len(res.metrics))
     for col, (name, m) in zip(cols, res.metrics.items()):
         pt = m["population_threshold"]

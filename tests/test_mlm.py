@@ -450,3 +450,137 @@ def test_cli_end_to_end(world, tmp_path, capsys):
     assert main(bad) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert err[-1].startswith("error: ") and "population" in err[-1]
+
+
+# --------------------------------------------------------------------------------------
+# energy recipes: "sum" (default) and "released" (issue 28)
+# --------------------------------------------------------------------------------------
+def test_released_recipe_masks_int_not_ceil_and_keys_the_cache_apart(tmp_path):
+    # l = ceil(0.15 T) by default; int(0.15 T), at least 1, with the released recipe
+    ts = (1, 6, 7, 13, 14, 20, 21, 40, 100, 101)
+    assert [M.n_masked(t) for t in ts] == [1, 1, 2, 2, 3, 3, 4, 6, 15, 16]
+    assert [M.n_masked(t, recipe="released") for t in ts] == [1, 1, 1, 1, 2, 3, 3, 6, 15, 15]
+    h = text_hash("some text")
+    assert M.masking_patterns(21, 4, 0, h).shape == (4, 4)
+    assert M.masking_patterns(21, 4, 0, h, recipe="released").shape == (4, 3)
+    with pytest.raises(SettingsError, match="unknown energy recipe 'mean'"):
+        M.n_masked(20, recipe="mean")
+    # the cache key: the default recipe's settings are those of earlier versions (its entries stay valid);
+    # the released recipe's masks differ (other l), so its key differs even at the same K
+    tok = _small_tokenizer(_paragraphs()[:5], tmp_path / "tok")
+    texts = _paragraphs()[:3]
+    p_sum = M.plan_masks(tok, texts, k=4, seed=0, max_length=128)
+    p_rel = M.plan_masks(tok, texts, k=4, seed=0, max_length=128, recipe="released")
+    assert p_sum.settings() == {"k": 4, "seed": 0, "rate": 0.15, "max_length": 128}
+    assert p_rel.settings() == {**p_sum.settings(), "mask_count": "floor"}
+    assert p_sum.recipe == "sum" and p_rel.recipe == "released"
+    assert p_rel.n_masked.tolist() == [M.n_masked(int(t), recipe="released") for t in p_rel.n_tokens]
+    assert (p_rel.n_masked <= p_sum.n_masked).all() and (p_rel.n_masked < p_sum.n_masked).any()
+    lm = _fake(tok, "x")
+    assert mlm_energy._cache_for(lm, p_sum, False).key != mlm_energy._cache_for(lm, p_rel, False).key
+    # K: 20 by default with the released recipe, 10 with the default one; an explicit k wins
+    assert M.plan_masks(tok, texts, recipe="released").k == 20 and M.plan_masks(tok, texts).k == 10
+    assert M.plan_masks(tok, texts, k=3, recipe="released").k == 3
+    assert M.recipe_k("released") == 20 and M.recipe_k("released", 7) == 7 and M.recipe_k() == M.DEFAULT_K
+
+
+def test_released_energy_is_the_mean_loss_per_masked_token(world):
+    import torch
+
+    lm = load_masked_lm(str(world["target"]))
+    texts = world["mem"][:4] + world["non"][:4]
+    plan = M.plan_masks(lm.tokenizer, texts, k=K, seed=0, max_length=lm.max_length, recipe="released")
+    e, sums = M.energies(lm, plan=plan, cache=False, return_patterns=True)
+    l = plan.n_masked
+    assert len(set(l.tolist())) > 1  # texts of different lengths
+    # from the per-pattern sums: the mean over the patterns of each pattern's mean loss per masked token
+    np.testing.assert_allclose(e, np.mean(-sums / l[:, None], axis=1), rtol=1e-12)
+    np.testing.assert_allclose(e, -sums.mean(axis=1) / l, rtol=1e-12)
+    # and by hand, as the released code computes it: cross-entropy averaged over the masked tokens
+    # of a pattern, then averaged over the patterns
+    ce = []
+    for pos in plan.positions(0):
+        ids = torch.tensor(plan.ids[0])[None].clone()
+        ids[0, pos] = lm.mask_token_id
+        with torch.no_grad():
+            logits = lm.model(input_ids=ids).logits[0].double()
+        ce.append(float(torch.nn.functional.cross_entropy(logits[pos], torch.tensor(plan.ids[0][pos]))))
+    assert len(ce) == K and e[0] == pytest.approx(np.mean(ce), rel=1e-4)
+    # the recipe's default K (20) when k is not given; a plan of another recipe is refused
+    e20, s20 = M.energies(lm, texts[:2], recipe="released", cache=False, return_patterns=True)
+    assert s20.shape == (2, 20)
+    with pytest.raises(SettingsError, match="drawn for the 'released' recipe"):
+        M.energies(lm, plan=plan, recipe="sum", cache=False)
+
+
+def test_recipes_rank_texts_of_different_lengths_differently_and_are_recorded(world):
+    mem, non, pop = world["mem"], world["non"], world["pop"]
+    res_sum = world["res"]  # recipe "sum", k = K
+    res_rel = M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, seed=0,
+                              n_bootstrap=0, recipe="released")
+    assert res_sum.settings["recipe"] == "sum" and res_rel.settings["recipe"] == "released"
+    assert res_rel.settings["k"] == K  # the explicit k wins over the recipe's 20
+    assert res_rel.to_json()["settings"]["recipe"] == "released"
+    assert "recipe 'released'" in res_rel.summary_text() and "recipe 'sum'" in res_sum.summary_text()
+    rel, sm = res_rel.scores, res_sum.scores
+    assert rel["text_hash"].tolist() == sm["text_hash"].tolist()
+    l = rel["n_masked"].to_numpy()
+    assert l.tolist() == [M.n_masked(int(t), recipe="released") for t in rel["n_tokens"]]
+    # released: score = -(E_t - E_r) with per-token energies, and the loss baseline is -E_t itself
+    np.testing.assert_allclose(rel["likelihood_ratio"], rel["energy_reference"] - rel["energy_target"])
+    np.testing.assert_allclose(rel["loss"], -rel["energy_target"])
+    # on the same masks, the summed ratio is the per-token one times l: the order of two texts of
+    # different lengths can flip between the two (this would fail if the recipe only rescaled)
+    lr_rel = rel["likelihood_ratio"].to_numpy()
+    lr_same_masks_summed = lr_rel * l
+
+    def flipped(a, b):
+        return [(i, j) for i in range(len(a)) for j in range(i + 1, len(a))
+                if l[i] != l[j] and (a[i] - a[j]) * (b[i] - b[j]) < 0]
+
+    assert flipped(lr_rel, lr_same_masks_summed)
+    # between the two recipes' runs (other l, other aggregation): pairs of different lengths change order
+    lr_sum = sm["likelihood_ratio"].to_numpy()
+    assert flipped(lr_rel, lr_sum)
+    from scipy.stats import spearmanr
+
+    rho = spearmanr(lr_rel, lr_sum).statistic
+    assert 0.5 < rho < 1.0, rho  # related, not the same ranking
+    assert res_rel.metrics["likelihood_ratio"]["auc"] >= 0.8
+
+
+def test_unknown_recipe_is_one_line_before_any_model_loads(world, tmp_path, monkeypatch, capsys):
+    from mia_core.cli import main
+
+    def boom(*a, **k):
+        raise AssertionError("a model was loaded before the recipe was checked")
+
+    monkeypatch.setattr(mlm_audit, "load_masked_lm", boom)
+    with pytest.raises(SettingsError, match="unknown energy recipe 'paper'"):
+        M.run_mlm_audit(world["mem"][:3], world["non"][:3], world["pop"][:3], "no/such-target", "no/such-reference",
+                        recipe="paper")
+    with pytest.raises(SettingsError, match="unknown energy recipe"):
+        mlm_audit.check_inputs(world["mem"][:3], world["non"][:3], world["pop"][:3], recipe=None)
+    out = tmp_path / "out"
+    assert main(["mlm", "--demo", "--recipe", "mean", "--out", str(out), "--quiet"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: unknown energy recipe 'mean'")
+    assert "Traceback" not in err[0] and "'released'" in err[0]
+    assert not out.exists()
+
+
+def test_cli_records_the_recipe(world, tmp_path, capsys):
+    from mia_core.cli import main
+
+    d = tmp_path / "in"
+    d.mkdir()
+    for name, texts in (("m", world["mem"][:12]), ("n", world["non"][:12]), ("p", world["pop"][:12])):
+        (d / f"{name}.txt").write_text("\n".join(texts) + "\n", encoding="utf-8")
+    base = ["mlm", "--members", str(d / "m.txt"), "--nonmembers", str(d / "n.txt"), "--population", str(d / "p.txt"),
+            "--model", str(world["target"]), "--reference", str(world["reference"]), "--bootstrap", "0", "--quiet"]
+    assert main(base + ["--recipe", "released", "--masks", "2", "--out", str(tmp_path / "rel")]) == 0
+    assert "recipe 'released': K=2" in capsys.readouterr().out
+    settings = json.loads((tmp_path / "rel" / "metrics.json").read_text())["settings"]
+    assert settings["recipe"] == "released" and settings["k"] == 2
+    assert main(base + ["--masks", "2", "--out", str(tmp_path / "sum")]) == 0
+    assert json.loads((tmp_path / "sum" / "metrics.json").read_text())["settings"]["recipe"] == "sum"

@@ -204,14 +204,15 @@ def test_masked_lm_audit_and_neighbour_generation_equal_the_local_engine(engine)
 
     demo = mlm_demo_paths()
     lines = [Path(demo[k]).read_text().splitlines()[:6] for k in ("members", "nonmembers", "population")]
-    kw = dict(k=2, n_bootstrap=0, device="cpu")
-    local = run_mlm_audit(*lines, str(demo["target"]), demo["reference"], cache=False, **kw)
-    with use_engine(engine):
-        remote = run_mlm_audit(*lines, str(demo["target"]), demo["reference"], **kw)
-    assert engine.last["kind"] == "mlm"
-    for c in local.scores.columns:
-        if local.scores[c].dtype.kind == "f":
-            assert _max_diff(local.scores[c], remote.scores[c]) <= TOL, c
+    for recipe in ("sum", "released"):  # the released code's recipe masks int(0.15 T) tokens: the workers must too
+        kw = dict(k=2, n_bootstrap=0, device="cpu", recipe=recipe)
+        local = run_mlm_audit(*lines, str(demo["target"]), demo["reference"], cache=False, **kw)
+        with use_engine(engine):
+            remote = run_mlm_audit(*lines, str(demo["target"]), demo["reference"], **kw)
+        assert engine.last["kind"] == "mlm" and remote.settings["recipe"] == recipe
+        for c in local.scores.columns:
+            if local.scores[c].dtype.kind == "f":
+                assert _max_diff(local.scores[c], remote.scores[c]) <= TOL, (recipe, c)
 
     gen = make_generator(NeighbourSettings(n=6), device="cpu")
     texts = lines[0]

@@ -6,6 +6,8 @@ with thresholds that flag ``--alpha`` of a population set of known non-members. 
 ``OUT/scores.csv`` (one row per evaluated text) and ``OUT/metrics.json``; prints the AUC
 table, precision/recall at the population threshold, group-level figures when a group column
 is given, and the features of the members the attack flags vs. those it misses.
+``--recipe`` picks the energy (``mia_core.mlm.masking.RECIPES``): ``sum`` (default) or ``released``
+(the authors' released code as issue 28 describes it); checked before anything is read or loaded.
 """
 from __future__ import annotations
 
@@ -48,7 +50,13 @@ def register(subparsers) -> None:
                    help="accept a reference with the same vocabulary whose tokenizer normalises text differently "
                         "(e.g. lowercases); both models get the target's tokenisation")
     a = p.add_argument_group("attack")
-    a.add_argument("--masks", type=positive_int, default=10, help="K, the number of random masking patterns per text (§2.3)")
+    a.add_argument("--recipe", default="sum", metavar="{sum,released}",
+                   help="energy recipe (§2.3). 'sum': ceil(0.15 T) masked tokens per pattern, K = 10, their "
+                        "log-probabilities summed; 'released' (the authors' released code as described in issue 28): "
+                        "int(0.15 T) masked tokens (at least 1), K = 20, mean loss per masked token")
+    a.add_argument("--masks", type=positive_int, default=None,
+                   help="K, the number of random masking patterns per text (§2.3); unset (None): the "
+                        "recipe's, 10 with 'sum' and 20 with 'released'; a given --masks always wins")
     a.add_argument("--mask-rate", type=fraction, default=0.15, help="share of tokens masked in each pattern (§2.3)")
     a.add_argument("--alpha", type=fraction, default=0.1, help="share of the population flagged by the threshold (§2.4)")
     a.add_argument("--batch-tokens", type=positive_int, default=8192, help="padded tokens per forward pass (memory knob)")
@@ -69,9 +77,10 @@ def _read_set(paths, args, notes: list[str], role: str):
 
 def cmd_mlm(args) -> int:
     from ..data import load_dataset
-    from ..mlm import run_mlm_audit
+    from ..mlm import check_recipe, run_mlm_audit
 
     t0 = time.time()
+    check_recipe(args.recipe)  # one line, before any file is read or model loaded
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)
     if args.demo:
@@ -105,7 +114,7 @@ def cmd_mlm(args) -> int:
     with ProgressBar(disable=args.quiet) as bar:
         res = run_mlm_audit(
             [ds.texts[i] for i in mi], [ds.texts[i] for i in ni], [r.text for r in pop], args.model, args.reference,
-            k=args.masks, seed=args.seed, rate=args.mask_rate, alpha=args.alpha,
+            k=args.masks, seed=args.seed, rate=args.mask_rate, alpha=args.alpha, recipe=args.recipe,
             member_groups=None if groups is None else [groups[i] for i in mi],
             nonmember_groups=None if groups is None else [groups[i] for i in ni],
             population_groups=pop_groups, train_samples=None if train is None else [r.text for r in train],

@@ -264,7 +264,8 @@ class RayEngine:
             return True
 
         init = {"load_args": mlm.load_args, "identity": mlm.identity, "batch_tokens": int(batch_tokens),
-                "plan": {"k": plan.k, "seed": plan.seed, "rate": plan.rate, "max_length": plan.max_length}}
+                "plan": {"k": plan.k, "seed": plan.seed, "rate": plan.rate, "max_length": plan.max_length,
+                         "recipe": plan.recipe}}
         self._map("mlm", init, units, texts, on_row, progress, label)
 
     def _text_units(self, idx: list[int], costs: list[int], size: int | None = None) -> list[dict]:
@@ -531,7 +532,7 @@ def _work_mlm(mlm, init: dict, items: list[dict]):
 
     p = init["plan"]
     plan = plan_masks(mlm.tokenizer, [it["text"] for it in items], k=p["k"], seed=p["seed"], rate=p["rate"],
-                      max_length=p["max_length"])
+                      max_length=p["max_length"], recipe=p["recipe"])
     _, sums = energies(mlm, plan=plan, batch_tokens=init["batch_tokens"], cache=False, return_patterns=True)
     for it, row in zip(items, sums):
         yield it["idx"], -1, -1, {"pattern_logp": row}

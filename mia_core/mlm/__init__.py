@@ -12,34 +12,50 @@ same kind. The method, step by step, with the module that holds each step:
    whose tokenizer differs from the target's (the ratio compares the probabilities of the same
    token ids at the same positions).
 1. **Masking patterns (§2.3)** — ``masking``: for a text of ``T`` tokens (special tokens
-   excluded), ``l = ceil(0.15 T)`` positions are masked at once, ``K`` times with random
+   excluded), ``l`` positions (about 15 % of them) are masked at once, ``K`` times with random
    patterns ``I_1..I_K`` (``n_masked``, ``masking_patterns``). The patterns are drawn from a
    generator seeded by ``(seed, hash of the text)``, so they do not depend on batch order or on
    which other texts are scored, and are generated **once per text** (``plan_masks`` ->
    ``MaskPlan``) and given to both the target and the reference, which therefore score exactly
    the same masked inputs.
-2. **Energy (§2.3, eq. 2)** — ``energy``::
+2. **Energy (§2.3, eq. 2)** — ``energy``. Two recipes (``masking.RECIPES``, ``recipe=`` /
+   ``--recipe``); an explicit ``K`` wins over the recipe's default::
 
-       E(s; theta) = -(1/K) * sum_k sum_{i in I_k} log p_mlm(s_i | s with the positions I_k masked; theta)
+       "sum" (default):  l = ceil(0.15 T), K = 10
+                         E(s; theta) = -(1/K) * sum_k sum_{i in I_k} log p_mlm(s_i | s with I_k masked; theta)
+       "released":       l = int(0.15 T) (at least 1), K = 20
+                         E(s; theta) = -(1/K) * sum_k (1/l) sum_{i in I_k} log p_mlm(s_i | s with I_k masked; theta)
 
+   ``"sum"`` is this project's reading of eq. 2; the paper's own text could not be consulted for
+   this docstring (issue 28), so that the paper sums rather than averages is **not verified**.
+   ``"released"`` is what an independent review (issue 28) found in the authors' released code
+   (github.com/mireshghallah/mlm_mia, scoring script ``codes/get_loss_pytorch_bert.py``): the
+   mean cross-entropy over ``int(0.15 T)`` masked tokens, 20 patterns. Of that repository only
+   the README, the shell scripts, the metric scripts and the plotting notebook could be read here,
+   not the scoring script; they agree that the paper's attack used one *loss* per text
+   (``loss.txt``; the README calls the energy variant "not in the paper"), and the notebook's
+   values (about 1-3 nats per text, differences of about -3) are on a per-token scale, not a sum
+   over dozens of masked tokens. Since ``l`` grows with ``T``, the ``"sum"`` ratio is the
+   ``"released"`` one times ``l``, and the two rank texts of different lengths differently.
    ``energies`` scores all ``K`` masked copies of a batch of texts together. Texts longer than
    the model's maximum length are **truncated** (the first ``max_length - 2`` tokens are
-   scored; a warning counts them): the energy is a sum over positions, so windows of a long
-   text would need their own length normalisation, and the paper's notes are short. Energies
-   are cached on disk (``mia_core.cache.ArrayCache``, namespace ``mlm``) keyed by the model's
-   identity, ``K``, seed, mask rate, maximum length and the text hash, so a re-run makes no
-   model call.
+   scored; a warning counts them): the ``"sum"`` energy is a sum over positions, so windows of
+   a long text would need their own length normalisation, and the paper's notes are short.
+   Per-pattern sums are cached on disk (``mia_core.cache.ArrayCache``, namespace ``mlm``) keyed
+   by the model's identity, ``K``, seed, mask rate, maximum length, the rounding of ``l`` (when
+   not the default's) and the text hash, so a re-run makes no model call.
 3. **Likelihood ratio (§2.2-2.3)** — ``audit``: ``L(s) = E(s; target) - E(s; reference)`` (the
    log of the ratio ``p_target(s) / p_reference(s)`` up to the intractable normalisers, which
    are constant across texts). Members have a *low* ``L``; the score reported is ``-L`` (higher
    = more likely member, the project's convention).
 4. **Loss baseline (§3.4)** — ``audit``: the attack of prior work, the target's loss alone: its
-   mean loss per masked token, ``E / l`` (the energy sums over the ``l`` masked tokens of each
-   pattern, so it grows with the text's length; the per-token average does not), score
-   ``-E / l``. With known training samples, the paper's threshold ``mu`` = their mean loss per
-   masked token (member iff ``E / l <= mu``) is reported too. The likelihood ratio (step 3)
-   keeps the energies (sums, eq. 2) as the paper defines them: both models score the same masked
-   tokens, so the reference calibrates for how hard, and how long, a text is.
+   mean loss per masked token, score ``-E / l`` with the ``"sum"`` recipe (whose energy sums
+   over the ``l`` masked tokens of each pattern, so it grows with the text's length; the
+   per-token average does not) and ``-E`` with ``"released"`` (already per token). With known
+   training samples, the paper's threshold ``mu`` = their mean loss per masked token (member iff
+   the loss is ``<= mu``) is reported too. The likelihood ratio (step 3) takes the recipe's
+   energies as they are: with ``"sum"``, both models score the same masked tokens, so the
+   reference calibrates for how hard, and how long, a text is.
 5. **Population threshold (§2.4)** — ``audit`` (with ``mia_core.metrics``): the threshold flags
    a fraction ``alpha`` (default 10 %) of a *population* set of known non-members that is
    disjoint from the evaluated texts; precision and recall of members at that threshold are
@@ -57,10 +73,12 @@ from ..models import MaskedLM, load_masked_lm  # noqa: F401 - the loader lives i
 from .audit import ATTACKS, DEFAULT_ALPHA, MlmAuditResult, check_same_tokenizer, run_mlm_audit
 from .energy import CACHE_VERSION, energies
 from .leak import LEAK_FEATURES, leak_features, token_counts
-from .masking import DEFAULT_K, DEFAULT_RATE, MaskPlan, masking_patterns, n_masked, plan_masks
+from .masking import (DEFAULT_K, DEFAULT_RATE, DEFAULT_RECIPE, RECIPES, MaskPlan, check_recipe, masking_patterns,
+                      n_masked, plan_masks, recipe_k)
 
 __all__ = [
-    "ATTACKS", "CACHE_VERSION", "DEFAULT_ALPHA", "DEFAULT_K", "DEFAULT_RATE", "LEAK_FEATURES", "MaskPlan", "MaskedLM",
-    "MlmAuditResult", "check_same_tokenizer", "energies", "leak_features", "load_masked_lm", "masking_patterns",
-    "n_masked", "plan_masks", "run_mlm_audit", "token_counts",
+    "ATTACKS", "CACHE_VERSION", "DEFAULT_ALPHA", "DEFAULT_K", "DEFAULT_RATE", "DEFAULT_RECIPE", "LEAK_FEATURES",
+    "MaskPlan", "MaskedLM", "MlmAuditResult", "RECIPES", "check_recipe", "check_same_tokenizer", "energies",
+    "leak_features", "load_masked_lm", "masking_patterns", "n_masked", "plan_masks", "recipe_k", "run_mlm_audit",
+    "token_counts",
 ]

@@ -24,7 +24,8 @@ from ..progress import Progress, noop
 from ..results import AuditResult, neutralise_cell
 from .energy import energies
 from .leak import _leak_table, token_counts
-from .masking import DEFAULT_K, DEFAULT_RATE, MaskPlan, _check_settings, _subplan, plan_masks
+from .masking import (DEFAULT_RATE, DEFAULT_RECIPE, RECIPES, MaskPlan, _check_settings, _subplan, check_recipe,
+                      plan_masks, recipe_k)
 
 DEFAULT_ALPHA = 0.1
 ATTACKS = ("likelihood_ratio", "loss")
@@ -97,7 +98,8 @@ class MlmAuditResult(AuditResult):
     (``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``, ``n_masked`` (``l``, the
     tokens each pattern masks), ``likelihood_ratio``, ``loss`` (minus the target's mean loss per
     masked token, ``-E/l``), ``energy_target``, ``energy_reference``, ``flagged_likelihood_ratio``,
-    ``flagged_loss``); ``population_scores``: ``{attack: [...]}``; ``leak_features``:
+    ``flagged_loss``; the energies follow ``settings["recipe"]``); ``population_scores``: ``{attack: [...]}``;
+    ``leak_features``:
     ``{attack: {"flagged": {feature: mean}, "unflagged": {...}, ...}}`` (§4.6); ``energies``:
     ``{"target": [...], "reference": [...], "population_target": [...], ...}``; ``settings``,
     ``models`` (``{"target": {...}, "reference": {...}}``) and ``warnings``. ``plan``: the
@@ -120,9 +122,13 @@ class MlmAuditResult(AuditResult):
         from ..metrics import summarize_table
 
         s = self.settings
+        recipe = s.get("recipe", DEFAULT_RECIPE)
+        how = ("mean loss per masked token, l = int" if RECIPES.get(recipe, {}).get("energy") == "mean"
+               else "summed over the masked tokens, l = ceil")
         lines = [
             f"target: {self.models['target']['name']}; reference: {self.models['reference']['name']} "
-            f"(K={s['k']} masks of {s['rate']:.0%} of the tokens, max {s['max_length']} tokens)",
+            f"(recipe '{recipe}': K={s['k']} masks of {s['rate']:.0%} of the tokens, energy {how}({s['rate']:g} T); "
+            f"max {s['max_length']} tokens)",
             f"{s['n_members']} members, {s['n_nonmembers']} non-members, {s['n_population']} population texts",
             "",
             summarize_table(self.metrics),
@@ -222,15 +228,17 @@ def _sub(p: Progress, lo: float, hi: float) -> Progress:
 
 
 def check_inputs(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], *,
-                 alpha: float = DEFAULT_ALPHA, k: int = DEFAULT_K, seed: int = 0,
-                 rate: float = DEFAULT_RATE) -> tuple[list[str], list[str], list[str]]:
+                 alpha: float = DEFAULT_ALPHA, k: int | None = None, seed: int = 0,
+                 rate: float = DEFAULT_RATE, recipe: str = DEFAULT_RECIPE) -> tuple[list[str], list[str], list[str]]:
     """The texts and settings :func:`run_mlm_audit` checks before it loads a model: one-line ``DataError`` /
     ``SettingsError`` for an empty set, a population that overlaps the evaluated texts, a text in both sets,
     settings out of range. Returns the (members, non-members, population) texts. A front end that loads the
-    models itself (the dashboard page) calls it first, so bad input is named before any model loads."""
+    models itself (the dashboard page) calls it first, so bad input is named before any model loads. ``k`` None:
+    the recipe's default ``K``; an unknown ``recipe`` is a one-line ``SettingsError``."""
+    check_recipe(recipe)
     if not 0.0 < float(alpha) < 1.0:
         raise SettingsError(f"alpha (the share of the population flagged) must be between 0 and 1, got {alpha}.")
-    _check_settings(k, seed, rate)
+    _check_settings(recipe_k(recipe, k), seed, rate)
     mem, non, pop = _texts("members", members), _texts("non-members", nonmembers), _texts("population texts", population)
     if not mem:
         raise DataError("no members given: the audit needs texts believed to be in the training data.")
@@ -261,7 +269,8 @@ def _not_verified(models: dict) -> list[str]:
 
 
 def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], target, reference, *,
-                  k: int = DEFAULT_K, seed: int = 0, rate: float = DEFAULT_RATE, alpha: float = DEFAULT_ALPHA,
+                  k: int | None = None, seed: int = 0, rate: float = DEFAULT_RATE, alpha: float = DEFAULT_ALPHA,
+                  recipe: str = DEFAULT_RECIPE,
                   member_groups=None, nonmember_groups=None, population_groups=None,
                   train_samples: Sequence[str] | None = None, member_ids=None, nonmember_ids=None,
                   batch_tokens: int = 8192, n_bootstrap: int = 1000, cache: bool = True, device: str = "auto",
@@ -278,6 +287,11 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     ``mu`` threshold (§3.4: their mean loss per masked token; member iff a text's loss is at most
     ``mu``; they may include the members).
 
+    ``recipe`` (``mia_core.mlm.masking.RECIPES``): ``"sum"`` (default; ``l = ceil(0.15 T)``, ``K = 10``,
+    energy summed over the masked tokens) or ``"released"`` (the authors' released code as issue 28
+    describes it: ``l = int(0.15 T)`` (at least 1), ``K = 20``, energy = mean loss per masked token).
+    ``k`` None takes the recipe's ``K``; an explicit ``k`` wins. The recipe is recorded in ``settings``.
+
     Group level (§4.2): with ``member_groups``/``nonmember_groups`` (one id per text; a missing
     id makes the text its own group) a group's score is the mean of its texts' scores. Its
     threshold flags ``alpha`` of the *population groups* when ``population_groups`` is given,
@@ -287,7 +301,8 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     {"population_threshold": decisions, "alpha"}, "loss": ... (+ "mu_threshold" with
     train_samples)}``), ``group_metrics`` (``{attack: ...}`` or ``None``), ``scores`` (a DataFrame,
     one row per evaluated text: ``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``,
-    ``n_masked``, ``likelihood_ratio``, ``loss`` (``-E/l``), ``energy_target``, ``energy_reference``,
+    ``n_masked``, ``likelihood_ratio``, ``loss`` (``-E/l``; ``-E`` with ``"released"``), ``energy_target``,
+    ``energy_reference``,
     ``flagged_likelihood_ratio``, ``flagged_loss``), ``population_scores``, ``leak_features``,
     ``energies``, ``settings``, ``models``, ``warnings`` and ``plan`` (the tokenisation and masks
     both models scored; not JSON).
@@ -295,7 +310,9 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     from .. import metrics as M
 
     progress = progress or noop
-    mem, non, pop = check_inputs(members, nonmembers, population, alpha=alpha, k=k, seed=seed, rate=rate)
+    mem, non, pop = check_inputs(members, nonmembers, population, alpha=alpha, k=k, seed=seed, rate=rate,
+                                 recipe=recipe)
+    k = recipe_k(recipe, k)
     train = _texts("training samples", train_samples) if train_samples is not None else []
     eval_texts = mem + non
     labels = np.r_[np.ones(len(mem), dtype=np.int64), np.zeros(len(non), dtype=np.int64)]
@@ -315,7 +332,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
     warnings: list[str] = check_same_tokenizer(t, r, vocab_only=vocab_only)
     max_len = min(t.max_length, r.max_length)
     all_texts = eval_texts + pop + train
-    plan = plan_masks(t.tokenizer, all_texts, k=k, seed=seed, rate=rate, max_length=max_len)
+    plan = plan_masks(t.tokenizer, all_texts, k=k, seed=seed, rate=rate, max_length=max_len, recipe=recipe)
     if plan.n_truncated:
         warnings.append(f"{plan.n_truncated} text{'s' if plan.n_truncated != 1 else ''} longer than {max_len} "
                         f"tokens {'were' if plan.n_truncated != 1 else 'was'} truncated: only the first "
@@ -331,11 +348,13 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
 
     n_eval = len(eval_texts)
     ev, pv = slice(0, n_eval), slice(n_eval, ne)
-    # §3.4: the loss baseline is the target's mean loss per masked token, E / l (the energy is a
-    # sum over the l masked tokens of each pattern, so it grows with the text's length)
+    # §3.4: the loss baseline is the target's mean loss per masked token: E / l with the "sum" recipe
+    # (that energy sums over the l masked tokens of each pattern, so it grows with the text's length),
+    # E itself with the "released" one (already a mean per masked token)
     n_mask = plan.n_masked
+    per_token = RECIPES[recipe]["energy"] == "mean"
     with np.errstate(invalid="ignore", divide="ignore"):
-        loss_t = np.where(n_mask > 0, e_t / np.maximum(n_mask, 1), np.nan)
+        loss_t = np.where(n_mask > 0, e_t if per_token else e_t / np.maximum(n_mask, 1), np.nan)
     scores_all = {"likelihood_ratio": -(e_t - e_r), "loss": -loss_t}
     metrics, group_metrics = {}, ({} if groups is not None else None)
     flagged = {}
@@ -393,7 +412,7 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
         energies={"target": e_t[ev].tolist(), "reference": e_r[ev].tolist(),
                   "population_target": e_t[pv].tolist(), "population_reference": e_r[pv].tolist(),
                   "train_target": e_t[ne:].tolist(), "train_loss_per_token": loss_t[ne:].tolist()},
-        settings={"k": int(k), "seed": int(seed), "rate": float(rate), "alpha": float(alpha),
+        settings={"recipe": recipe, "k": int(k), "seed": int(seed), "rate": float(rate), "alpha": float(alpha),
                   "max_length": int(max_len), "batch_tokens": int(batch_tokens),
                   "n_members": len(mem), "n_nonmembers": len(non), "n_population": len(pop),
                   "n_train_samples": len(train)},

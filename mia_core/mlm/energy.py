@@ -1,15 +1,20 @@
 """Energies (§2.3, eq. 2): the batched masked-LM scoring, cached on disk.
 
-For a text ``s`` and the ``K`` masking patterns ``I_1..I_K`` of its :class:`MaskPlan`::
+For a text ``s`` and the ``K`` masking patterns ``I_1..I_K`` of its :class:`MaskPlan`, of ``l``
+tokens each, the energy under the plan's recipe (``mia_core.mlm.masking.RECIPES``) is::
 
-    E(s; theta) = -(1/K) * sum_k sum_{i in I_k} log p_mlm(s_i | s with the positions I_k masked; theta)
+    "sum" (default):  E(s; theta) = -(1/K) * sum_k       sum_{i in I_k} log p_mlm(s_i | s with I_k masked; theta)
+    "released":       E(s; theta) = -(1/K) * sum_k (1/l) sum_{i in I_k} log p_mlm(s_i | s with I_k masked; theta)
 
-All ``K`` masked copies of a batch of texts go through the model together (:func:`_batches`
-groups texts longest first within a padded-token budget; :func:`_score_batch` builds the
-masked rows; :func:`_forward_logprobs` projects only the masked positions onto the
-vocabulary). Per-pattern sums are cached (``mia_core.cache.ArrayCache``, namespace ``mlm``)
-keyed by the model's identity, ``K``, seed, mask rate, maximum length and the text hash, so a
-re-run makes no model call.
+``"sum"`` is this project's reading of the paper's eq. 2; ``"released"`` is the mean loss per
+masked token of the authors' released code as issue 28 describes it (``l`` is the same for every
+pattern of a text, so it is the ``"sum"`` energy divided by ``l``). All ``K`` masked copies of a
+batch of texts go through the model together (:func:`_batches` groups texts longest first within a
+padded-token budget; :func:`_score_batch` builds the masked rows; :func:`_forward_logprobs`
+projects only the masked positions onto the vocabulary). Per-pattern *sums* are cached
+(``mia_core.cache.ArrayCache``, namespace ``mlm``) keyed by the model's identity and
+``MaskPlan.settings()`` (``K``, seed, mask rate, maximum length, and the rounding of ``l`` when it
+is not the default's) and the text hash, so a re-run makes no model call.
 """
 from __future__ import annotations
 
@@ -21,7 +26,7 @@ from ..cache import ArrayCache
 from ..errors import ModelError, SettingsError
 from ..models import MaskedLM
 from ..progress import Progress, noop
-from .masking import DEFAULT_K, DEFAULT_RATE, MaskPlan, plan_masks
+from .masking import DEFAULT_RATE, DEFAULT_RECIPE, RECIPES, MaskPlan, check_recipe, plan_masks
 
 CACHE_VERSION = 1
 
@@ -130,25 +135,32 @@ def _cache_for(mlm: MaskedLM, plan: MaskPlan, enabled: bool) -> ArrayCache:
     return ArrayCache("mlm", settings, enabled=enabled)
 
 
-def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int = DEFAULT_K, seed: int = 0,
-             rate: float = DEFAULT_RATE, batch_tokens: int = 8192, cache: bool = True, plan: MaskPlan | None = None,
-             progress: Progress | None = None, return_patterns: bool = False):
+def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int | None = None, seed: int = 0,
+             rate: float = DEFAULT_RATE, recipe: str | None = None, batch_tokens: int = 8192, cache: bool = True,
+             plan: MaskPlan | None = None, progress: Progress | None = None, return_patterns: bool = False):
     """Energies ``E(s; theta)`` of §2.3 (eq. 2) for ``texts`` under the masked LM ``mlm``.
 
-    ``E = -(1/K) * sum_k sum_{i in I_k} log p(s_i | s with I_k masked)``; lower = the model finds
-    the text more likely. All ``K`` masked copies of a batch of texts go through the model
-    together (rows padded; at most ``batch_tokens`` padded tokens per forward pass).
-    ``plan`` (from :func:`plan_masks`) fixes the tokenisation and the masks; give the same plan
-    to the target and the reference so they see identical masked inputs (otherwise one is made
-    from ``texts``, ``k``, ``seed``, ``rate`` and the model's maximum length). Texts with no
-    token get ``NaN``. With ``return_patterns``, also returns the ``(n, K)`` per-pattern sums of
-    log-probabilities.
+    Recipe ``"sum"`` (default): ``E = -(1/K) * sum_k sum_{i in I_k} log p(s_i | s with I_k masked)``;
+    ``"released"``: the same divided by ``l``, the mean loss per masked token (module docstring).
+    Lower = the model finds the text more likely. All ``K`` masked copies of a batch of texts go
+    through the model together (rows padded; at most ``batch_tokens`` padded tokens per forward pass).
+    ``plan`` (from :func:`plan_masks`) fixes the tokenisation, the masks and the recipe; give the same
+    plan to the target and the reference so they see identical masked inputs (otherwise one is made
+    from ``texts``, ``k`` (None: the recipe's default), ``seed``, ``rate``, ``recipe`` and the model's
+    maximum length). Texts with no token get ``NaN``. With ``return_patterns``, also returns the
+    ``(n, K)`` per-pattern sums of log-probabilities (the cached numbers, whatever the recipe).
     """
     progress = progress or noop
+    if recipe is not None:
+        check_recipe(recipe)
     if plan is None:
         if texts is None:
             raise SettingsError("energies() needs texts or a mask plan.")
-        plan = plan_masks(mlm.tokenizer, texts, k=k, seed=seed, rate=rate, max_length=mlm.max_length)
+        plan = plan_masks(mlm.tokenizer, texts, k=k, seed=seed, rate=rate, max_length=mlm.max_length,
+                          recipe=recipe or DEFAULT_RECIPE)
+    elif recipe is not None and recipe != plan.recipe:
+        raise SettingsError(f"the mask plan was drawn for the {plan.recipe!r} recipe, not {recipe!r}: make a plan "
+                            "with plan_masks(..., recipe=...).")
     elif len(mlm.tokenizer) != plan.vocab_size:
         raise SettingsError(f"the mask plan was made with a tokenizer of {plan.vocab_size:,} tokens but "
                             f"{mlm.name} has {len(mlm.tokenizer):,}; make a plan with this model's tokenizer.")
@@ -172,7 +184,9 @@ def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int = DEFA
     from ..engines import current_engine
 
     engine = current_engine()
-    if todo and engine.distributed:  # on Ray workers; each text's sums cached here as they come
+    # on Ray workers (they re-make each text's masks from the plan's settings and recipe); each text's
+    # sums cached here as they come
+    if todo and engine.distributed:
         def put(i: int, v: np.ndarray) -> None:
             sums[i] = v
             store.put(plan.hashes[i], {"pattern_logp": v, "n_tokens": np.int64(plan.content[i].size)})
@@ -201,4 +215,7 @@ def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int = DEFA
             done_tok += float(sum(len(plan.ids[i]) for i in idx))
             progress(f"scoring: {mlm.name}, {done_tok / total_tok:.0%} of the tokens", done_tok / total_tok)
     e = -sums.mean(axis=1)
+    if RECIPES[plan.recipe]["energy"] == "mean":  # mean loss per masked token: l is the same for all K patterns
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e = e / np.where(plan.n_masked > 0, plan.n_masked, np.nan)
     return (e, sums) if return_patterns else e
