@@ -136,37 +136,18 @@ def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int
 
 def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: float | None = None,
                  device: str = "cpu", tokenizer=None, modify_variants=()) -> str:
-    """The line shown before Run: texts x passes x this machine's measured speed
-    (``mia_core.estimate``). Neighbour attacks add their neighbours, each scored from where it
-    differs from its text (about 0.6 of a pass each)."""
-    from mia_core.estimate import count_tokens, describe_estimate, estimate_seconds
-    from mia_core.report import fmt_seconds
+    """The line shown before Run: texts x passes x this machine's measured speed, from the one plan
+    the CLI and the API make (``mia_core.api.plan_run``)."""
+    from mia_core.api import plan_run
 
     attacks = [a for a in attacks if a in REGISTRY]
-    needs = {n for a in attacks for n in REGISTRY[a].needs}
-    passes = ["target"] + (["target lower-cased"] if "target_lower" in needs else []) + (
-        ["reference"] if "reference" in needs else [])
-    texts = list(inputs.dataset.texts)
+    if not attacks:
+        return ""
     pop = list(inputs.population.texts) if inputs.population is not None else []
-    n_tok = count_tokens(texts, tokenizer)
-    extra = 0.0
-    if pop:
-        extra += count_tokens(pop, tokenizer) * len(passes)
-    if "neighbours" in needs:
-        n = max(int((params.get(a) or {}).get("n") or 25) for a in attacks if "neighbours" in REGISTRY[a].needs)
-        extra += 0.6 * n * n_tok
-    if modify_variants:
-        extra += len(modify_variants) * n_tok * len(passes) / 2  # only the members are modified
-    line = describe_estimate(len(texts), passes, n_tok, n_params, device)
-    if extra:
-        sec, _ = estimate_seconds(int(extra), n_params, device)
-        parts = (["the population set"] if pop else []) + (["neighbours"] if "neighbours" in needs else []) + (
-            ["modified members"] if modify_variants else [])
-        line += f" Plus about {fmt_seconds(sec)} for {', '.join(parts)}."
-    if "lowercase" in REGISTRY and "lowercase" not in attacks:
-        sec, _ = estimate_seconds(n_tok, n_params, device)
-        line += f" Lowercase (not ticked by default) would add a pass over the lower-cased texts: about {fmt_seconds(sec)}."
-    return line
+    # the estimate covers what was ticked: the inputs are checked when Run is pressed (build_config)
+    plan = plan_run(attacks, texts=list(inputs.dataset.texts), population=pop, params=params, n_params=n_params,
+                    device=device, tokenizer=tokenizer, modify_variants=modify_variants, check_inputs=False)
+    return plan.estimate
 
 
 def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *, name: str | None = None,

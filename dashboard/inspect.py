@@ -79,7 +79,7 @@ def attack_scores(res: dict, run=None) -> tuple[dict[str, tuple[str, float]], li
         if "reference" in a.needs and inputs.reference is None:
             notes.append(f"{a.label}: needs a reference model (choose one in the sidebar).")
             continue
-        kw = {**a.params, **(run_params.get(name) or {})}
+        kw = a.kwargs(run_params)
         try:
             out[name] = (a.label, float(a.score(inputs, **kw)[0]))
         except MiaError as e:

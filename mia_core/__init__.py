@@ -3,4 +3,21 @@
 Nothing in this package imports Streamlit: the dashboard pages, the CLI
 (``python -m mia_core``) and the tests all call the same functions.
 """
-__version__ = "0.1.0"  # the one place the version lives: pyproject.toml reads it from here
+__version__ = "0.1.0"
+
+# The Python API (mia_core.api), loaded on first use so that ``import mia_core`` stays light:
+#     from mia_core import score, audit, audit_documents, audit_mlm, plan_run, load
+_API = ("score", "audit", "audit_documents", "audit_mlm", "plan_run", "load", "RunPlan")
+__all__ = ["__version__", *_API]
+
+
+def __getattr__(name: str):
+    if name in _API:
+        from . import api
+
+        return getattr(api, name)
+    raise AttributeError(f"module 'mia_core' has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_API])  # the one place the version lives: pyproject.toml reads it from here

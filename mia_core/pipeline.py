@@ -153,6 +153,27 @@ class RunResult(AuditResult):
             lines.append(f"note: {line}")
         return "\n".join(lines)
 
+    @classmethod
+    def load(cls, out_dir: str | Path) -> "RunResult":
+        """The result :meth:`save` wrote into ``out_dir`` (``DataError``, one line, for a folder that
+        holds no saved run)."""
+        from .results import read_csv
+
+        out = Path(out_dir).expanduser()
+        missing = [n for n in ("scores.csv", "metrics.json", "run.json") if not (out / n).is_file()]
+        if missing:
+            raise DataError(f"{out} does not hold a saved run (missing {', '.join(missing)}); document and "
+                            "masked-LM result folders are not read back yet")
+        try:
+            run = json.loads((out / "run.json").read_text())
+            metrics = json.loads((out / "metrics.json").read_text())
+            scores = read_csv(out / "scores.csv", dtype={"text_id": str, "text_hash": str})
+        except (ValueError, OSError) as e:
+            raise DataError(f"{out}: the saved run cannot be read ({e})") from None
+        return cls(scores=scores, metrics=metrics, **{k: run.get(k) for k in (
+            "config", "models", "timings", "shift", "population", "group_metrics")},
+            extra=run.get("extra") or {}, report=run.get("report") or [])
+
     def save(self, out_dir: str | Path) -> dict[str, Path]:
         """Write ``scores.csv``, ``metrics.json`` and ``run.json`` (config, models, timings,
         shift, population, group metrics, notes, extra); returns ``{"scores", "metrics", "run"}``
@@ -304,6 +325,93 @@ def not_verified_notes(models: dict) -> list[str]:
             for role, d in (models or {}).items() if isinstance(d, dict) and d.get("weights_not_verified")]
 
 
+@dataclass
+class _Scored:
+    """What the scoring stage produced (:func:`_score`)."""
+
+    inputs: AttackInputs
+    scores: dict
+    extra: dict
+    timings: dict
+    report: list
+    compute: Callable
+    first_token: bool
+
+
+def _score(texts: list[str], target: LoadedModel, *, reference, cfg: RunConfig, attacks: list, population,
+           progress: Progress, dataset: Dataset, train_mask: np.ndarray,
+           on_pass: Callable[[set, AttackInputs], None] | None = None, early: dict | None = None) -> _Scored:
+    """The scoring stage of a run: the model passes the attacks need (each once, through the cached
+    statistics), the attacks' ``prepare`` hooks, then every attack's score for every text. Labels are
+    not read here (an attack that learns reads ``dataset``'s labels where ``train_mask`` is True), so
+    unlabelled texts are scored the same way (:func:`score_texts`). ``on_pass(done, inputs)`` is called
+    after each pass; scores it put in ``early`` are kept."""
+    early = {} if early is None else early
+    needs = {n for a in attacks for n in a.needs}
+    report: list[str] = []
+    timings: dict[str, float] = {}
+
+    def compute(lm, texts, label="token statistics", settings=None):
+        # a reference (or RMIA's references) scores the tokens the target scores, with the target's prefix
+        st = settings_for(lm, target, settings or cfg.stats)
+        return compute_stats(lm, texts, st, use_cache=cfg.use_cache, progress=progress, label=label)
+
+    def passed(done: set) -> None:
+        if on_pass is not None:
+            on_pass(done, inputs)
+
+    # ---- the model passes
+    first_token = scores_first_token(target, cfg.stats) if cfg.score_first_token is None else bool(cfg.score_first_token)
+    inputs = AttackInputs(texts=texts, first_token=first_token)
+    t0 = time.time()
+    if cfg.use_cache and current_engine().distributed:
+        _one_job_per_model(compute, target, reference, needs, texts, population)
+    inputs.target = compute(target, texts, "target pass")
+    timings["target_pass"] = time.time() - t0
+    passed({"target"})
+    if "target_lower" in needs:
+        t0 = time.time()
+        inputs.target_lower = compute(target, [t.lower() for t in texts], "target pass (lower-cased)")
+        timings["target_lower_pass"] = time.time() - t0
+        passed({"target", "target_lower"})
+    if "reference" in needs:
+        t0 = time.time()
+        inputs.reference = compute(reference, texts, "reference pass")
+        inputs.same_tokenizer = target.same_tokenizer(reference)
+        if reference.identity == target.identity:
+            report.append("the reference model is the target model itself: the reference attack scores 0 for every text")
+        if not inputs.same_tokenizer:
+            report.append("target and reference tokenizers differ: the reference attack compares NLL per byte")
+        timings["reference_pass"] = time.time() - t0
+        passed({"target", "target_lower", "reference"})
+
+    short = sum(1 for s in inputs.scored() if s.n_predicted == 0)
+    if short:
+        report.append(f"{short} text(s) too short to score (no predicted token): left out of the figures")
+
+    # ---- attack-specific preparation (neighbours, embeddings, training)
+    ctx = RunContext(target, reference, cfg, dataset, train_mask, progress, compute, population=population)
+    extra: dict = {}
+    for a in attacks:
+        if a.prepare is not None:
+            t0 = time.time()
+            extra[a.name] = a.prepare(inputs, ctx, **a.kwargs(cfg.params)) or {}
+            timings[f"{a.name}_prepare"] = time.time() - t0
+            for kind in ("warning", "note"):
+                msg = extra[a.name].get(kind) if isinstance(extra[a.name], dict) else None
+                if msg and f"{a.name}: {msg}" not in report:
+                    report.append(f"{a.name}: {msg}")
+
+    # ---- scores
+    scores: dict[str, np.ndarray] = {}
+    for a in attacks:
+        t0 = time.time()
+        scores[a.name] = early[a.name] if a.name in early else np.asarray(a.score(inputs, **a.kwargs(cfg.params)),
+                                                                          dtype=float)
+        timings[f"{a.name}_score"] = time.time() - t0
+    return _Scored(inputs, scores, extra, timings, report, compute, first_token)
+
+
 def run_attacks(dataset: Dataset, target: LoadedModel, **kwargs) -> RunResult:
     """Score ``dataset`` with the configured attacks and report metrics (:func:`_run_attacks` has the
     parameters). Cache entries that were rejected on read, or could not be stored, are in the
@@ -388,27 +496,17 @@ def _run_attacks(
     ) if train is not None else dataset
 
     target_prefix = resolve_prefix(target, cfg.stats)
-
-    def compute(lm, texts, label="token statistics", settings=None):
-        # a reference (or RMIA's references) scores the tokens the target scores, with the target's prefix
-        st = settings_for(lm, target, settings or cfg.stats)
-        return compute_stats(lm, texts, st, use_cache=cfg.use_cache, progress=progress, label=label)
-
-    # ---- the model passes
-    first_token = scores_first_token(target, cfg.stats) if cfg.score_first_token is None else bool(cfg.score_first_token)
-    inputs = AttackInputs(texts=all_texts, first_token=first_token)
     early: dict[str, np.ndarray] = {}  # scores of the attacks already shown through ``partial``
 
-    def report_early(done: set) -> None:
+    def report_early(done: set, inputs: AttackInputs) -> None:
         if partial is None:
             return
         out = {}
         for a in attacks:
-            kw = {**a.params, **cfg.params.get(a.name, {})}
             if a.name in early or a.prepare is not None or not set(a.needs) <= done:
                 continue
             try:
-                early[a.name] = np.asarray(a.score(inputs, **kw), dtype=float)
+                early[a.name] = np.asarray(a.score(inputs, **a.kwargs(cfg.params)), dtype=float)
                 m = M.evaluate(labels[eval_mask], early[a.name][eval_mask], n_bootstrap=0)
             except (DataError, SettingsError, ValueError):
                 continue
@@ -419,52 +517,11 @@ def _run_attacks(
             except Exception:  # noqa: BLE001 - a display callback never stops the run
                 pass
 
-    t0 = time.time()
-    if cfg.use_cache and current_engine().distributed:
-        _one_job_per_model(compute, target, reference, needs, all_texts, population)
-    inputs.target = compute(target, all_texts, "target pass")
-    timings["target_pass"] = time.time() - t0
-    report_early({"target"})
-    if "target_lower" in needs:
-        t0 = time.time()
-        inputs.target_lower = compute(target, [t.lower() for t in all_texts], "target pass (lower-cased)")
-        timings["target_lower_pass"] = time.time() - t0
-        report_early({"target", "target_lower"})
-    if "reference" in needs:
-        t0 = time.time()
-        inputs.reference = compute(reference, all_texts, "reference pass")
-        inputs.same_tokenizer = target.same_tokenizer(reference)
-        if reference.identity == target.identity:
-            report.append("the reference model is the target model itself: the reference attack scores 0 for every text")
-        if not inputs.same_tokenizer:
-            report.append("target and reference tokenizers differ: the reference attack compares NLL per byte")
-        timings["reference_pass"] = time.time() - t0
-        report_early({"target", "target_lower", "reference"})
-
-    short = sum(1 for s in inputs.scored() if s.n_predicted == 0)
-    if short:
-        report.append(f"{short} text(s) too short to score (no predicted token): left out of the figures")
-
-    # ---- attack-specific preparation (neighbours, embeddings, training)
-    ctx = RunContext(target, reference, cfg, full, train_mask, progress, compute, population=population)
-    extra: dict = {}
-    for a in attacks:
-        if a.prepare is not None:
-            t0 = time.time()
-            extra[a.name] = a.prepare(inputs, ctx, **{**a.params, **cfg.params.get(a.name, {})}) or {}
-            timings[f"{a.name}_prepare"] = time.time() - t0
-            for kind in ("warning", "note"):
-                msg = extra[a.name].get(kind) if isinstance(extra[a.name], dict) else None
-                if msg and f"{a.name}: {msg}" not in report:
-                    report.append(f"{a.name}: {msg}")
-
-    # ---- scores
-    scores: dict[str, np.ndarray] = {}
-    for a in attacks:
-        t0 = time.time()
-        kw = {**a.params, **cfg.params.get(a.name, {})}
-        scores[a.name] = early[a.name] if a.name in early else np.asarray(a.score(inputs, **kw), dtype=float)
-        timings[f"{a.name}_score"] = time.time() - t0
+    st = _score(all_texts, target, reference=reference, cfg=cfg, attacks=attacks, population=population,
+                progress=progress, dataset=full, train_mask=train_mask, on_pass=report_early, early=early)
+    inputs, scores, extra, compute, first_token = st.inputs, st.scores, st.extra, st.compute, st.first_token
+    report += st.report
+    timings.update(st.timings)
 
     df = pd.DataFrame({"text_id": ids, "label": labels, "text_hash": [text_hash(t) for t in all_texts]})
     if train_mask.any():
@@ -528,7 +585,7 @@ def _run_attacks(
         for a in attacks:
             if a.prepare is not None and not getattr(a, "population_ok", True):
                 continue
-            kw = {**a.params, **cfg.params.get(a.name, {})}
+            kw = a.kwargs(cfg.params)
             try:
                 ps = np.asarray(a.score(pop_inputs, **kw), dtype=float)
             except Exception as e:  # noqa: BLE001 - an attack that cannot score population texts is reported
@@ -557,3 +614,47 @@ def _run_attacks(
         extra=extra,
         report=report,
     )
+
+
+def score_texts(texts: Sequence[str], target: LoadedModel, *, reference: LoadedModel | None = None,
+                config: RunConfig | None = None, population: Dataset | None = None,
+                progress: Progress = noop) -> pd.DataFrame:
+    """Score unlabelled ``texts`` with the configured attacks: the scoring stage of :func:`run_attacks`
+    (the same passes, cache, ``prepare`` hooks and scores; no labels, no metrics).
+
+    Attacks that learn from labelled texts (SMIA) cannot run here (one ``SettingsError`` line).
+    Returns one row per text (``text_id``, ``text_hash``, one column per attack, higher = more likely
+    a member); ``df.attrs`` holds ``report`` (notes), ``extra`` (attack artefacts), ``config`` and
+    ``skipped``.
+    """
+    from .cache import collect_notes
+
+    cfg = check_config(config or RunConfig())
+    texts = [str(t) for t in texts]
+    if not texts:
+        raise DataError("no texts to score")
+    have = {"reference"} if reference is not None else set()
+    if population is not None and len(population):
+        have.add("population")
+    names, skipped = plan_attacks(list(cfg.attacks), have=have, params=cfg.params)
+    check_population(population, texts)
+    cfg = replace(cfg, stats=replace(cfg.stats, batch_tokens=cfg.stats.resolved_batch_tokens(target)))
+    ids = [f"t{i + 1:04d}" for i in range(len(texts))]
+    # the prepare hooks' view of the texts: no label is known (none is read: nothing trains here)
+    dataset = Dataset(texts=texts, labels=np.zeros(len(texts), dtype=int), ids=ids, report=[])
+    with collect_notes() as notes:
+        st = _score(texts, target, reference=reference, cfg=cfg, attacks=[REGISTRY[n] for n in names],
+                    population=population, progress=progress, dataset=dataset,
+                    train_mask=np.zeros(len(texts), bool))
+    df = pd.DataFrame({"text_id": ids, "text_hash": [text_hash(t) for t in texts]})
+    for n, s in st.scores.items():
+        df[n] = s
+    df.attrs.update({"report": [*(f"skipped {REGISTRY[n].label} ({n}): it {why}" for n, why in skipped.items()),
+                                *st.report, *notes],
+                     "extra": st.extra, "skipped": skipped,
+                     "config": {**cfg.to_dict(), "attacks": names,
+                                "scored_tokens": {"prefix": cfg.stats.prefix,
+                                                  "prefix_token_id": resolve_prefix(target, cfg.stats),
+                                                  "first_token": st.first_token}}})
+    progress("done", 1.0)
+    return df

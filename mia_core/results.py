@@ -55,6 +55,24 @@ class AuditResult:
         """Write the audit's files into ``out_dir``; returns ``{name: path}``."""
         raise NotImplementedError
 
+    def _repr_html_(self) -> str:
+        """A notebook shows the metrics table (every cell escaped) and the notes."""
+        import html
+
+        rows = []
+        for name, m in (self.metrics or {}).items():
+            if not isinstance(m, dict) or "auc" not in m:
+                continue
+            ci = m.get("auc_ci") or [float("nan")] * 2
+            tpr = m.get("tpr_at_fpr") or {}
+            rows.append({"attack": name, "AUC": f"{m['auc']:.3f}", "95 % CI": f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                         **{f"TPR@{float(k):.0%} FPR": ("n/e" if v is None else f"{100 * v:.1f} %")
+                            for k, v in tpr.items() if k in ("0.01", "0.1")}})
+        table = pd.DataFrame(rows).to_html(index=False, escape=True) if rows else "<p>no metrics</p>"
+        notes = getattr(self, "report", None) or []
+        return (f"<div><b>{html.escape(type(self).__name__)}</b>{table}"
+                + "".join(f"<div>note: {html.escape(str(n))}</div>" for n in notes) + "</div>")
+
 
 def json_default(o):
     """``json.dumps(..., default=json_default)``: numpy scalars and arrays as Python values,

@@ -97,6 +97,11 @@ class Attack:
         d = self.params.get(name)
         return type(d) if d is not None else self.types.get(name, str)
 
+    def kwargs(self, run_params: dict | None = None) -> dict:
+        """The keyword arguments this attack runs with: its defaults overridden by its entry in a run's
+        ``{attack: {name: value}}`` (the one place the two are merged)."""
+        return {**self.params, **((run_params or {}).get(self.name) or {})}
+
     def check_params(self, params: dict | None, *, prefix: str = "") -> dict:
         """``params`` (this attack's ``{name: value}``) checked against the declared domains and
         coerced; ``SettingsError`` (one line naming ``[prefix]attack.name``, the value and the

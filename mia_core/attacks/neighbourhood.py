@@ -177,7 +177,7 @@ def run_coupling_warning(attacks, params: dict, target) -> str | None:
 
     for name in ("neighbourhood", "smia"):
         if name in attacks:
-            w = coupling_warning(settings_from({**REGISTRY[name].params, **(params.get(name) or {})}, name), target)
+            w = coupling_warning(settings_from(REGISTRY[name].kwargs(params), name), target)
             return f"{name}: {w}" if w else None
     return None
 

@@ -245,7 +245,8 @@ def _reference_spec(args) -> str | None:
 def cmd_run(args) -> int:
     from ..models import load_causal_lm
     from ..attacks.neighbourhood import run_coupling_warning
-    from ..pipeline import RunConfig, check_population, parse_attacks, plan_attacks, run_attacks, uses_reference
+    from ..api import plan_run
+    from ..pipeline import RunConfig, check_population, parse_attacks, run_attacks, uses_reference
     from ..stats import StatsSettings
 
     t_start = time.time()
@@ -279,12 +280,9 @@ def cmd_run(args) -> int:
     if args.attacks is None:  # the dashboard's default: the same tables from both
         args.attacks = ",".join(default_attacks(have_reference=bool(ref_spec)))
         cfg.attacks = args.attacks.split(",")
-    have = {"reference"} if ref_spec else set()
-    if train is not None or cfg.split:
-        have.add("labels")
-    if population is not None and len(population):
-        have.add("population")
-    attacks, skipped = plan_attacks(args.attacks, have=have, params=params)
+    plan = plan_run(args.attacks, reference=bool(ref_spec), labels=train is not None or bool(cfg.split),
+                    population=list(population.texts) if population is not None else (), params=params)
+    attacks, skipped = plan.attacks, plan.skipped
     if args.quantize != "none" and "gradnorm" in attacks:  # no gradients through bitsandbytes weights
         why = f"needs gradients, which a --quantize {args.quantize} model does not give (use --quantize none)"
         if "all" not in cfg.attacks:
