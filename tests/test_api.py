@@ -97,3 +97,20 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     exec(compile(m.group(1), "README.md", "exec"), {"__name__": "__readme__"})
     assert (tmp_path / "api_demo_run" / "metrics.json").exists()
+
+
+def test_audit_mlm_and_documents_take_texts():
+    """audit_mlm runs the masked-LM audit on plain lists (the bundled pair, a few texts, K = 2); audit_documents
+    turns plain texts, paths or Documents into Documents the same way."""
+    from mia_core.api import _documents
+    from mia_core.demo import mlm_demo_paths
+    from mia_core.documents import Document
+
+    demo = mlm_demo_paths()
+    m, n, p = (Path(demo[k]).read_text().splitlines()[:5] for k in ("members", "nonmembers", "population"))
+    res = mia_core.audit_mlm(m, n, p, str(demo["target"]), demo["reference"], k=2, n_bootstrap=0, device="cpu")
+    assert len(res.scores) == 10 and set(res.metrics) == {"likelihood_ratio", "loss"}
+    assert res.scores["likelihood_ratio"].notna().all()
+    docs = _documents(["one book text", "another book"], "members")
+    assert [d.name for d in docs] == ["m0001", "m0002"] and all(isinstance(d, Document) for d in docs)
+    assert _documents(docs, "members") is not docs and _documents(docs, "members") == docs
