@@ -6,8 +6,8 @@ Nothing in this package imports Streamlit: the dashboard pages, the CLI
 __version__ = "0.1.0"
 
 # The Python API (mia_core.api), loaded on first use so that ``import mia_core`` stays light:
-#     from mia_core import score, audit, audit_documents, audit_mlm, plan_run, load
-_API = ("score", "audit", "audit_documents", "audit_mlm", "plan_run", "load", "RunPlan")
+#     from mia_core import score, audit, audit_documents, audit_mlm, infer_dataset, plan_run, load
+_API = ("score", "audit", "audit_documents", "audit_mlm", "infer_dataset", "plan_run", "load", "RunPlan")
 __all__ = ["__version__", *_API]
 
 

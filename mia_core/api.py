@@ -9,6 +9,8 @@ Everything here is exported from ``mia_core`` itself (lazily: ``import mia_core`
   baseline, population thresholds (the CLI's ``mia run``);
 * :func:`audit_documents` -- document-level MIA on books (Meeus et al. 2024; ``mia documents``);
 * :func:`audit_mlm` -- the masked-LM likelihood ratio (Mireshghallah et al. 2022; ``mia mlm``);
+* :func:`infer_dataset` -- was a whole collection used? One p-value (dataset inference, Maini et
+  al. 2024; ``mia infer-dataset``);
 * :func:`plan_run` -- what a run would do before anything loads: the attacks that can run, those
   skipped and why, the model passes, warnings and the time estimate;
 * :func:`load` -- a saved run folder back as the result :func:`audit` returned (``result.save(dir)``).
@@ -23,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
-__all__ = ["RunPlan", "audit", "audit_documents", "audit_mlm", "load", "plan_run", "score"]
+__all__ = ["RunPlan", "audit", "audit_documents", "audit_mlm", "infer_dataset", "load", "plan_run", "score"]
 
 SCORE_ATTACKS = ("loss", "zlib", "min_k", "min_k_pp")  # the one-pass attacks a reference-free score runs
 
@@ -371,6 +373,51 @@ def audit_mlm(members, nonmembers, population, model, reference, **kwargs):
 
     return run_mlm_audit(_texts(members, "members"), _texts(nonmembers, "nonmembers"),
                          _texts(population, "population"), model, reference, **kwargs)
+
+
+def infer_dataset(suspect, validation, model=None, reference=None, *, population=None, features="default",
+                  alpha: float = 0.01, folds: int = 5, n_permutations: int = 10_000, seed: int = 0,
+                  params: dict | None = None, prefix: str = "auto", cache: bool = True, dtype: str = "auto",
+                  device: str = "auto", progress=None):
+    """Was the suspect collection used to train the model? Dataset inference with a p-value.
+
+    Parameters
+    ----------
+    suspect : list of str or path
+        The texts in question.
+    validation : list of str or path
+        Texts of the same distribution known not to be trained on (the test's assumption: the two
+        sets are exchangeable unless the suspect set was trained on; checked by the IID guard).
+    model, reference : LoadedModel or str, optional
+        The audited causal LM (None: the embedded SmolLM2-135M) and an optional reference model (adds
+        the reference attack as a feature). Loaded only once the model-free checks have passed.
+    population : list of str or path, optional
+        Known non-members besides the validation set (ReCaLL's prefix feature).
+    features : str or list of str
+        ``"default"``, ``"all"`` or attack families (``mia_core.dataset_inference.features``).
+    alpha : float
+        Significance level of the verdict.
+    folds, n_permutations, seed
+        The cross-fitted permutation test's folds, label permutations and seed.
+
+    Returns
+    -------
+    mia_core.dataset_inference.DatasetInferenceResult
+        ``.summary`` (``p_value``, ``p_value_ttest``, ``verdict``: ``used`` / ``not_shown`` /
+        ``refused``, ``blind_auc``, ``null_p_value``, ``weights`` ...), ``.scores``, ``.save(dir)``.
+
+    References
+    ----------
+    Maini, Jia, Papernot & Dziedzic 2024, "LLM Dataset Inference: Did you train on my dataset?",
+    NeurIPS. Phipson & Smyth 2010, "Permutation P-values Should Never Be Zero".
+    """
+    from .dataset_inference import run_dataset_inference
+
+    return run_dataset_inference(
+        _texts(suspect, "suspect"), _texts(validation, "validation"), model, reference=reference,
+        population=_texts(population, "population"), features=features, alpha=alpha, folds=folds,
+        n_permutations=n_permutations, seed=seed, params=params, prefix=prefix, use_cache=cache,
+        load=lambda spec: _model(spec, dtype=dtype, device=device), progress=progress)
 
 
 def load(path):

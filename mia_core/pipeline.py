@@ -327,7 +327,7 @@ def not_verified_notes(models: dict) -> list[str]:
 
 @dataclass
 class _Scored:
-    """What the scoring stage produced (:func:`_score`)."""
+    """What the scoring stage produced (:func:`score_stage`)."""
 
     inputs: AttackInputs
     scores: dict
@@ -338,7 +338,7 @@ class _Scored:
     first_token: bool
 
 
-def _score(texts: list[str], target: LoadedModel, *, reference, cfg: RunConfig, attacks: list, population,
+def score_stage(texts: list[str], target: LoadedModel, *, reference, cfg: RunConfig, attacks: list, population,
            progress: Progress, dataset: Dataset, train_mask: np.ndarray,
            on_pass: Callable[[set, AttackInputs], None] | None = None, early: dict | None = None) -> _Scored:
     """The scoring stage of a run: the model passes the attacks need (each once, through the cached
@@ -517,7 +517,7 @@ def _run_attacks(
             except Exception:  # noqa: BLE001 - a display callback never stops the run
                 pass
 
-    st = _score(all_texts, target, reference=reference, cfg=cfg, attacks=attacks, population=population,
+    st = score_stage(all_texts, target, reference=reference, cfg=cfg, attacks=attacks, population=population,
                 progress=progress, dataset=full, train_mask=train_mask, on_pass=report_early, early=early)
     inputs, scores, extra, compute, first_token = st.inputs, st.scores, st.extra, st.compute, st.first_token
     report += st.report
@@ -643,7 +643,7 @@ def score_texts(texts: Sequence[str], target: LoadedModel, *, reference: LoadedM
     # the prepare hooks' view of the texts: no label is known (none is read: nothing trains here)
     dataset = Dataset(texts=texts, labels=np.zeros(len(texts), dtype=int), ids=ids, report=[])
     with collect_notes() as notes:
-        st = _score(texts, target, reference=reference, cfg=cfg, attacks=[REGISTRY[n] for n in names],
+        st = score_stage(texts, target, reference=reference, cfg=cfg, attacks=[REGISTRY[n] for n in names],
                     population=population, progress=progress, dataset=dataset,
                     train_mask=np.zeros(len(texts), bool))
     df = pd.DataFrame({"text_id": ids, "text_hash": [text_hash(t) for t in texts]})

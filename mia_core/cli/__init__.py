@@ -27,11 +27,11 @@ import sys
 
 from .. import __version__
 from ..errors import MiaError, safe_text
-from . import cache, documents, mlm, run, shift, target
+from . import cache, documents, infer, mlm, run, shift, target
 from .common import Parser, _isatty, engine_session
 from .quiet import memory_hint, quiet_output
 
-COMMANDS = (run, cache, target, documents, mlm, shift)  # in --help order
+COMMANDS = (run, infer, cache, target, documents, mlm, shift)  # in --help order
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,113 @@
+"""``mia infer-dataset``: was this collection used to train the model? (dataset inference, Maini et al. 2024)
+
+Reads a suspect set and a validation set (texts of the same distribution known not to be trained
+on), checks them without the model (sizes, overlap, the blind-baseline IID guard), computes MIA
+features for every text from one scoring stage, and reports the cross-fitted permutation test's
+p-value (primary), the paper's split t-test, the null check and the verdict. ``--out DIR`` writes
+``DIR/dataset_inference.json`` and ``DIR/scores.csv``.
+"""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from ..errors import SettingsError
+from ..outputs import check_output_dir, final_path, staged_output
+from .common import (ProgressBar, add_model_args, add_output_args, add_progress_args, fraction, int_at_least,
+                     print_notes)
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "infer-dataset",
+        help="dataset inference: one p-value for 'was this collection used to train the model?'",
+        description="Dataset inference (Maini et al. 2024, NeurIPS): MIA features of a suspect set and of a "
+                    "validation set from the same distribution (known not to be trained on), a linear model "
+                    "across them, and a p-value: the cross-fitted permutation test (primary) and the paper's "
+                    "split t-test, with the IID guard (blind baseline) and a null check.",
+    )
+    d = p.add_argument_group("data")
+    d.add_argument("--suspect", nargs="+", help="the texts in question (.txt one per line or paragraphs, .csv, .jsonl ...)")
+    d.add_argument("--validation", nargs="+", help="texts of the same distribution known not to be trained on")
+    d.add_argument("--population", nargs="+", help="optional known non-members besides the validation set (ReCaLL's prefix)")
+    d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
+                   help=".txt reading: one text per line, or blank-line-separated paragraphs")
+    d.add_argument("--text-column", help="text column of .csv/.tsv/.jsonl/.json input (auto-detected)")
+    d.add_argument("--demo", action="store_true",
+                   help="the bundled demo: its members as the suspect set, its non-members as validation")
+    d.add_argument("--demo-null", action="store_true",
+                   help="the bundled demo's null case: its population (never trained on) as the suspect set")
+    add_model_args(p, model_help="the audited causal LM (hub id, folder, make-target folder; default: the "
+                                 "embedded SmolLM2-135M, or the demo target with --demo)",
+                   reference_help="a reference model: adds the reference attack as a feature", quantize=False)
+    t = p.add_argument_group("test")
+    t.add_argument("--features", default="default",
+                   help="default (loss, zlib, min_k and min_k_pp at k = 0.05..0.6, dc_pdd; + ref with --reference, "
+                        "+ recall with --population), all, or a comma list (e.g. default,lowercase)")
+    t.add_argument("--alpha", type=fraction, default=0.01, help="significance level of the verdict (default 0.01)")
+    t.add_argument("--folds", type=int_at_least(2), default=5, help="cross-fitting folds (default 5)")
+    t.add_argument("--permutations", type=int_at_least(99), default=10_000,
+                   help="label permutations of the primary test (default 10,000: p down to 1e-4)")
+    t.add_argument("--prefix", default="auto", choices=["auto", "always", "none"],
+                   help="what goes in front of every text (auto: as the model saw texts in training)")
+    add_output_args(p, out_help="folder for dataset_inference.json and scores.csv", bootstrap=False,
+                    seed_help="seed of the folds, the permutations and the splits")
+    add_progress_args(p)
+    p.set_defaults(func=run)
+
+
+def _texts(paths, args) -> list[str]:
+    from ..data import read_texts
+
+    out = []
+    for path in paths or []:
+        out += [r.text for r in read_texts(path, mode=args.mode, text_column=args.text_column)]
+    return out
+
+
+def run(args) -> int:
+    from ..dataset_inference import check_inputs, run_dataset_inference
+    from ..models import load_causal_lm
+
+    t_start = time.time()
+    if args.demo and args.demo_null:
+        raise SettingsError("give --demo or --demo-null, not both")
+    if args.out:
+        check_output_dir(args.out, overwrite=args.overwrite)
+    model = args.model
+    if args.demo or args.demo_null:
+        from ..demo import demo_paths
+
+        if args.suspect or args.validation:
+            raise SettingsError("--demo fills in the suspect and validation sets; do not give them too")
+        d = demo_paths()
+        suspect = _texts([d["population"] if args.demo_null else d["members"]], args)
+        validation = _texts([d["nonmembers"]], args)
+        model = model or str(d["target"])
+    else:
+        if not args.suspect or not args.validation:
+            raise SettingsError("give --suspect and --validation (or --demo)")
+        suspect, validation = _texts(args.suspect, args), _texts(args.validation, args)
+    population = _texts(args.population, args)
+    # every model-free check first: settings, sizes, overlap, features (one error line each)
+    _, _, _, notes = check_inputs(suspect, validation, features=args.features, reference=args.reference is not None,
+                                  population=population, alpha=args.alpha, folds=args.folds,
+                                  n_permutations=args.permutations)
+
+    def load(spec):
+        return load_causal_lm(spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code,
+                              progress=bar)
+
+    with ProgressBar(disable=args.quiet) as bar:
+        res = run_dataset_inference(suspect, validation, model, reference=args.reference, population=population,
+                                    features=args.features, alpha=args.alpha, folds=args.folds,
+                                    n_permutations=args.permutations, seed=args.seed, prefix=args.prefix,
+                                    use_cache=not args.no_cache, load=load, progress=bar)
+    print()
+    print(res.summary_text())
+    if args.out:
+        out = Path(args.out)
+        with staged_output(args.out, overwrite=args.overwrite) as tmp:
+            paths = {k: final_path(v, tmp, out) for k, v in res.save(tmp).items()}
+        print(f"\nwrote {paths['summary']} and {paths['scores']} in {time.time() - t_start:.0f}s")
+    return 0

@@ -1,0 +1,138 @@
+"""Dataset inference (issue 29; Maini et al. 2024): the tests' statistics, the guards, and end to end on the
+bundled demo target (a SmolLM2 fine-tune whose members are known: ground truth)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from helpers import assert_one_error, run_mia
+
+from mia_core.dataset_inference import (check_sets, iid_guard, near_duplicates, paper_test, parse_features,
+                                        permutation_test)
+from mia_core.dataset_inference.significance import clip_outliers, crossfit_scores, fold_ids
+from mia_core.errors import DataError, SettingsError
+
+
+# ------------------------------------------------------------------------------------------------ statistics
+def test_crossfit_scores_equal_a_ridge_refit_per_label_vector():
+    """The one-matrix-product shortcut equals fitting scikit-learn's Ridge on every fold and label vector."""
+    from sklearn.linear_model import Ridge
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 3)) * [1, 5, 0.1] + [0, 3, -1]
+    Y = np.stack([rng.permutation(np.r_[np.ones(20), np.zeros(20)]) for _ in range(4)], 1)
+    f = fold_ids(40, 5, 0)
+    S = crossfit_scores(X, Y, f, ridge=1.0)
+    for b in range(4):
+        for k in range(5):
+            te, tr = f == k, f != k
+            mu, sd = X[tr].mean(0), X[tr].std(0)
+            r = Ridge(alpha=1.0).fit((X[tr] - mu) / sd, Y[tr, b])
+            np.testing.assert_allclose(S[te, b], r.predict((X[te] - mu) / sd), rtol=1e-8, atol=1e-10)
+
+
+def test_permutation_p_values_are_uniform_under_the_null_and_small_under_a_shift():
+    rng = np.random.default_rng(1)
+    y = np.r_[np.ones(30), np.zeros(30)].astype(int)
+    ps = np.array([permutation_test(rng.normal(size=(60, 4)), y, n_permutations=199, seed=r)["p_value"]
+                   for r in range(300)])
+    # exact under exchangeability: P(p <= a) <= a; 300 draws: the share below 0.05 within a few SE of 0.05
+    assert abs((ps <= 0.05).mean() - 0.05) < 0.04 and abs((ps <= 0.5).mean() - 0.5) < 0.09
+    y2 = np.r_[np.ones(40), np.zeros(40)].astype(int)
+    X = rng.normal(size=(80, 4))
+    X[:40, 0] += 1.5  # the suspect texts differ in one feature (over 30 such draws the largest p was 0.004)
+    got = permutation_test(X, y2, n_permutations=999, seed=0)
+    assert got["p_value"] <= 0.01 and got["weights"][0] > max(abs(w) for w in got["weights"][1:])
+    assert got["p_value_is_bound"] == (got["p_value"] == pytest.approx(1 / 1000))
+
+
+def test_paper_test_follows_the_codes_steps():
+    """clip 2.5 % each side per set, standardise with the suspect set, half to train, Student t on the rest."""
+    v = np.arange(100.0)
+    c = clip_outliers(v)
+    # the code's clip: the int(n * 0.05 / 2) = 2 lowest (highest) set to the innermost of them (not to the first
+    # value kept): remove_outliers' highest_val_permissible = metrics[highest_ids[0]]
+    assert c[:2].tolist() == [1.0, 1.0] and c[-2:].tolist() == [98.0, 98.0] and (c[2:98] == v[2:98]).all()
+    assert (clip_outliers(np.arange(30.0)) == np.arange(30.0)).all()  # int(30 * 0.05 / 2) = 0: nothing clipped
+    rng = np.random.default_rng(2)
+    S, V = rng.normal(0.8, 1, (60, 3)), rng.normal(0, 1, (60, 3))
+    got = paper_test(S, V, seed=0)
+    assert got["n_train"] == [30, 30] and got["n_test"] == [30, 30] and got["p_value"] < 0.05
+    assert paper_test(rng.normal(size=(60, 3)), rng.normal(size=(60, 3)), seed=0)["p_value"] > 0.01
+
+
+# ------------------------------------------------------------------------------------------------ guards
+def test_sets_are_checked_before_any_model():
+    s = [f"suspect text number {i} about the harbour and its ships" for i in range(12)]
+    v = [f"validation text number {i} about the market and its stalls" for i in range(12)]
+    assert check_sets(s, v) == []
+    with pytest.raises(DataError, match="at least 10"):
+        check_sets(s[:3], v)
+    with pytest.raises(DataError, match="appear in both"):
+        check_sets(s, v[:11] + [s[0]])
+    with pytest.raises(DataError, match="near-duplicates"):
+        check_sets(s, v[:11] + ["SUSPECT text number 3, about the harbour and its ships!"])
+    long_one = " ".join(f"w{i}" for i in range(40))
+    assert near_duplicates([long_one], [long_one.replace("w39", "x")]) == [(0, 0)]  # 35 of 36 5-grams shared
+    notes = check_sets(s, [t + " " + "and more words " * 20 for t in v])
+    assert any("lengths differ" in n for n in notes)
+    with pytest.raises(SettingsError, match="needs a reference"):
+        parse_features("ref", reference=False, population=False)
+    assert "ref" in parse_features("default", reference=True, population=False)
+    with pytest.raises(SettingsError, match="unknown feature"):
+        parse_features("telepathy", reference=False, population=False)
+
+
+def test_iid_guard_refuses_a_shifted_validation_set():
+    """The paper's WikiMIA lesson in miniature: texts of another time and topic are told apart without the
+    model, so no p-value is given."""
+    old = [f"The carriage drew up before the inn at dusk, and the coachman called for ale number {i}."
+           for i in range(40)]
+    new = [f"In 2024 the startup shipped its app update {i} to the cloud, and users posted about it online."
+           for i in range(40)]
+    g = iid_guard(new, old, n_bootstrap=200)
+    assert not g["ok"] and g["blind_auc"] > 0.9 and "Refused" in g["message"]
+    from mia_core.demo import demo_paths
+
+    texts = demo_paths()["nonmembers"].read_text().splitlines()
+    order = np.random.default_rng(0).permutation(len(texts))
+    same = iid_guard([texts[i] for i in order[:50]], [texts[i] for i in order[50:]], n_bootstrap=200)
+    assert same["ok"], same["message"]  # two random halves of one source
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
+    """The demo target's members against its non-members: used; its never-trained population against the
+    same non-members: not shown. 30 + 30 texts each, the CLI end to end."""
+    from mia_core.demo import demo_paths
+
+    d = demo_paths()
+    for name, src in (("m", "members"), ("p", "population"), ("n", "nonmembers")):
+        (tmp_path / f"{name}.txt").write_text("\n".join(d[src].read_text().splitlines()[:30]) + "\n")
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "m.txt", "--validation", tmp_path / "n.txt", "--model",
+                d["target"], "--permutations", "999", "--out", tmp_path / "used", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads((tmp_path / "used" / "dataset_inference.json").read_text())
+    assert got["verdict"] == "used" and got["p_value"] <= 0.01 and got["n_suspect"] == 30
+    assert got["p_value_ttest"] < 0.05 and set(got["weights"]) == set(got["features"]) and got["blind_auc"] < 0.7
+    assert "min_k_pp@0.2" in got["features"] and "VERDICT [used]" in r.stdout
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "p.txt", "--validation", tmp_path / "n.txt", "--model",
+                d["target"], "--permutations", "999", "--out", tmp_path / "null", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads((tmp_path / "null" / "dataset_inference.json").read_text())
+    assert got["verdict"] == "not_shown" and got["p_value"] > 0.05
+    scores = (tmp_path / "null" / "scores.csv").read_text().splitlines()
+    assert scores[0].startswith("text_id,set,loss") and len(scores) == 61
+
+
+def test_bad_input_is_one_line_before_any_model(tmp_path):
+    (tmp_path / "s.txt").write_text("\n".join(f"suspect text {i} with some words" for i in range(12)) + "\n")
+    (tmp_path / "v.txt").write_text("\n".join(f"validation text {i} with other words" for i in range(3)) + "\n")
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt",
+                "--model", tmp_path / "no-model-here", "--quiet")
+    assert_one_error(r.returncode, r.stderr, "at least 10")
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "s.txt", "--quiet")
+    assert_one_error(r.returncode, r.stderr, "appear in both")
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--alpha", "2")
+    assert r.returncode == 2 and "alpha" in r.stderr
