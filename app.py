@@ -27,7 +27,8 @@ warmup.start(model_store())  # imports, then the default models, while the user 
 
 ROOT = Path(__file__).resolve().parent
 ICONS = {"Inspect_a_text": ":material/manage_search:", "Calibration_run": ":material/monitoring:", "Document_audit": ":material/menu_book:", "Masked_LM_audit": ":material/theater_comedy:",
-         "Runs": ":material/folder_open:", "Controlled_experiment": ":material/science:"}
+         "Runs": ":material/folder_open:", "Controlled_experiment": ":material/science:",
+         "Dataset_inference": ":material/dataset:"}
 
 
 def home() -> None:

@@ -15,6 +15,9 @@ non-members have one colour each everywhere, and axes show rates as percentages.
 * :func:`population_histogram` members, non-members and a population with the population threshold
   (Mireshghallah et al. 2022 §2.4, their Figure 3).
 * :func:`loss_curve`        a fine-tuned target's loss per epoch on its members and non-members.
+* :func:`di_score_histogram`, :func:`di_power_curve`, :func:`di_weights`  dataset inference (Maini et
+  al. 2024): the combined out-of-fold scores of the two sets, the p-value against the number of texts,
+  the linear model's feature weights.
 """
 from __future__ import annotations
 
@@ -393,4 +396,54 @@ def smia_learning_curve(curves: dict) -> go.Figure:
                       margin=dict(l=60, r=60, t=50, b=40), legend=dict(orientation="h", y=-0.25))
     fig.update_yaxes(title_text="loss (balanced BCE)", secondary_y=False)
     fig.update_yaxes(title_text="validation AUC", range=[0, 1], secondary_y=True)
+    return fig
+
+
+def di_score_histogram(suspect_scores: Iterable[float], validation_scores: Iterable[float], *,
+                       title: str = "Combined score (out of fold)") -> go.Figure:
+    """Dataset inference: each text's combined score from the fold model that did not see it; the suspect set
+    (member colour) lies to the right of the validation set (non-member colour) when it was trained on."""
+    fig = go.Figure()
+    for v, name, colour in ((suspect_scores, "suspect", MEMBER_COLOUR), (validation_scores, "validation",
+                                                                           NONMEMBER_COLOUR)):
+        arr = np.asarray(v, dtype=float)
+        arr = arr[np.isfinite(arr)]
+        fig.add_trace(go.Histogram(x=arr, name=name, marker_color=colour, opacity=0.55, nbinsx=30, histnorm="percent",
+                                   hovertemplate="score %{x}<br>%{y:.1f}% of the " + name + " set<extra></extra>"))
+    fig.update_layout(barmode="overlay", template=TEMPLATE, height=320, title=title,
+                      xaxis_title="combined score (higher = more like trained-on)", yaxis_title="% of set",
+                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
+    return fig
+
+
+def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.Figure:
+    """Dataset inference: the permutation p-value (median and range over random subsets) against the number of
+    suspect texts, log scale, with the significance level."""
+    n = [c["n"] for c in curve]
+    med = [max(c["median_p"], 1e-6) for c in curve]
+    lo = [max(c["min_p"], 1e-6) for c in curve]
+    hi = [max(c["max_p"], 1e-6) for c in curve]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=n + n[::-1], y=hi + lo[::-1], fill="toself", fillcolor="rgba(192,57,43,0.15)",
+                             line=dict(width=0), hoverinfo="skip", name="range over subsets"))
+    fig.add_trace(go.Scatter(x=n, y=med, mode="lines+markers", line=dict(color=MEMBER_COLOUR), name="median p",
+                             hovertemplate="%{x} + %{x} texts: median p %{y:.2g}<extra></extra>"))
+    if alpha:
+        fig.add_hline(y=alpha, line=dict(color="#111", dash="dash"), annotation_text=f"alpha = {alpha:g}",
+                      annotation_position="bottom right")
+    fig.update_layout(template=TEMPLATE, height=320, title="How many texts the claim needs",
+                      xaxis_title="suspect texts (and as many validation texts)", yaxis_title="p-value",
+                      yaxis_type="log", margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
+    return fig
+
+
+def di_weights(weights: dict) -> go.Figure:
+    """Dataset inference: the linear model's weight per standardised feature (positive: higher on suspect texts)."""
+    items = sorted(weights.items(), key=lambda kv: kv[1])
+    fig = go.Figure(go.Bar(x=[v for _, v in items], y=[k for k, _ in items], orientation="h",
+                           marker_color=[MEMBER_COLOUR if v > 0 else NONMEMBER_COLOUR for _, v in items],
+                           hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
+    fig.update_layout(template=TEMPLATE, height=max(240, 22 * len(items) + 80), title="Feature weights",
+                      xaxis_title="weight on the standardised feature (positive: points to the suspect set)",
+                      margin=dict(l=120, r=20, t=50, b=40))
     return fig

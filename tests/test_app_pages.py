@@ -32,6 +32,7 @@ DATA = ROOT / "tests" / "data"
 DOC_PAGE = "pages/3_Document_audit.py"
 MLM_PAGE = "pages/4_Masked_LM_audit.py"
 CX_PAGE = "pages/6_Controlled_experiment.py"
+DI_PAGE = "pages/7_Dataset_inference.py"
 TIMEOUT = 180
 
 
@@ -455,3 +456,32 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     import shutil
 
     shutil.rmtree(target.parent, ignore_errors=True)  # the experiment folder in the shared test cache
+
+
+# ------------------------------------------------------------------ dataset inference
+def test_dataset_inference_page_demo_gives_a_verdict_offline():
+    """The demo (the demo target's members vs its non-members): the verdict, both p-values, the null check, the
+    blind baseline, the score histograms, the power curve and the weights."""
+    at = _app(DI_PAGE)
+    _no_exception(at)
+    at.number_input(key="di_perms").set_value(999)
+    at.button(key="di_go").click().run()
+    at = _finished_audit(at, done="p-value (permutation")
+    assert not _errors(at), _errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["p-value (permutation test)"].startswith("<=") or float(metrics["p-value (permutation test)"]
+                                                                          .split("=")[-1]) <= 0.01
+    assert any("Used" in w.value for w in at.main.warning)  # the verdict box
+    assert float(metrics["Blind baseline AUC"]) < 0.7
+    assert len(at.get("plotly_chart")) == 3
+
+
+def test_dataset_inference_page_refuses_bad_input_in_one_line():
+    at = _app(DI_PAGE)
+    at.radio(key="di_source").set_value("paste").run()
+    at.text_area(key="di_suspect_text").set_value("one text\ntwo texts")
+    at.text_area(key="di_validation_text").set_value("three\nfour")
+    at.button(key="di_go").click().run()
+    _no_exception(at)
+    errs = _errors(at)
+    assert len(errs) == 1 and "at least 10" in errs[0]

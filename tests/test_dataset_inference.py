@@ -136,3 +136,16 @@ def test_bad_input_is_one_line_before_any_model(tmp_path):
     assert_one_error(r.returncode, r.stderr, "appear in both")
     r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--alpha", "2")
     assert r.returncode == 2 and "alpha" in r.stderr
+
+
+def test_power_curve_falls_with_more_texts():
+    from mia_core.dataset_inference.significance import power_curve
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(300, 3))
+    X[:150, 0] += 0.5
+    y = np.r_[np.ones(150), np.zeros(150)].astype(int)
+    curve = power_curve(X, y, sizes=(10, 50, 100), draws=5, n_permutations=199)
+    assert [c["n"] for c in curve] == [10, 50, 100, 150] and curve[-1]["draws"] == 1
+    assert curve[0]["median_p"] > curve[2]["median_p"] and curve[-1]["median_p"] <= 0.01
+    assert all(c["min_p"] <= c["median_p"] <= c["max_p"] for c in curve)

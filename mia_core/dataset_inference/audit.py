@@ -18,7 +18,7 @@ from ..progress import Progress, noop
 from ..results import AuditResult, json_default, write_csv
 from . import features as F
 from .guards import check_sets, iid_guard
-from .significance import DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, paper_test, permutation_test
+from .significance import DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, paper_test, permutation_test, power_curve
 
 DEFAULT_ALPHA = 0.01
 VERDICTS = ("used", "not_shown", "refused")
@@ -53,6 +53,8 @@ class DatasetInferenceResult(AuditResult):
                 f"{format_p(s['p_value_ttest'])}",
                 f"null check (two random halves of the validation set, the same test): "
                 f"{format_p(s['null_p_value'], s.get('null_p_value_is_bound', False))}",
+                "power (median p of the permutation test on random subsets of n suspect + n validation texts): "
+                + ", ".join(f"n={c['n']}: {c['median_p']:.2g}" for c in s.get("power_curve") or []),
                 f"IID guard: blind baseline AUC {s['blind_auc']:.3f}" if s.get("blind_auc") is not None else
                 "IID guard: blind baseline skipped",
                 f"VERDICT [{s['verdict']}]: {s['verdict_reason']}",
@@ -175,6 +177,8 @@ def run_dataset_inference(suspect: Sequence[str], validation: Sequence[str], tar
     half = np.zeros(len(Xv), int)
     half[np.random.default_rng([seed, 2]).permutation(len(Xv))[: len(Xv) // 2]] = 1
     null = permutation_test(Xv, half, folds=folds, n_permutations=n_permutations, seed=seed + 1)
+    progress("power curve", 0.97)
+    curve = power_curve(Xk, yk, folds=folds, seed=seed)
     p = perm["p_value"]
     verdict = "used" if p <= alpha else "not_shown"
     reason = (f"the suspect texts score as trained-on more than the validation texts ({format_p(p, perm['p_value_is_bound'])} "
@@ -191,7 +195,8 @@ def run_dataset_inference(suspect: Sequence[str], validation: Sequence[str], tar
         p_value_resolution=perm["resolution"], p_value_crossfit_ttest=perm["p_value_welch"],
         p_value_ttest=paper["p_value"], p_value_ttest_welch=paper["p_value_welch"], null_p_value=null["p_value"],
         null_p_value_is_bound=null["p_value_is_bound"], weights=dict(zip(names, perm["weights"])),
-        n_excluded=int((~ok).sum()), iid_check=bool(iid_check), seconds=round(time.time() - t0, 2),
+        power_curve=curve, n_excluded=int((~ok).sum()), iid_check=bool(iid_check),
+        seconds=round(time.time() - t0, 2),
         scored_tokens={"prefix": prefix})
     df = pd.DataFrame({"text_id": ids, "set": np.where(y == 1, "suspect", "validation")})
     for n, c in zip(names, X.T):
