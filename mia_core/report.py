@@ -405,3 +405,41 @@ def build_report(run, *, title: str | None = None) -> str:
         parts.append("<h2>Timings</h2>" + _kv_table({k: fmt_seconds(v) for k, v in run.timings.items()}))
     parts.append("</body></html>")
     return "\n".join(parts)
+
+
+def dataset_inference_report(result, *, title: str = "Dataset inference") -> str:
+    """A self-contained HTML report of a dataset-inference result
+    (``mia_core.dataset_inference.DatasetInferenceResult``): the verdict, both p-values, the guards, the
+    feature weights, the score histograms and the power curve."""
+    from . import plots
+    from .dataset_inference import format_p
+
+    s = result.summary
+    level = {"used": "shift", "not_shown": "ok", "refused": "caution"}[s["verdict"]]
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
+             f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>",
+             f"<p class='muted'>report written {_e(time.strftime('%Y-%m-%d %H:%M'))} by mia-dashboard · Maini et al. "
+             "2024, LLM Dataset Inference (NeurIPS)</p>",
+             f"<div class='banner {level}'><b>Verdict: {_e(s['verdict'])}.</b> {_e(s['verdict_reason'])}</div>"]
+    rows = {"suspect texts": s["n_suspect"], "validation texts": s["n_validation"], "alpha": s["alpha"],
+            "blind baseline AUC (IID guard)": None if s.get("blind_auc") is None else f"{s['blind_auc']:.3f}"}
+    if s["verdict"] != "refused":
+        rows.update({
+            "p-value, cross-fitted permutation test (primary)": format_p(s["p_value"], s["p_value_is_bound"]),
+            "Welch t-test on the same out-of-fold scores": format_p(s["p_value_crossfit_ttest"]),
+            "p-value, the paper's split t-test (Student)": format_p(s["p_value_ttest"]),
+            "null check (two halves of the validation set)": format_p(s["null_p_value"]),
+            "folds · permutations": f"{s['folds']} · {s['n_permutations']:,}",
+            "features": ", ".join(s["features"]), "texts excluded (a feature missing)": s.get("n_excluded")})
+    parts.append(_kv_table(rows))
+    if s["verdict"] != "refused":
+        sc = result.scores[~result.scores["excluded"]]
+        figs = [plots.di_score_histogram(sc.loc[sc["set"] == "suspect", "score"],
+                                         sc.loc[sc["set"] == "validation", "score"]),
+                plots.di_power_curve(s["power_curve"], alpha=s["alpha"]), plots.di_weights(s["weights"])]
+        for i, fig in enumerate(figs):
+            parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
+    if result.report:
+        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in result.report) + "</ul>")
+    parts.append("</body></html>")
+    return "\n".join(parts)

@@ -256,6 +256,19 @@ def test_inspect_and_calibration_in_a_browser(server):
             _wait_idle(page, timeout=300.0)
             page.screenshot(path=str(ARTIFACTS / "controlled_results.png"), full_page=True)
             assert "Target folder" in seen and "Traceback" not in seen
+
+            # ---- Dataset inference on the bundled demo (its members vs its non-members), 999 permutations
+            page.goto(f"{server}/Dataset_inference", wait_until="networkidle")
+            _wait_idle(page)
+            perms = page.get_by_role("spinbutton", name="Permutations")
+            perms.fill("999")
+            perms.press("Enter")
+            _wait_idle(page)
+            _press(page, "Run dataset inference", lambda t: "running for" in t or "3 · Verdict" in t)
+            seen = _text_when(page, "[data-testid='stMain']", ("3 · Verdict", "Null check p"), timeout_s=420.0)
+            _wait_idle(page, timeout=300.0)
+            page.screenshot(path=str(ARTIFACTS / "dataset_inference_results.png"), full_page=True)
+            assert "Used" in seen and "Traceback" not in seen, seen[-3000:]
         except Exception:
             page.screenshot(path=str(ARTIFACTS / "failure.png"), full_page=True)  # what the page showed
             raise

@@ -117,6 +117,8 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     assert got["verdict"] == "used" and got["p_value"] <= 0.01 and got["n_suspect"] == 30
     assert got["p_value_ttest"] < 0.05 and set(got["weights"]) == set(got["features"]) and got["blind_auc"] < 0.7
     assert "min_k_pp@0.2" in got["features"] and "VERDICT [used]" in r.stdout
+    html = (tmp_path / "used" / "report.html").read_text()
+    assert "Verdict: used" in html and "plotly" in html and "permutation test" in html
     r = run_mia("infer-dataset", "--suspect", tmp_path / "p.txt", "--validation", tmp_path / "n.txt", "--model",
                 d["target"], "--permutations", "999", "--out", tmp_path / "null", "--quiet")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -149,3 +151,20 @@ def test_power_curve_falls_with_more_texts():
     assert [c["n"] for c in curve] == [10, 50, 100, 150] and curve[-1]["draws"] == 1
     assert curve[0]["median_p"] > curve[2]["median_p"] and curve[-1]["median_p"] <= 0.01
     assert all(c["min_p"] <= c["median_p"] <= c["max_p"] for c in curve)
+
+
+def test_a_shifted_validation_set_is_refused_without_loading_the_model(tmp_path):
+    """WikiMIA's lesson: newer texts against older ones. The guard refuses before any model loads (the model
+    given does not even exist), and says so in the output folder."""
+    old = [f"The carriage drew up before the inn at dusk on the {i}th evening, and the coachman called for ale."
+           for i in range(30)]
+    new = [f"In 2024 the startup shipped update {i} of its app to the cloud, and users posted reviews online."
+           for i in range(30)]
+    (tmp_path / "s.txt").write_text("\n".join(new) + "\n")
+    (tmp_path / "v.txt").write_text("\n".join(old) + "\n")
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--model",
+                tmp_path / "no-such-model", "--out", tmp_path / "out", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads((tmp_path / "out" / "dataset_inference.json").read_text())
+    assert got["verdict"] == "refused" and got["p_value"] is None and got["blind_auc"] > 0.9
+    assert "VERDICT [refused]" in r.stdout and "Verdict: refused" in (tmp_path / "out" / "report.html").read_text()

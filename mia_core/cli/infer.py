@@ -109,5 +109,5 @@ def run(args) -> int:
         out = Path(args.out)
         with staged_output(args.out, overwrite=args.overwrite) as tmp:
             paths = {k: final_path(v, tmp, out) for k, v in res.save(tmp).items()}
-        print(f"\nwrote {paths['summary']} and {paths['scores']} in {time.time() - t_start:.0f}s")
+        print(f"\nwrote {paths['summary']}, {paths['scores']} and {paths['report']} in {time.time() - t_start:.0f}s")
     return 0

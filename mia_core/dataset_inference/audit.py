@@ -65,10 +65,13 @@ class DatasetInferenceResult(AuditResult):
     def save(self, out_dir) -> dict[str, Path]:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        paths = {"summary": out / RESULT_FILE, "scores": out / "scores.csv"}
+        from ..report import dataset_inference_report
+
+        paths = {"summary": out / RESULT_FILE, "scores": out / "scores.csv", "report": out / "report.html"}
         paths["summary"].write_text(json.dumps({**self.summary, "tests": self.metrics, "notes": self.report},
                                                indent=2, default=json_default))
         write_csv(self.scores, paths["scores"])
+        paths["report"].write_text(dataset_inference_report(self), encoding="utf-8")
         return paths
 
 
