@@ -425,7 +425,7 @@ def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.F
     hi = [max(c["max_p"], 1e-6) for c in curve]
     fig = go.Figure()
     fig.add_trace(go.Scatter(x=n + n[::-1], y=hi + lo[::-1], fill="toself", fillcolor="rgba(192,57,43,0.15)",
-                             line=dict(width=0), hoverinfo="skip", name="range over subsets"))
+                             mode="lines", line=dict(width=0), hoverinfo="skip", name="range over subsets"))
     fig.add_trace(go.Scatter(x=n, y=med, mode="lines+markers", line=dict(color=MEMBER_COLOUR), name="median p",
                              hovertemplate="%{x} + %{x} texts: median p %{y:.2g}<extra></extra>"))
     if alpha:
@@ -433,7 +433,10 @@ def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.F
                       annotation_position="bottom right")
     fig.update_layout(template=TEMPLATE, height=320, title="How many texts the claim needs",
                       xaxis_title="suspect texts (and as many validation texts)", yaxis_title="p-value",
-                      yaxis_type="log", margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
+                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
+    low = min(lo + ([alpha] if alpha else []))
+    ticks = [10.0 ** -e for e in range(0, int(math.ceil(-math.log10(max(low, 1e-6)))) + 1)]
+    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
     return fig
 
 

@@ -15,7 +15,8 @@ from dashboard.loaders import load_model
 from dashboard.sidebar import model_panel
 from dashboard.ui import finished_job, fmt_seconds, md_text, page_setup, show_error, watch_job
 from mia_core import plots
-from mia_core.dataset_inference import DEFAULT_ALPHA, check_inputs, format_p, run_dataset_inference
+from mia_core.dataset_inference import DEFAULT_ALPHA, check_inputs, run_dataset_inference
+from mia_core.dataset_inference.significance import p_number
 from mia_core.errors import DataError, MiaError
 from mia_core.results import csv_text
 
@@ -158,12 +159,12 @@ if stored is not None:
                f"{fmt_seconds(stored['seconds'])}")
     if s["verdict"] != "refused":
         m1, m2, m3, m4 = st.columns(4)
-        m1.metric("p-value (permutation test)", format_p(s["p_value"], s["p_value_is_bound"]).replace("p ", ""),
+        m1.metric("p-value (permutation test)", p_number(s["p_value"], s["p_value_is_bound"]),
                   help=f"Cross-fitted permutation test, {s['folds']} folds, {s['n_permutations']:,} permutations: "
                        "exact when the two sets are exchangeable. The primary figure.")
-        m2.metric("p-value (paper's t-test)", format_p(s["p_value_ttest"]).replace("p ", ""),
+        m2.metric("p-value (paper's t-test)", p_number(s["p_value_ttest"]),
                   help="Maini et al.'s procedure: a linear model on half the texts, a one-sided t-test on the other half.")
-        m3.metric("Null check p", format_p(s["null_p_value"], s.get("null_p_value_is_bound", False)).replace("p ", ""),
+        m3.metric("Null check p", p_number(s["null_p_value"], s.get("null_p_value_is_bound", False)),
                   help="The same test between two random halves of the validation set: should not be small.")
         m4.metric("Blind baseline AUC", "-" if s.get("blind_auc") is None else f"{s['blind_auc']:.3f}",
                   help="A text classifier that never queries the model, suspect vs validation: near 0.5 when the "
@@ -177,6 +178,9 @@ if stored is not None:
         with c2:
             st.plotly_chart(plots.di_power_curve(s["power_curve"], alpha=s["alpha"]), key="di_power")
         st.plotly_chart(plots.di_weights(s["weights"]), key="di_weights")
+        st.caption("Weights of the permutation test's linear model on standardised features, fitted on all texts. "
+                   "Correlated features (Min-K% at neighbouring k) share and trade weight, so a negative weight "
+                   "need not mean the feature points the other way on its own.")
     else:
         st.caption(f"Blind baseline AUC {s.get('blind_auc'):.3f}: no model pass was made.")
     for n in res.report:

@@ -211,3 +211,8 @@ def power_curve(X: np.ndarray, y: np.ndarray, *, sizes=POWER_SIZES, draws: int =
                     "draws": len(ps), "share_below": {"0.05": float((ps <= 0.05).mean()),
                                                       "0.01": float((ps <= 0.01).mean())}})
     return out
+
+
+def p_number(p: float, is_bound: bool = False) -> str:
+    """The p-value alone, for a table cell or a metric: ``0.0123``, ``3.2e-05``, ``<= 1.0e-04``."""
+    return format_p(p, is_bound).removeprefix("p = ").removeprefix("p ")
