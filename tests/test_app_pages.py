@@ -464,6 +464,7 @@ def test_dataset_inference_page_demo_gives_a_verdict_offline():
     blind baseline, the score histograms, the power curve and the weights."""
     at = _app(DI_PAGE)
     _no_exception(at)
+    assert any(c.value.startswith("Estimate: 200 texts") for c in at.caption)  # before Run, as on the calibration page
     at.number_input(key="di_perms").set_value(999)
     at.button(key="di_go").click().run()
     at = _finished_audit(at, done="p-value (permutation")
