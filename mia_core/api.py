@@ -378,7 +378,8 @@ def audit_mlm(members, nonmembers, population, model, reference, **kwargs):
 def infer_dataset(suspect, validation, model=None, reference=None, *, population=None, features="default",
                   alpha: float = 0.01, folds: int = 5, n_permutations: int = 10_000, seed: int = 0,
                   params: dict | None = None, prefix: str = "auto", cache: bool = True, dtype: str = "auto",
-                  device: str = "auto", progress=None):
+                  device: str = "auto", books: bool = False, passage_words: int = 256, max_passages: int = 40,
+                  correction: str = "bh", progress=None):
     """Was the suspect collection used to train the model? Dataset inference with a p-value.
 
     Parameters
@@ -399,6 +400,11 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
         Significance level of the verdict.
     folds, n_permutations, seed
         The cross-fitted permutation test's folds, label permutations and seed.
+    books : bool
+        ``suspect`` and ``validation`` are books (Documents, texts or paths of files/folders, one book per
+        file): each is cut into passages of ``passage_words`` words (at most ``max_passages``), the book is
+        the unit of the test, and each suspect book gets its own p-value, adjusted across the books
+        (``correction``: ``"bh"`` or ``"holm"``; ``mia_core.dataset_inference.books``).
 
     Returns
     -------
@@ -413,6 +419,14 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
     """
     from .dataset_inference import run_dataset_inference
 
+    if books:
+        from .dataset_inference.books import run_book_inference
+
+        return run_book_inference(
+            _documents(suspect, "suspect"), _documents(validation, "validation"), model, reference=reference,
+            features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed, params=params,
+            prefix=prefix, use_cache=cache, passage_words=passage_words, max_passages=max_passages,
+            correction=correction, load=lambda spec: _model(spec, dtype=dtype, device=device), progress=progress)
     return run_dataset_inference(
         _texts(suspect, "suspect"), _texts(validation, "validation"), model, reference=reference,
         population=_texts(population, "population"), features=features, alpha=alpha, folds=folds,

@@ -427,16 +427,24 @@ def dataset_inference_report(result, *, title: str = "Dataset inference") -> str
         rows.update({
             "p-value, cross-fitted permutation test (primary)": format_p(s["p_value"], s["p_value_is_bound"]),
             "Welch t-test on the same out-of-fold scores": format_p(s["p_value_crossfit_ttest"]),
-            "p-value, the paper's split t-test (Student)": format_p(s["p_value_ttest"]),
+            "p-value, the paper's split t-test (Student)": None if s.get("p_value_ttest") is None else
+            format_p(s["p_value_ttest"]),
             "null check (two halves of the validation set)": format_p(s["null_p_value"]),
             "folds · permutations": f"{s['folds']} · {s['n_permutations']:,}",
             "features": ", ".join(s["features"]), "texts excluded (a feature missing)": s.get("n_excluded")})
     parts.append(_kv_table(rows))
+    if s.get("books"):
+        parts.append("<h2>Per book</h2><p>Each suspect book's out-of-fold score ranked among the validation "
+                     "books' (a conformal p-value), adjusted across the suspect books ("
+                     f"{'Benjamini-Hochberg' if s.get('correction') == 'bh' else 'Holm'}).</p>")
+        parts.append(_df_html(pd.DataFrame(s["books"])))
     if s["verdict"] != "refused":
         sc = result.scores[~result.scores["excluded"]]
         figs = [plots.di_score_histogram(sc.loc[sc["set"] == "suspect", "score"],
-                                         sc.loc[sc["set"] == "validation", "score"]),
-                plots.di_power_curve(s["power_curve"], alpha=s["alpha"]), plots.di_weights(s["weights"])]
+                                         sc.loc[sc["set"] == "validation", "score"])]
+        if s.get("power_curve"):
+            figs.append(plots.di_power_curve(s["power_curve"], alpha=s["alpha"]))
+        figs.append(plots.di_weights(s["weights"]))
         for i, fig in enumerate(figs):
             parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
     if result.report:

@@ -168,3 +168,40 @@ def test_a_shifted_validation_set_is_refused_without_loading_the_model(tmp_path)
     got = json.loads((tmp_path / "out" / "dataset_inference.json").read_text())
     assert got["verdict"] == "refused" and got["p_value"] is None and got["blind_auc"] > 0.9
     assert "VERDICT [refused]" in r.stdout and "Verdict: refused" in (tmp_path / "out" / "report.html").read_text()
+
+
+# ------------------------------------------------------------------------------------------------ books
+def test_book_helpers():
+    from mia_core.dataset_inference.books import benjamini_hochberg, holm, passages
+
+    text = " ".join(f"w{i}" for i in range(1000))
+    got = passages(text, words=100, max_passages=5)
+    assert len(got) == 5 and got[0].split()[0] == "w0" and got[-1].split()[-1] == "w999"
+    assert len(passages(text, words=300)) == 3  # the last 100 words (< 150) dropped
+    p = [0.01, 0.04, 0.03, 0.5]
+    np.testing.assert_allclose(holm(p), [0.04, 0.09, 0.09, 0.5])  # 4 x 0.01; max(3 x 0.03, .04); 2 x 0.04
+    np.testing.assert_allclose(benjamini_hochberg(p), [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
+
+
+def test_books_demo_the_collection_is_detected_and_the_null_is_not(tmp_path):
+    """Books mode on the document demo (20 member and 20 non-member documents of the demo target): the book is the
+    unit; each suspect book gets its own p-value, BH-adjusted; alternate non-member documents: not shown."""
+    import mia_core
+
+    from mia_core.demo import demo_documents, demo_paths
+
+    mem, non = demo_documents()
+    res = mia_core.infer_dataset(mem, non, str(demo_paths()["target"]), books=True, passage_words=64,
+                                 n_permutations=999, alpha=0.05, device="cpu")
+    s = res.summary
+    assert s["mode"] == "books" and s["verdict"] == "used" and s["p_value"] <= 0.002 and s["n_passages"] > 100
+    assert len(s["books"]) == 20 and all(b["p_value"] >= 1 / 21 - 1e-12 for b in s["books"])  # the conformal floor
+    assert s["correction"] == "bh" and sum(b["flagged"] for b in s["books"]) >= 10
+    res.save(tmp_path / "books")
+    assert "Per book" in (tmp_path / "books" / "report.html").read_text()
+    null = mia_core.infer_dataset(non[::2], non[1::2], str(demo_paths()["target"]), books=True, passage_words=64,
+                                  n_permutations=999, alpha=0.05, device="cpu")
+    assert null.summary["verdict"] == "not_shown" and null.summary["p_value"] > 0.05
+    assert any("cannot go below" in n for n in null.report)
+    with pytest.raises(DataError, match="at least 5"):
+        mia_core.infer_dataset(mem[:3], non, str(demo_paths()["target"]), books=True)

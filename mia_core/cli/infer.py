@@ -33,6 +33,14 @@ def register(subparsers) -> None:
     d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
                    help=".txt reading: one text per line, or blank-line-separated paragraphs")
     d.add_argument("--text-column", help="text column of .csv/.tsv/.jsonl/.json input (auto-detected)")
+    d.add_argument("--books", action="store_true",
+                   help="each file (or file in a folder) is a book: cut into passages, tested book by book and as a "
+                        "collection (the book is the unit of the test)")
+    d.add_argument("--correction", default="bh", choices=["bh", "holm"],
+                   help="with --books: the correction across suspect books (bh: Benjamini-Hochberg, the false "
+                        "discovery rate; holm: the family-wise error rate)")
+    d.add_argument("--passage-words", type=int_at_least(16), default=256, help="words per passage with --books")
+    d.add_argument("--max-passages", type=int_at_least(1), default=40, help="passages per book at most, with --books")
     d.add_argument("--demo", action="store_true",
                    help="the bundled demo: its members as the suspect set, its non-members as validation")
     d.add_argument("--demo-null", action="store_true",
@@ -88,6 +96,8 @@ def run(args) -> int:
         if not args.suspect or not args.validation:
             raise SettingsError("give --suspect and --validation (or --demo)")
         suspect, validation = _texts(args.suspect, args), _texts(args.validation, args)
+    if args.books:
+        return _books(args, model, t_start)
     population = _texts(args.population, args)
     # every model-free check first: settings, sizes, overlap, features (one error line each)
     _, _, _, notes = check_inputs(suspect, validation, features=args.features, reference=args.reference is not None,
@@ -103,6 +113,43 @@ def run(args) -> int:
                                     features=args.features, alpha=args.alpha, folds=args.folds,
                                     n_permutations=args.permutations, seed=args.seed, prefix=args.prefix,
                                     use_cache=not args.no_cache, load=load, progress=bar)
+    print()
+    print(res.summary_text())
+    if args.out:
+        out = Path(args.out)
+        with staged_output(args.out, overwrite=args.overwrite) as tmp:
+            paths = {k: final_path(v, tmp, out) for k, v in res.save(tmp).items()}
+        print(f"\nwrote {paths['summary']}, {paths['scores']} and {paths['report']} in {time.time() - t_start:.0f}s")
+    return 0
+
+
+def _books(args, model, t_start) -> int:
+    from ..dataset_inference.books import check_books, run_book_inference
+    from ..documents import load_documents
+    from ..models import load_causal_lm
+
+    if args.demo or args.demo_null:
+        from ..demo import demo_documents
+
+        members, nonmembers = demo_documents()
+        # the null: alternate non-member documents (each novel on both sides), never trained on
+        suspect = nonmembers[::2] if args.demo_null else members
+        validation = nonmembers[1::2] if args.demo_null else nonmembers
+    else:
+        suspect, validation = load_documents(args.suspect), load_documents(args.validation)
+    check_books(suspect, validation, passage_words=args.passage_words, max_passages=args.max_passages)
+    from ..dataset_inference import parse_features
+
+    parse_features(args.features, reference=args.reference is not None, population=False)
+
+    with ProgressBar(disable=args.quiet) as bar:
+        res = run_book_inference(
+            suspect, validation, model, reference=args.reference, features=args.features, alpha=args.alpha,
+            folds=args.folds, n_permutations=args.permutations, seed=args.seed, passage_words=args.passage_words,
+            max_passages=args.max_passages, prefix=args.prefix, use_cache=not args.no_cache, correction=args.correction,
+            load=lambda spec: load_causal_lm(spec, dtype=args.dtype, device=args.device,
+                                             trust_remote_code=args.trust_remote_code, progress=bar),
+            progress=bar)
     print()
     print(res.summary_text())
     if args.out:

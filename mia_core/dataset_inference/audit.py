@@ -39,26 +39,33 @@ class DatasetInferenceResult(AuditResult):
 
     def summary_text(self) -> str:
         s = self.summary
-        lines = [f"dataset inference: {s['n_suspect']} suspect vs {s['n_validation']} validation texts, "
-                 f"alpha = {s['alpha']}"]
+        books = s.get("mode") == "books"
+        unit = "books" if books else "texts"
+        lines = [f"dataset inference: {s['n_suspect']} suspect vs {s['n_validation']} validation {unit}, "
+                 f"alpha = {s['alpha']}" + (f" ({s['n_passages']} passages of {s['passage_words']} words)" if books else "")]
         if s["verdict"] == "refused":
             lines.append(f"VERDICT [refused]: {s['verdict_reason']}")
         else:
             lines += [
                 f"features ({len(s['features'])}): {', '.join(s['features'])}",
-                f"cross-fitted permutation test ({s['folds']} folds, {s['n_permutations']:,} permutations): "
+                f"cross-fitted permutation test over {unit} ({s['folds']} folds, {s['n_permutations']:,} permutations): "
                 f"{format_p(s['p_value'], s['p_value_is_bound'])}   (primary)",
                 f"  Welch t-test on the same out-of-fold scores: {format_p(s['p_value_crossfit_ttest'])}",
-                f"paper's procedure (Maini et al. 2024: half to train, Student t-test on the other half): "
-                f"{format_p(s['p_value_ttest'])}",
-                f"null check (two random halves of the validation set, the same test): "
-                f"{format_p(s['null_p_value'], s.get('null_p_value_is_bound', False))}",
-                "power (median p of the permutation test on random subsets of n suspect + n validation texts): "
-                + ", ".join(f"n={c['n']}: {c['median_p']:.2g}" for c in s.get("power_curve") or []),
-                f"IID guard: blind baseline AUC {s['blind_auc']:.3f}" if s.get("blind_auc") is not None else
-                "IID guard: blind baseline skipped",
-                f"VERDICT [{s['verdict']}]: {s['verdict_reason']}",
             ]
+            if s.get("p_value_ttest") is not None:
+                lines.append(f"paper's procedure (Maini et al. 2024: half to train, Student t-test on the other half): "
+                             f"{format_p(s['p_value_ttest'])}")
+            lines.append(f"null check (two random halves of the validation set, the same test): "
+                         f"{format_p(s['null_p_value'], s.get('null_p_value_is_bound', False))}")
+            if s.get("power_curve"):
+                lines.append("power (median p of the permutation test on random subsets of n suspect + n validation "
+                             "texts): " + ", ".join(f"n={c['n']}: {c['median_p']:.2g}" for c in s["power_curve"]))
+            for b in s.get("books") or []:
+                lines.append(f"  book {b['book']}: p = {b['p_value']:.3g}, {s['correction']}-adjusted {b['p_adjusted']:.3g}"
+                             + ("  FLAGGED" if b["flagged"] else ""))
+            lines += [f"IID guard: blind baseline AUC {s['blind_auc']:.3f}" if s.get("blind_auc") is not None else
+                      "IID guard: blind baseline skipped",
+                      f"VERDICT [{s['verdict']}]: {s['verdict_reason']}"]
         lines += [f"note: {n}" for n in self.report]
         return "\n".join(lines)
 
