@@ -34,8 +34,41 @@ try:
 except MiaError as e:
     _error(e)
     st.stop()
+
+
+def _dataset_inference_runs() -> None:
+    """Saved dataset-inference runs (``mia_core.dataset_inference.store``): a table, each run's report."""
+    from mia_core.dataset_inference import store
+    from mia_core.dataset_inference.significance import p_number
+
+    try:
+        di = store.list_runs()
+    except (MiaError, OSError) as e:
+        _error(e)
+        return
+    if not di:
+        return
+    st.subheader("Dataset inference")
+    st.dataframe(pd.DataFrame([{
+        "Verdict": m.get("damaged") and f"damaged: {m['damaged']}" or m.get("verdict"),
+        "p-value": "–" if m.get("p_value") is None else p_number(m["p_value"], bool(m.get("p_value_is_bound"))),
+        "Name": m.get("name"), "Model": m.get("model") or "–",
+        "Sets": f"{m.get('n_suspect')} + {m.get('n_validation')} {m.get('mode', 'texts')}",
+        "Blind AUC": "–" if m.get("blind_auc") is None else f"{m['blind_auc']:.3f}", "Created": m.get("created")}
+        for m in di]), hide_index=True, key="runs_di_table", width="stretch")
+    ok = [m for m in di if not m.get("damaged")]
+    if ok:
+        rid = st.selectbox("Dataset-inference run", [m["id"] for m in ok], key="runs_di_open",
+                           format_func=lambda i: next(f"{m['name']} ({m['created']})" for m in ok if m["id"] == i))
+        report = store.run_path(rid) / "report.html"
+        if report.is_file():
+            st.download_button("Download its report (HTML)", report.read_bytes(), file_name=f"dataset_inference_{rid}.html",
+                               mime="text/html", key="runs_di_report")
+
+
 if not metas:
-    st.info("No saved run yet: finished calibration runs appear here.")
+    _dataset_inference_runs()
+    st.info("No saved calibration run yet: finished calibration runs appear here.")
     st.stop()
 
 by_id = {m["id"]: m for m in metas}
@@ -157,3 +190,5 @@ with tab_one:
         _error(e)
     except _DAMAGED_SHAPES as e:  # a damaged run that got past the checks: one line, never a traceback
         _error(f"This run cannot be shown in full (it is damaged): {type(e).__name__}: {e}")
+
+_dataset_inference_runs()

@@ -153,7 +153,7 @@ if go_ and not busy:
                 suspect, validation, target, reference=reference, features=features, alpha=float(alpha),
                 folds=int(folds), n_permutations=int(perms), seed=int(seed),
                 progress=lambda m, f: progress(f"dataset inference: {m}", f))
-            return {"result": res, "seconds": time.time() - t0}
+            return {"result": res, "seconds": time.time() - t0, "model": getattr(target, "name", None)}
 
         job = reg.start("di", f"Dataset inference: {len(suspect)} suspect vs {len(validation)} validation texts", work)
         st.session_state["di_job"] = job.id
@@ -165,6 +165,13 @@ if busy:
     watch_job(reg, job.id)
 elif (done := finished_job(job, "di_acked")) is not None:
     st.session_state[RESULT_KEY] = done.result
+    try:  # kept on the Runs page, beside the calibration runs
+        from mia_core.dataset_inference import store
+
+        done.result["saved"] = store.save(done.result["result"], model=done.result.get("model"))["id"]
+    except (MiaError, OSError) as e:
+        done.result["saved"] = None
+        st.caption(md_text(f"not saved to the runs folder: {e}"))
 
 # ------------------------------------------------------------------ results
 stored = st.session_state.get(RESULT_KEY)
@@ -176,7 +183,8 @@ if stored is not None:
     {"used": st.warning, "not_shown": st.info, "refused": st.error}[s["verdict"]](
         f"**{label}.** {md_text(s['verdict_reason'])}")
     st.caption(f"{s['n_suspect']} suspect · {s['n_validation']} validation texts · α = {s['alpha']:g} · "
-               f"{fmt_seconds(stored['seconds'])}")
+               f"{fmt_seconds(stored['seconds'])}" + (f" · saved as run {stored['saved']} (Runs page)"
+                                                      if stored.get("saved") else ""))
     if s["verdict"] != "refused":
         m1, m2, m3, m4 = st.columns(4)
         m1.metric("p-value (permutation test)", p_number(s["p_value"], s["p_value_is_bound"]),

@@ -475,6 +475,11 @@ def test_dataset_inference_page_demo_gives_a_verdict_offline():
     assert any("Used" in w.value for w in at.main.warning)  # the verdict box
     assert float(metrics["Blind baseline AUC"]) < 0.7
     assert len(at.get("plotly_chart")) == 3
+    assert any("saved as run" in c.value for c in at.caption)
+    runs_page = _app("pages/5_Runs.py")  # the run is listed beside the calibration runs
+    _no_exception(runs_page)
+    table = next(d.value for d in runs_page.dataframe if "Verdict" in d.value.columns)
+    assert "used" in set(table["Verdict"]) and runs_page.get("download_button")
 
 
 def test_dataset_inference_page_refuses_bad_input_in_one_line():

@@ -205,3 +205,29 @@ def test_books_demo_the_collection_is_detected_and_the_null_is_not(tmp_path):
     assert any("cannot go below" in n for n in null.report)
     with pytest.raises(DataError, match="at least 5"):
         mia_core.infer_dataset(mem[:3], non, str(demo_paths()["target"]), books=True)
+
+
+def test_saved_runs_are_listed_and_only_ours_deleted(tmp_path):
+    from mia_core.dataset_inference import store
+    from mia_core.dataset_inference.audit import DatasetInferenceResult
+
+    import pandas as pd
+
+    res = DatasetInferenceResult(summary={"n_suspect": 12, "n_validation": 12, "alpha": 0.01, "verdict": "refused",
+                                          "verdict_reason": "shift", "blind_auc": 0.9, "p_value": None},
+                                 scores=pd.DataFrame({"text_id": ["s0001"], "set": ["suspect"]}))
+    meta = store.save(res, root=tmp_path)
+    (store.store_dir(tmp_path) / "20260101-000000-abcdef").mkdir()  # a folder without meta.json
+    listed = store.list_runs(tmp_path)
+    assert listed[0]["id"] == meta["id"] and listed[0]["verdict"] == "refused"
+    assert any(m.get("damaged") for m in listed)
+    assert store.load_summary(meta["id"], tmp_path)["verdict"] == "refused"
+    with pytest.raises(DataError, match="not a saved"):
+        store.delete("20260101-000000-abcdef", tmp_path)
+    with pytest.raises(DataError, match="not a dataset-inference run id"):
+        store.delete("../../etc", tmp_path)
+    store.delete(meta["id"], tmp_path)
+    assert [m["id"] for m in store.list_runs(tmp_path)] == ["20260101-000000-abcdef"]
+    from mia_core import runs
+
+    assert runs.list_runs(tmp_path) == []  # the calibration runs' listing does not see these
