@@ -138,6 +138,10 @@ def test_bad_input_is_one_line_before_any_model(tmp_path):
     assert_one_error(r.returncode, r.stderr, "appear in both")
     r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--alpha", "2")
     assert r.returncode == 2 and "alpha" in r.stderr
+    (tmp_path / "v.txt").write_text("\n".join(f"validation text {i} with other words" for i in range(12)) + "\n")
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt",
+                "--param", "dc_pdd.a=-1", "--model", tmp_path / "no-model-here", "--quiet")
+    assert_one_error(r.returncode, r.stderr, "dc_pdd.a")
 
 
 def test_power_curve_falls_with_more_texts():

@@ -52,6 +52,9 @@ def register(subparsers) -> None:
     t.add_argument("--features", default="default",
                    help="default (loss, zlib, min_k and min_k_pp at k = 0.05..0.6, dc_pdd; + ref with --reference, "
                         "+ recall with --population), all, or a comma list (e.g. default,lowercase)")
+    t.add_argument("--param", action="append", default=[], metavar="ATTACK.NAME=VALUE",
+                   help="a feature attack's parameter, e.g. --param dc_pdd.corpus=FOLDER (repeatable; see "
+                        "mia run --list-params); min_k.k and min_k_pp.k are the paper's grid here")
     t.add_argument("--alpha", type=fraction, default=0.01, help="significance level of the verdict (default 0.01)")
     t.add_argument("--folds", type=int_at_least(2), default=5, help="cross-fitting folds (default 5)")
     t.add_argument("--permutations", type=int_at_least(99), default=10_000,
@@ -99,6 +102,9 @@ def run(args) -> int:
     if args.books:
         return _books(args, model, t_start)
     population = _texts(args.population, args)
+    from .run import parse_params
+
+    params = parse_params(args.param, {})
     # every model-free check first: settings, sizes, overlap, features (one error line each)
     _, _, _, notes = check_inputs(suspect, validation, features=args.features, reference=args.reference is not None,
                                   population=population, alpha=args.alpha, folds=args.folds,
@@ -112,7 +118,7 @@ def run(args) -> int:
         res = run_dataset_inference(suspect, validation, model, reference=args.reference, population=population,
                                     features=args.features, alpha=args.alpha, folds=args.folds,
                                     n_permutations=args.permutations, seed=args.seed, prefix=args.prefix,
-                                    use_cache=not args.no_cache, load=load, progress=bar)
+                                    params=params, use_cache=not args.no_cache, load=load, progress=bar)
     print()
     print(res.summary_text())
     if args.out:
@@ -138,6 +144,9 @@ def _books(args, model, t_start) -> int:
     else:
         suspect, validation = load_documents(args.suspect), load_documents(args.validation)
     check_books(suspect, validation, passage_words=args.passage_words, max_passages=args.max_passages)
+    from .run import parse_params
+
+    params = parse_params(args.param, {})
     from ..dataset_inference import parse_features
 
     parse_features(args.features, reference=args.reference is not None, population=False)
@@ -147,6 +156,7 @@ def _books(args, model, t_start) -> int:
             suspect, validation, model, reference=args.reference, features=args.features, alpha=args.alpha,
             folds=args.folds, n_permutations=args.permutations, seed=args.seed, passage_words=args.passage_words,
             max_passages=args.max_passages, prefix=args.prefix, use_cache=not args.no_cache, correction=args.correction,
+            params=params,
             load=lambda spec: load_causal_lm(spec, dtype=args.dtype, device=args.device,
                                              trust_remote_code=args.trust_remote_code, progress=bar),
             progress=bar)
