@@ -45,7 +45,7 @@ def main() -> None:
     from prefix_cost import _texts
 
     from mia_core.dataset_inference import iid_guard, run_dataset_inference
-    from mia_core.dataset_inference.significance import permutation_test, power_curve
+    from mia_core.dataset_inference.significance import paper_test, permutation_test, power_curve
     from mia_core.models import load_causal_lm
 
     print(f"CPU: {_cpu()}, {os.cpu_count()} logical CPUs; fp32 matmul roof {_roof():.0f} GFLOP/s", flush=True)
@@ -74,6 +74,24 @@ def main() -> None:
               f"{' (bound)' if s['p_value_is_bound'] else ''}, paper's split t-test p = {s['p_value_ttest']:.2g}, "
               f"null check p = {s['null_p_value']:.2g}, blind AUC {s['blind_auc']:.3f}; {time.perf_counter() - t0:.0f} s")
         print("    median p at n = " + ", ".join(f"{n}: {p:.2g}" for n, p in curve.items()))
+        feats = res.scores.loc[~res.scores["excluded"]]
+        ys = (feats["set"] == "suspect").to_numpy().astype(int)
+        paper = {}
+        for n in (25, 50, 100, 200):  # the paper's split t-test on the same kind of subsets (median of 5)
+            ps = []
+            for d in range(5 if n < 200 else 1):
+                r = np.random.default_rng([d, n])
+                si = r.choice(np.flatnonzero(ys == 1), n, replace=False)
+                vi = r.choice(np.flatnonzero(ys == 0), n, replace=False)
+                Xf = feats[s["features"]].to_numpy()
+                ps.append(paper_test(Xf[si], Xf[vi], seed=d)["p_value"])
+            paper[n] = float(np.median(ps))
+        print("    the paper's split t-test, median p at n = " + ", ".join(f"{n}: {p:.2g}" for n, p in paper.items()))
+        if ref is None:  # the floor: two features (LOSS, Min-K%++), as first estimated
+            two = feats[["loss", "min_k_pp@0.2"]].to_numpy()
+            c2 = {c["n"]: c["median_p"] for c in power_curve(two, ys, sizes=(50, 100), draws=5, n_permutations=9999)}
+            print("    LOSS + Min-K%++ only (the issue's floor), permutation test, median p at n = "
+                  + ", ".join(f"{n}: {p:.2g}" for n, p in c2.items()))
 
     # 2. false positives on unseen texts
     print(f"\n2. false positives: {args.null_splits} random halves of the 400 held-out texts")

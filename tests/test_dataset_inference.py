@@ -235,3 +235,17 @@ def test_saved_runs_are_listed_and_only_ours_deleted(tmp_path):
     from mia_core import runs
 
     assert runs.list_runs(tmp_path) == []  # the calibration runs' listing does not see these
+
+
+def test_features_that_cannot_be_used_are_dropped_or_refused():
+    from mia_core.dataset_inference.features import clean
+
+    n = 20
+    cols = {"loss": np.arange(n, dtype=float), "flat": np.ones(n), "mostly_nan": np.r_[np.full(15, np.nan), np.ones(5)],
+            "one_nan": np.r_[np.nan, np.arange(n - 1, dtype=float)]}
+    names, X, ok, notes = clean(cols)
+    assert names == ["loss", "one_nan"] and X.shape == (n, 2) and ok.sum() == n - 1
+    assert any("flat dropped" in x for x in notes) and any("mostly_nan dropped" in x for x in notes)
+    assert any("1 text(s) excluded" in x for x in notes)
+    with pytest.raises(DataError, match="no usable feature"):
+        clean({"a": np.full(n, np.nan), "b": np.zeros(n)})
