@@ -3,7 +3,8 @@ controlled target" table; issue 28: re-measured with a target trained without th
 
 The target is ``benchmarks/prefix_cost.py``'s: SmolLM2-135M with one LoRA epoch on 400 AG News texts as
 SmolLM2's tokenizer encodes them (nothing in front), 400 held-out texts. Audited here: 200 of its members,
-200 of its held-out texts, 200 further AG News texts as the population (ReCaLL's prefix, RMIA's z, the
+200 of its held-out texts, 200 further AG News texts as the population (100 in the README's run, which
+took texts 900-999 only) (ReCaLL's prefix, RMIA's z, the
 10 %-FPR threshold). ``--split 0.5``: SMIA trains on half of each set and every attack is reported on the
 same held-out 100 + 100 texts. Reference: base SmolLM2. Neighbours: the embedded proposer, n = 5.
 
@@ -43,7 +44,7 @@ def main() -> None:
     from prefix_cost import _texts
 
     mem, non = _texts(400)
-    pop = _texts(500)[1][400:400 + args.n]  # the same shuffle: texts 900.. are in neither set
+    pop = _texts(600)[1][300:300 + args.n]  # the same shuffle: texts 900.. are in neither set
     assert not set(pop) & (set(mem) | set(non))
     work = Path(args.out or tempfile.mkdtemp(prefix="mia-controlled-"))
     work.mkdir(parents=True, exist_ok=True)
