@@ -18,7 +18,7 @@ from mia_core.errors import DataError, SettingsError
 from mia_core.pipeline import RunConfig
 from mia_core.stats import StatsSettings
 
-UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "zip"]
+UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 MIN_WORDS = 3  # texts shorter than this are flagged as too short to say much
 
 

@@ -229,7 +229,8 @@ def score(texts, model=None, attacks=SCORE_ATTACKS, reference=None, *, populatio
                        progress=progress or _noop())
 
 
-def audit(members, nonmembers, model=None, attacks=None, reference=None, *, population=None,
+def audit(members=None, nonmembers=None, model=None, attacks=None, reference=None, *, labelled=None,
+          text_column: str | None = None, label_column: str = "label", population=None,
           params: dict | None = None, split: float | None = None, n_bootstrap: int = 1000, seed: int = 0,
           prefix: str = "auto", first_token: bool | None = None, blind: bool = True, alpha: float = 0.1,
           cache: bool = True, dtype: str = "auto", device: str = "auto", progress=None):
@@ -239,6 +240,11 @@ def audit(members, nonmembers, model=None, attacks=None, reference=None, *, popu
     ----------
     members, nonmembers : list of str or path
         Texts known to be in (out of) the model's training data.
+    labelled : path, optional
+        Instead of ``members``/``nonmembers``: one labelled table, the way MIA benchmarks ship them
+        (.csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, or a folder written by
+        ``datasets.Dataset.save_to_disk``), with ``label_column`` (1 = member) and ``text_column``
+        (found by itself when None). WikiMIA's jsonl (``input``, ``label``) needs nothing more.
     model : LoadedModel or str, optional
         The audited causal LM or its spec; None: the embedded SmolLM2-135M.
     attacks : str or list of str, optional
@@ -276,7 +282,15 @@ def audit(members, nonmembers, model=None, attacks=None, reference=None, *, popu
     from .data import Dataset, texts_from_strings
     from .pipeline import check_config, check_population, run_attacks
 
-    ds = texts_from_strings(_texts(members, "members"), _texts(nonmembers, "nonmembers"))
+    if labelled is not None:
+        from .data import load_dataset
+        from .errors import DataError
+
+        if members is not None or nonmembers is not None:
+            raise DataError("give either labelled= or members and non-members, not both")
+        ds = load_dataset(labelled=labelled, text_column=text_column, label_column=label_column)
+    else:
+        ds = texts_from_strings(_texts(members, "members"), _texts(nonmembers, "nonmembers"))
     pop = _texts(population, "population")
     population_ds = Dataset(texts=pop, labels=[0] * len(pop), ids=[f"p{i + 1:04d}" for i in range(len(pop))]) \
         if pop else None

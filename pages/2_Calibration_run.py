@@ -87,7 +87,8 @@ elif source == "upload":
         population = st.file_uploader("Known non-members, disjoint from the sets above: they fit a decision threshold, "
                                       "and are ReCaLL's prefix and RMIA's population",
                                       type=UPLOAD_TYPES, accept_multiple_files=True, key="cal_population")
-    st.caption(".txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json with a text column, "
+    st.caption(".txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json/.parquet/.arrow/.feather "
+               "with a text column, "
                "or .zip of .txt files.")
 else:
     c1, c2 = st.columns(2)

@@ -30,7 +30,7 @@ from mia_core.mlm.audit import check_inputs as check_mlm_inputs
 from mia_core.models import load_masked_lm
 
 RESULT_KEY = "mlm_audit_result"
-UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
+UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 def _mlm_demo() -> dict | None:
     """``mia_core.demo.mlm_demo_paths()``, or None when the demo's files are not installed."""
     try:

@@ -30,7 +30,7 @@ from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME
 from mia_core.paths import cache_subdir
 
-UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
+UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 CALIBRATION_PAGE = "pages/2_Calibration_run.py"
 KEYS = ("controlled_target", "controlled_members", "controlled_nonmembers", "controlled_population",
         "controlled_reference", "controlled_log")

@@ -21,7 +21,7 @@ from mia_core.errors import DataError, MiaError
 from mia_core.results import csv_text
 
 RESULT_KEY = "di_result"
-UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "zip"]
+UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 VERDICT_LABEL = {"used": "Used: the suspect set was very likely in the training data",
                  "not_shown": "Not shown: no significant evidence that the suspect set was used",
                  "refused": "Refused: the two sets differ without the model"}

@@ -28,7 +28,8 @@ from ..errors import safe_text
 
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE_CHOICES = ("none", "int8", "int4")
-TEXT_FORMATS = ".txt (one per line or blank-line paragraphs), .csv, .tsv, .jsonl, .json or .zip"
+TEXT_FORMATS = (".txt (one per line or blank-line paragraphs), .csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, "
+                "a Hugging Face datasets folder (save_to_disk) or .zip")
 
 
 class Parser(argparse.ArgumentParser):

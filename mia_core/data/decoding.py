@@ -35,7 +35,8 @@ MAX_BYTES = 200 * 2**20
 MAX_TEXT_CHARS = 10_000_000  # one text or document; a fast tokenizer takes ~150 bytes per character
 TEXT_CHARS_ENV = "MIA_MAX_TEXT_CHARS"
 TOKENIZER_BYTES_PER_CHAR = 150  # measured: SmolLM2's tokenizer, 10M characters of English prose
-SUPPORTED_TEXT_SETS = ".txt, .csv, .tsv, .jsonl, .json or .zip (of .txt files)"
+SUPPORTED_TEXT_SETS = (".txt, .csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, a Hugging Face datasets folder "
+                       "(save_to_disk) or .zip (of .txt files)")
 TEXT_SUFFIXES = {".txt", ".text", ".md", ""}
 MAX_ZIP_MEMBERS = 100_000
 READ_CHUNK = 1 << 20  # bytes per read() of a capped read

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from ..errors import DataError, SettingsError
 from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_contents,
                        _is_filelike, _read_bytes, _suffix, _zip_txt_members, check_text_length, decode_bytes)
 from .records import Record, _split_plain
-from .tables import _records_from_table, _table_from_text
+from .tables import (ARROW_SUFFIXES, _records_from_table, _table_from_arrow, _table_from_text, hf_dataset_files,
+                     is_hf_dataset_folder)
 
 _MODES = ("auto", "lines", "blank")
 
@@ -131,6 +133,18 @@ def _read_texts(path, *, mode: str, text_column: str | None, label_column: str |
         p = Path(path).expanduser()
         if not p.exists():
             raise DataError(f"file not found: {p}")
+        if p.is_dir() and is_hf_dataset_folder(p):  # datasets.Dataset.save_to_disk: its .arrow files, one table
+            frames, sources = [], []
+            for f in hf_dataset_files(p):
+                fname, data = _read_bytes(f, max_bytes)
+                df, src = _table_from_arrow(data, f"{p.name}/{f.name}", ".arrow")
+                frames.append(df)
+                sources += src
+            df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+            records = _records_from_table(df, sources, p.name, text_column, label_column, group_column, notes)
+            if not records:
+                raise DataError(f"{p.name} has no usable text.")
+            return records
         if p.is_dir():
             files = ((str(f.relative_to(p)), f"{p.name}/{f.relative_to(p)}", data)
                      for f, data in _folder_txt_contents(p, max_bytes))
@@ -141,6 +155,12 @@ def _read_texts(path, *, mode: str, text_column: str | None, label_column: str |
         members = ((f"{name}:{member}", f"{name}:{member}", raw)
                    for member, raw in _zip_txt_members(data, name, max_bytes) if raw)
         return _one_text_per_file(members, name, name, notes)
+    if suffix in ARROW_SUFFIXES:
+        df, sources = _table_from_arrow(data, name, suffix)
+        records = _records_from_table(df, sources, name, text_column, label_column, group_column, notes)
+        if not records:
+            raise DataError(f"{name} has no usable text.")
+        return records
     if suffix not in TEXT_SUFFIXES and suffix not in (".csv", ".tsv", ".jsonl", ".ndjson", ".json"):
         raise DataError(f"{name}: unsupported format {suffix!r}; give a {SUPPORTED_TEXT_SETS} file.")
     text, _ = decode_bytes(data, name, notes)
@@ -297,9 +317,11 @@ def load_dataset(members=None, nonmembers=None, labelled=None, *, mode: str = "a
             raise DataError("give either one labelled file or members and non-members files, not both.")
         lab_name = _display_name(labelled) if not isinstance(labelled, (list, tuple)) else "the labelled files"
         for p in (labelled if isinstance(labelled, (list, tuple)) else [labelled]):
-            if not _is_filelike(p) and Path(p).exists() and (Path(p).is_dir() or _suffix(p) in TEXT_SUFFIXES | {".zip"}):
-                raise DataError(f"{_display_name(p)} has no labels: a labelled file must be a .csv, .tsv, .jsonl or "
-                                f".json table with a {label_column!r} column.")
+            if not _is_filelike(p) and Path(p).exists() and not is_hf_dataset_folder(p) and (
+                    Path(p).is_dir() or _suffix(p) in TEXT_SUFFIXES | {".zip"}):
+                raise DataError(f"{_display_name(p)} has no labels: a labelled file must be a table (.csv, .tsv, "
+                                f".jsonl, .json, .parquet, .arrow, .feather or a Hugging Face datasets folder) "
+                                f"with a {label_column!r} column.")
         records = _read_many(labelled, "labelled", notes, label_column=label_column or "label", **kw)
         return _build(records, notes, min_chars=min_chars, want_groups=group_column is not None,
                       member_src=f"{lab_name} (no row labelled 1/member)",

@@ -205,3 +205,68 @@ def _records_from_table(df: pd.DataFrame, sources: list[str], name: str, text_co
                      + (f", labels from {lab_col!r}" if lab_col else "")
                      + (f", groups from {grp_col!r}" if grp_col else "") + ".")
     return records
+
+
+# ---------------------------------------------------------------------------- Arrow, Parquet, Hugging Face folders
+ARROW_SUFFIXES = (".parquet", ".arrow", ".feather")
+
+
+def _table_from_arrow(data: bytes, name: str, suffix: str) -> tuple[pd.DataFrame, list[str]]:
+    """DataFrame and per-row sources of a Parquet file, an Arrow IPC file (Feather v2) or an Arrow IPC stream
+    (what ``datasets.Dataset.save_to_disk`` writes as ``data-*.arrow``). Nothing is unpickled: pyarrow reads
+    the columns; extension types that would need Python code are not loaded."""
+    import pyarrow as pa
+
+    try:
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = pq.read_table(pa.BufferReader(data))
+        else:
+            import pyarrow.ipc as ipc
+
+            try:
+                table = ipc.open_file(pa.BufferReader(data)).read_all()
+            except pa.ArrowInvalid:
+                table = ipc.open_stream(pa.BufferReader(data)).read_all()
+        df = table.to_pandas()
+    except (pa.ArrowException, OSError, ValueError, TypeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise DataError(f"{name} is not a readable {suffix[1:]} file: {first[:200]}") from None
+    return df, [f"{name}:row {i + 1}" for i in range(len(df))]
+
+
+def hf_dataset_files(folder) -> list:
+    """The Arrow files of a folder written by ``datasets.Dataset.save_to_disk`` (``state.json`` lists them), in
+    order; a ``DatasetDict`` folder (``dataset_dict.json``) is refused with its splits named: give one split's
+    folder. ``DataError`` for a folder that is neither."""
+    import json
+    from pathlib import Path
+
+    p = Path(folder)
+    if (p / "dataset_dict.json").is_file():
+        try:
+            splits = json.loads((p / "dataset_dict.json").read_text()).get("splits") or []
+        except (OSError, ValueError):
+            splits = []
+        example = f"{p}/{splits[0]}" if splits else f"{p}/train"
+        raise DataError(f"{p} holds a Hugging Face DatasetDict ({', '.join(map(str, splits)) or 'splits'}): give one "
+                        f"split's folder, e.g. {example}")
+    try:
+        state = json.loads((p / "state.json").read_text())
+        files = [p / str(f["filename"]) for f in state.get("_data_files") or []]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        raise DataError(f"{p}: not a Hugging Face datasets folder (no readable state.json listing its .arrow "
+                        "files)") from None
+    bad = [f for f in files if f.parent != p or f.suffix != ".arrow" or not f.is_file() or f.is_symlink()]
+    if not files or bad:
+        raise DataError(f"{p}: its state.json lists {'no' if not files else 'missing or foreign'} .arrow files"
+                        + (f" (e.g. {bad[0].name})" if bad else ""))
+    return files
+
+
+def is_hf_dataset_folder(p) -> bool:
+    from pathlib import Path
+
+    p = Path(p)
+    return (p / "state.json").is_file() or (p / "dataset_dict.json").is_file()
