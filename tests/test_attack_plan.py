@@ -134,3 +134,21 @@ def test_list_params(capsys):
     for name in REGISTRY:
         assert name in out
     assert "k=0.2" in out
+
+
+def test_every_attack_registers_itself_in_the_registry_order():
+    """Issue 31 item 7: each attack file registers itself with @register on its score; the import order in
+    attacks/__init__.py is the registry's order (every table, "all", the page's list)."""
+    import inspect
+
+    from mia_core.attacks import REGISTRY, register
+    from mia_core.attacks.base import Attack
+
+    assert list(REGISTRY) == ["loss", "zlib", "lowercase", "ref", "min_k", "min_k_pp", "neighbourhood", "smia",
+                              "gradnorm", "rmia", "recall", "dc_pdd"]
+    for name, a in REGISTRY.items():
+        src = inspect.getsource(inspect.getmodule(a.score))
+        assert f'@register("{name}"' in src, name
+    with pytest.raises(ValueError, match="parameters and declared domains differ"):
+        register(Attack("bad", "Bad", ("target",), lambda inputs: None, "", {"k": 1}))
+    assert "bad" not in REGISTRY

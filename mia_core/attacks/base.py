@@ -140,3 +140,32 @@ def per_text(stats: list[TokenStats], fn: Callable[[TokenStats], float]) -> np.n
         if s.n_predicted > 0:
             out[i] = fn(s)
     return out
+
+
+# ---------------------------------------------------------------------------- the registry
+REGISTRY: dict[str, Attack] = {}  # in registration order (attacks/__init__.py imports the modules in that order)
+
+
+def register(name, label: str | None = None, *, needs: tuple = ("target",), citation: str = "", defaults=None,
+             domains=None, prepare=None, requires=None, population_ok: bool = True):
+    """Register an attack: ``@register("loss", "LOSS", citation=...)`` on its module's ``score`` function (the
+    one line an attack file needs), or ``register(Attack(...))``. Every parameter must have a declared domain
+    (``DOMAINS`` in the attack's module, ``attacks.domains``) and its default must lie in it."""
+    if isinstance(name, Attack):
+        return _add(name)
+
+    def decorate(score):
+        _add(Attack(name, label or name, tuple(needs), score, citation, dict(defaults or {}), prepare=prepare,
+                    population_ok=population_ok, requires=requires, domains=dict(domains or {})))
+        return score
+
+    return decorate
+
+
+def _add(attack: Attack) -> Attack:
+    undeclared = sorted(set(attack.params) ^ set(attack.domains))
+    if undeclared:
+        raise ValueError(f"attack {attack.name}: parameters and declared domains differ: {', '.join(undeclared)}")
+    attack.check_params(attack.params)  # a default outside its domain is a bug here, not the user's
+    REGISTRY[attack.name] = attack
+    return attack

@@ -42,7 +42,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import SettingsError
-from .base import AttackInputs
+from .base import AttackInputs, register
 from .domains import check_values, flag, number, path
 
 DEFAULTS = {"a": 0.01, "corpus": None, "first_occurrence": True}
@@ -111,6 +111,8 @@ def token_alphas(token_ids: np.ndarray, logprob: np.ndarray, freq: np.ndarray, a
     return np.minimum(p * -np.log(f), a)
 
 
+@register("dc_pdd", "DC-PDD", citation="Zhang et al. 2024 (DC-PDD) §4", defaults=DEFAULTS, prepare=prepare,
+          requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, a: float = 0.01, corpus=None, first_occurrence: bool = True) -> np.ndarray:
     checked = check_params({"a": a, "first_occurrence": first_occurrence})
     a, first_occurrence = checked["a"], checked["first_occurrence"]

@@ -38,7 +38,7 @@ import numpy as np
 
 from ..errors import SettingsError
 from ..gradients import NORMS, compute_grad_norms
-from .base import AttackInputs
+from .base import AttackInputs, register
 from .domains import one_of
 
 DEFAULTS = {"p": "l2", "aggregate": "global", "variant": "default"}
@@ -100,6 +100,9 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     return report
 
 
+@register("gradnorm", "Gradient norm",
+          citation="Rezaei & Liu 2021; MIMIR's variant (arXiv:2402.17012, Duan et al. 2024) has the opposite sign",
+          defaults=DEFAULTS, prepare=prepare, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     p = {**DEFAULTS, **params}
     _check(str(p["p"]), str(p["aggregate"]))

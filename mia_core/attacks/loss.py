@@ -10,8 +10,9 @@ the mean over the scored tokens S, as MIMIR computes it: t = 2..T for GPT-2-styl
 """
 import numpy as np
 
-from .base import AttackInputs, per_text
+from .base import AttackInputs, per_text, register
 
 
+@register("loss", "LOSS", citation="Yeom et al. 2018")
 def score(inputs: AttackInputs) -> np.ndarray:
     return per_text(inputs.scored(), lambda s: -s.loss)

@@ -11,9 +11,10 @@ Both losses are means over tokens t = 2..T of their own tokenisation (all tokens
 """
 import numpy as np
 
-from .base import AttackInputs
+from .base import AttackInputs, register
 
 
+@register("lowercase", "Lowercase ratio", needs=("target", "target_lower"), citation="Carlini et al. 2021 §5.1")
 def score(inputs: AttackInputs) -> np.ndarray:
     out = np.full(len(inputs.texts), np.nan)
     for i, (s, sl) in enumerate(zip(inputs.scored("target"), inputs.scored("target_lower"))):

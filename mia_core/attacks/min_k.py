@@ -13,7 +13,7 @@ for texts shorter than 1/k tokens). The first token is left out unless ``first_t
 """
 import numpy as np
 
-from .base import AttackInputs, per_text
+from .base import AttackInputs, per_text, register
 from .domains import number
 
 DEFAULTS = {"k": 0.2}
@@ -41,6 +41,7 @@ def check_k(k: float, name: str = "min_k") -> float:
     return DOMAINS["k"].check(k, f"{name}.k")
 
 
+@register("min_k", "Min-K%", citation="Shi et al. 2024", defaults=DEFAULTS, domains=DOMAINS)
 def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
     k = check_k(k)
     return per_text(inputs.scored(), lambda s: lowest_mean(s.logprob.astype(np.float64), k))

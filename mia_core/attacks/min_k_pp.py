@@ -16,7 +16,7 @@ MIMIR reports ``-score`` (lower = member).
 """
 import numpy as np
 
-from .base import AttackInputs, per_text
+from .base import AttackInputs, per_text, register
 from .min_k import DEFAULTS, DOMAINS, check_k, lowest_mean  # noqa: F401 - the same k as Min-K%
 
 
@@ -26,6 +26,7 @@ def token_scores(s) -> np.ndarray:
     return z
 
 
+@register("min_k_pp", "Min-K%++", citation="Zhang et al. 2024; SMIA App. A", defaults=DEFAULTS, domains=DOMAINS)
 def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
     k = check_k(k, "min_k_pp")
     return per_text(inputs.scored(), lambda s: lowest_mean(token_scores(s), k))

@@ -30,7 +30,7 @@ import numpy as np
 from ..cache import text_hash
 from ..errors import SettingsError
 from ..neighbours import DEFAULT_GENERATOR, Neighbour, NeighbourSettings, make_generator, parse_generator_spec
-from .base import AttackInputs, scored_tokens
+from .base import AttackInputs, register, scored_tokens
 from .domains import number, one_of, text, whole
 
 DEFAULTS = {"generator": DEFAULT_GENERATOR, "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
@@ -196,6 +196,8 @@ def coupling_warning(settings: NeighbourSettings, target) -> str | None:
             "use an independent proposer (the default masked-lm:embedded, or masked-lm:MODEL)")
 
 
+@register("neighbourhood", "Neighbourhood", needs=("target", "neighbours"), citation="Mattern et al. 2023 §2",
+          defaults={**DEFAULTS, **SCORE_DEFAULTS}, prepare=prepare, domains={**DOMAINS, **SCORE_DOMAINS})
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     data = ensure_neighbours(inputs, settings_from(params))
     need = neighbours_needed(fewer_rule(params, "neighbourhood"), settings_from(params).n)

@@ -43,7 +43,7 @@ import numpy as np
 
 from ..cache import text_hash
 from ..errors import DataError, SettingsError
-from .base import AttackInputs, scored_tokens
+from .base import AttackInputs, register, scored_tokens
 from .domains import check_values, one_of, path, text, whole
 
 DEFAULTS = {"n_shots": 12, "prefix": None, "separator": "", "shots": "first", "seed": 0}
@@ -132,6 +132,8 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     return report
 
 
+@register("recall", "ReCaLL", citation="Xie et al. 2024 §3", defaults=DEFAULTS, prepare=prepare, population_ok=False,
+          requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     cond = inputs.extra.get(EXTRA_KEY)
     if cond is None:

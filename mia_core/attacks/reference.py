@@ -29,7 +29,7 @@ the first included (it is predicted from the BOS/EOS prefix, ``mia_core.stats``)
 """
 import numpy as np
 
-from .base import AttackInputs
+from .base import AttackInputs, register
 from .domains import one_of
 
 FORMS = ("difference", "ratio")
@@ -48,6 +48,9 @@ def requires(params: dict) -> set:
     return {"reference"}
 
 
+@register("ref", "Reference model (log-likelihood difference)", needs=("target", "reference"),
+          citation="Mattern et al. 2023 §3.2 (difference); Carlini et al. 2021 §5.1 (ratio)", defaults=DEFAULTS,
+          requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, form: str = "difference") -> np.ndarray:
     check_form(form)
     out = np.full(len(inputs.texts), np.nan)

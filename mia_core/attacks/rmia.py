@@ -72,7 +72,7 @@ import numpy as np
 from ..cache import text_hash
 from ..errors import SettingsError
 from ..finetune import REFERENCE_MEMBERS, REFERENCES_INDEX
-from .base import AttackInputs, scored_tokens
+from .base import AttackInputs, register, scored_tokens
 from .domains import check_values, flag, number, one_of, text, whole
 
 DEFAULTS = {"references": None, "gamma": 1.0, "a": None, "n_z": None, "seed": 0, "online": False, "out_refs": "pm"}
@@ -392,6 +392,8 @@ def loss_likeness(d: dict, st: dict) -> float | None:
     return round(float(spearmanr(sc[ok], d["px"][ok]).statistic), 4)
 
 
+@register("rmia", "RMIA", citation="Zarifzadeh et al. 2024 §3", defaults=DEFAULTS, prepare=prepare, population_ok=False,
+          requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     st = _settings(params)
     d = inputs.extra.get("rmia")

@@ -54,7 +54,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, SettingsError
-from .base import AttackInputs
+from .base import AttackInputs, register
 from .domains import check_values, flag, number, one_of, path, text, whole
 from .neighbourhood import DEFAULTS as NEIGHBOUR_DEFAULTS
 from .neighbourhood import DOMAINS as NEIGHBOUR_DOMAINS
@@ -533,6 +533,8 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     return report
 
 
+@register("smia", "SMIA", needs=("target", "neighbours", "labels"), citation="Mozaffari & Marathe 2024 §4",
+          defaults=DEFAULTS, prepare=prepare, requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     state = inputs.extra.get("smia_state")
     if state is None:

@@ -14,13 +14,14 @@ import zlib
 
 import numpy as np
 
-from .base import AttackInputs
+from .base import AttackInputs, register
 
 
 def zlib_entropy(text: str) -> int:
     return len(zlib.compress(text.encode("utf-8", "surrogatepass")))
 
 
+@register("zlib", "zlib ratio", citation="Carlini et al. 2021 §5.1")
 def score(inputs: AttackInputs) -> np.ndarray:
     out = np.full(len(inputs.texts), np.nan)
     for i, (t, s) in enumerate(zip(inputs.texts, inputs.scored())):
