@@ -5,7 +5,6 @@
 * ``jobs``      long runs in a background thread, so pages stay usable and a refresh loses nothing.
 * ``tokens``    the per-token view (probabilities, RatioNorm / MaxNorm, coloured HTML spans).
 * ``ui``        page setup, error boxes, verdict banner, stage progress, formatting.
-* ``optional``  access to engine modules other people add (demo set, neighbours, modify).
 """
 
 from . import threadsafe_ast as _threadsafe_ast

@@ -20,8 +20,8 @@ from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.errors import DataError, MiaError
 from mia_core.placement import DECISION_FPRS, incomparable, place_score, run_groups
 from mia_core.runs import list_runs
+from mia_core.demo import demo_corpus_files
 
-from . import optional
 from .loaders import corpus_key, token_counts
 from .ui import fmt_num, fmt_pct, show_error, stage_progress
 
@@ -124,7 +124,7 @@ def reference_counts(lm, corpus: str, upload, stats) -> tuple[np.ndarray, str]:
     """Token counts of the chosen R^TF corpus and a phrase naming it."""
     vocab = lm.vocab_size
     if corpus == "demo":
-        files = optional.demo_corpus_files()
+        files = demo_corpus_files()
         if files:
             texts = tuple(p.read_text(encoding="utf-8", errors="replace") for p in files)
             return (token_counts(lm.identity, corpus_key(texts), lm.tokenizer, texts, vocab),
@@ -253,9 +253,6 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     scatter over the calibration run's SMIA pairs when it has them."""
     from mia_core import plots
 
-    if optional.module("neighbours") is None or optional.module("embeddings") is None:
-        st.info("Neighbour analysis is not available in this installation (`mia_core.neighbours`).")
-        return
     st.caption("Neighbours are copies of the text with one word replaced by a plausible substitute. A text the "
                "model was trained on tends to have a clearly lower loss than its neighbours (Mattern et al. 2023); "
                "SMIA also looks at how far the meaning moved (embedding distance). Generating and scoring them "

@@ -33,6 +33,20 @@ def model_store() -> dict:
     return _store()
 
 
+# The model panel's widget defaults (``dashboard.sidebar``), here so that the start-up preload
+# (:func:`default_models`) reads them without importing the page code.
+DEFAULTS = {
+    "mp_target": "smollm2",
+    "mp_target_custom": "",
+    "mp_reference": "none",
+    "mp_reference_custom": "",
+    "mp_dtype": "auto",
+    "mp_quantize": "none",
+    "mp_device": "auto",
+    "mp_trust": False,
+}
+
+
 def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: str = "auto",
                trust_remote_code: bool = False, _progress=None, _into: dict | None = None):
     """``mia_core.models.load_causal_lm`` once per (spec, dtype, quantize, device, trust_remote_code),
@@ -82,10 +96,9 @@ def default_models() -> list[tuple]:
     """The load settings of the models the pages' defaults use first: the bundled demo's target and
     its reference (the Calibration and Document pages' default source), with the sidebar's default
     dtype, quantisation and device. Empty when the demo is not installed."""
-    from .optional import demo_paths, demo_reference
-    from .sidebar import DEFAULTS
+    from mia_core.demo import demo_reference, installed_demo
 
-    demo = demo_paths()
+    demo = installed_demo()
     if not demo or not demo.get("target"):
         return []
     d = (DEFAULTS["mp_dtype"], DEFAULTS["mp_quantize"], DEFAULTS["mp_device"], bool(DEFAULTS["mp_trust"]))

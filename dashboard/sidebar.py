@@ -15,9 +15,9 @@ import streamlit as st
 from mia_core.errors import MiaError
 from mia_core.models import DTYPES, EMBEDDED_NAME, QUANTIZE
 from mia_core.report import fmt_bytes, fmt_seconds
+from mia_core.demo import installed_demo
 
-from . import optional
-from .loaders import load_model, load_with_progress
+from .loaders import DEFAULTS, load_model, load_with_progress  # noqa: F401 - DEFAULTS: the panel's widget defaults
 from .ui import md_text
 
 EMBEDDED_LABEL = "SmolLM2-135M (embedded)"  # short: the sidebar's select box cuts longer names
@@ -29,18 +29,6 @@ _LABELS = {
     "custom": "Hub id, folder or .gguf…",
     "none": "None",
 }
-DEFAULTS = {
-    "mp_target": "smollm2",
-    "mp_target_custom": "",
-    "mp_reference": "none",
-    "mp_reference_custom": "",
-    "mp_dtype": "auto",
-    "mp_quantize": "none",
-    "mp_device": "auto",
-    "mp_trust": False,
-}
-
-
 @dataclass
 class ModelPanel:
     """What the user chose in the sidebar, and the loaded models (None when not loaded / failed)."""
@@ -134,7 +122,7 @@ def target_choice(source: str | None) -> tuple[str, str] | None:
         return None
     if source == EMBEDDED_NAME:
         return "smollm2", ""
-    demo = optional.demo_paths()
+    demo = installed_demo()
     if demo and demo.get("target") and Path(source) == Path(str(demo["target"])).resolve():
         return "demo", ""
     return "custom", source
@@ -177,7 +165,7 @@ def model_panel(*, load: bool = True, need_reference: bool = True) -> ModelPanel
     ``need_reference=False`` leaves the reference unloaded (pages that cannot use one). With
     ``load=False`` a page may call ``panel.load()`` later, once it knows it needs the models.
     """
-    demo = optional.demo_paths()
+    demo = installed_demo()
     target_opts = [o for o in TARGET_OPTIONS if o != "demo" or demo]
     if st.session_state.get("mp_target") not in target_opts:
         st.session_state["mp_target"] = "smollm2"

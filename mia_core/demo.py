@@ -16,6 +16,7 @@ base, the embedded model, is the natural reference model.
 """
 from __future__ import annotations
 
+from pathlib import Path
 
 from .errors import DataError
 from .models import EMBEDDED_NAME, TARGET_MARKER
@@ -39,6 +40,26 @@ def demo_paths() -> dict:
     if missing:
         raise DataError(f"the bundled demo is incomplete, missing: {', '.join(missing)}.")
     return {**paths, "reference": EMBEDDED_NAME}
+
+
+def installed_demo() -> dict | None:
+    """:func:`demo_paths` when the demo's files are installed, else None (a page then offers no demo)."""
+    try:
+        paths = demo_paths()
+    except DataError:
+        return None
+    return paths if all(Path(str(paths[k])).exists() for k in ("members", "nonmembers")) else None
+
+
+def demo_reference(demo: dict) -> str:
+    """The demo's reference model spec (the embedded model unless the demo names another)."""
+    return str(demo.get("reference") or EMBEDDED_NAME)
+
+
+def demo_corpus_files() -> list[Path]:
+    """The bundled demo texts (``mia_core/assets/demo/*.txt``): the default frequency corpus of the Inspect
+    page and the Controlled-experiment page's corpus."""
+    return sorted(p for p in DEMO_DIR.glob("*.txt") if p.is_file()) if DEMO_DIR.is_dir() else []
 
 
 def demo_dataset():

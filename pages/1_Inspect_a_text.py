@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import optional, tokens
+from dashboard import tokens
 from dashboard.inspect import (
     attack_scores, calibration_runs, neighbour_section, placement_rows, reference_counts, related_run,
 )
@@ -22,6 +22,7 @@ from mia_core import plots
 from mia_core.cache import text_hash
 from mia_core.documents.dictionaries import token_frequency
 from mia_core.errors import MiaError
+from mia_core.demo import demo_corpus_files
 
 DEFAULT_TEXT = (
     "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing "
@@ -72,7 +73,7 @@ else:
             text_error = str(e)
 
 with st.expander("Options", expanded=False):
-    corpus_opts = (["demo"] if optional.demo_corpus_files() else []) + ["self", "upload"]
+    corpus_opts = (["demo"] if demo_corpus_files() else []) + ["self", "upload"]
     corpus_labels = {"demo": "the bundled demo corpus", "upload": "a corpus I upload (.txt)", "self": "this text itself"}
     corpus = st.radio("Token frequencies R^TF (for RatioNorm, MaxNorm and rarity) come from", corpus_opts,
                       format_func=corpus_labels.get, key="inspect_corpus",

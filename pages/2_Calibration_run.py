@@ -10,7 +10,6 @@ from pathlib import Path
 
 import streamlit as st
 
-from dashboard import optional
 from dashboard.calibration import (
     UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs, run_estimate,
 )
@@ -26,6 +25,8 @@ from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
 from mia_core.pipeline import uses_reference
+from mia_core.demo import demo_reference, installed_demo
+from mia_core.modify import VARIANTS as MODIFY_VARIANTS
 
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read just to estimate the run's time
 
@@ -39,7 +40,7 @@ st.markdown("Score texts known to be in the training data (**members**) and text
 
 # ------------------------------------------------------------------ data
 st.subheader("1 · Data")
-demo = optional.demo_paths()
+demo = installed_demo()
 # the split a Controlled experiment wrote in this session: offered as a source, so its files need no upload
 cx = {k: st.session_state.get(f"controlled_{k}") for k in ("target", "members", "nonmembers", "population", "reference")}
 have_cx = bool(cx["members"] and cx["nonmembers"] and Path(cx["members"]).is_file() and Path(cx["nonmembers"]).is_file())
@@ -151,16 +152,12 @@ learns = learning_attacks(chosen)
 if learns:
     split = st.slider(f"Train/evaluation split: share of texts used to train {', '.join(REGISTRY[a].label for a in learns)} "
                       "(every attack is reported on the held-out rest)", 0.1, 0.9, 0.5, 0.05, key="cal_split")
-modify_mod = optional.module("modify")
 modify_variants: list = []
-if modify_mod is not None and hasattr(modify_mod, "run_modified"):
-    if st.checkbox("Also evaluate on modified members (one word duplicated / deleted / added, SMIA §5.2)",
-                   key="cal_modify", help="An auditor rarely holds the exact training string: how robust is each "
-                                          "attack to a one-word edit? Re-runs the attacks once per variant."):
-        modify_variants = st.multiselect("Variants", list(modify_mod.VARIANTS), default=list(modify_mod.VARIANTS),
-                                         key="cal_modify_variants")
-else:
-    st.caption("Modified-member comparison: not available in this installation (`mia_core.modify`).")
+if st.checkbox("Also evaluate on modified members (one word duplicated / deleted / added, SMIA §5.2)",
+               key="cal_modify", help="An auditor rarely holds the exact training string: how robust is each "
+                                      "attack to a one-word edit? Re-runs the attacks once per variant."):
+    modify_variants = st.multiselect("Variants", list(MODIFY_VARIANTS), default=list(MODIFY_VARIANTS),
+                                     key="cal_modify_variants")
 with st.expander("Advanced"):
     c = st.columns(4)
     n_boot = int(c[0].number_input("Bootstrap resamples (CIs)", 0, 10000, 1000, 100, key="cal_boot"))
@@ -212,13 +209,13 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             raise SettingsError("choose at least one attack.")
         cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
                            blind=blind, dataset=inputs.dataset, population=inputs.population,
-                           reference=optional.demo_reference(demo) if use_demo_models else panel.reference)
+                           reference=demo_reference(demo) if use_demo_models else panel.reference)
         cfg.score_first_token = True if first_token else None  # None: as the model was trained (stats)
         engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         if use_demo_models:
             target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
                                         panel.trust_remote_code, label="Loading the demo target")
-            reference = load_with_progress(optional.demo_reference(demo), panel.dtype, "none", panel.device,
+            reference = load_with_progress(demo_reference(demo), panel.dtype, "none", panel.device,
                                            panel.trust_remote_code, label="Loading the reference")
         else:
             if panel.target is None:

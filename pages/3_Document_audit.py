@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import optional
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
@@ -30,6 +29,7 @@ from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
 from mia_core.results import csv_text
 from mia_core.metrics import NOT_ESTIMABLE
+from mia_core.demo import installed_demo
 
 RESULT_KEY = "doc_audit_result"
 PRECISION_KEY = "doc_audit_precision"
@@ -68,7 +68,7 @@ def _read_docs(role: str, uploads, paths_text: str, strip: bool):
 
 # ------------------------------------------------------------------ data
 st.subheader("1 · Books")
-demo = optional.demo_paths()
+demo = installed_demo()
 source = st.radio("Books from", (["demo"] if demo else []) + ["upload", "paths"], horizontal=True, key="doc_source",
                   format_func={"demo": "Bundled demo", "upload": "Upload files",
                                "paths": "Folders or files on this machine"}.get,

@@ -22,13 +22,13 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from dashboard import optional
 from dashboard.sidebar import model_panel
 from dashboard.ui import fmt_num, fmt_seconds, page_setup, show_error
 from mia_core import plots
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME
 from mia_core.paths import cache_subdir
+from mia_core.demo import demo_corpus_files
 
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 CALIBRATION_PAGE = "pages/2_Calibration_run.py"
@@ -47,7 +47,7 @@ st.markdown(
 
 # ------------------------------------------------------------------ corpus
 st.subheader("1 · Corpus")
-demo_files = [p for p in optional.demo_corpus_files() if p.stem in ("members", "nonmembers", "population")]
+demo_files = [p for p in demo_corpus_files() if p.stem in ("members", "nonmembers", "population")]
 sources = (["demo"] if demo_files else []) + ["upload"]
 source = st.radio("Corpus", sources, horizontal=True, key="cx_source", label_visibility="collapsed",
                   format_func={"demo": "Bundled demo corpus", "upload": "Upload a corpus"}.get)

@@ -411,9 +411,9 @@ def test_controlled_page_validates_before_training(tmp_path):
     _no_exception(at)
     assert any("experiment name" in e for e in _errors(at)), _errors(at)
 
-    from dashboard import optional
+    from mia_core.demo import demo_corpus_files
 
-    if any(p.stem == "members" for p in optional.demo_corpus_files()):
+    if any(p.stem == "members" for p in demo_corpus_files()):
         at.text_input(key="cx_name").input("tiny")
         at.number_input(key="cx_max_texts").set_value(5)  # 5 texts: 2 members, 2 non-members, 1 population
         at.button(key="cx_go").click().run()
@@ -425,9 +425,9 @@ def test_controlled_page_validates_before_training(tmp_path):
 
 def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     """A real (tiny) fine-tune from the page: 20 demo passages, full fine-tuning of a tiny Llama."""
-    from dashboard import optional
+    from mia_core.demo import demo_corpus_files
 
-    if not any(p.stem == "members" for p in optional.demo_corpus_files()):
+    if not any(p.stem == "members" for p in demo_corpus_files()):
         pytest.skip("no bundled demo corpus")
     at = _app(CX_PAGE)
     at.number_input(key="cx_max_texts").set_value(20)  # 8 members, 8 non-members, 4 population
