@@ -119,14 +119,7 @@ def run(args) -> int:
                                     features=args.features, alpha=args.alpha, folds=args.folds,
                                     n_permutations=args.permutations, seed=args.seed, prefix=args.prefix,
                                     params=params, use_cache=not args.no_cache, load=load, progress=bar)
-    print()
-    print(res.summary_text())
-    if args.out:
-        out = Path(args.out)
-        with staged_output(args.out, overwrite=args.overwrite) as tmp:
-            paths = {k: final_path(v, tmp, out) for k, v in res.save(tmp).items()}
-        print(f"\nwrote {paths['summary']}, {paths['scores']} and {paths['report']} in {time.time() - t_start:.0f}s")
-    return 0
+    return _report(res, args, t_start)
 
 
 def _books(args, model, t_start) -> int:
@@ -160,6 +153,11 @@ def _books(args, model, t_start) -> int:
             load=lambda spec: load_causal_lm(spec, dtype=args.dtype, device=args.device,
                                              trust_remote_code=args.trust_remote_code, progress=bar),
             progress=bar)
+    return _report(res, args, t_start)
+
+
+def _report(res, args, t_start: float) -> int:
+    """Print the result; with ``--out``, publish its files in one rename."""
     print()
     print(res.summary_text())
     if args.out:
