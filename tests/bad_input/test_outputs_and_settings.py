@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import assert_one_error, stop_model_loads
+from helpers import assert_one_error
 from mia_core import outputs
 from mia_core.cli import main
 from mia_core.documents import Document, check_document_overlap
@@ -23,16 +23,6 @@ from mia_core.outputs import OUTPUT_MARKER, check_output_dir, staged_output, wri
 
 MEMBERS = "The first member text of this small set.\nThe second member text, a little longer.\nA third member.\n"
 NONMEMBERS = "A non-member sentence that was never trained on.\nAnother unseen non-member text here.\nA third one.\n"
-
-
-@pytest.fixture
-def no_model(monkeypatch):
-    """Any attempt to load a model (or to start the masked-LM audit or fine-tuning) fails the test."""
-    def boom(*a, **k):
-        raise AssertionError("a model was loaded for input that should be refused first")
-
-    stop_model_loads(monkeypatch, boom)
-    return boom
 
 
 @pytest.fixture

@@ -17,7 +17,7 @@ import math
 import numpy as np
 import pytest
 
-from helpers import assert_one_error, run_mia, stop_model_loads
+from helpers import assert_one_error, run_mia
 from mia_core.attacks import REGISTRY, check_params
 from mia_core.cli import main
 from mia_core.errors import DataError, MiaError, SettingsError
@@ -26,16 +26,6 @@ MEMBERS = "The first member text of this small set.\nThe second member text, a l
           "A fourth member text.\n"
 NONMEMBERS = "A non-member sentence that was never trained on.\nAnother unseen non-member text here.\n" \
              "A third one.\nAnd a fourth non-member.\n"
-
-
-@pytest.fixture
-def no_model(monkeypatch):
-    """Loading a model fails the test: every case here must be refused first."""
-    def boom(*a, **k):
-        raise AssertionError("a model was loaded for a parameter that should be refused first")
-
-    stop_model_loads(monkeypatch, boom)
-    return boom
 
 
 @pytest.fixture
