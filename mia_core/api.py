@@ -49,10 +49,10 @@ def _texts(texts, what: str) -> list[str]:
         from .data import read_texts
 
         return [r.text for r in read_texts(texts)]
-    out = [str(t) for t in texts]
-    if any(not isinstance(t, str) for t in texts):
+    items = list(texts)  # once: a generator is read here, not exhausted by the check below
+    if any(not isinstance(t, str) for t in items):
         raise DataError(f"{what}: give texts (strings) or a file path")
-    return out
+    return items
 
 
 def _config(attacks, params, *, prefix: str, first_token, cache: bool, n_bootstrap: int = 0, seed: int = 0,

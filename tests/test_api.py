@@ -114,3 +114,10 @@ def test_audit_mlm_and_documents_take_texts():
     docs = _documents(["one book text", "another book"], "members")
     assert [d.name for d in docs] == ["m0001", "m0002"] and all(isinstance(d, Document) for d in docs)
     assert _documents(docs, "members") is not docs and _documents(docs, "members") == docs
+
+
+def test_texts_may_come_from_a_generator_and_non_texts_are_refused(tiny):
+    df = mia_core.score((t for t in TEXTS), tiny, attacks="loss", device="cpu", cache=False)
+    assert len(df) == len(TEXTS)
+    with pytest.raises(DataError, match="give texts"):
+        mia_core.score((x for x in [1, 2, 3]), tiny, device="cpu")
