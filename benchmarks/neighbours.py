@@ -9,7 +9,7 @@ Prints, for the neighbour generator (default: the embedded independent proposer,
 2. time(neighbourhood attack) / time(LOSS alone) on the same texts, split into generation and
    scoring of ``--score-n`` neighbours (default 25): scoring n neighbours plus the text costs
    about n + 1 LOSS passes when each neighbour runs whole; neighbours that share their text's
-   first tokens run from where they differ (``mia_core.stats._run_families``), and the script
+   first tokens run from where they differ (``mia_core.stats.families._run_families``), and the script
    also times them run whole to show the saving;
 3. the Inspect page's path for one paragraph and 25 neighbours: cold (proposer loaded, nothing
    cached) and warm (proposer loaded), up to the table the page draws;
@@ -121,8 +121,11 @@ def main() -> None:
         compute_stats(lm, flat, use_cache=False)
         t_score = time.perf_counter() - t
         from mia_core import stats as S
+        from mia_core.stats import compute as SC
+        from mia_core.stats import families as SF
+        from mia_core.stats import windows as SW
 
-        fams = S._families([S._Job(i, x, S.tokenize(lm, x), S.prefix_token_id(lm.tokenizer), 10**9, 0, False)
+        fams = SF._families([SW._Job(i, x, S.tokenize(lm, x), S.prefix_token_id(lm.tokenizer), 10**9, 0, False)
                             for i, x in enumerate(flat)])
         run = sum(len(b.seq) + sum(len(j.seq) - p for j, p in m) for b, m in fams)
         in_fam = sum(1 + len(m) for _, m in fams)
@@ -134,12 +137,12 @@ def main() -> None:
         print(f"  shared prefixes: {in_fam} of {len(flat)} neighbours scored from where they differ from their "
               f"text; {run} of {total} tokens run ({run / total:.0%}; the floor without sharing is about "
               f"{len(flat) / len(texts):.0f}x LOSS)")
-        real = S._run_families
-        S._run_families = lambda *a, **k: []
+        real = SC._run_families
+        SC._run_families = lambda *a, **k: []
         t = time.perf_counter()
         compute_stats(lm, flat, use_cache=False)
         t_plain = time.perf_counter() - t
-        S._run_families = real
+        SC._run_families = real
         print(f"  every neighbour run whole instead: {t_plain:.1f}s = {t_plain / t_loss:.1f}x LOSS "
               f"(sharing prefixes is {t_plain / t_score:.2f}x faster)")
 

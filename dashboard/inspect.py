@@ -23,6 +23,7 @@ from mia_core.runs import list_runs
 from mia_core.demo import demo_corpus_files
 
 from .loaders import corpus_key, token_counts
+from .options import worded
 from .ui import fmt_num, fmt_pct, show_error, stage_progress
 
 SEQUENCE_NEEDS = {"target", "target_lower", "reference"}
@@ -83,7 +84,7 @@ def attack_scores(res: dict, run=None) -> tuple[dict[str, tuple[str, float]], li
         try:
             out[name] = (a.label, float(a.score(inputs, **kw)[0]))
         except MiaError as e:
-            notes.append(f"{a.label}: {e}")
+            notes.append(f"{a.label}: {worded(e)}")
     return out, notes
 
 
@@ -170,14 +171,11 @@ def neighbour_spans(text: str, replaced) -> list[tuple[int, int]]:
 def neighbour_settings(run=None, n: int | None = None):
     """The calibration run's neighbour settings when it used a neighbour attack (so the scatter
     compares like with like), else the neighbourhood attack's defaults; ``n`` overrides."""
-    from mia_core.attacks.neighbourhood import DEFAULTS, settings_from
+    from mia_core.attacks.neighbourhood import settings_from
 
-    params = dict(DEFAULTS)
-    if run is not None:
-        for name in ("smia", "neighbourhood"):
-            if name in (run.config.get("attacks") or []):
-                params.update({k: v for k, v in ((run.config.get("params") or {}).get(name) or {}).items() if k in DEFAULTS})
-                break
+    ran = (run.config.get("attacks") or []) if run is not None else []
+    name = next((a for a in ("smia", "neighbourhood") if a in ran), "neighbourhood")
+    params = REGISTRY[name].kwargs((run.config.get("params") or {}) if run is not None else None)
     if n is not None:
         params["n"] = int(n)
     return settings_from(params)

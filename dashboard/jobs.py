@@ -24,6 +24,8 @@ import streamlit as st
 
 from mia_core.errors import MiaError
 
+from .options import worded
+
 log = logging.getLogger("mia_dashboard.jobs")
 
 
@@ -122,7 +124,7 @@ class JobRegistry:
                 job.result = fn(_Reporter(job))
                 job.status = "done"
             except MiaError as e:
-                job.error = str(e)
+                job.error = worded(e)  # its settings named as the pages name them
                 job.status = "error"
             except Exception as e:  # noqa: BLE001 - a bug: log the traceback, show one line
                 log.error("job %s failed:\n%s", job.id, traceback.format_exc())

@@ -138,20 +138,14 @@ def load_with_progress(spec: str, dtype: str = "auto", quantize: str = "none", d
         slot.empty()
 
 
-def _corpus_counts(tokenizer, texts: list[str], vocab_size: int) -> np.ndarray:
-    counts = np.zeros(vocab_size, dtype=np.int64)
-    for t in texts:
-        for start in range(0, len(t), 200_000):  # tokenise big corpora in slices
-            ids = tokenizer(t[start:start + 200_000], add_special_tokens=False, verbose=False)["input_ids"]
-            if ids:
-                counts += np.bincount(np.asarray(ids, dtype=np.int64), minlength=vocab_size)[:vocab_size]
-    return counts
-
-
 @st.cache_data(show_spinner=False, max_entries=8)
 def token_counts(model_identity: str, corpus_key: str, _tokenizer, _texts: tuple[str, ...], vocab_size: int) -> np.ndarray:
-    """Token counts of a reference corpus under a model's tokenizer (cached by model and corpus hash)."""
-    return _corpus_counts(_tokenizer, list(_texts), vocab_size)
+    """Token counts of a reference corpus under a model's tokenizer, one per id below ``vocab_size``
+    (``mia_core.token_frequency.count_tokens``, DC-PDD's counter; cached by model and corpus hash)."""
+    from mia_core.token_frequency import count_tokens
+
+    counts = count_tokens(_tokenizer, list(_texts))[:vocab_size]
+    return np.pad(counts, (0, vocab_size - len(counts)))
 
 
 def corpus_key(texts) -> str:

@@ -14,10 +14,11 @@ import streamlit as st
 
 from mia_core.errors import MiaError
 from mia_core.models import DTYPES, EMBEDDED_NAME, QUANTIZE
-from mia_core.report import fmt_bytes, fmt_seconds
+from mia_core.formatting import fmt_bytes, fmt_seconds
 from mia_core.demo import installed_demo
 
 from .loaders import DEFAULTS, load_model, load_with_progress  # noqa: F401 - DEFAULTS: the panel's widget defaults
+from .options import worded
 from .ui import md_text
 
 EMBEDDED_LABEL = "SmolLM2-135M (embedded)"  # short: the sidebar's select box cuts longer names
@@ -221,10 +222,10 @@ def _load_into(panel: ModelPanel, need_reference: bool) -> None:
             panel.target = load_with_progress(panel.target_spec, panel.dtype, panel.quantize, panel.device,
                                               panel.trust_remote_code, where=st.sidebar, label="Loading")
         except MiaError as e:
-            panel.target_error = str(e)
+            panel.target_error = worded(e)
     if need_reference and panel.reference_spec and panel.reference_error is None:
         try:
             panel.reference = load_with_progress(panel.reference_spec, panel.dtype, "none", panel.device,
                                                  panel.trust_remote_code, where=st.sidebar, label="Loading reference")
         except MiaError as e:
-            panel.reference_error = str(e)
+            panel.reference_error = worded(e)

@@ -1,14 +1,16 @@
 """Small Streamlit helpers shared by the pages: page setup, error boxes, verdict banner, stage
-progress, and people-friendly formatting (re-exported from ``mia_core.report``)."""
+progress, and people-friendly formatting (re-exported from ``mia_core.formatting``)."""
 from __future__ import annotations
 
 import re
 
 import streamlit as st
 
-from mia_core.report import (  # noqa: F401 - re-exported for the pages
+from mia_core.formatting import (  # noqa: F401 - re-exported for the pages
     fmt_auc, fmt_bytes, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, fpr_label,
 )
+
+from .options import worded
 
 AUC_EXPLAINER = (
     "An attack gives every text a score; the **AUC** is the probability that a random member "
@@ -50,8 +52,9 @@ def md_text(s) -> str:
 
 def show_error(e: Exception | str) -> None:
     """A user-facing error: one clear sentence in a red box, never a traceback. Its text is shown as text
-    (:func:`md_text`): a name in it cannot render as Markdown (a link, an image) or add a line."""
-    st.error(md_text(e))
+    (:func:`md_text`): a name in it cannot render as Markdown (a link, an image) or add a line. The settings
+    a ``MiaError`` is about are named as the pages name them (:func:`dashboard.options.worded`)."""
+    st.error(md_text(worded(e)))
 
 
 def known_truth_banner(known: dict | None) -> bool:
@@ -154,19 +157,11 @@ def stage_eta(stage, elapsed: float, current: bool) -> str:
 
 
 def early_table(partial: dict):
-    """Early results of a running calibration: one row per attack, AUC and TPR at 1 % / 10 % FPR."""
-    import pandas as pd
+    """Early results of a running calibration: one row per attack, AUC and TPR at 1 % / 10 % FPR
+    (the rows of ``mia_core.metrics.metrics_rows``, without CIs)."""
+    from mia_core.metrics import metrics_frame
 
-    from mia_core.metrics import NOT_ESTIMABLE, tpr_estimable
-
-    rows = []
-    for name, m in partial.items():
-        t = m.get("tpr_at_fpr") or {}
-        row = {"Attack": m.get("label") or name, "AUC": fmt_auc(m.get("auc"))}
-        for f, k in ((0.01, "0.01"), (0.1, "0.1")):
-            row[f"TPR@{fpr_label(f)} FPR"] = fmt_pct(t.get(k)) if tpr_estimable(f, m.get("n_nonmembers")) else NOT_ESTIMABLE
-        rows.append(row)
-    return pd.DataFrame(rows).set_index("Attack")
+    return metrics_frame(partial, fprs=(0.01, 0.1), with_ci=False, with_n=False).set_index("Attack")
 
 
 def stage_progress(container):

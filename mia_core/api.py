@@ -27,8 +27,6 @@ from typing import Sequence
 
 __all__ = ["RunPlan", "audit", "audit_documents", "audit_mlm", "infer_dataset", "load", "plan_run", "score"]
 
-SCORE_ATTACKS = ("loss", "zlib", "min_k", "min_k_pp")  # the one-pass attacks a reference-free score runs
-
 
 def _model(spec, *, dtype: str = "auto", device: str = "auto", quantize: str = "none",
            trust_remote_code: bool = False):
@@ -57,10 +55,11 @@ def _texts(texts, what: str) -> list[str]:
 
 def _config(attacks, params, *, prefix: str, first_token, cache: bool, n_bootstrap: int = 0, seed: int = 0,
             split=None, blind: bool = True, population_alpha: float = 0.1):
+    from .attacks import DEFAULT_ATTACKS
     from .pipeline import RunConfig
     from .stats import StatsSettings
 
-    names = attacks.split(",") if isinstance(attacks, str) else list(attacks)
+    names = list(DEFAULT_ATTACKS) if attacks is None else attacks.split(",") if isinstance(attacks, str) else list(attacks)
     return RunConfig(attacks=names, params=dict(params or {}), stats=StatsSettings(prefix=prefix), use_cache=cache,
                      n_bootstrap=n_bootstrap, seed=seed, split=split, blind=blind, population_alpha=population_alpha,
                      score_first_token=first_token)
@@ -128,7 +127,7 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
     from .attacks import REGISTRY, default_attacks
     from .estimate import count_tokens, describe_estimate, estimate_seconds
     from .pipeline import plan_attacks
-    from .report import fmt_seconds
+    from .formatting import fmt_seconds
 
     params = dict(params or {})
     spec = attacks if attacks is not None else default_attacks(have_reference=bool(reference))
@@ -173,7 +172,7 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
                    seconds=seconds)
 
 
-def score(texts, model=None, attacks=SCORE_ATTACKS, reference=None, *, population=None, params: dict | None = None,
+def score(texts, model=None, attacks=None, reference=None, *, population=None, params: dict | None = None,
           prefix: str = "auto", first_token: bool | None = None, cache: bool = True, dtype: str = "auto",
           device: str = "auto", progress=None):
     """Membership scores of unlabelled texts, one row per text (higher = more likely a member).
@@ -184,8 +183,9 @@ def score(texts, model=None, attacks=SCORE_ATTACKS, reference=None, *, populatio
         The texts to score (a path: read as ``mia run`` reads a file).
     model : LoadedModel or str, optional
         The audited causal LM or its spec; None: the embedded SmolLM2-135M.
-    attacks : str or list of str
-        Attack names (default the one-pass attacks LOSS, zlib, Min-K%, Min-K%++). Attacks that learn
+    attacks : str or list of str, optional
+        Attack names (None: ``mia_core.attacks.DEFAULT_ATTACKS``, the one-pass attacks LOSS, zlib, Min-K%,
+        Min-K%++; ``ref`` is not added for a reference given). Attacks that learn
         from labels (SMIA) cannot run without labels; ``ref`` needs ``reference``; ReCaLL and RMIA need
         ``population``.
     reference : LoadedModel or str, optional

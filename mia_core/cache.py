@@ -171,7 +171,7 @@ class ArrayCache:
         except OSError as e:
             raise SettingsError(f"cannot write to the cache folder {self.dir} ({e.strerror or type(e).__name__}): "
                                 "free some space there, set MIA_CACHE_DIR to another folder, or run without the "
-                                "cache (--no-cache)") from None
+                                "cache ({cache})", options=("cache",)) from None
 
     def _put(self, h: str, arrays: dict[str, np.ndarray], suffix: str) -> None:
         if not self.enabled or self.read_only:
@@ -367,7 +367,7 @@ def plan_clear(include_models: bool = False, include_runs: bool = False, root: P
     """What ``cache clear`` would remove (nothing is removed here). ``SettingsError`` (one line) when the
     folder cannot be read, or holds things but nothing the cache wrote (MIA_CACHE_DIR pointing at the
     wrong folder)."""
-    from .models.causal import CONVERTED_MARKER
+    from .models.gguf import CONVERTED_MARKER
 
     root = Path(root) if root is not None else cache_root(writable=False)
     plan = ClearPlan(root=root)

@@ -3,6 +3,18 @@
 The CLI prints ``MiaError`` messages as one line and exits non-zero; the dashboard
 shows them in an ``st.error`` box. Anything else escaping is a bug.
 
+**An error names the problem; the front end names the control.** A message about a setting
+writes the setting as ``{name}``, the API's parameter name, and lists it in ``options``::
+
+    raise SettingsError("{batch_tokens} must be at least 1, got 0", options=("batch_tokens",))
+
+``str(e)`` reads "batch_tokens must be at least 1, got 0" (what a Python user passes);
+:meth:`MiaError.worded` puts each front end's own word there: the CLI its flag
+(``mia_core.cli.flag_names``: "--batch-tokens"), a page its widget's label or a description
+(``dashboard.options.LABELS``: "the batch size (tokens)"). Only the listed names are replaced, so braces
+in a file name or a user's text are left as they are. A note that is not an error but names settings the
+same way (a skipped attack's reason) is a :class:`Worded` string; :func:`in_words` words either.
+
 :func:`safe_text` is how every message that may carry a user string (a file or zip-member name,
 a text id, a model name) is printed: control characters escaped, one line.
 """
@@ -12,7 +24,47 @@ import re
 
 
 class MiaError(Exception):
-    """A problem the user can fix (bad input, unknown model, too little data...)."""
+    """A problem the user can fix (bad input, unknown model, too little data...).
+
+    ``options``: the settings the message is about, by their API parameter names, each written
+    ``{name}`` in ``message`` (see the module docstring); a :class:`Worded` message brings its own."""
+
+    def __init__(self, message: str = "", *, options: tuple[str, ...] | list[str] = ()):
+        self.template = getattr(message, "template", None) or str(message)
+        self.options = tuple(dict.fromkeys((*getattr(message, "options", ()), *options)))
+        super().__init__(self.worded())
+
+    def worded(self, names: "dict[str, str] | None" = None) -> str:
+        """The message with each option as ``names`` calls it (its API name where ``names`` has none)."""
+        return _word(self.template, self.options, names)
+
+
+def _word(template: str, options: tuple[str, ...], names: "dict[str, str] | None") -> str:
+    out = template
+    for o in options:
+        out = out.replace("{" + o + "}", (names or {}).get(o, o))
+    return out
+
+
+class Worded(str):
+    """A note about settings that is not an error (a skipped attack's reason): a ``str`` that reads with
+    the API's names, written and worded like a :class:`MiaError` message (``Worded("needs {reference}",
+    ("reference",))``; ``.worded(names)``)."""
+
+    def __new__(cls, template: str, options: tuple[str, ...] | list[str] = ()):
+        self = super().__new__(cls, _word(str(template), tuple(options), None))
+        self.template, self.options = str(template), tuple(options)
+        return self
+
+    def worded(self, names: "dict[str, str] | None" = None) -> str:
+        return _word(self.template, self.options, names)
+
+
+def in_words(text, names: "dict[str, str] | None" = None) -> str:
+    """``text`` (a :class:`MiaError`, a :class:`Worded` note, or anything else) with its options as
+    ``names`` calls them; anything else as ``str(text)``."""
+    worded = getattr(text, "worded", None)
+    return worded(names) if callable(worded) else str(text)
 
 
 class DataError(MiaError):

@@ -88,7 +88,7 @@ def estimate_seconds(n_tokens: int, n_params: float | None = None, device="cpu")
 def describe_estimate(n_texts: int, passes: list[str], n_tokens: int, n_params: float | None = None,
                       device="cpu", cached: int = 0) -> str:
     """One line for a page or a CLI: what will run and about how long it takes."""
-    from .report import fmt_seconds
+    from .formatting import fmt_seconds
 
     if not passes:
         return ""

@@ -188,7 +188,8 @@ def _prepare_out(out_dir: Path, overwrite: bool, marker: str = TARGET_MARKER, ki
             if not ((out_dir / marker).exists() or (out_dir / OUTPUT_MARKER).exists()):
                 raise SettingsError(f"{out_dir} is not empty and is not a {kind} folder: refusing to overwrite it.")
             if not overwrite:
-                raise SettingsError(f"{out_dir} is not empty: choose a new folder or pass overwrite (--overwrite).")
+                raise SettingsError(f"{out_dir} is not empty: choose a new folder or pass {{overwrite}}.",
+                                    options=("overwrite",))
 
 
 def _versions() -> dict:

@@ -47,7 +47,7 @@ from .cache import ArrayCache, text_hash
 from .errors import SettingsError
 from .models import LoadedModel
 from .progress import Progress, noop
-from .stats import StatsSettings, prefix_key, resolve_prefix, tokenize
+from .stats import StatsSettings, prefix_key, resolve_prefix, tokenize, window_starts
 
 GRADIENTS_VERSION = 2  # 2: a tensor the loss does not reach is NaN (was 0), left out of every aggregate
 NORMS = ("l1", "l2", "linf")
@@ -116,7 +116,8 @@ def check_model(lm: LoadedModel) -> None:
     """``SettingsError`` for a model whose weights have no gradient (int8/int4 quantisation)."""
     if lm.quantize != "none":
         raise SettingsError(f"the gradient-norm attack needs an unquantised target ({lm.name} is {lm.quantize}): "
-                            "gradients with respect to quantised weights do not exist; load it with --quantize none")
+                            "gradients with respect to quantised weights do not exist; load it with {quantize} none",
+                            options=("quantize",))
 
 
 def compute_grad_norms(
@@ -186,25 +187,19 @@ def _unique_params(model) -> list[tuple[str, object]]:
 
 def windows_of(ids: np.ndarray, prefix: int | None, context: int, first_token: bool) -> tuple[list, int]:
     """The scored windows of one text: ``[(input ids, target mask)]`` and the number of scored
-    tokens. Windows as ``mia_core.stats`` cuts them (C tokens, stride C-1); the target mask
-    marks the positions whose next-token prediction is scored (text tokens 2..n, or 1..n
+    tokens. Windows as ``mia_core.stats`` cuts them (C tokens, stride C-1: ``window_starts``); the
+    target mask marks the positions whose next-token prediction is scored (text tokens 2..n, or 1..n
     with ``first_token``; the text's first token is only ever predicted from the prefix)."""
     seq = np.concatenate([[prefix], ids]).astype(np.int64) if prefix is not None else ids.astype(np.int64)
     offset = 1 if prefix is not None else 0  # seq position of text token 0
     first_scored = offset + (0 if first_token else 1)  # first seq position whose prediction is scored
     out, n = [], 0
-    if len(seq) < 2:
-        return out, 0
-    s = 0
-    while True:
+    for s in window_starts(len(seq), context):
         win = seq[s : s + context]
         tgt_pos = np.arange(s + 1, s + len(win))  # seq positions predicted in this window
         mask = tgt_pos >= max(first_scored, 1)
         out.append((win, mask))
         n += int(mask.sum())
-        if s + context >= len(seq):
-            break
-        s += context - 1
     return out, n
 
 

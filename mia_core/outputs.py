@@ -26,7 +26,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import SettingsError
+from .errors import SettingsError, Worded
 
 _TMP_PREFIX = ".mia-tmp-"
 OUTPUT_MARKER = ".mia-output.json"  # in every folder the tool publishes: what --overwrite may replace
@@ -51,22 +51,30 @@ def write_marker(folder, **fields) -> None:
     (Path(folder) / OUTPUT_MARKER).write_text(json.dumps(rec, indent=2))
 
 
-def overwrite_refusal(p: Path, shown, flag: str = "--out") -> str | None:
-    """Why ``--overwrite`` may not replace the existing, non-empty folder ``p`` (None: it may)."""
+def overwrite_refusal(p: Path, shown, option: str = "out") -> Worded | None:
+    """Why ``overwrite`` may not replace the existing, non-empty folder ``p`` (None: it may), naming the
+    folder's option (``out``) and ``overwrite`` as :mod:`mia_core.errors` does."""
+    o = _placeholder(option)
     if p.is_symlink():
-        return (f"{flag} {shown} is a symbolic link (to {os.path.realpath(p)}): --overwrite replaces only a real "
-                "folder this tool wrote, never what a link points to; give that folder itself, or a new folder.")
+        why = (f"{o} {shown} is a symbolic link (to {os.path.realpath(p)}): {{overwrite}} replaces only a real "
+               "folder this tool wrote, never what a link points to; give that folder itself, or a new folder.")
+        return Worded(why, (option, "overwrite"))
     try:
         rp, cwd = p.resolve(), Path.cwd().resolve()
     except OSError:
         rp, cwd = p, None
     if cwd is not None and (rp == cwd or rp in cwd.parents):
-        return (f"{flag} {shown} is the working folder{'' if rp == cwd else ' or holds it'}: --overwrite would "
-                "replace it; give a new folder for the results.")
+        return Worded(f"{o} {shown} is the working folder{'' if rp == cwd else ' or holds it'}: {{overwrite}} would "
+                      "replace it; give a new folder for the results.", (option, "overwrite"))
     if not written_by_mia(p):
-        return (f"{flag} {shown}: folder exists, is not empty and was not written by this tool (it has no "
-                f"{OUTPUT_MARKER}): it is never replaced; give a new folder for the results.")
+        return Worded(f"{o} {shown}: folder exists, is not empty and was not written by this tool (it has no "
+                      f"{OUTPUT_MARKER}): it is never replaced; give a new folder for the results.", (option,))
     return None
+
+
+def _placeholder(option: str) -> str:
+    """How a message writes the option ``option`` (``{out}``; :mod:`mia_core.errors`)."""
+    return "{" + option + "}"
 
 
 def _short(name: str, room: int = 255 - _NAME_ROOM) -> str:
@@ -88,35 +96,37 @@ def _nearest_existing(p: Path) -> Path:
     return q
 
 
-def check_output_dir(path, *, overwrite: bool = False, flag: str = "--out") -> Path:
+def check_output_dir(path, *, overwrite: bool = False, option: str = "out") -> Path:
     """Check that the output folder ``path`` can be created and written; returns it as an
-    absolute ``Path``. Nothing is left behind (a probe folder is created and removed)."""
+    absolute ``Path``. Nothing is left behind (a probe folder is created and removed). Messages name
+    the folder's option ``option`` (and ``overwrite``) as :mod:`mia_core.errors` does."""
+    o, about = _placeholder(option), (option,)
     if path is None or not str(path).strip():
-        raise SettingsError(f"{flag} is empty: give a folder to write the results to.")
+        raise SettingsError(f"{o} is empty: give a folder to write the results to.", options=about)
     p = Path(str(path)).expanduser()
     try:
         p = p.absolute()
         exists = p.exists()
     except OSError as e:
-        raise SettingsError(f"{flag} {path}: cannot use this path: {_reason(e)}.") from None
-    _check_name_length(p, path, flag)
+        raise SettingsError(f"{o} {path}: cannot use this path: {_reason(e)}.", options=about) from None
+    _check_name_length(p, path, option)
     if exists or p.is_symlink():
         if not p.is_dir():
-            raise SettingsError(f"{flag} {path}: exists and is not a folder; give a folder path.")
+            raise SettingsError(f"{o} {path}: exists and is not a folder; give a folder path.", options=about)
         try:
             non_empty = any(p.iterdir())
         except OSError as e:
-            raise SettingsError(f"{flag} {path}: cannot read this folder: {_reason(e)}.") from None
+            raise SettingsError(f"{o} {path}: cannot read this folder: {_reason(e)}.", options=about) from None
         if non_empty:
-            why = overwrite_refusal(p, path, flag)
+            why = overwrite_refusal(p, path, option)
             if why:
                 raise SettingsError(why)
             if not overwrite:
-                raise SettingsError(f"{flag} {path}: holds the results of an earlier run; give another {flag} "
-                                    "or --overwrite to replace them.")
+                raise SettingsError(f"{o} {path}: holds the results of an earlier run; give another {o} "
+                                    "or {overwrite} to replace them.", options=(option, "overwrite"))
     anchor = _nearest_existing(p.parent)
     if not anchor.is_dir():
-        raise SettingsError(f"{flag} {path}: {anchor} is not a folder.")
+        raise SettingsError(f"{o} {path}: {anchor} is not a folder.", options=about)
     # the results are written into a sibling of --out and renamed: the parent (or the first
     # folder that exists on the way to it) must take a new folder
     try:
@@ -124,11 +134,11 @@ def check_output_dir(path, *, overwrite: bool = False, flag: str = "--out") -> P
         os.rmdir(probe)
     except OSError as e:
         why = "it does not take new folders" if e.errno == errno.ENOENT else _reason(e)
-        raise SettingsError(f"{flag} {path}: cannot write in {anchor}: {why}.") from None
+        raise SettingsError(f"{o} {path}: cannot write in {anchor}: {why}.", options=about) from None
     return p
 
 
-def _check_name_length(p: Path, shown, flag: str) -> None:
+def _check_name_length(p: Path, shown, option: str) -> None:
     """Every part of the path within the file system's name limit, with room for the staging folder's
     name (the results are written next to ``--out`` first): checked before the run, not at its end."""
     anchor = _nearest_existing(p.parent)
@@ -138,10 +148,12 @@ def _check_name_length(p: Path, shown, flag: str) -> None:
         name_max = 255
     for part in p.parts:
         if len(part.encode("utf-8", "surrogateescape")) > name_max:
-            raise SettingsError(f"{flag}: the name {part[:40]}... is {len(part.encode('utf-8', 'surrogateescape'))} "
-                                f"bytes long; this file system allows {name_max}: give a shorter name.")
+            raise SettingsError(f"{_placeholder(option)}: the name {part[:40]}... is "
+                                f"{len(part.encode('utf-8', 'surrogateescape'))} bytes long; this file system "
+                                f"allows {name_max}: give a shorter name.", options=(option,))
     if len(str(p).encode("utf-8", "surrogateescape")) + _NAME_ROOM > 4000:
-        raise SettingsError(f"{flag}: the path is {len(str(p))} characters long; give a shorter one.")
+        raise SettingsError(f"{_placeholder(option)}: the path is {len(str(p))} characters long; give a shorter "
+                            "one.", options=(option,))
 
 
 def _kept_name(final: Path) -> Path:
@@ -155,10 +167,11 @@ def _kept_name(final: Path) -> Path:
     return cand
 
 
-def publish(tmp: Path, final: Path, *, overwrite: bool = False, flag: str = "--out") -> Path:
+def publish(tmp: Path, final: Path, *, overwrite: bool = False, option: str = "out") -> Path:
     """Rename the finished folder ``tmp`` to ``final``. Never replaces another run's results
     unless ``overwrite``; see the module docstring."""
     tmp, final = Path(tmp), Path(final)
+    o, about = _placeholder(option), (option,)
     backup = None
     # replaced only if it is still a folder this tool wrote (checked again: time has passed since the
     # up-front check); anything else in its place is kept, with this run's results beside it
@@ -168,8 +181,8 @@ def publish(tmp: Path, final: Path, *, overwrite: bool = False, flag: str = "--o
                 backup = final.with_name(f"{_TMP_PREFIX}{_short(final.name)}.old-{os.getpid()}")
                 final.rename(backup)
         except OSError as e:
-            raise SettingsError(f"{flag} {final}: cannot replace it ({_reason(e)}); this run's results "
-                                f"are in {tmp}.") from None
+            raise SettingsError(f"{o} {final}: cannot replace it ({_reason(e)}); this run's results "
+                                f"are in {tmp}.", options=about) from None
     try:
         os.rename(tmp, final)  # atomic; succeeds over an empty folder, fails over a non-empty one
     except OSError as e:
@@ -184,17 +197,17 @@ def publish(tmp: Path, final: Path, *, overwrite: bool = False, flag: str = "--o
         except OSError:
             kept = tmp
         if e.errno in (errno.ENOTEMPTY, errno.EEXIST, errno.ENOTDIR, errno.EISDIR):
-            raise SettingsError(f"{flag} {final} was written by another run meanwhile and was kept; "
-                                f"this run's results are in {kept}.") from None
-        raise SettingsError(f"{flag} {final}: cannot publish the results ({_reason(e)}); "
-                            f"they are in {kept}.") from None
+            raise SettingsError(f"{o} {final} was written by another run meanwhile and was kept; "
+                                f"this run's results are in {kept}.", options=about) from None
+        raise SettingsError(f"{o} {final}: cannot publish the results ({_reason(e)}); "
+                            f"they are in {kept}.", options=about) from None
     if backup is not None:
         shutil.rmtree(backup, ignore_errors=True)
     return final
 
 
 @contextmanager
-def staged_output(path, *, overwrite: bool = False, flag: str = "--out"):
+def staged_output(path, *, overwrite: bool = False, option: str = "out"):
     """``with staged_output(out) as tmp: result.save(tmp)``: write into a temporary sibling of
     ``out``, renamed to ``out`` when the block ends without an exception. The caller maps the
     paths it wrote with :func:`final_path`."""
@@ -209,13 +222,14 @@ def staged_output(path, *, overwrite: bool = False, flag: str = "--out"):
         tmp.mkdir()  # the usual permissions (mkdtemp would make it private)
         write_marker(tmp)
     except OSError as e:
-        raise SettingsError(f"{flag} {path}: cannot write in {final.parent}: {_reason(e)}.") from None
+        raise SettingsError(f"{_placeholder(option)} {path}: cannot write in {final.parent}: {_reason(e)}.",
+                            options=(option,)) from None
     try:
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    publish(tmp, final, overwrite=overwrite, flag=flag)
+    publish(tmp, final, overwrite=overwrite, option=option)
 
 
 def final_path(p, tmp, out) -> Path:

@@ -29,7 +29,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .metrics import finite
+from .formatting import finite, fpr_label
 
 # One colour per attack, the same on every page and in the report (Plotly's D3 palette).
 ATTACK_COLOURS: dict[str, str] = {
@@ -108,7 +108,7 @@ def _style_roc_axes(fig: go.Figure, log: bool, min_fpr: float) -> None:
 
 
 def _pct_tick(v: float) -> str:
-    return f"{v * 100:.10f}".rstrip("0").rstrip(".") + "%"
+    return fpr_label(v)
 
 
 def roc_figure(metrics: dict, *, log: bool = False, title: str | None = None,

@@ -1,14 +1,16 @@
-"""Numbers for people, result tables, and the self-contained HTML report of a run.
+"""Result tables and the self-contained HTML report of a run.
 
-* Formatting: :func:`fmt_pct` (rates as percentages with 3 significant digits),
-  :func:`fmt_num` (3 significant digits), :func:`fmt_auc`, :func:`fmt_rate_ci`,
-  :func:`fmt_seconds`, :func:`fmt_bytes`.
+* Formatting lives in ``mia_core.formatting`` (:func:`fmt_pct`, :func:`fmt_num`, :func:`fmt_auc`,
+  :func:`fmt_rate_ci`, :func:`fmt_seconds`, :func:`fmt_bytes`, :func:`fpr_label`), re-exported here.
 * Tables: :func:`metrics_table` (one row per attack: AUC [95 % CI], TPR at each FPR of
-  ``metrics.FPR_GRID`` with CIs, set sizes), :func:`compare_table` (two runs side by side with
-  differences).
+  ``metrics.FPR_GRID`` with CIs, set sizes: the rows of ``mia_core.metrics.metrics_rows``),
+  :func:`compare_table` (two runs side by side with differences), :func:`population_table`,
+  :func:`modified_table`.
 * :func:`build_report` turns a run (a :class:`mia_core.runs.StoredRun`) into one HTML file:
   settings, models, data summary, blind-baseline verdict, tables and plotly figures, with
-  plotly.js embedded once, so the file opens offline and can be mailed as it is.
+  plotly.js embedded once, so the file opens offline and can be mailed as it is. The HTML helpers
+  (``_CSS``, ``_e``, ``_kv_table``, ``_df_html``) serve the dataset-inference report too
+  (``mia_core.dataset_inference.report``).
 
 Plain Python + plotly; user-supplied strings are HTML-escaped.
 """
@@ -16,126 +18,30 @@ from __future__ import annotations
 
 import html
 import json
-import math
 import time
 from typing import Sequence
 
 import pandas as pd
 
-from .metrics import FPR_GRID, NOT_ESTIMABLE, finite, fpr_key, tpr_estimable
-
-# --------------------------------------------------------------------------- formatting
-
-
-
-def fmt_pct(v, sig: int = 3) -> str:
-    """A rate as a percentage with ``sig`` significant digits: 0.0123 -> '1.23%', 1 -> '100%', 0 -> '0%'."""
-    x = finite(v)
-    if x is None:
-        return "–"
-    p = x * 100.0
-    if p == 0:
-        return "0%"
-    if abs(p) >= 100:
-        return f"{p:.0f}%"
-    digits = max(0, sig - 1 - int(math.floor(math.log10(abs(p)))))
-    return f"{p:.{digits}f}%"
-
-
-def fmt_num(v, sig: int = 3) -> str:
-    """A number with ``sig`` significant digits, without scientific notation for ordinary sizes."""
-    x = finite(v)
-    if x is None:
-        return "–"
-    if x == 0:
-        return "0"
-    mag = int(math.floor(math.log10(abs(x))))
-    if mag >= sig:
-        return f"{x:,.0f}"
-    if mag < -4:
-        return f"{x:.{sig - 1}e}"
-    return f"{x:.{max(0, sig - 1 - mag)}f}"
-
-
-def fmt_auc(auc, ci=None) -> str:
-    """'0.734 [0.650, 0.812]' (AUC with 3 decimals, the CI when given)."""
-    a = finite(auc)
-    if a is None:
-        return "–"
-    s = f"{a:.3f}"
-    if ci and finite(ci[0]) is not None and finite(ci[1]) is not None:
-        s += f" [{float(ci[0]):.3f}, {float(ci[1]):.3f}]"
-    return s
-
-
-def fmt_rate_ci(v, ci=None) -> str:
-    """'12.3% [5.00%, 20.1%]'."""
-    s = fmt_pct(v)
-    if ci and finite(ci[0]) is not None and finite(ci[1]) is not None:
-        s += f" [{fmt_pct(ci[0])}, {fmt_pct(ci[1])}]"
-    return s
-
-
-def fmt_seconds(s) -> str:
-    x = finite(s)
-    if x is None:
-        return "–"
-    if x < 60:
-        return f"{x:.1f} s"
-    m, sec = divmod(int(round(x)), 60)
-    if m < 60:
-        return f"{m} min {sec:02d} s"
-    h, m = divmod(m, 60)
-    return f"{h} h {m:02d} min"
-
-
-def fmt_bytes(n) -> str:
-    x = finite(n)
-    if x is None:
-        return "–"
-    for unit, size in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if x >= size:
-            return f"{x / size:.1f} {unit}"
-    return f"{int(x)} bytes"
-
-
-def fpr_label(f) -> str:
-    """0.001 -> '0.1%', 0.05 -> '5%'."""
-    return f"{float(f) * 100:.10f}".rstrip("0").rstrip(".") + "%"
-
+from .formatting import (  # noqa: F401 - re-exported: the pages and tests read them here
+    NOT_ESTIMABLE, finite, fmt_auc, fmt_bytes, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, fpr_label,
+)
+from .metrics import FPR_GRID, fpr_key, metrics_frame, table_attacks, tpr_estimable
 
 # --------------------------------------------------------------------------- tables
 
 
-def _attack_rows(metrics: dict, include_blind: bool) -> list[str]:
-    names = [k for k in metrics if k != "blind" and isinstance(metrics[k], dict)]
-    if include_blind and isinstance(metrics.get("blind"), dict):
-        names.append("blind")
-    return names
-
-
 def metrics_table(metrics: dict, *, fprs: Sequence[float] = FPR_GRID, include_blind: bool = True,
                   with_ci: bool = True) -> pd.DataFrame:
-    """One row per attack (strings, formatted for people): AUC [CI], TPR@FPR [CI], n."""
-    rows = []
-    for n in _attack_rows(metrics, include_blind):
-        m = metrics[n]
-        row = {"Attack": m.get("label") or n, "AUC [95% CI]": fmt_auc(m.get("auc"), m.get("auc_ci") if with_ci else None)}
-        t = m.get("tpr_at_fpr") or {}
-        tci = m.get("tpr_at_fpr_ci") or {}
-        for f in fprs:
-            k = fpr_key(f)
-            row[f"TPR@{fpr_label(f)} FPR"] = (fmt_rate_ci(t.get(k), tci.get(k) if with_ci else None)
-                                              if tpr_estimable(f, m.get("n_nonmembers")) else NOT_ESTIMABLE)
-        row["Members / non-members"] = f"{m.get('n_members', '–')} / {m.get('n_nonmembers', '–')}"
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """One row per attack (strings, formatted for people): AUC [CI], TPR@FPR [CI], n
+    (``mia_core.metrics.metrics_frame``)."""
+    return metrics_frame(metrics, fprs=fprs, include_blind=include_blind, with_ci=with_ci)
 
 
 def numeric_table(metrics: dict, *, fprs: Sequence[float] = FPR_GRID, include_blind: bool = True) -> pd.DataFrame:
     """The same figures as numbers (index: attack name; columns ``auc``, ``tpr@0.001`` ...)."""
     rows = {}
-    for n in _attack_rows(metrics, include_blind):
+    for n in table_attacks(metrics, include_blind):
         m = metrics[n]
         t = m.get("tpr_at_fpr") or {}
         rows[n] = {"auc": finite(m.get("auc")), **{f"tpr@{fpr_key(f)}": finite(t.get(fpr_key(f))) for f in fprs}}
@@ -151,7 +57,7 @@ def compare_table(a: dict, b: dict, *, label_a: str = "A", label_b: str = "B",
     runs evaluated the same texts (:func:`paired_scores`), else the runs resampled on their own."""
     from .metrics import delta_ci
 
-    names = list(dict.fromkeys([*_attack_rows(a, True), *_attack_rows(b, True)]))
+    names = list(dict.fromkeys([*table_attacks(a, True), *table_attacks(b, True)]))
     rows = []
     for n in names:
         ma, mb = a.get(n) or {}, b.get(n) or {}
@@ -312,8 +218,7 @@ def smia_summary(sm: dict) -> str:
     sweep = [x for x in (sm.get("sweep") or []) if x.get("auc") is not None]
     if len(sweep) > 1:
         line += " AUC with the first k neighbours at inference (Table 5 of the paper): " + ", ".join(
-            f"k = {x['n']}: {x['auc']:.3f}" + (f" [{x['auc_ci'][0]:.2f}, {x['auc_ci'][1]:.2f}]" if x.get("auc_ci") else "")
-            for x in sweep) + "."
+            f"k = {x['n']}: {fmt_auc(x['auc'], x.get('auc_ci'))}" for x in sweep) + "."
     return line
 
 
@@ -403,51 +308,5 @@ def build_report(run, *, title: str | None = None) -> str:
     parts.append(_kv_table(settings))
     if run.timings:
         parts.append("<h2>Timings</h2>" + _kv_table({k: fmt_seconds(v) for k, v in run.timings.items()}))
-    parts.append("</body></html>")
-    return "\n".join(parts)
-
-
-def dataset_inference_report(result, *, title: str = "Dataset inference") -> str:
-    """A self-contained HTML report of a dataset-inference result
-    (``mia_core.dataset_inference.DatasetInferenceResult``): the verdict, both p-values, the guards, the
-    feature weights, the score histograms and the power curve."""
-    from . import plots
-    from .dataset_inference import format_p
-
-    s = result.summary
-    level = {"used": "shift", "not_shown": "ok", "refused": "caution"}[s["verdict"]]
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
-             f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1>",
-             f"<p class='muted'>report written {_e(time.strftime('%Y-%m-%d %H:%M'))} by mia-dashboard · Maini et al. "
-             "2024, LLM Dataset Inference (NeurIPS)</p>",
-             f"<div class='banner {level}'><b>Verdict: {_e(s['verdict'])}.</b> {_e(s['verdict_reason'])}</div>"]
-    rows = {"suspect texts": s["n_suspect"], "validation texts": s["n_validation"], "alpha": s["alpha"],
-            "blind baseline AUC (IID guard)": None if s.get("blind_auc") is None else f"{s['blind_auc']:.3f}"}
-    if s["verdict"] != "refused":
-        rows.update({
-            "p-value, cross-fitted permutation test (primary)": format_p(s["p_value"], s["p_value_is_bound"]),
-            "Welch t-test on the same out-of-fold scores": format_p(s["p_value_crossfit_ttest"]),
-            "p-value, the paper's split t-test (Student)": None if s.get("p_value_ttest") is None else
-            format_p(s["p_value_ttest"]),
-            "null check (two halves of the validation set)": format_p(s["null_p_value"]),
-            "folds · permutations": f"{s['folds']} · {s['n_permutations']:,}",
-            "features": ", ".join(s["features"]), "texts excluded (a feature missing)": s.get("n_excluded")})
-    parts.append(_kv_table(rows))
-    if s.get("books"):
-        parts.append("<h2>Per book</h2><p>Each suspect book's out-of-fold score ranked among the validation "
-                     "books' (a conformal p-value), adjusted across the suspect books ("
-                     f"{'Benjamini-Hochberg' if s.get('correction') == 'bh' else 'Holm'}).</p>")
-        parts.append(_df_html(pd.DataFrame(s["books"])))
-    if s["verdict"] != "refused":
-        sc = result.scores[~result.scores["excluded"]]
-        figs = [plots.di_score_histogram(sc.loc[sc["set"] == "suspect", "score"],
-                                         sc.loc[sc["set"] == "validation", "score"])]
-        if s.get("power_curve"):
-            figs.append(plots.di_power_curve(s["power_curve"], alpha=s["alpha"]))
-        figs.append(plots.di_weights(s["weights"]))
-        for i, fig in enumerate(figs):
-            parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
-    if result.report:
-        parts.append("<h2>Notes</h2><ul>" + "".join(f"<li>{_e(n)}</li>" for n in result.report) + "</ul>")
     parts.append("</body></html>")
     return "\n".join(parts)

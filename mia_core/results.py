@@ -59,16 +59,11 @@ class AuditResult:
         """A notebook shows the metrics table (every cell escaped) and the notes."""
         import html
 
-        rows = []
-        for name, m in (self.metrics or {}).items():
-            if not isinstance(m, dict) or "auc" not in m:
-                continue
-            ci = m.get("auc_ci") or [float("nan")] * 2
-            tpr = m.get("tpr_at_fpr") or {}
-            rows.append({"attack": name, "AUC": f"{m['auc']:.3f}", "95 % CI": f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-                         **{f"TPR@{float(k):.0%} FPR": ("n/e" if v is None else f"{100 * v:.1f} %")
-                            for k, v in tpr.items() if k in ("0.01", "0.1")}})
-        table = pd.DataFrame(rows).to_html(index=False, escape=True) if rows else "<p>no metrics</p>"
+        from .metrics import metrics_frame
+
+        scored = {k: m for k, m in (self.metrics or {}).items() if isinstance(m, dict) and "auc" in m}
+        rows = metrics_frame(scored, fprs=(0.01, 0.1), with_n=False, name="attack")
+        table = rows.to_html(index=False, escape=True) if len(rows) else "<p>no metrics</p>"
         notes = getattr(self, "report", None) or []
         return (f"<div><b>{html.escape(type(self).__name__)}</b>{table}"
                 + "".join(f"<div>note: {html.escape(str(n))}</div>" for n in notes) + "</div>")

@@ -15,6 +15,7 @@ from dashboard import tokens
 from dashboard.inspect import (
     attack_scores, calibration_runs, neighbour_section, placement_rows, reference_counts, related_run,
 )
+from dashboard.options import worded
 from dashboard.sidebar import model_panel, switch_target, target_choice
 from dashboard.ui import fmt_num, fmt_pct, page_setup, show_error, stage_progress
 from mia_core.attacks.base import scored_tokens
@@ -70,7 +71,7 @@ else:
             text = text.strip()
             text_name = up.name
         except MiaError as e:
-            text_error = str(e)
+            text_error = worded(e)
 
 with st.expander("Options", expanded=False):
     corpus_opts = (["demo"] if demo_corpus_files() else []) + ["self", "upload"]
@@ -95,17 +96,18 @@ if analyse:
     elif lm is None:
         show_error(f"no target model loaded: {panel.target_error or 'choose one in the sidebar'}")
     else:
-        from mia_core.stats import StatsSettings, compute_stats, scores_first_token, settings_for
+        from mia_core.pipeline import text_passes
+        from mia_core.stats import StatsSettings, scores_first_token
 
         slot = st.empty()
         cb = stage_progress(slot.container())
         try:
-            stats = compute_stats(lm, [text], progress=cb, label="target pass")[0]
+            passes = text_passes([text], lm, reference=ref, lower=do_lower, progress=cb)
+            stats = passes.target[0]
             if stats.n_predicted < 2:
                 raise MiaError("the text is too short: at least two tokens are needed.")
-            lower = compute_stats(lm, [text.lower()], progress=cb, label="target pass (lower-cased)")[0] if do_lower else None
-            rstats = (compute_stats(ref, [text], settings_for(ref, lm), progress=cb, label="reference pass")[0]
-                      if ref is not None else None)  # the tokens the target scores, as a calibration run
+            lower = passes.target_lower[0] if do_lower else None
+            rstats = passes.reference[0] if ref is not None else None  # the tokens the target scores
             st.session_state["inspect_result"] = {
                 "hash": text_hash(text), "text": text, "name": text_name, "identity": lm.identity,
                 "ref_identity": ref.identity if ref is not None else None, "stats": stats, "lower": lower,

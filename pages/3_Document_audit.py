@@ -153,7 +153,7 @@ if go_ and not busy:
         if not norms:
             raise SettingsError("choose at least one normalisation.")
         if source == "demo":
-            from mia_core.demo import demo_documents
+            from mia_core.documents import demo_documents
 
             members, nonmembers = demo_documents()
         else:

@@ -20,7 +20,7 @@ from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
 from dashboard.ui import (AUC_EXPLAINER, finished_job, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup,
                           md_text, show_error, stage_progress, watch_job)
-from mia_core.metrics import NOT_ESTIMABLE, decision_cis, tpr_estimable
+from mia_core.metrics import decision_cis, metrics_rows
 from mia_core import plots
 from mia_core.engines import use_engine
 from mia_core.errors import DataError, MiaError, SettingsError
@@ -253,16 +253,17 @@ def _histogram(res: MlmAuditResult, attack: str):
 
 
 def _metrics_rows(metrics: dict, group: bool = False) -> pd.DataFrame:
+    """The engine's metrics rows (AUC [CI], TPR at 1 % FPR) with the decisions at the population threshold."""
     rows = []
-    for name, m in metrics.items():
+    for r in metrics_rows(metrics, fprs=(0.01,)):
+        name, m = r["attack"], metrics[r["attack"]]
         pt = m["population_threshold"]
         row = {"attack": SHORT.get(name, name)}
         if group:
             row["groups"] = m.get("n_groups")
         row.update({
-            "AUC [95% CI]": fmt_auc(m.get("auc"), m.get("auc_ci")),
-            "TPR at 1% FPR": fmt_pct((m.get("tpr_at_fpr") or {}).get("0.01"))
-            if tpr_estimable(0.01, m.get("n_nonmembers", pt.get("n_nonmembers"))) else NOT_ESTIMABLE,
+            "AUC [95% CI]": r["auc_ci_text"],
+            "TPR at 1% FPR": r["tpr_text"]["0.01"],
             "precision [95% CI]": fmt_rate_ci(pt.get("precision"), decision_cis(pt)["precision"]),
             "recall [95% CI]": fmt_rate_ci(pt.get("recall"), decision_cis(pt)["recall"]),
             "FPR [95% CI]": fmt_rate_ci(pt.get("fpr"), decision_cis(pt)["fpr"]),

@@ -7,6 +7,7 @@ from collections import Counter
 import pandas as pd
 import streamlit as st
 
+from dashboard.options import worded
 from dashboard.results import md_code, md_text, render_run
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
@@ -22,7 +23,7 @@ _DAMAGED_SHAPES = (KeyError, TypeError, ValueError, AttributeError, IndexError)
 
 def _error(e) -> None:
     """An error in one line, as text (a message may carry a run's name or a path)."""
-    st.error(md_text(e))
+    st.error(md_text(worded(e)))
 
 
 page_setup("Runs", ":material/folder_open:")
@@ -161,7 +162,7 @@ with tab_one:
     try:
         run, problem = runs.load_run(rid), None
     except MiaError as e:
-        run, problem = None, str(e)
+        run, problem = None, worded(e)
     listed = by_id[rid].get("damaged")
     if run is None:  # the listing's reason (it names a link's target), and the reading's when it says more
         if listed:

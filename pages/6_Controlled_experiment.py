@@ -28,6 +28,7 @@ from mia_core import plots
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME
 from mia_core.paths import cache_subdir
+from mia_core.data import split_corpus
 from mia_core.demo import demo_corpus_files
 
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
@@ -138,8 +139,6 @@ def _parse_lr(text: str) -> float | None:
 
 def _plan() -> dict:
     """Validate every input and split the corpus (raises MiaError); nothing is trained yet."""
-    if int(p_mem) + int(p_non) + int(p_pop) != 100:
-        raise SettingsError(f"the shares must add up to 100%, they add up to {int(p_mem) + int(p_non) + int(p_pop)}%.")
     if int(epochs) < 1:
         raise SettingsError("train for at least 1 epoch.")
     lr = _parse_lr(lr_text)
@@ -164,20 +163,7 @@ def _plan() -> dict:
     files = sum(bool(re.match(r"^.*: read \d+ texts", n_)) for n_ in notes)
     st.caption(f"Read {total:,} distinct texts" + (f" from {files} files" if files > 1 else "")
                + (f"; this experiment uses the first {n:,}." if n < total else "."))
-    order = np.random.default_rng(int(seed)).permutation(n)
-    n_mem = int(round(n * int(p_mem) / 100))
-    n_non = int(round(n * int(p_non) / 100))
-    n_pop = n - n_mem - n_non if int(p_pop) else 0
-    if int(p_pop) == 0:
-        n_non = n - n_mem
-    if n_mem < 2 or n_non < 2:
-        raise DataError(f"the corpus has {n} texts: that gives {n_mem} members and {n_non} non-members; "
-                        "each set needs at least 2 (use a larger corpus or other shares).")
-    if int(p_pop) and n_pop < 2:
-        raise DataError(f"the population would hold {n_pop} texts; it needs at least 2 (or set its share to 0%).")
-    sets = {"members": [texts[i] for i in order[:n_mem]],
-            "nonmembers": [texts[i] for i in order[n_mem:n_mem + n_non]],
-            "population": [texts[i] for i in order[n_mem + n_non:n_mem + n_non + n_pop]]}
+    sets = split_corpus(texts, (int(p_mem), int(p_non), int(p_pop)), int(seed))
     return {"sets": sets, "notes": notes, "base": base, "lr": lr, "out_root": out_root}
 
 

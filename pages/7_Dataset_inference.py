@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard.jobs import registry
 from dashboard.loaders import load_model
+from dashboard.options import worded
 from dashboard.sidebar import model_panel
 from dashboard.ui import finished_job, fmt_seconds, md_text, page_setup, show_error, watch_job
 from mia_core import plots
@@ -171,7 +172,7 @@ elif (done := finished_job(job, "di_acked")) is not None:
         done.result["saved"] = store.save(done.result["result"], model=done.result.get("model"))["id"]
     except (MiaError, OSError) as e:
         done.result["saved"] = None
-        st.caption(md_text(f"not saved to the runs folder: {e}"))
+        st.caption(md_text(f"not saved to the runs folder: {worded(e)}"))
 
 # ------------------------------------------------------------------ results
 stored = st.session_state.get(RESULT_KEY)

@@ -192,7 +192,8 @@ def test_books_demo_the_collection_is_detected_and_the_null_is_not(tmp_path):
     unit; each suspect book gets its own p-value, BH-adjusted; alternate non-member documents: not shown."""
     import mia_core
 
-    from mia_core.demo import demo_documents, demo_paths
+    from mia_core.demo import demo_paths
+    from mia_core.documents import demo_documents
 
     mem, non = demo_documents()
     res = mia_core.infer_dataset(mem, non, str(demo_paths()["target"]), books=True, passage_words=64,

@@ -86,7 +86,7 @@ def test_demo_membership_is_detectable(scored):
 
 # ------------------------------------------------------------------ Document-audit demo
 def test_demo_documents_are_member_or_nonmember_passages():
-    from mia_core.demo import demo_documents
+    from mia_core.documents import demo_documents
 
     members, nonmembers = demo_documents()
     assert len(members) == 20 and len(nonmembers) == 20

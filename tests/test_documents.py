@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from mia_core import stats as stats_mod
+from mia_core.stats import compute as stats_compute
+from mia_core.stats import workload as stats_workload
 from mia_core.cli import main as cli_main
 from mia_core.documents import (
     AGG_NAMES,
@@ -501,15 +502,15 @@ def test_interrupted_long_text_resumes_from_partial_cache(env, corpus, tiny_lm, 
     text = corpus["nonmembers"][3][1] + " " + corpus["nonmembers"][4][1]
     st = StatsSettings(prefix="always", context=16, vocab_probs=True, batch_tokens=64)  # 4 windows per batch
     full = compute_stats(tiny_lm, [text], st, use_cache=False)[0]
-    monkeypatch.setattr(stats_mod, "time", _FakeClock())
+    monkeypatch.setattr(stats_workload, "time", _FakeClock())  # where the partial entry is written
     computed = []
-    real_forward = stats_mod._forward
+    real_forward = stats_compute._forward
 
     def counting_forward(lm, items):
         computed.append(len(items))
         return real_forward(lm, items)
 
-    monkeypatch.setattr(stats_mod, "_forward", counting_forward)
+    monkeypatch.setattr(stats_compute, "_forward", counting_forward)
     ticks = []
 
     def crash(msg, frac):

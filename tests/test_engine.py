@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from mia_core import stats as S
+from mia_core.stats import compute as SC
+from mia_core.stats import reduce as SR
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.data import texts_from_strings
 from mia_core.models import load_causal_lm
@@ -114,13 +116,13 @@ def test_cache_reuse_makes_no_model_call(smollm2, tmp_path, monkeypatch):
     texts = ["A short sentence about the sea.", "Another one, about the mountains and the snow."]
     first = S.compute_stats(smollm2, texts)
     calls = {"n": 0}
-    real = S._forward
+    real = SC._forward
 
     def counting(*a, **k):
         calls["n"] += 1
         return real(*a, **k)
 
-    monkeypatch.setattr(S, "_forward", counting)
+    monkeypatch.setattr(SC, "_forward", counting)
     second = S.compute_stats(smollm2, texts)
     assert calls["n"] == 0
     assert S.compute_stats.last_cache.hits == 2
@@ -263,7 +265,7 @@ def test_reduce_max_top_and_rank_are_torch_s_exactly():
         lg[5, 17] = lg[5, v - 1] = 50.0  # a tie between the first block and the last column
         lg[6, v - 1] = 60.0  # the maximum in the tail past the last whole block
         tg = torch.randint(0, v, (12,))
-        got = S._reduce(lg, tg, False)
+        got = SR._reduce(lg, tg, False)
         lp = torch.log_softmax(lg, -1)
         mx, top = lp.max(-1)
         tl = lp.gather(1, tg[:, None])

@@ -7,6 +7,7 @@ import pytest
 from sklearn.metrics import roc_auc_score
 
 from mia_core import metrics as M
+from mia_core.formatting import fmt_pct
 from mia_core.errors import DataError, SettingsError
 
 
@@ -227,18 +228,19 @@ def test_summarize_table():
     for h in ("TPR@0.1%", "TPR@1%", "TPR@2%", "TPR@5%", "TPR@10%"):
         assert h in lines[0]
     loss_row = next(line for line in lines if line.startswith("loss"))
-    assert f"{strong['auc']:.3f} [{strong['auc_ci'][0]:.2f}, {strong['auc_ci'][1]:.2f}]" in loss_row
-    assert "300/300" in loss_row
-    assert M._fmt_pct3(strong["tpr_at_fpr"]["0.1"]) in loss_row
+    # one precision rule everywhere (CLI, report, pages): the AUC and its CI to 3 decimals
+    assert f"{strong['auc']:.3f} [{strong['auc_ci'][0]:.3f}, {strong['auc_ci'][1]:.3f}]" in loss_row
+    assert "300 / 300" in loss_row
+    assert fmt_pct(strong["tpr_at_fpr"]["0.1"]) in loss_row
     # the shared warning is printed once, without attack prefixes
     shared = "TPR at 0.1% FPR is not estimable with 300 non-members (it needs at least 1,000): shown as n/e"
     assert table.count(shared) == 1
     assert loss_row.split()[4] == "n/e"  # attack, AUC, [lo,, hi], TPR@0.1%: not a number on 300 non-members
-    assert M._fmt_pct3(0.0123) == "1.23%"
-    assert M._fmt_pct3(0.5) == "50.0%"
-    assert M._fmt_pct3(1.0) == "100%"
-    assert M._fmt_pct3(0.00123) == "0.123%"
-    assert M._fmt_pct3(0.0) == "0.00%"
+    assert fmt_pct(0.0123) == "1.23%"
+    assert fmt_pct(0.5) == "50.0%"
+    assert fmt_pct(1.0) == "100%"
+    assert fmt_pct(0.00123) == "0.123%"
+    assert fmt_pct(0.0) == "0%"
 
 
 def test_delta_ci_paired_and_unpaired():
@@ -299,3 +301,22 @@ def test_tpr_rules_differ_where_f_times_n_is_whole_and_the_strict_one_is_mimirs(
     mimir = float(tpr[np.where(fpr < 0.01)[0][-1]])
     assert m["tpr_at_fpr_strict"]["0.01"] == mimir == tpr_at_fpr_strict(y, s)["0.01"] == 0.0
     assert m["tpr_at_fpr"]["0.01"] > 0.0  # one false positive is within a 1 % budget of 100 non-members
+
+
+def test_one_metrics_table_for_every_front_end():
+    """Issue 31: the rows are built once (values and their text) and the CLI text and the report's /
+    pages' table render the same strings: AUC and its CI to 3 decimals, the blind baseline last."""
+    m = {"blind": {**M.evaluate(*_gauss(50, 50, 0.1, seed=5), n_bootstrap=50), "label": "Blind baseline"},
+         "loss": {**M.evaluate(*_gauss(50, 50, 1.0, seed=6), n_bootstrap=50), "label": "LOSS"}}
+    rows = M.metrics_rows(m)
+    assert [r["attack"] for r in rows] == ["loss", "blind"]
+    r = rows[0]
+    assert r["auc_ci_text"] == f"{r['auc']:.3f} [{r['auc_ci'][0]:.3f}, {r['auc_ci'][1]:.3f}]"
+    assert r["tpr_text"]["0.001"] == "n/e" and r["tpr_text"]["0.1"] == fmt_pct(r["tpr"]["0.1"])
+    frame = M.metrics_frame(m)
+    assert list(frame["Attack"]) == ["LOSS", "Blind baseline"]
+    assert frame.loc[0, "AUC [95% CI]"] == r["auc_ci_text"] and frame.loc[0, "TPR@10% FPR"] == r["tpr_ci_text"]["0.1"]
+    text = M.summarize_table(m)
+    assert r["auc_ci_text"] in text and r["tpr_text"]["0.1"] in text
+    early = M.metrics_frame(m, fprs=(0.01, 0.1), with_ci=False, with_n=False)
+    assert list(early.columns) == ["Attack", "AUC", "TPR@1% FPR", "TPR@10% FPR"]

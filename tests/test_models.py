@@ -88,7 +88,8 @@ def test_gguf_conversion_reports_its_steps_without_the_libraries_bars(tmp_path, 
     outside transformers' progress-bar switch) stays off the terminal, and is back on afterwards."""
     import transformers.modeling_gguf_pytorch_utils as reader
 
-    from mia_core.models.causal import _convert_gguf, embedded_gguf_path
+    from mia_core.models.causal import embedded_gguf_path
+    from mia_core.models.gguf import _convert_gguf
 
     before = reader.tqdm
     steps = []

@@ -314,6 +314,7 @@ def test_units_shrink_towards_the_end_so_the_workers_finish_together():
     eighth of the regular size), largest first, so the last units out are short; every text is in exactly
     one unit, in length order; a unit size the user set is kept as it is. (No cluster: the plan only.)"""
     from mia_core.engines.ray_data import UNITS_PER_WORKER, RayEngine
+    from mia_core.stats.workload import plan_units
 
     rng = np.random.default_rng(0)
     lengths = rng.integers(20, 120, size=400)
@@ -322,7 +323,7 @@ def test_units_shrink_towards_the_end_so_the_workers_finish_together():
     total = int(sum(lengths + 1))
     for workers in (1, 2, 8):
         eng = RayEngine(workers=workers)
-        units = eng._units(idx, plan, batch_tokens=2048, context=2048)
+        units = plan_units(eng, idx, plan, batch_tokens=2048, context=2048)
         size = max(2048, -(-total // (UNITS_PER_WORKER * workers)))
         sizes = [u["tokens"] for u in units]
         assert sorted(i["idx"] for u in units for i in u["items"]) == idx
@@ -334,5 +335,5 @@ def test_units_shrink_towards_the_end_so_the_workers_finish_together():
         for u in units:
             ns = [lengths[i["idx"]] for i in u["items"]]
             assert ns == sorted(ns, reverse=True)
-    fixed = RayEngine(workers=2, unit_tokens=1000)._units(idx, plan, batch_tokens=2048, context=2048)
+    fixed = plan_units(RayEngine(workers=2, unit_tokens=1000), idx, plan, batch_tokens=2048, context=2048)
     assert all(1000 <= u["tokens"] < 1000 + 121 for u in fixed[:-1]) and fixed[-1]["tokens"] > 0

@@ -13,6 +13,7 @@ from helpers import ALWAYS, assert_one_error, run_mia, save_tiny_llama
 from tiny_lm import paragraphs
 
 from mia_core import stats as S
+from mia_core.stats import compute as SC
 from mia_core import token_frequency as T
 from mia_core.attacks import REGISTRY
 from mia_core.data import Dataset, texts_from_strings
@@ -64,7 +65,7 @@ def test_conditional_pass_equals_a_raw_forward_pass(tiny, monkeypatch):
         np.testing.assert_allclose(u.logprob, text_logprobs(tiny, text), atol=1e-4)
         assert not np.allclose(g.logprob, u.logprob, atol=1e-3)  # the condition really conditions
     # these texts were scored against the condition's key/value cache: the same as the full sequences
-    monkeypatch.setattr(S, "_run_conditioned", lambda *a, **k: [])
+    monkeypatch.setattr(SC, "_run_conditioned", lambda *a, **k: [])
     full = S.compute_stats(tiny, MEM, S.StatsSettings(prefix="always", condition=cond), use_cache=False)
     for g, h in zip(got, full):
         for f in ("logprob", "max_logprob", "mu"):
@@ -161,8 +162,8 @@ def test_recall_prefix_file_and_its_checks(tiny, tmp_path, monkeypatch):
         run_attacks(texts_from_strings(MEM[:2], NON[:2]), tiny, config=cfg)
     # neither a population nor a prefix file: refused before any model pass
     calls = {"n": 0}
-    real = S._forward
-    monkeypatch.setattr(S, "_forward", lambda *a, **k: (calls.__setitem__("n", calls["n"] + 1), real(*a, **k))[1])
+    real = SC._forward
+    monkeypatch.setattr(SC, "_forward", lambda *a, **k: (calls.__setitem__("n", calls["n"] + 1), real(*a, **k))[1])
     for params, err, needle in (({}, SettingsError, "population"),
                                 ({"prefix": str(tmp_path / "missing.txt")}, DataError, "not found"),
                                 ({"n_shots": 0}, SettingsError, "n_shots")):

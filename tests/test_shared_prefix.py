@@ -1,5 +1,5 @@
 """Texts that share a long token prefix (a text's one-word neighbours) are scored from where they
-differ, against their base's keys/values (``mia_core.stats._run_families``): the numbers must be
+differ, against their base's keys/values (``mia_core.stats.families._run_families``): the numbers must be
 those of a raw forward pass of each whole text, on a real (tiny, random) Llama and GPT-2 with the
 embedded SmolLM2 tokenizer, and a model whose cache cannot be reused must fall back to the plain
 pass without changing a number."""
@@ -13,6 +13,9 @@ from helpers import ALWAYS, save_tiny_llama
 from tiny_lm import paragraphs
 
 from mia_core import stats as S
+from mia_core.stats import compute as SC
+from mia_core.stats import families as SF
+from mia_core.stats import windows as SW
 from mia_core.models import converted_gguf_dir, embedded_gguf_path, load_causal_lm
 
 
@@ -58,19 +61,19 @@ def raw_logprobs(lm, text: str) -> np.ndarray:
 
 def spy(monkeypatch):
     rows = []
-    real = S._forward_rows
+    real = SF._forward_rows
 
     def counted(lm, batch, *a):
         rows.extend(m.text for m, _, _ in batch)
         return real(lm, batch, *a)
 
-    monkeypatch.setattr(S, "_forward_rows", counted)
+    monkeypatch.setattr(SF, "_forward_rows", counted)
     return rows
 
 
 def test_neighbours_scored_from_where_they_differ_equal_a_raw_pass(tiny, monkeypatch):
     texts = variants(BASE)
-    fams = S._families([S._Job(i, t, S.tokenize(tiny, t), S.prefix_token_id(tiny.tokenizer), 256, tiny.vocab_size,
+    fams = SF._families([SW._Job(i, t, S.tokenize(tiny, t), S.prefix_token_id(tiny.tokenizer), 256, tiny.vocab_size,
                                False) for i, t in enumerate(texts)])
     assert len(fams) == 1  # the strangers and the first-word substitution share too little
     base, members = fams[0]
@@ -80,7 +83,7 @@ def test_neighbours_scored_from_where_they_differ_equal_a_raw_pass(tiny, monkeyp
     assert sorted(rows) == sorted(m.text for m, _ in members)  # they really ran from the cache
     for t, g in zip(texts, got):
         np.testing.assert_allclose(g.logprob, raw_logprobs(tiny, t), atol=1e-4)
-    monkeypatch.setattr(S, "_run_families", lambda *a, **k: [])
+    monkeypatch.setattr(SC, "_run_families", lambda *a, **k: [])
     plain = S.compute_stats(tiny, texts, ALWAYS, use_cache=False)
     for g, p in zip(got, plain):
         for f in ("logprob", "max_logprob", "mu", "entropy"):
@@ -91,15 +94,15 @@ def test_neighbours_scored_from_where_they_differ_equal_a_raw_pass(tiny, monkeyp
 
 def test_a_cache_that_does_not_reproduce_the_plain_pass_falls_back(tiny, monkeypatch):
     texts = variants(BASE)
-    monkeypatch.setattr(S, "_matches_plain", lambda *a: False)
+    monkeypatch.setattr(SF, "_matches_plain", lambda *a: False)
     ran = []
-    real = S._forward
+    real = SC._forward
 
     def plain_forward(lm, items):
         ran.extend(j.text for j, _ in items)
         return real(lm, items)
 
-    monkeypatch.setattr(S, "_forward", plain_forward)
+    monkeypatch.setattr(SC, "_forward", plain_forward)
     got = S.compute_stats(tiny, texts, ALWAYS, use_cache=False)
     # every member went the plain way; the family's base ran before the check (a plain pass itself)
     assert sorted(ran) == sorted(t for t in texts if t != BASE)
@@ -130,12 +133,12 @@ def test_the_key_value_cache_goes_by_the_name_the_installed_transformers_gives_i
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             rows = []
-            real = S._forward_rows
-            S._forward_rows = lambda lm, batch, *a: rows.extend(batch) or real(lm, batch, *a)
+            real = SF._forward_rows
+            SF._forward_rows = lambda lm, batch, *a: rows.extend(batch) or real(lm, batch, *a)
             try:
                 S.compute_stats(tiny, variants(BASE), ALWAYS, use_cache=False)
             finally:
-                S._forward_rows = real
+                SF._forward_rows = real
     finally:
         lg.removeHandler(keep)
         lg.setLevel(level)

@@ -114,15 +114,18 @@ class Attack:
         """The optional run inputs this attack needs with ``params`` (registered defaults
         filled in): a subset of {"reference", "labels", "population"}."""
         if self.requires is not None:
-            return set(self.requires({**self.params, **(params or {})}))
+            return set(self.requires(self.kwargs({self.name: params})))
         return {n for n in self.needs if n in OPTIONAL_INPUTS}
 
 
-# optional inputs of a run, and what to give when one is missing (CLI words; the page says its own)
+# optional inputs of a run, and what to give when one is missing: ``(message, options)``, each option
+# written ``{name}`` (``mia_core.errors``: each front end names it its own way)
 OPTIONAL_INPUTS = {
-    "reference": "needs a reference model (--reference ID|PATH|smollm2)",
-    "labels": "learns from labelled texts: give --train-members/--train-nonmembers or --split 0.5",
-    "population": "needs known non-member texts: give --population (ReCaLL also takes --param recall.prefix=FILE)",
+    "reference": ("needs a reference model ({reference})", ("reference",)),
+    "labels": ("learns from labelled texts: give {train_members}/{train_nonmembers} or {split} 0.5",
+               ("train_members", "train_nonmembers", "split")),
+    "population": ("needs known non-member texts: give {population} (ReCaLL also takes {recall.prefix})",
+                   ("population", "recall.prefix")),
 }
 
 

@@ -173,7 +173,7 @@ def run_coupling_warning(attacks, params: dict, target) -> str | None:
     """``attack: warning`` for the first neighbour attack among ``attacks`` whose proposer shares a
     base with the target (``params``: the run's per-attack parameters); None otherwise. Shown by
     the CLI and the calibration page before the neighbours are made."""
-    from . import REGISTRY
+    from .base import REGISTRY
 
     for name in ("neighbourhood", "smia"):
         if name in attacks:

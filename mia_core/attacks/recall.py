@@ -56,8 +56,8 @@ DOMAINS = {
     "separator": text(optional=True, note="text put between the prefix shots (none: nothing)"),
 }
 EXTRA_KEY = "recall_conditional"
-MISSING = ("ReCaLL needs known non-member texts for its prefix: give a population set (--population FILE; "
-           "its first n_shots texts are used) or a prefix file (--param recall.prefix=FILE)")
+MISSING = ("ReCaLL needs known non-member texts for its prefix: give a population set ({population}; "
+           "its first n_shots texts are used) or a prefix file ({recall.prefix})")
 
 
 def _prefix_path(params: dict) -> Path | None:
@@ -94,7 +94,7 @@ def prefix_texts(params: dict, population=None) -> tuple[list[str], str]:
     elif population is not None and len(population):
         pool, source = list(population.texts), "population"
     else:
-        raise SettingsError(MISSING)
+        raise SettingsError(MISSING, options=("population", "recall.prefix"))
     if p["shots"] == "random" and len(pool) > n:
         return random.Random(int(p["seed"])).sample(pool, n), f"{source} (random, seed {int(p['seed'])})"
     return pool[:n], source

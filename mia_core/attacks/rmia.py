@@ -289,7 +289,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     st = _settings(params)
     pop = getattr(ctx, "population", None)
     if pop is None or not len(pop):
-        raise SettingsError("RMIA (rmia) needs known non-member texts: give --population")
+        raise SettingsError("RMIA (rmia) needs known non-member texts: give {population}", options=("population",))
     z_texts = list(pop.texts)
     if st["n_z"] is not None and st["n_z"] < len(z_texts):
         idx = np.sort(np.random.default_rng(st["seed"]).permutation(len(z_texts))[: st["n_z"]])
@@ -305,7 +305,8 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         variant = f"{len(refs)} reference model(s)"
     else:
         if ctx.reference is None:
-            raise SettingsError("RMIA (rmia) without references= needs a reference model (--reference ID|PATH|smollm2)")
+            raise SettingsError("RMIA (rmia) without references= needs a reference model ({reference})",
+                                options=("reference",))
         refs = [(None, None)]
         variant = "offline, the run's reference model"
 

@@ -26,6 +26,7 @@ import os
 import sys
 
 from .. import __version__
+from ..attacks import REGISTRY
 from ..errors import MiaError, safe_text
 from . import cache, documents, infer, mlm, run, shift, target
 from .common import Parser, _isatty, engine_session
@@ -46,6 +47,35 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# options the engine names that no flag has as its dest (an API name, an attack parameter), as the CLI
+# gives them; any other attack parameter ``attack.name`` is ``--param attack.name``
+OPTION_FLAGS = {
+    "cache": "--no-cache",
+    "vocab_only": "--vocab-match-only",
+    "recall.prefix": "--param recall.prefix=FILE",
+    "smia.embedder": "--embedder",
+    "smia.load": "--smia-load",
+    "smia.save": "--smia-save",
+}
+
+
+def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
+    """Each option's flag (``batch_tokens`` -> ``--batch-tokens``), from the parser and its commands, and
+    :data:`OPTION_FLAGS`: how the CLI words an engine error about that option
+    (:meth:`mia_core.errors.MiaError.worded`)."""
+    out: dict[str, str] = {}
+    stack = [parser]
+    while stack:
+        p = stack.pop()
+        for a in p._actions:
+            if isinstance(a, argparse._SubParsersAction):
+                stack.extend(a.choices.values())
+            elif a.option_strings and a.dest not in out:
+                out[a.dest] = max(a.option_strings, key=len)
+    params = {f"{a}.{p}": f"--param {a}.{p}" for a, att in REGISTRY.items() for p in att.params}
+    return {**params, **OPTION_FLAGS, **out}
+
+
 def main(argv: list[str] | None = None) -> int:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not _isatty(sys.stderr):  # a pipe or a log: the libraries' \r-redrawn bars would pile up there
@@ -64,6 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    flags = flag_names(parser)
+    args.option_flags = flags  # for the notes a command words itself (mia_core.errors.in_words)
     try:
         from ..models.verify import accepting_weight_mismatch
 
@@ -72,7 +104,8 @@ def main(argv: list[str] | None = None) -> int:
             return int(args.func(args) or 0)
     except MiaError as e:
         _close_progress_bars()
-        print(f"error: {safe_text(e)}", file=sys.stderr)  # a name in it cannot forge a line or colour the terminal
+        # its options named as flags; a name in it cannot forge a line or colour the terminal
+        print(f"error: {safe_text(e.worded(flags))}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         _close_progress_bars()

@@ -108,7 +108,8 @@ def run(args) -> int:
     lengths = _lengths(args.partial_lengths)
     strip = not args.no_strip
     if args.demo:
-        from ..demo import demo_documents, demo_paths
+        from ..demo import demo_paths
+        from ..documents.books import demo_documents
 
         refuse_data_with_demo(args)
         members, nonmembers = demo_documents()

@@ -128,7 +128,7 @@ def _books(args, model, t_start) -> int:
     from ..models import load_causal_lm
 
     if args.demo or args.demo_null:
-        from ..demo import demo_documents
+        from ..documents.books import demo_documents
 
         members, nonmembers = demo_documents()
         # the null: alternate non-member documents (each novel on both sides), never trained on

@@ -78,7 +78,7 @@ def memory_hint(exc: BaseException) -> str:
     files = [f.filename for f in traceback.extract_tb(exc.__traceback__)]
     if any(any(part in f for part in _READING) for f in files):
         return "out of memory reading the inputs: give smaller files (or fewer of them)"
-    if any(f.endswith(os.path.join("mia_core", "stats.py")) or os.sep + "torch" + os.sep in f
+    if any(os.sep + os.path.join("mia_core", "stats") + os.sep in f or os.sep + "torch" + os.sep in f
            or os.sep + "transformers" + os.sep in f for f in files):
         return "out of memory running the model: try a smaller --batch-tokens or --context, int8/int4, or fewer texts"
     return "out of memory: try fewer or shorter texts, a smaller --batch-tokens, or int8/int4"

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 
 from ..attacks import DEFAULT_ATTACKS, REGISTRY, default_attacks
-from ..errors import SettingsError
+from ..errors import SettingsError, in_words
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
 from ..outputs import check_output_dir, final_path, staged_output
 from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
@@ -282,7 +282,8 @@ def cmd_run(args) -> int:
         cfg.attacks = args.attacks.split(",")
     plan = plan_run(args.attacks, reference=bool(ref_spec), labels=train is not None or bool(cfg.split),
                     population=list(population.texts) if population is not None else (), params=params)
-    attacks, skipped = plan.attacks, plan.skipped
+    attacks = plan.attacks
+    skipped = {n: in_words(why, getattr(args, "option_flags", None)) for n, why in plan.skipped.items()}  # as flags
     if args.quantize != "none" and "gradnorm" in attacks:  # no gradients through bitsandbytes weights
         why = f"needs gradients, which a --quantize {args.quantize} model does not give (use --quantize none)"
         if "all" not in cfg.attacks:

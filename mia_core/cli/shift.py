@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 from ..errors import DataError, SettingsError
+from ..formatting import fmt_auc, fmt_rate_ci
 from ..outputs import check_output_dir, staged_output
 from .common import (ProgressBar, add_data_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      print_notes)
@@ -37,18 +38,11 @@ def register(subparsers) -> None:
 
 
 def _fmt_ci(m: dict) -> str:
-    ci = m.get("auc_ci")
-    s = f"{m['auc']:.3f}"
-    return s + (f" [{ci[0]:.3f}, {ci[1]:.3f}]" if ci else "")
+    return fmt_auc(m.get("auc"), m.get("auc_ci"))
 
 
 def _fmt_tpr(m: dict, key: str) -> str:
-    v = (m.get("tpr_at_fpr") or {}).get(key)
-    ci = (m.get("tpr_at_fpr_ci") or {}).get(key)
-    if v is None:
-        return "-"
-    s = f"{100 * v:.1f}%"
-    return s + (f" [{100 * ci[0]:.1f}, {100 * ci[1]:.1f}]" if ci else "")
+    return fmt_rate_ci((m.get("tpr_at_fpr") or {}).get(key), (m.get("tpr_at_fpr_ci") or {}).get(key))
 
 
 def _num(v, fmt="{:.1f}") -> str:

@@ -48,15 +48,18 @@ Which module holds what:
 - ``sets``: :class:`Dataset`, :func:`read_texts` (one input), :func:`load_dataset` and
   :func:`texts_from_strings` (members and non-members with the set-level checks), and
   :func:`read_population` (the one reader of population sets and other one-role sets).
+- ``splits``: :func:`split_mask`, the stratified member/non-member split (the pipeline's
+  train/evaluation split, SMIA's validation split).
 """
 from .decoding import (MAX_BYTES, MAX_TEXT_CHARS, MAX_ZIP_MEMBERS, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES,
                        check_text_length, decode_bytes, max_text_chars)
 from .records import Record
 from .sets import Dataset, load_dataset, overlap_key, read_population, read_texts, texts_from_strings
+from .splits import split_corpus, split_mask
 from .tables import TEXT_COLUMN_NAMES
 
 __all__ = [
     "MAX_BYTES", "MAX_TEXT_CHARS", "MAX_ZIP_MEMBERS", "SUPPORTED_TEXT_SETS", "TEXT_COLUMN_NAMES", "TEXT_SUFFIXES",
     "Dataset", "Record", "check_text_length", "decode_bytes", "load_dataset", "max_text_chars", "overlap_key",
-    "read_population", "read_texts", "texts_from_strings",
+    "read_population", "read_texts", "split_corpus", "split_mask", "texts_from_strings",
 ]

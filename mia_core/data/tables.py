@@ -158,7 +158,7 @@ def _records_from_table(df: pd.DataFrame, sources: list[str], name: str, text_co
                 txt_col = cands[0]
             else:
                 raise DataError(f"{name}: cannot tell which column holds the texts; its columns are {listing}. "
-                                "Name it 'text' or choose it with --text-column.")
+                                "Name it 'text' or choose it with {text_column}.", options=("text_column",))
     if id_col == txt_col:
         id_col = None
 

@@ -72,7 +72,7 @@ class DatasetInferenceResult(AuditResult):
     def save(self, out_dir) -> dict[str, Path]:
         out = Path(out_dir)
         out.mkdir(parents=True, exist_ok=True)
-        from ..report import dataset_inference_report
+        from .report import dataset_inference_report
 
         paths = {"summary": out / RESULT_FILE, "scores": out / "scores.csv", "report": out / "report.html"}
         paths["summary"].write_text(json.dumps({**self.summary, "tests": self.metrics, "notes": self.report},

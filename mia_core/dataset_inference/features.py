@@ -52,10 +52,10 @@ def parse_features(spec, *, reference: bool, population: bool) -> list[str]:
                     *ON_REQUEST]
         elif it in FAMILIES:
             if it in WITH_REFERENCE and not reference:
-                raise SettingsError(f"feature {it!r} needs a reference model (--reference)")
+                raise SettingsError(f"feature {it!r} needs a reference model ({{reference}})", options=("reference",))
             if it in WITH_POPULATION and not population:
                 raise SettingsError(f"feature {it!r} needs known non-members other than the validation set "
-                                    "(--population)")
+                                    "({population})", options=("population",))
             out.append(it)
         else:
             raise SettingsError(f"unknown feature {it!r}: choose from default, all, {', '.join(FAMILIES)}")

@@ -43,7 +43,7 @@ models and is a separate call) and returns a ``DocumentAuditResult``. The CLI is
 """
 from .audit import DEFAULT_CONTEXT, PAPER_BEST, DocumentAuditResult, run_document_audit
 from .baselines import PAPER_BASELINES, run_baselines, sample_sequences, scale_to_documents
-from .books import Document, check_document_overlap, load_documents, strip_gutenberg
+from .books import Document, check_document_overlap, demo_documents, load_documents, strip_gutenberg
 from .dictionaries import ReferenceDictionaries, build_dictionaries, token_counts, token_frequency
 from .features import AGG_NAMES, AGG_NAMES_COUNT, DEFAULT_BINS, OUTSIDE, HistogramFeatures, agg_features, parse_features
 from .meta import RF_PARAMS, make_folds, random_forest
@@ -55,7 +55,7 @@ from .precision import DEFAULT_PRECISIONS, precision_table
 __all__ = [
     "AGG_NAMES", "AGG_NAMES_COUNT", "DEFAULT_BINS", "DEFAULT_CONTEXT", "DEFAULT_LENGTHS", "DEFAULT_PRECISIONS", "NORMALIZATIONS", "OUTSIDE",
     "PAPER_BASELINES", "PAPER_BEST", "RF_PARAMS", "CrossValidation", "Document", "DocumentAuditResult",
-    "HistogramFeatures", "ReferenceDictionaries", "agg_features", "build_dictionaries", "check_document_overlap", "cross_validate", "excerpts",
+    "HistogramFeatures", "ReferenceDictionaries", "agg_features", "build_dictionaries", "check_document_overlap", "cross_validate", "demo_documents", "excerpts",
     "load_documents", "make_folds", "normalize", "normalized_values", "parse_features", "parse_normalizations",
     "partial_cross_validation", "partial_curve", "partial_documents", "pipeline_name", "prefixes", "precision_table", "random_forest", "run_baselines", "run_document_audit",
     "sample_sequences", "scale_to_documents", "strip_gutenberg", "token_counts", "token_frequency",

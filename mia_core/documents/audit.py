@@ -443,12 +443,13 @@ def run_document_audit(
     resolved = st.resolved_context(lm)
     if resolved < int(context):
         warnings.append(f"context {context} is longer than the model's maximum; using {resolved}")
-    # book-sized texts: score one document per call so progress shows document by document
+    # book-sized texts: score one document per call so progress shows document by document; on an engine whose
+    # workers load the model at each call (Ray), one call for all books, their windows spread over the workers
     stats: list[TokenStats] = []
     t0 = time.time()
     total_chars = sum(len(d.text) for d in docs) or 1
     done_chars = 0
-    if current_engine().distributed:  # one job for all books: its windows spread over the workers
+    if current_engine().loads_per_call:
         stats = compute_stats(lm, [d.text for d in docs], st, use_cache=use_cache,
                               progress=lambda m, f: progress(m, 0.6 * f), label="documents")
     for i, d in enumerate(docs if not stats else []):

@@ -141,10 +141,9 @@ def sequence_scores(
             inputs.same_tokenizer = lm.same_tokenizer(reference)
     scores = {}
     for att in want:
-        params = dict(att.params)
+        given = neighbours if att.prepare is not None and isinstance(neighbours, dict) else None  # neighbour settings
+        params = att.kwargs({att.name: given})
         if att.prepare is not None:
-            if isinstance(neighbours, dict):
-                params.update(neighbours)
 
             def compute(model, texts, label="token statistics", settings=None):
                 return compute_stats(model, texts, settings or st, use_cache=use_cache,

@@ -141,3 +141,33 @@ def check_document_overlap(members, nonmembers) -> None:
     both = [(first[h], d) for d in nonmembers if (h := overlap_key(d.text)) in first]
     if both:
         raise in_both_sets(both, "document")
+
+
+def demo_documents() -> tuple[list[Document], list[Document]]:
+    """The Document-audit demo: ``(member_documents, nonmember_documents)``, 20 of each.
+
+    Each document is five demo passages of one novel in reading order (about 250 words,
+    ``assets/demo/documents.json``, built by ``assets/demo/make_demo_documents.py``): member
+    documents only from ``members.txt``, which the demo target was fine-tuned on, non-member
+    documents only from ``nonmembers.txt``. Short documents, not whole books: a target that had
+    read whole books would take hours to build and to audit on a CPU, and the steps of Meeus
+    et al. (2024) are the same at any length. Raises ``DataError`` when a file is missing.
+    """
+    import json
+
+    from ..demo import DEMO_DIR, demo_paths
+
+    paths = demo_paths()
+    spec_path = DEMO_DIR / "documents.json"
+    if not spec_path.exists():
+        raise DataError(f"the bundled demo is incomplete, missing: {spec_path}.")
+    spec = json.loads(spec_path.read_text(encoding="utf-8"))
+    out = []
+    for role in ("members", "nonmembers"):
+        lines = [ln for ln in paths[role].read_text(encoding="utf-8").splitlines() if ln.strip()]
+        out.append([Document(name=d["name"], text="\n\n".join(lines[i] for i in d["lines"]),
+                             source=f"{paths[role].name} lines {', '.join(str(i + 1) for i in d['lines'])} ({d['book']})",
+                             strip={"stripped": False, "header_chars": 0, "footer_chars": 0, "title": None,
+                                    "encoding": "utf-8", "notes": []})
+                    for d in spec["sets"][role]])
+    return out[0], out[1]

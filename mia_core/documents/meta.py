@@ -40,7 +40,7 @@ def make_folds(labels: Sequence[int], k: int, seed: int) -> list[tuple[np.ndarra
     if min(n_m, n_n) < k:
         raise SettingsError(
             f"{k} folds need at least {k} member and {k} non-member documents "
-            f"(got {n_m} and {n_n}): add documents or lower --folds"
+            f"(got {n_m} and {n_n}): add documents or lower {{folds}}", options=("folds",)
         )
     skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
     return [(tr, te) for tr, te in skf.split(np.zeros(len(y)), y)]

@@ -1,8 +1,26 @@
 """Where the model passes run: in this process (``local``, the default) or on Ray workers (``ray``).
 
-The choice never changes a number: every engine turns texts into the same per-token statistics
-(:mod:`mia_core.stats`), and the driver (this process) keeps the one statistics cache, so a run
-on one engine reuses what another computed (resume = skip what is cached).
+The choice never changes a number. Every kind of model work is a **workload**
+(:class:`Workload`), written by its domain next to its code:
+
+* :class:`mia_core.stats.workload.TokenStatsWorkload`: a causal LM's per-token statistics;
+* :class:`mia_core.neighbours.base.NeighbourWorkload`: a generator's neighbours;
+* :class:`mia_core.mlm.energy.EnergyWorkload`: a masked LM's per-pattern sums.
+
+A workload cuts its texts into *units* (``{"items": [{"idx", "text", ...}], "tokens": cost}``) and
+says how to build its tool (a model) and how to turn a unit into arrays. An engine runs the units:
+``engine.map(workload, units, on_row)``; ``on_row(index, t0, t1, arrays)`` runs here, on the driver,
+for every result (it stores it in the driver's cache and returns True when that completed a text).
+
+* :class:`LocalEngine`: in this process, with the driver's own model (``workload.tool``);
+* :class:`mia_core.engines.ray_data.RayEngine`: on Ray Data actors, each building the tool once
+  with ``workload.build(init, device)``.
+
+Both call the same ``workload.work``, and the domain code that cuts the units, stores the rows and
+resumes what was half done is the same for both: one pass order. The one difference is grouping:
+an engine whose workers load the model at each call (``loads_per_call``: Ray) is sent each model's
+passes of a run as one call, and the local engine each pass on its own, so early results come
+after each. This package imports no domain: the domains import it (:func:`current_engine`).
 
 Use it around any audit::
 
@@ -11,61 +29,13 @@ Use it around any audit::
     with use_engine(make_engine("ray", workers=4, gpus_per_worker=1)):
         result = run_attacks(dataset, target)
 
-:func:`mia_core.stats.compute_stats` asks :func:`current_engine` where to run the texts it does not
-find in the cache. ``make_engine`` checks everything it can (Ray installed, the cluster reachable)
-before any model is loaded, with one-line ``SettingsError``\\ s.
+``make_engine`` checks everything it can (Ray installed, the cluster reachable) before any model is
+loaded, with one-line ``SettingsError``\\ s.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-from dataclasses import dataclass
-from typing import Callable
-
 from ..errors import SettingsError
-
-ENGINES = ("local", "ray")
-
-
-class Partials:
-    """A long text's windows done so far, kept between runs in the statistics cache's partial entries
-    (``{fields over the whole text, "done_windows", "vp"}``, as the local engine writes them)."""
-
-    def __init__(self, get: Callable[[int], dict | None], put: Callable[[int, dict], None],
-                 drop: Callable[[int], None]):
-        self.get, self.put, self.drop = get, put, drop
-
-
-@dataclass
-class LocalEngine:
-    """This process, this device: :func:`mia_core.stats.compute_stats`'s own loop."""
-
-    kind: str = "local"
-    distributed: bool = False
-
-    def describe(self) -> str:
-        return "local (this process)"
-
-    def close(self) -> None:
-        pass
-
-
-_current: contextvars.ContextVar = contextvars.ContextVar("mia_engine", default=LocalEngine())
-
-
-def current_engine():
-    """The engine the model passes of this context run on (:class:`LocalEngine` unless set)."""
-    return _current.get()
-
-
-@contextlib.contextmanager
-def use_engine(engine):
-    """Run the model passes inside the ``with`` block on ``engine``."""
-    token = _current.set(engine)
-    try:
-        yield engine
-    finally:
-        _current.reset(token)
+from .base import ENGINES, UNITS_PER_WORKER, LocalEngine, Workload, current_engine, cut_units, use_engine
 
 
 def make_engine(kind: str = "local", *, workers: int = 2, gpus_per_worker: float = 0.0,
@@ -85,4 +55,5 @@ def make_engine(kind: str = "local", *, workers: int = 2, gpus_per_worker: float
                            address=address, unit_tokens=batch_texts_tokens)
 
 
-__all__ = ["ENGINES", "LocalEngine", "current_engine", "make_engine", "use_engine"]
+__all__ = ["ENGINES", "UNITS_PER_WORKER", "LocalEngine", "Workload", "current_engine", "cut_units", "make_engine",
+           "use_engine"]

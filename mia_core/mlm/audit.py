@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..cache import text_hash
 from ..errors import DataError, SettingsError
+from ..formatting import fmt_pct
 from ..models import MaskedLM, load_masked_lm
 from ..progress import Progress, noop
 from ..results import AuditResult, neutralise_cell
@@ -67,8 +68,8 @@ def check_same_tokenizer(target: MaskedLM, reference: MaskedLM, *, vocab_only: b
             f"the target ({target.name}) and the reference ({reference.name}) do not share a tokenizer: {why}. "
             "The likelihood-ratio attack needs a reference with the target's tokenizer, such as the "
             "general-domain model the target was trained from."
-            + (" (Same vocabulary, different normalisation only? vocab_only / --vocab-match-only accepts that.)"
-               if why.startswith("they tokenise") else ""))
+            + (" (Same vocabulary, different normalisation only? {vocab_only} accepts that.)"
+               if why.startswith("they tokenise") else ""), options=("vocab_only",))
     return []
 
 
@@ -76,7 +77,7 @@ def check_same_tokenizer(target: MaskedLM, reference: MaskedLM, *, vocab_only: b
 # the result
 # --------------------------------------------------------------------------------------
 def _pct(v) -> str:
-    return "n/a" if v is None else f"{100 * v:.1f}%"
+    return "n/a" if v is None else fmt_pct(v)
 
 
 def _decision_line(name: str, d: dict, what: str) -> str:

@@ -23,6 +23,7 @@ from typing import Sequence
 import numpy as np
 
 from ..cache import ArrayCache
+from ..engines import Workload, current_engine
 from ..errors import ModelError, SettingsError
 from ..models import MaskedLM
 from ..progress import Progress, noop
@@ -130,6 +131,65 @@ def _score_batch(mlm: MaskedLM, plan: MaskPlan, idx: list[int], batch_tokens: in
     return result
 
 
+def _score_rows(mlm: MaskedLM, plan: MaskPlan, todo: list[int], batch_tokens: int, progress: Progress = noop):
+    """``(index, per-pattern sums)`` of the plan's texts ``todo``, batch by batch (:func:`_batches`)."""
+    lengths = np.array([len(plan.ids[i]) for i in todo])
+    total_tok = float(lengths.sum()) or 1.0
+    done_tok = 0.0
+    for b in _batches(lengths, plan.k, int(batch_tokens)):
+        idx = [todo[j] for j in b]
+        try:
+            res = _score_batch(mlm, plan, idx, int(batch_tokens))
+        except RuntimeError as e:
+            if "out of memory" in str(e).lower():
+                raise ModelError(f"out of memory scoring with {mlm.name}: lower batch_tokens "
+                                 f"(now {batch_tokens}).") from None
+            raise
+        yield from res.items()
+        done_tok += float(sum(len(plan.ids[i]) for i in idx))
+        progress(f"{done_tok / total_tok:.0%} of the tokens", done_tok / total_tok)
+
+
+class EnergyWorkload(Workload):
+    """Per-pattern sums as an engine workload (:class:`mia_core.engines.Workload`). The local engine
+    scores the driver's plan; a Ray worker loads the masked LM once and re-makes each text's masks
+    from the plan's settings (they depend on the text and the seed only)."""
+
+    kind = "mlm"
+
+    def __init__(self, mlm: MaskedLM, plan: MaskPlan, batch_tokens: int):
+        super().__init__((mlm, plan), {
+            "load_args": getattr(mlm, "load_args", None), "identity": mlm.identity, "name": mlm.name,
+            "batch_tokens": int(batch_tokens),
+            "plan": {"k": plan.k, "seed": plan.seed, "rate": plan.rate, "max_length": plan.max_length,
+                     "recipe": plan.recipe}})
+
+    def check_remote(self) -> None:
+        if not self.init["load_args"]:
+            raise SettingsError(f"{self.init['name']} was not loaded with load_masked_lm, so Ray workers cannot "
+                                "load it")
+
+    @classmethod
+    def build(cls, init: dict, device: str):
+        from ..models import load_masked_lm
+
+        mlm = load_masked_lm(**init["load_args"], device=device)
+        return (mlm, None), mlm.identity
+
+    @classmethod
+    def work(cls, tool, init: dict, items: list[dict], emit, progress: Progress = noop) -> None:
+        mlm, plan = tool
+        if plan is None:  # a worker: this unit's masks, re-made from the plan's settings
+            p = init["plan"]
+            plan = plan_masks(mlm.tokenizer, [it["text"] for it in items], k=p["k"], seed=p["seed"], rate=p["rate"],
+                              max_length=p["max_length"], recipe=p["recipe"])
+            for j, v in _score_rows(mlm, plan, list(range(len(items))), init["batch_tokens"], progress):
+                emit(items[j]["idx"], -1, -1, {"pattern_logp": v})
+        else:
+            for i, v in _score_rows(mlm, plan, [it["idx"] for it in items], init["batch_tokens"], progress):
+                emit(i, -1, -1, {"pattern_logp": v})
+
+
 def _cache_for(mlm: MaskedLM, plan: MaskPlan, enabled: bool) -> ArrayCache:
     settings = {"version": CACHE_VERSION, "attack": "mlm_energy", "model": mlm.identity, **plan.settings()}
     return ArrayCache("mlm", settings, enabled=enabled)
@@ -181,39 +241,21 @@ def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int | None
             sums[i] = got["pattern_logp"]
         else:
             todo.append(i)
-    from ..engines import current_engine
-
-    engine = current_engine()
-    # on Ray workers (they re-make each text's masks from the plan's settings and recipe); each text's
-    # sums cached here as they come
-    if todo and engine.distributed:
-        def put(i: int, v: np.ndarray) -> None:
+    if todo:
+        def put(i: int, t_a: int, t_b: int, arrays: dict) -> bool:
+            v = arrays["pattern_logp"]
             sums[i] = v
             store.put(plan.hashes[i], {"pattern_logp": v, "n_tokens": np.int64(plan.content[i].size)})
+            return True
 
-        engine.mlm_energies(mlm, plan, todo, int(batch_tokens), put,
-                            progress=lambda m, f: progress(f"scoring: {mlm.name}, {m}", f), label=f"{plan.k} masks")
-        todo = []
-    if todo:
-        lengths = np.array([len(plan.ids[i]) for i in todo])
-        batches = _batches(lengths, plan.k, int(batch_tokens))
-        total_tok = float(lengths.sum()) or 1.0
-        done_tok = 0.0
+        # in this process or on Ray workers (they re-make each text's masks from the plan's settings and
+        # recipe); each text's sums cached here as they come
+        engine = current_engine()
+        items = [{"idx": i, "text": plan.texts[i]} for i in todo]
+        units = engine.cut(items, [len(plan.ids[i]) * plan.k for i in todo])
         progress(f"scoring: {mlm.name}, {len(todo)} texts x {plan.k} masks", 0.0)
-        for b in batches:
-            idx = [todo[j] for j in b]
-            try:
-                res = _score_batch(mlm, plan, idx, int(batch_tokens))
-            except RuntimeError as e:
-                if "out of memory" in str(e).lower():
-                    raise ModelError(f"out of memory scoring with {mlm.name}: lower batch_tokens "
-                                     f"(now {batch_tokens}).") from None
-                raise
-            for i, v in res.items():
-                sums[i] = v
-                store.put(plan.hashes[i], {"pattern_logp": v, "n_tokens": np.int64(plan.content[i].size)})
-            done_tok += float(sum(len(plan.ids[i]) for i in idx))
-            progress(f"scoring: {mlm.name}, {done_tok / total_tok:.0%} of the tokens", done_tok / total_tok)
+        engine.map(EnergyWorkload(mlm, plan, int(batch_tokens)), units, put,
+                   progress=lambda m, f: progress(f"scoring: {mlm.name}, {m}", f), label=f"{plan.k} masks")
     e = -sums.mean(axis=1)
     if RECIPES[plan.recipe]["energy"] == "mean":  # mean loss per masked token: l is the same for all K patterns
         with np.errstate(invalid="ignore", divide="ignore"):

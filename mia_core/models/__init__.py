@@ -9,9 +9,13 @@ Which module holds what:
   as one-line ``ModelError`` (:func:`load_error`) and the load-once registry (:class:`LoadOnce`).
 * ``device`` — ``device="auto"``, the check that a device exists (:func:`resolve_device`) and the dtypes (:data:`DTYPES`, :func:`resolve_dtype`).
 * ``causal`` — :func:`load_causal_lm` -> :class:`LoadedModel`, the models the statistics pass
-  (``mia_core.stats``) runs: embedded SmolLM2 GGUF, GGUF files (converted once to
-  safetensors: :func:`converted_gguf_dir`), fine-tuned targets, local folders, hub ids;
-  int8/int4 quantisation; :func:`describe`.
+  (``mia_core.stats``) runs: embedded SmolLM2 GGUF, GGUF files, fine-tuned targets, local
+  folders, hub ids; int8/int4 quantisation.
+* ``gguf`` — GGUF files converted once to safetensors folders under the cache root
+  (:func:`converted_gguf_dir`; safe for several processes at once).
+* ``loaded`` — :class:`LoadedModel` (a causal LM with its tokenizer and what the engine needs to
+  know about it), :func:`describe`, and the forward pass's key/value-cache argument
+  (:func:`with_cache`, :func:`returned_cache`).
 * ``masked`` — :func:`load_masked_lm` -> :class:`MaskedLM` (Mireshghallah et al. 2022's audit
   in ``mia_core.mlm``; masked-LM neighbours of Mattern et al. 2023).
 * ``embedder`` — :func:`load_embedder` -> :class:`Embedder` (sentence-transformers, SMIA's
@@ -48,19 +52,15 @@ from .causal import (
     EMBEDDED_PACKAGE,
     QUANTIZE,
     TARGET_MARKER,
-    LoadedModel,
     ModelSpec,
-    converted_gguf_dir,
-    describe,
     embedded_gguf_path,
     forget_loaded,
     load_causal_lm,
     resolve_spec,
-    returned_cache,
-    with_cache,
 )
 from .device import DTYPES, default_device, resolve_device, resolve_dtype, torch_dtype
 from .embedder import Embedder, embedded_embedder_path, load_embedder
+from .gguf import converted_gguf_dir
 from .hub import (
     LoadOnce,
     Location,
@@ -74,6 +74,7 @@ from .hub import (
     load_error,
     locate,
 )
+from .loaded import LoadedModel, describe, returned_cache, with_cache
 from .masked import MaskedLM, load_masked_lm
 from .seq2seq import Seq2SeqLM, load_seq2seq
 

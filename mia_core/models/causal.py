@@ -12,34 +12,34 @@
 * a local Hugging Face folder (``config.json``);
 * a Hugging Face hub id (works when the user has it cached or has network access).
 
+Here: which spec is what (:func:`resolve_spec`), the load itself with its int8/int4 quantisation
+(bitsandbytes) and the checks of the weights read (``verify``), the LoRA adapter read back, and the
+load-once registry. The GGUF conversion is :mod:`mia_core.models.gguf`; the loaded model's type
+(:class:`LoadedModel`, :func:`describe`) :mod:`mia_core.models.loaded` (both re-exported by
+:mod:`mia_core.models`).
+
 ``trust_remote_code`` is off unless the caller turns it on. Which strings are paths and which
 are hub ids, the offline flag, identities, error messages and the load-once registry come from
 :mod:`mia_core.models.hub`; devices and dtypes from :mod:`mia_core.models.device`.
 """
 from __future__ import annotations
 
-import functools
-import importlib
 import importlib.util
 import json
 import logging
-import os
-import secrets
-import shutil
-import threading
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ModelError, SettingsError
-from ..paths import cache_subdir
 from ..progress import Progress, noop
 from .device import resolve_device, resolve_dtype, torch_dtype
-from .hub import (LOAD_ERRORS, LoadOnce, check_config_json, file_fingerprint, first_line, hub_local_only, identity,
-                  library_bars_off, load_error, locate)
-from .verify import (check_known_loss, check_loading_info, check_model_size,
-                     checkpoint_files, verify_weights, weight_fingerprint, weight_mismatch_accepted)
+from .gguf import converted_gguf_dir
+from .hub import LOAD_ERRORS, LoadOnce, check_config_json, hub_local_only, identity, library_bars_off, load_error, locate
+from .loaded import LoadedModel
+from .verify import (check_known_loss, check_model_size, checkpoint_files, verify_weights, weight_fingerprint,
+                     weight_mismatch_accepted)
 
 # peft asks every model it wraps for ``is_gradient_checkpointing``, which transformers 5 now answers
 # with a FutureWarning addressed to peft, not to this tool's users: kept out of their terminals
@@ -116,231 +116,10 @@ def resolve_spec(spec: str | None) -> ModelSpec:
     return ModelSpec("hub", loc.location, loc.display)
 
 
-# --------------------------------------------------------------------------- GGUF conversion
-
-
-_convert_lock = threading.Lock()
-CONVERTED_MARKER = "mia_converted.json"
-
-
-def converted_gguf_dir(gguf_path: str | Path, progress: Progress = noop) -> Path:
-    """De-quantise a GGUF file once into a safetensors folder under the cache root.
-
-    Safe for several processes at once: each converts into its own temporary folder
-    (``<name>.tmp-<pid>-<random>``) and publishes it with one atomic rename
-    (:func:`publish_dir`); if another process published first, ours is discarded and theirs used.
-    """
-    gguf_path = Path(gguf_path)
-    name = f"{gguf_path.stem}-{file_fingerprint(gguf_path)}"
-    out = cache_subdir("models", writable=False) / name
-    if (out / CONVERTED_MARKER).exists():  # converted before: reading it needs no write (a read-only cache)
-        return out
-    out = cache_subdir("models") / name
-    with _convert_lock:  # threads of one process convert once; processes race in publish_dir
-        if (out / CONVERTED_MARKER).exists():
-            return out
-        tmp = None
-        try:
-            tmp = _private_tmp(out)
-            _convert_gguf(gguf_path, tmp, progress)
-            (tmp / CONVERTED_MARKER).write_text(json.dumps({"source": str(gguf_path), "time": time.time()}))
-            publish_dir(tmp, out, marker=CONVERTED_MARKER)
-        except OSError as e:
-            raise ModelError(f"could not write the converted copy of {gguf_path.name} to {out.parent} "
-                             f"({e.strerror or type(e).__name__})") from None
-        finally:
-            if tmp is not None and tmp.exists():
-                shutil.rmtree(tmp, ignore_errors=True)
-            _remove_abandoned_tmps(out)
-        progress("conversion done", 0.5)
-        return out
-
-
-def _remove_abandoned_tmps(out: Path, min_age_s: float = 3600.0) -> None:
-    """Remove temporary conversion folders of ``out`` left by killed conversions.
-
-    Only folders untouched for ``min_age_s`` (a conversion takes about a minute) whose process
-    is gone (or that an older version named plain ``.tmp``): a live conversion, even one of a
-    process in another container sharing the cache, is never touched.
-    """
-    for p in out.parent.glob(f"{out.name}.tmp*"):
-        try:
-            if time.time() - p.stat().st_mtime < min_age_s:
-                continue
-        except OSError:
-            continue
-        parts = p.name[len(out.name):].split("-")  # ".tmp-<pid>-<random>", or ".tmp" of older versions
-        if len(parts) == 3 and parts[1].isdigit():
-            try:
-                os.kill(int(parts[1]), 0)
-                continue  # still running
-            except ProcessLookupError:
-                pass
-            except OSError:  # alive, but someone else's
-                continue
-        shutil.rmtree(p, ignore_errors=True)
-
-
-def _private_tmp(out: Path) -> Path:
-    """A new, empty temporary folder next to ``out`` that no other process or thread uses."""
-    tmp = out.with_name(f"{out.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
-    tmp.mkdir(parents=True)
-    return tmp
-
-
-def publish_dir(tmp: Path, out: Path, *, marker: str = CONVERTED_MARKER) -> Path:
-    """Move the finished folder ``tmp`` to ``out`` in one atomic rename, or discard it.
-
-    ``out`` already complete (holds ``marker``: another process published first): ``tmp`` is
-    removed and ``out`` kept. ``out`` present but incomplete (left by a crash): it is renamed
-    aside and removed, then ``tmp`` published. Readers therefore only ever see a missing or a
-    complete ``out``. Returns ``out``.
-    """
-    for _ in range(3):
-        if (out / marker).exists():
-            shutil.rmtree(tmp, ignore_errors=True)
-            return out
-        if out.exists():  # a stale, incomplete folder: move it out of the way atomically
-            trash = out.with_name(f"{out.name}.stale-{os.getpid()}-{secrets.token_hex(4)}")
-            try:
-                out.rename(trash)
-            except OSError:
-                pass  # another process moved or completed it: look again
-            else:
-                shutil.rmtree(trash, ignore_errors=True)
-            continue
-        try:
-            tmp.rename(out)  # atomic; fails if another process published in the meantime
-            return out
-        except OSError:
-            if not out.exists():
-                raise
-    if (out / marker).exists():
-        shutil.rmtree(tmp, ignore_errors=True)
-        return out
-    raise OSError(f"could not publish {tmp} as {out}")
-
-
-def _convert_gguf(gguf_path: Path, folder: Path, progress: Progress = noop) -> None:
-    """Read ``gguf_path`` with transformers and save it de-quantised (fp32 safetensors) into ``folder``.
-    ``progress`` hears each step (building the tokenizer from the GGUF vocabulary is the slow one)."""
-    import torch
-    from safetensors.torch import save_model
-    from transformers import AutoModelForCausalLM, AutoTokenizer
-
-    src, fname = str(gguf_path.parent), gguf_path.name
-    # transformers' GGUF reader draws a plain tqdm bar of its own, outside its progress-bar switch
-    try:
-        reader = importlib.import_module("transformers.modeling_gguf_pytorch_utils")
-    except Exception:  # noqa: BLE001 - from_pretrained below says what is missing
-        reader = None
-    bar = getattr(reader, "tqdm", None)
-    if bar is not None:
-        reader.tqdm = functools.partial(bar, disable=True)
-    try:
-        with library_bars_off():  # progress tells these steps
-            progress(f"converting {fname} once (about a minute; later loads take seconds): building its tokenizer",
-                     0.05)
-            tok = AutoTokenizer.from_pretrained(src, gguf_file=fname)
-            progress(f"converting {fname} once (about a minute; later loads take seconds): de-quantising its weights",
-                     0.25)
-            model, loading_info = AutoModelForCausalLM.from_pretrained(src, gguf_file=fname, dtype=torch.float32,
-                                                                       output_loading_info=True)
-    except Exception as e:  # noqa: BLE001 - user-facing message
-        raise ModelError(f"could not read GGUF file {gguf_path}: {first_line(e)}") from None
-    finally:
-        if bar is not None:
-            reader.tqdm = bar
-    check_loading_info(loading_info, gguf_path.name)  # a broken conversion is never published
-    cfg = model.config
-    if hasattr(cfg, "quantization_config"):
-        try:
-            delattr(cfg, "quantization_config")
-        except AttributeError:
-            pass
-    cfg_dict = cfg.to_dict()
-    cfg_dict.pop("quantization_config", None)
-    cfg_dict["_name_or_path"] = str(gguf_path)
-    cfg_dict["dtype"] = "float32"
-    progress(f"converting {fname} once (about a minute; later loads take seconds): saving the converted copy", 0.4)
-    (folder / "config.json").write_text(json.dumps(cfg_dict, indent=2))
-    save_model(model, str(folder / "model.safetensors"))
-    tok.save_pretrained(str(folder))
-
-
 # --------------------------------------------------------------------------- loading
 
 
-@dataclass
-class LoadedModel:
-    """A loaded causal LM with everything the engine needs to know about it."""
-
-    model: object
-    tokenizer: object
-    name: str
-    identity: str  # stable string for cache keys: source fingerprint + dtype + quantisation
-    dtype: str  # the precision it computes in (int4: its compute dtype, bf16 when fp32 was asked for)
-    quantize: str
-    device: str
-    max_context: int
-    load_seconds: float
-    n_params: int
-    base_spec: str | None = None  # for fine-tuned targets: the base model (a natural reference)
-    info: dict = field(default_factory=dict)
-    source: str | None = None  # where it was loaded from: the embedded name, a hub id or a path
-    # how to load the same model elsewhere (a Ray worker): load_causal_lm's arguments, the spec absolute
-    load_args: dict = field(default_factory=dict)
-
-    @property
-    def memory_bytes(self) -> int:
-        try:
-            return int(self.model.get_memory_footprint())
-        except Exception:  # noqa: BLE001
-            return 0
-
-    @property
-    def vocab_size(self) -> int:
-        return int(self.model.get_output_embeddings().weight.shape[0])
-
-    def same_tokenizer(self, other: "LoadedModel") -> bool:
-        a, b = self.tokenizer, other.tokenizer
-        if len(a) != len(b):
-            return False
-        probe = "Membership inference: 1234 naïve résumé, ~zß!"
-        return a(probe, add_special_tokens=False).input_ids == b(probe, add_special_tokens=False).input_ids
-
-
 _LOADED: LoadOnce[LoadedModel] = LoadOnce()
-
-
-# transformers renamed a forward pass's key/value cache from ``past_key_values`` to ``cache`` (5.2x),
-# in the forward's arguments and in its output. The old names still work there, with a warning printed in
-# every run ("past_key_values/cache_params are deprecated"), and go in 5.40. These two speak to either.
-@functools.lru_cache(maxsize=None)
-def _cache_argument(cls: type) -> str:
-    import inspect
-
-    params = inspect.signature(cls.forward).parameters
-    for name in ("cache", "past_key_values"):
-        if name in params:
-            return name
-    from transformers.modeling_outputs import CausalLMOutputWithPast
-
-    return "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
-
-
-def with_cache(model, cache) -> dict:
-    """The keyword argument that hands ``cache`` (a transformers ``Cache``) to ``model``'s forward pass,
-    under the name its forward takes (a PEFT wrapper: its base model's)."""
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
-    return {_cache_argument(type(base)): cache}
-
-
-def returned_cache(out):
-    """The key/value cache a forward pass with ``use_cache=True`` returned (None when it returned none)."""
-    if "cache" in getattr(type(out), "__dataclass_fields__", ()):
-        return out.cache
-    return getattr(out, "past_key_values", None)
 
 
 def load_causal_lm(
@@ -640,21 +419,3 @@ def _max_context(model, tok) -> int:
             return v
     v = getattr(tok, "model_max_length", None)
     return v if isinstance(v, int) and 0 < v < 10**7 else 1024
-
-
-def describe(lm: LoadedModel) -> dict:
-    """A JSON-able summary for reports and the dashboard."""
-    return {
-        "name": lm.name,
-        "identity": lm.identity,
-        "dtype": lm.dtype,
-        "quantize": lm.quantize,
-        "device": lm.device,
-        "max_context": lm.max_context,
-        "n_params": lm.n_params,
-        "load_seconds": round(lm.load_seconds, 2),
-        "memory_mb": round(lm.memory_bytes / 2**20, 1),
-        "base": lm.base_spec,
-        "source": lm.source,
-        **({"weights_not_verified": lm.info["accepted_mismatch"]} if (lm.info or {}).get("accepted_mismatch") else {}),
-    }

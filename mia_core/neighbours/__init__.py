@@ -67,7 +67,7 @@ settings and the text hash; neighbour texts are stored as a numpy unicode array.
 
 Which module holds what:
 
-* ``words`` — the word utilities shared by every generator and by ``mia_core.modify``:
+* ``words`` — the word utilities shared by every generator and by ``edits``:
   :class:`Word`, :func:`words`, :data:`STOPWORDS`, :func:`is_content_word`,
   :func:`content_positions`, :func:`apply_case` (capitalisation carried over),
   :func:`substitute`, :func:`word_diff`, :func:`text_rng` (the seeded per-text random
@@ -83,10 +83,12 @@ Which module holds what:
 * ``t5`` — :class:`T5Generator` (DetectGPT / SMIA span filling, constrained decoding).
 * this package — :func:`make_generator` (the generator for a settings object, loaded once
   per process), :func:`forget_generators`, :func:`generate_neighbours`.
+* ``edits`` — one-word modifications of members (SMIA §5.2: a word duplicated, deleted or
+  added, the added word from a generator's ``propose_insertions``): :func:`modify_texts`,
+  ``VARIANTS``. Not imported by this package (it uses :func:`make_generator`); the runs on
+  modified members are ``mia_core.modify``.
 
-Models are loaded through ``mia_core.models`` (causal LM, masked LM, seq2seq). One-word
-modifications of members (SMIA §5.2), which use the word utilities and
-``propose_insertions``, are in ``mia_core.modify``.
+Models are loaded through ``mia_core.models`` (causal LM, masked LM, seq2seq).
 """
 from __future__ import annotations
 

@@ -5,7 +5,7 @@
 al. 2023 §2.2 -- and the seed); ``NeighbourGenerator.generate`` serves cached neighbours and
 asks the subclass for the rest. Cache entries (``mia_core.cache``, namespace ``neighbours``)
 are keyed by the generator's identity, its settings, ``NEIGHBOURS_VERSION`` and the text
-hash; neighbour texts are stored as a numpy unicode array (``_to_arrays`` / ``_from_arrays``).
+hash; neighbour texts are stored as a numpy unicode array (``to_arrays`` / ``from_arrays``).
 ``_select`` turns scored single substitutions into the ``n`` best neighbours (for ``m > 1``,
 combinations at distinct positions scored by the sum of their log-scores).
 """
@@ -19,6 +19,7 @@ from typing import Sequence
 import numpy as np
 
 from ..cache import ArrayCache, text_hash
+from ..engines import Workload, current_engine
 from ..errors import SettingsError
 from ..progress import Progress, noop
 from .words import Word, substitute
@@ -124,7 +125,7 @@ class NeighbourGenerator:
             h = text_hash(t)
             got = cache.get(h) if h not in todo else None
             if got is not None:
-                out[i] = _from_arrays(got)
+                out[i] = from_arrays(got)
             else:
                 todo.setdefault(h, []).append(i)
         self.last_cache = cache
@@ -139,19 +140,17 @@ class NeighbourGenerator:
 
         progress(f"{label}: {len(keys)} texts to do", 0.0)
 
-        from ..engines import current_engine
-
-        def store(k: int, nbs: list[Neighbour]) -> None:
-            cache.put(keys[k], _to_arrays(nbs))
+        def store(k: int, t_a: int, t_b: int, arrays: dict) -> bool:
+            cache.put(keys[k], arrays)
             for i in todo[keys[k]]:
-                out[i] = nbs
+                out[i] = from_arrays(arrays)
+            return True
 
+        # on this process or on Ray workers (each building this generator once); stored here as they come
         engine = current_engine()
-        if engine.distributed:  # on Ray workers, each building this generator once; stored here as they come
-            engine.neighbours(self, {k: texts[i] for k, i in enumerate(firsts)}, store, progress=sub, label="made")
-        else:
-            for k, nbs in enumerate(self._generate([texts[i] for i in firsts], sub)):
-                store(k, nbs)
+        items = [{"idx": k, "text": texts[i]} for k, i in enumerate(firsts)]
+        units = engine.cut(items, [len(it["text"].split()) for it in items])  # a unit's cost: its words
+        engine.map(NeighbourWorkload(self), units, store, progress=sub, label="made")
         progress(f"{label}: done ({len(keys)} texts, {len(texts) - sum(map(len, todo.values()))} cached)", 1.0)
         return out  # type: ignore[return-value]
 
@@ -163,7 +162,30 @@ class NeighbourGenerator:
         raise NotImplementedError
 
 
-def _to_arrays(nbs: list[Neighbour]) -> dict[str, np.ndarray]:
+class NeighbourWorkload(Workload):
+    """Neighbours as an engine workload (:class:`mia_core.engines.Workload`): the local engine runs the
+    driver's own generator; a Ray worker builds the same generator class once from its settings. Each
+    text's neighbours come back as arrays (:func:`to_arrays`)."""
+
+    kind = "neighbours"
+
+    def __init__(self, gen: NeighbourGenerator):
+        super().__init__(gen, {"generator": type(gen), "settings": gen.settings.to_dict(), "identity": gen.identity})
+
+    @classmethod
+    def build(cls, init: dict, device: str):
+        settings = NeighbourSettings(**init["settings"])
+        gen = init["generator"](settings, parse_generator_spec(settings.generator)[1], device=device)
+        return gen, gen.identity
+
+    @classmethod
+    def work(cls, gen, init: dict, items: list[dict], emit, progress: Progress = noop) -> None:
+        made = gen._generate([it["text"] for it in items], progress)
+        for it, nbs in zip(items, made):
+            emit(it["idx"], -1, -1, to_arrays(nbs))
+
+
+def to_arrays(nbs: list[Neighbour]) -> dict[str, np.ndarray]:
     k = max((len(n.replaced) for n in nbs), default=0)
     idx = np.full((len(nbs), k), -1, dtype=np.int32)
     old = np.full((len(nbs), k), "", dtype=object)
@@ -180,7 +202,7 @@ def _to_arrays(nbs: list[Neighbour]) -> dict[str, np.ndarray]:
     }
 
 
-def _from_arrays(d: dict[str, np.ndarray]) -> list[Neighbour]:
+def from_arrays(d: dict[str, np.ndarray]) -> list[Neighbour]:
     out = []
     for r in range(d["text"].shape[0]):
         rep = tuple(

@@ -24,7 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
-from ..models import returned_cache, with_cache
+from ..models import returned_cache
 from ..progress import Progress, noop
 from .base import Neighbour, NeighbourGenerator, NeighbourSettings, _select
 from .words import STOPWORDS, Word, _english_words, _token_words, apply_case, content_positions, text_rng, words
@@ -169,37 +169,30 @@ class OfflineGenerator(NeighbourGenerator):
         """Sum of log p(new[1:] | left context, new[:1]) for rows ``(plan index, t, new ids)``.
 
         ``t``: length of the left context in the cached sequence. The cached keys/values of
-        the text are re-used (rows attend to the first ``t`` cached positions only).
+        the text are re-used (:func:`mia_core.stats.continue_from_cache`: rows attend to the
+        first ``t`` cached positions only).
         """
         import torch
-        from transformers.cache_utils import DynamicCache
+
+        from ..stats.continuation import continue_from_cache, stacked_cache
 
         out = np.zeros(len(rows))
-        dev = self.lm.device
-        pad = self.lm.tokenizer.pad_token_id or 0
         for c0 in range(0, len(rows), self.rows_per_batch):
             chunk = rows[c0 : c0 + self.rows_per_batch]
             if all(len(r[2]) < 2 for r in chunk):
                 continue
             T = max(r[1] for r in chunk)
-            n = max(len(r[2]) for r in chunk)
-            idx = torch.tensor([r[0] for r in chunk], device=layers[0][0].device)
-            cache = DynamicCache(ddp_cache_data=[(k.index_select(0, idx)[:, :, :T], v.index_select(0, idx)[:, :, :T])
-                                                 for k, v in layers])
-            new = torch.full((len(chunk), n), pad, dtype=torch.long)
-            att = torch.zeros((len(chunk), T + n), dtype=torch.long)
-            pos = torch.zeros((len(chunk), n), dtype=torch.long)
-            for r, (_, t, nt) in enumerate(chunk):
-                new[r, : len(nt)] = torch.tensor(nt, dtype=torch.long)
-                att[r, :t] = 1
-                att[r, T : T + len(nt)] = 1
-                pos[r] = t + torch.arange(n)
             with torch.inference_mode():
-                o = self.lm.model(input_ids=new.to(dev), attention_mask=att.to(dev), position_ids=pos.to(dev),
-                                  **with_cache(self.lm.model, cache), use_cache=False)
-                lp = torch.log_softmax(o.logits.float(), dim=-1)
-                tgt = new[:, 1:].to(lp.device)
-                g = lp[:, :-1].gather(2, tgt.unsqueeze(-1)).squeeze(-1).cpu().numpy()
+                cache = stacked_cache([([(k[j], v[j]) for k, v in layers], t) for j, t, _ in chunk])
+                logits = continue_from_cache(self.lm, cache, T, [t for _, t, _ in chunk],
+                                             [np.asarray(nt, dtype=np.int64) for _, _, nt in chunk])
+                del cache
+                lp = torch.log_softmax(logits.float(), dim=-1)
+                n = logits.shape[1]
+                tgt = torch.zeros((len(chunk), n), dtype=torch.long)
+                for r, (_, _, nt) in enumerate(chunk):
+                    tgt[r, : len(nt)] = torch.tensor(nt, dtype=torch.long)
+                g = lp[:, :-1].gather(2, tgt[:, 1:].to(lp.device).unsqueeze(-1)).squeeze(-1).cpu().numpy()
             for r, (_, _, nt) in enumerate(chunk):
                 out[c0 + r] = float(g[r, : len(nt) - 1].sum())
         return out

@@ -1,4 +1,4 @@
-"""Words of a text and the word utilities every generator (and ``mia_core.modify``) shares.
+"""Words of a text and the word utilities every generator (and ``edits``) shares.
 
 A *word* is a maximal run of ASCII letters, apostrophes inside it kept (``don't``); a
 generator replaces only *content words* (3+ letters, no stop word, not glued to a hyphen,

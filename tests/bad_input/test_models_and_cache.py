@@ -92,13 +92,14 @@ def model_folder(root: Path, tokenizer_files: Path, *, kind: str = "llama", weig
 def no_loading(monkeypatch):
     """Fail the test if any model loader gets past its checks."""
     import mia_core.models.causal as causal
+    import mia_core.models.gguf as gguf
     import mia_core.models.masked as masked
 
     def boom(*a, **k):
         raise AssertionError("a model was loaded although the settings were bad")
 
     monkeypatch.setattr(causal, "_load", boom)
-    monkeypatch.setattr(causal, "_convert_gguf", boom)
+    monkeypatch.setattr(gguf, "_convert_gguf", boom)
     monkeypatch.setattr(masked, "_load", boom)
 
 
@@ -289,11 +290,12 @@ def test_cache_command_with_unusable_cache_dir(tmp_path, monkeypatch, capsys, ac
 
 def test_run_with_unusable_cache_dir_blames_the_cache_not_the_model(work, monkeypatch, capsys):
     import mia_core.models.causal as causal
+    import mia_core.models.gguf as gguf
 
     def boom(*a, **k):
         raise AssertionError("a model was read although the cache folder was unusable")
 
-    monkeypatch.setattr(causal, "_convert_gguf", boom)
+    monkeypatch.setattr(gguf, "_convert_gguf", boom)
     monkeypatch.setattr(causal, "_from_pretrained", boom)
     a_file = work / "a-file"
     a_file.write_text("not a folder")
@@ -331,7 +333,7 @@ def test_cache_subdir_that_is_a_file(tmp_path, monkeypatch):
 CONVERT = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
-    import mia_core.models.causal as causal
+    import mia_core.models.gguf as conversion
 
     gguf, barrier = Path(sys.argv[1]), Path(sys.argv[2])
 
@@ -343,8 +345,8 @@ CONVERT = textwrap.dedent("""
             time.sleep(0.02)  # both processes are converting at once
         (folder / "model.safetensors").write_bytes(b"w" * 100000)
 
-    causal._convert_gguf = fake_convert
-    out = causal.converted_gguf_dir(gguf)
+    conversion._convert_gguf = fake_convert
+    out = conversion.converted_gguf_dir(gguf)
     assert (out / "model.safetensors").stat().st_size == 100000
     print(out)
 """)
@@ -372,7 +374,7 @@ def test_two_processes_converting_the_same_gguf(tmp_path):
 
 
 def test_publish_dir_replaces_a_stale_folder_and_keeps_a_complete_one(tmp_path):
-    from mia_core.models.causal import CONVERTED_MARKER, publish_dir
+    from mia_core.models.gguf import CONVERTED_MARKER, publish_dir
 
     out = tmp_path / "model"
     out.mkdir()

@@ -279,8 +279,11 @@ def test_one_window_that_does_not_fit_names_the_settings(tiny_lm):
     lm = dataclasses.replace(tiny_lm, model=FailingModel(tiny_lm.model, max_tokens=8, error=_oom_errors()[0]))
     with pytest.warns(RuntimeWarning), pytest.raises(ModelError) as e:
         compute_stats(lm, TEXTS, StatsSettings(context=16, batch_tokens=4096), use_cache=False)
-    msg = str(e.value)
+    from mia_core.cli import build_parser, flag_names
+
+    msg = e.value.worded(flag_names(build_parser()))  # the options it names, as the CLI words them
     assert "--context" in msg and "--batch-tokens" in msg and "\n" not in msg
+    assert set(e.value.options) == {"context", "batch_tokens"}
 
 
 def test_other_runtime_errors_are_not_retried(tiny_lm):

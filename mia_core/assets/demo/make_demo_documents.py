@@ -7,7 +7,7 @@ books of ``make_demo_data.py``, in shared/data/gutenberg), and deals every set's
 per book, in reading order, into 4 documents of 5 passages: 20 member and 20 non-member
 documents of about 250 words, 4 of each per novel. It writes ``documents.json`` (the line
 numbers of each document's passages in ``members.txt`` / ``nonmembers.txt``); the texts are
-not copied. ``mia_core.demo.demo_documents()`` reads it.
+not copied. ``mia_core.documents.demo_documents()`` reads it.
 
 Run from the project root: python mia_core/assets/demo/make_demo_documents.py [GUTENBERG_FOLDER]
 """

@@ -1,16 +1,16 @@
-"""The local run store: every finished calibration run, kept on disk so it survives restarts.
+"""One run folder, read defensively: what it holds, and every check that a damaged one fails.
 
-Layout: ``<runs dir>/<run id>/`` holds what :meth:`mia_core.pipeline.RunResult.save` writes
-(``scores.csv``, ``metrics.json``, ``run.json``) plus ``meta.json`` (name, time, model
-identities, attacks, data summary, AUCs, verdict) used for listing without reading the rest.
-The runs dir is ``$MIA_RUNS_DIR`` when set, else ``<cache root>/runs`` (``mia_core.paths``).
+A run folder holds ``scores.csv``, ``metrics.json``, ``run.json`` (what
+:meth:`mia_core.pipeline.RunResult.save` writes) and ``meta.json``. Anything in it may be damaged: a
+file missing, a link (never followed), not UTF-8, not JSON, of another shape than a run's. Here:
 
-Run ids are ``YYYYmmdd-HHMMSS-<6 hex>``; only ids of that alphabet are accepted, so a run
-id can never point outside the store. Nothing is unpickled: everything is CSV/JSON.
+* :func:`_read_json` reads one JSON file or raises ``_Bad`` (one line: why);
+* :func:`_normalise_meta` gives ``meta.json`` every field of the type the pages expect, naming what it
+  replaced in ``meta["damaged"]``; :func:`_list_entry` is one entry of a listing;
+* :func:`_check_metrics`, :func:`_check_run`, :func:`_read_scores` check ``metrics.json``,
+  ``run.json`` and ``scores.csv`` against the types the pages and the report read.
 
-A damaged run never takes the others down: :func:`list_runs` lists it with ``meta["damaged"]`` (one
-line: why), :func:`load_run` refuses it with a one-line ``DataError``, and :func:`delete_run` removes
-it. A link in the runs dir is never followed: it is listed as damaged and deleted as a link.
+``mia_core.runs.store`` turns ``_Bad`` into a ``DataError`` or a listing's ``damaged`` line.
 """
 from __future__ import annotations
 
@@ -18,204 +18,16 @@ import json
 import math
 import os
 import re
-import secrets
-import shutil
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
-from .errors import DataError
-from .paths import cache_subdir
-from .results import read_csv
+from ..results import read_csv
 
-RUNS_ENV = "MIA_RUNS_DIR"
 META = "meta.json"
-META_VERSION = 1
-_ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,80}$")
-
-
-def runs_dir(root: str | Path | None = None) -> Path:
-    """The folder holding the runs (created if missing)."""
-    if root is not None:
-        p = Path(root).expanduser()
-    elif os.environ.get(RUNS_ENV):
-        p = Path(os.environ[RUNS_ENV]).expanduser()
-    else:
-        return cache_subdir("runs")
-    p.mkdir(parents=True, exist_ok=True)
-    return p
-
-
-def _run_path(run_id: str, root=None) -> Path:
-    if not isinstance(run_id, str) or not _ID_RE.match(run_id) or ".." in run_id:
-        raise DataError(f"{run_id!r} is not a run id")
-    return runs_dir(root) / run_id
-
-
-@dataclass
-class StoredRun:
-    """A run read back from the store (or wrapped from a fresh ``RunResult``)."""
-
-    id: str
-    meta: dict
-    metrics: dict
-    scores: pd.DataFrame
-    run: dict = field(default_factory=dict)  # config, models, timings, shift, population, report, extra
-    path: Path | None = None
-
-    @property
-    def name(self) -> str:
-        return str(self.meta.get("name") or self.id)
-
-    @property
-    def config(self) -> dict:
-        return self.run.get("config") or {}
-
-    @property
-    def models(self) -> dict:
-        return self.run.get("models") or {}
-
-    @property
-    def shift(self) -> dict | None:
-        return self.run.get("shift")
-
-    @property
-    def verdict(self) -> dict | None:
-        s = self.shift
-        return (s or {}).get("verdict") if s else None
-
-    @property
-    def notes(self) -> list[str]:
-        return list(self.run.get("report") or [])
-
-    @property
-    def extra(self) -> dict:
-        return self.run.get("extra") or {}
-
-    @property
-    def population(self) -> dict | None:
-        return self.run.get("population")
-
-    @property
-    def timings(self) -> dict:
-        return self.run.get("timings") or {}
-
-    def attack_names(self) -> list[str]:
-        return [k for k in self.metrics if k != "blind"]
-
-    @classmethod
-    def from_result(cls, result, *, meta: dict | None = None, run_id: str = "unsaved") -> "StoredRun":
-        """Wrap a ``RunResult`` in memory (same JSON round trip as saving, without the disk)."""
-        from .results import json_default as _json_default
-
-        run = {
-            "config": result.config, "models": result.models, "timings": result.timings, "shift": result.shift,
-            "population": result.population, "group_metrics": result.group_metrics, "report": result.report,
-            "extra": result.extra,
-        }
-        run = json.loads(json.dumps(run, default=_json_default))
-        metrics = json.loads(json.dumps(result.metrics, default=_json_default))
-        return cls(id=run_id, meta=meta or build_meta(result, run_id=run_id), metrics=metrics,
-                   scores=result.scores.copy(), run=run)
-
-
-def _model_meta(d: dict | None) -> dict | None:
-    if not d:
-        return None
-    return {k: d.get(k) for k in ("name", "identity", "dtype", "quantize", "device", "n_params", "base", "source")}
-
-
-def build_meta(result, *, name: str | None = None, data: dict | None = None, run_id: str = "") -> dict:
-    """The ``meta.json`` content for a ``RunResult``."""
-    scores = result.scores
-    ev = scores[scores["split"] == "eval"] if "split" in scores.columns else scores
-    target = _model_meta(result.models.get("target"))
-    ref = _model_meta(result.models.get("reference"))
-    n_m, n_n = int((scores["label"] == 1).sum()), int((scores["label"] == 0).sum())
-    now = time.time()
-    if not name:  # what tells runs apart in a list: model, precision, attacks, data size (the time is shown beside)
-        t = target or {}
-        q = t.get("quantize")
-        attacks = [k for k in result.metrics if k != "blind"]
-        shown = ", ".join(attacks[:3]) + (f" +{len(attacks) - 3}" if len(attacks) > 3 else "")
-        name = (f"{t.get('name', 'model')} ({t.get('dtype', '')}{', ' + q if q and q != 'none' else ''}) · {shown} · "
-                f"{n_m} + {n_n} texts")
-    verdict = ((result.shift or {}).get("verdict") or {}).get("level") if result.shift else None
-    return {
-        "version": META_VERSION,
-        "id": run_id,
-        "name": name,
-        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(now)),
-        "created_ts": now,
-        "target": target,
-        "reference": ref,
-        "attacks": [k for k in result.metrics if k != "blind"],
-        "n_members": n_m,
-        "n_nonmembers": n_n,
-        "n_eval": int(len(ev)),
-        "auc": {k: m.get("auc") for k, m in result.metrics.items() if isinstance(m, dict)},
-        "verdict": verdict,
-        "data": data or {},
-        "content": content_key(result),
-    }
-
-
-def content_key(result) -> str:
-    """A digest of what a run says: its settings, its models' identities, every text's scores. Two runs
-    with the same key are the same run (a re-run that changed nothing)."""
-    import hashlib
-
-    blob = json.dumps({"config": result.config, "models": {k: (v or {}).get("identity") for k, v in result.models.items()},
-                       "scores": result.scores.to_csv(index=False)}, sort_keys=True, default=str)
-    return hashlib.sha256(blob.encode()).hexdigest()[:20]
-
-
-def _unique_name(name: str, taken: set[str]) -> str:
-    if name not in taken:
-        return name
-    i = 2
-    while f"{name} #{i}" in taken:
-        i += 1
-    return f"{name} #{i}"
-
-
-def _new_id() -> str:
-    return time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-
-
-def save_run(result, *, name: str | None = None, data: dict | None = None, root=None) -> StoredRun:
-    """Save a ``RunResult`` as a new run (``RunResult.save`` output + ``meta.json``).
-
-    Without a ``name``, a run identical to the newest saved run (the same :func:`content_key`: settings,
-    models, scores) is not saved again: that run is returned, with ``meta["unchanged"] = True``. A
-    default name already taken gets ``#2``, ``#3``..."""
-    existing = list_runs(root)
-    if not name and existing and existing[0].get("content") == content_key(result):
-        try:
-            same = load_run(existing[0]["id"], root)
-            same.meta["unchanged"] = True
-            return same
-        except DataError:
-            pass
-    run_id = _new_id()
-    path = _run_path(run_id, root)
-    tmp = path.with_name(path.name + ".tmp")
-    result.save(tmp)
-    meta = build_meta(result, name=name, data=data, run_id=run_id)
-    if not name:
-        meta["name"] = _unique_name(meta["name"], {m.get("name") for m in existing})
-    from .results import json_default as _json_default
-
-    (tmp / META).write_text(json.dumps(meta, indent=2, default=_json_default))
-    tmp.rename(path)
-    return load_run(run_id, root)
-
-
-# ------------------------------------------------------------------ reading a run folder that may be damaged
 RUN_FILES = ("scores.csv", "metrics.json", "run.json")  # what RunResult.save writes
-_NEW_ID_RE = re.compile(r"^(\d{8}-\d{6})-[0-9a-f]{6}$")  # what _new_id makes
+_NEW_ID_RE = re.compile(r"^(\d{8}-\d{6})-[0-9a-f]{6}$")  # what store._new_id makes
 MAX_META_BYTES = 16 * 2**20  # a meta.json is a few KiB: a bigger one is not read when listing
 
 
@@ -446,35 +258,6 @@ def _list_entry(p: Path) -> dict | None:
     return meta
 
 
-def list_runs(root=None) -> list[dict]:
-    """``meta.json`` of every run, newest first.
-
-    Every run folder is listed: a damaged one (meta.json missing, unreadable, not a mapping, fields of
-    the wrong type, run files missing, a link in place of the folder) with ``meta["damaged"]``, one line
-    saying why, and safe defaults for what could not be read (``name``: its id). Fields of the wrong type
-    are replaced by their defaults, so every entry has ``id``, ``name``, ``created`` (text),
-    ``created_ts`` (a number), ``target``/``reference`` (mapping or None), ``attacks`` (list), ``auc``
-    (mapping of numbers or None), ``data`` (mapping). ``DataError`` only when the runs dir cannot be read."""
-    d = runs_dir(root)
-    try:
-        entries = list(d.iterdir())
-    except OSError as e:
-        raise DataError(f"the runs folder {d} cannot be read ({_reason(e)})") from None
-    out = []
-    for p in entries:
-        if p.name.endswith(".tmp") or not _ID_RE.match(p.name):
-            continue
-        try:
-            meta = _list_entry(p)
-        except OSError as e:  # the folder went away or cannot be read while listing
-            meta = _blank_meta(p.name, p)
-            meta["damaged"] = _one_line(f"cannot be read ({_reason(e)})")
-        if meta is not None:
-            out.append(meta)
-    out.sort(key=lambda m: (m["created_ts"], m["id"]), reverse=True)
-    return out
-
-
 def _check_pair(v, where: str) -> None:
     if v is None:
         return
@@ -579,86 +362,3 @@ def _read_scores(path: Path, metrics: dict) -> pd.DataFrame:
                 raise _Bad(f"scores.csv: the column {a} holds something other than numbers")
             df[a] = col.astype(float)
     return df
-
-
-def load_run(run_id: str, root=None) -> StoredRun:
-    """Read a run back; ``DataError`` (one line) if it does not exist or is damaged in any way: a link
-    in place of its folder, a file missing, not JSON, or of another shape than a run's (metrics.json a
-    list, run.json null, scores.csv without its columns...). A meta.json field of the wrong type is
-    replaced by its default and named in ``meta["damaged"]`` (the run still opens)."""
-    path = _run_path(run_id, root)
-    if path.is_symlink():
-        raise DataError(f"run {run_id} is a link, not a run folder: not opened")
-    if not path.is_dir():
-        raise DataError(f"no run {run_id!r} in {path.parent}")
-    try:
-        raw = _read_json(path, META)
-        _want(raw, "meta.json", "a mapping", null=False)
-        meta = _normalise_meta(raw, run_id, path)
-        metrics = _read_json(path, "metrics.json")
-        _check_metrics(metrics)
-        run = _read_json(path, "run.json") if os.path.lexists(path / "run.json") else {}
-        _check_run(run)
-        scores = _read_scores(path, metrics)
-    except _Bad as e:
-        raise DataError(_one_line(f"run {run_id} is damaged: {e}")) from None
-    except OSError as e:  # the folder went away or cannot be read meanwhile
-        raise DataError(_one_line(f"run {run_id} cannot be read ({_reason(e)})")) from None
-    return StoredRun(id=run_id, meta=meta, metrics=metrics, scores=scores, run=run, path=path)
-
-
-def delete_run(run_id: str, root=None) -> None:
-    """Delete a run of the store: a real run folder inside the runs dir (``DataError`` for anything else).
-    A link in place of a run folder is removed as a link: what it points to is never touched."""
-    path = _run_path(run_id, root)
-    if path.is_symlink():
-        try:
-            path.unlink()
-        except OSError as e:
-            raise DataError(f"the link {run_id} cannot be removed ({_reason(e)})") from None
-        return
-    if not path.is_dir():
-        raise DataError(f"no run {run_id!r} to delete")
-    if path.resolve().parent != runs_dir(root).resolve() or not _is_run_folder(path):
-        raise DataError(f"{run_id} is not a run folder (no meta.json, scores.csv, metrics.json or run.json): "
-                        "not deleted")
-    try:
-        shutil.rmtree(path)  # links inside are removed, never followed
-    except OSError as e:
-        raise DataError(f"run {run_id} could not be deleted completely ({_reason(e)})") from None
-
-
-def rename_run(run_id: str, name: str, root=None) -> None:
-    """Give a run another name (an empty name keeps the old one); ``DataError`` when its meta.json cannot
-    be read or written."""
-    path = _run_path(run_id, root)
-    if path.is_symlink() or not path.is_dir():
-        raise DataError(f"no run {run_id!r} to rename")
-    try:
-        meta = _read_json(path, META)
-        _want(meta, "meta.json", "a mapping", null=False)
-    except _Bad as e:
-        raise DataError(_one_line(f"run {run_id} is damaged: {e}")) from None
-    new = str(name).strip() if name is not None else ""
-    if new:
-        meta["name"] = new
-    elif not isinstance(meta.get("name"), str):
-        meta["name"] = run_id
-    tmp = path / (META + ".tmp")
-    try:
-        tmp.write_text(json.dumps(meta, indent=2))
-        os.replace(tmp, path / META)
-    except OSError as e:
-        raise DataError(f"run {run_id} cannot be renamed ({_reason(e)})") from None
-
-
-def latest_run(*, target_identity: str | None = None, root=None) -> StoredRun | None:
-    """The newest run (for ``target_identity``: the newest run on that exact model)."""
-    for meta in list_runs(root):
-        if target_identity is not None and (meta.get("target") or {}).get("identity") != target_identity:
-            continue
-        try:
-            return load_run(meta["id"], root)
-        except DataError:
-            continue
-    return None

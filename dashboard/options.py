@@ -1,0 +1,67 @@
+"""How the pages name the settings an engine error is about (``mia_core.errors``: an error names the
+option by its API name, ``{batch_tokens}``; each front end puts its own word there).
+
+:data:`LABELS` maps an option to the label of the widget that sets it (in the sidebar or on a page),
+or, for an option no page has a widget for, to a description in plain words. An attack parameter
+``attack.name`` is called as on the Calibration page ("ReCaLL: prefix"). :func:`worded` is how a page
+shows a ``MiaError`` (``dashboard.ui.show_error``, a job's error, the sidebar's load errors).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+from mia_core.errors import in_words
+
+LABELS = {
+    # the sidebar (dashboard/sidebar.py)
+    "model": "Target model",
+    "reference": "the sidebar's Reference model",
+    "dtype": "the sidebar's dtype",
+    "quantize": "the sidebar's Quantisation (target)",
+    "device": "the sidebar's Device",
+    "trust_remote_code": "the sidebar's trust_remote_code",
+    # data (Calibration, Masked-LM and Document pages)
+    "population": "Population set",
+    "text_column": "Text column of tables",
+    "group_column": "Group column",
+    "split": "Train/evaluation split",
+    # scoring and evaluation
+    "context": "Context window",
+    "folds": "Folds",
+    "n_bootstrap": "Bootstrap resamples",
+    "seed": "Seed",
+    # where the model passes run (dashboard/engine.py)
+    "engine": "Where the model passes run",
+    "workers": "Ray workers",
+    "ray_address": "Ray cluster address",
+    # options no page has a widget for
+    "batch_tokens": "the batch size (tokens)",
+    "gpus_per_worker": "the GPUs per Ray worker",
+    "train_members": "training members",
+    "train_nonmembers": "training non-members",
+    "cache": "the cache setting of the command line or the Python API",
+    "vocab_only": "a vocabulary-only match (vocab_only in the Python API)",
+    "accept_weight_mismatch": "accepting the mismatch (from the command line or the Python API)",
+    "out": "the output folder",
+    "out_dir": "the output folder",
+    "overwrite": "the overwrite setting",
+}
+
+
+@lru_cache(maxsize=1)
+def _attack_params() -> dict[str, str]:
+    """``attack.name`` -> the Calibration page's label of that attack parameter ("ReCaLL: prefix")."""
+    from mia_core.attacks import REGISTRY
+
+    return {f"{a}.{p}": f"{att.label}: {p}" for a, att in REGISTRY.items() for p in att.params}
+
+
+def labels() -> dict[str, str]:
+    """:data:`LABELS` and the attack parameters' labels."""
+    return {**_attack_params(), **LABELS}
+
+
+def worded(e) -> str:
+    """A ``MiaError`` (or a ``mia_core.errors.Worded`` note; anything else as ``str``) with each option
+    it is about as the pages call it."""
+    return in_words(e, labels())

@@ -1,0 +1,97 @@
+"""A loaded causal LM (:class:`LoadedModel`: the model, its tokenizer and what the engine needs to know
+about it), its summary for reports (:func:`describe`) and the key/value-cache argument of its forward pass
+under either of transformers' names (:func:`with_cache`, :func:`returned_cache`).
+
+:func:`mia_core.models.causal.load_causal_lm` makes one.
+"""
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+
+
+@dataclass
+class LoadedModel:
+    """A loaded causal LM with everything the engine needs to know about it."""
+
+    model: object
+    tokenizer: object
+    name: str
+    identity: str  # stable string for cache keys: source fingerprint + dtype + quantisation
+    dtype: str  # the precision it computes in (int4: its compute dtype, bf16 when fp32 was asked for)
+    quantize: str
+    device: str
+    max_context: int
+    load_seconds: float
+    n_params: int
+    base_spec: str | None = None  # for fine-tuned targets: the base model (a natural reference)
+    info: dict = field(default_factory=dict)
+    source: str | None = None  # where it was loaded from: the embedded name, a hub id or a path
+    # how to load the same model elsewhere (a Ray worker): load_causal_lm's arguments, the spec absolute
+    load_args: dict = field(default_factory=dict)
+
+    @property
+    def memory_bytes(self) -> int:
+        try:
+            return int(self.model.get_memory_footprint())
+        except Exception:  # noqa: BLE001
+            return 0
+
+    @property
+    def vocab_size(self) -> int:
+        return int(self.model.get_output_embeddings().weight.shape[0])
+
+    def same_tokenizer(self, other: "LoadedModel") -> bool:
+        a, b = self.tokenizer, other.tokenizer
+        if len(a) != len(b):
+            return False
+        probe = "Membership inference: 1234 naïve résumé, ~zß!"
+        return a(probe, add_special_tokens=False).input_ids == b(probe, add_special_tokens=False).input_ids
+
+
+# transformers renamed a forward pass's key/value cache from ``past_key_values`` to ``cache`` (5.2x),
+# in the forward's arguments and in its output. The old names still work there, with a warning printed in
+# every run ("past_key_values/cache_params are deprecated"), and go in 5.40. These two speak to either.
+@functools.lru_cache(maxsize=None)
+def _cache_argument(cls: type) -> str:
+    import inspect
+
+    params = inspect.signature(cls.forward).parameters
+    for name in ("cache", "past_key_values"):
+        if name in params:
+            return name
+    from transformers.modeling_outputs import CausalLMOutputWithPast
+
+    return "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+
+
+def with_cache(model, cache) -> dict:
+    """The keyword argument that hands ``cache`` (a transformers ``Cache``) to ``model``'s forward pass,
+    under the name its forward takes (a PEFT wrapper: its base model's)."""
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    return {_cache_argument(type(base)): cache}
+
+
+def returned_cache(out):
+    """The key/value cache a forward pass with ``use_cache=True`` returned (None when it returned none)."""
+    if "cache" in getattr(type(out), "__dataclass_fields__", ()):
+        return out.cache
+    return getattr(out, "past_key_values", None)
+
+
+def describe(lm: LoadedModel) -> dict:
+    """A JSON-able summary for reports and the dashboard."""
+    return {
+        "name": lm.name,
+        "identity": lm.identity,
+        "dtype": lm.dtype,
+        "quantize": lm.quantize,
+        "device": lm.device,
+        "max_context": lm.max_context,
+        "n_params": lm.n_params,
+        "load_seconds": round(lm.load_seconds, 2),
+        "memory_mb": round(lm.memory_bytes / 2**20, 1),
+        "base": lm.base_spec,
+        "source": lm.source,
+        **({"weights_not_verified": lm.info["accepted_mismatch"]} if (lm.info or {}).get("accepted_mismatch") else {}),
+    }

@@ -1,0 +1,95 @@
+"""The entry point: :func:`compute_stats`, one forward pass per text, cached on disk.
+
+Results are cached on disk (``mia_core.cache``) keyed by model identity, settings and text hash
+(:func:`.settings.cache_settings`), so a re-run of any attack on cached texts makes no model call.
+The texts the cache lacks go to the current engine (:mod:`mia_core.engines`: this process or Ray
+workers) as a :class:`.workload.TokenStatsWorkload`; each is stored as soon as it is complete, and
+a long text's windows done so far are kept in its partial cache entry, so an interrupted call
+resumes from there, on any engine.
+"""
+from __future__ import annotations
+
+import time
+from typing import Sequence
+
+import numpy as np
+
+from ..cache import ArrayCache, text_hash
+from ..engines import current_engine
+from ..models import LoadedModel
+from ..progress import Progress, noop
+from .settings import StatsSettings, cache_settings, tokenize
+from .types import ALL_FIELDS, TokenStats
+from .workload import Partials, run_on_engine
+
+
+def entry_problem(lm: LoadedModel, text: str, arrays: dict, st: StatsSettings) -> str | None:
+    """Why a cached entry cannot be the statistics of ``text`` under ``lm`` (None when it can): every
+    array there, the text's own token ids, every per-token array as long, the text's byte count."""
+    need = ("token_ids", *ALL_FIELDS, "n_bytes")
+    lacking = [k for k in need if k not in arrays]
+    if lacking:
+        return f"it lacks {', '.join(lacking)}"
+    if st.vocab_probs and "vocab_prob_sum" not in arrays:
+        return "it lacks vocab_prob_sum"
+    ids = arrays["token_ids"]
+    if ids.ndim != 1 or not np.array_equal(ids, tokenize(lm, text)):
+        return "its tokens are not this text's"
+    short = [k for k in ALL_FIELDS if arrays[k].shape != ids.shape]
+    if short:
+        return f"{short[0]} has {arrays[short[0]].shape[0] if arrays[short[0]].ndim else 0} values for {ids.shape[0]} tokens"
+    if int(arrays["n_bytes"]) != len(text.encode("utf-8", "surrogatepass")):
+        return "its byte count is not this text's"
+    return None
+
+
+
+def compute_stats(
+    lm: LoadedModel,
+    texts: Sequence[str],
+    settings: StatsSettings | None = None,
+    *,
+    use_cache: bool = True,
+    progress: Progress = noop,
+    label: str = "token statistics",
+) -> list[TokenStats]:
+    """Per-token statistics for every text (cached). Empty texts give zero-length stats."""
+    st = settings or StatsSettings()
+    cache = ArrayCache("stats", cache_settings(lm, st), enabled=use_cache)
+    results: list[TokenStats | None] = [None] * len(texts)
+    hashes = [text_hash(t) for t in texts]
+    todo: dict[str, list[int]] = {}
+    for i, (t, h) in enumerate(zip(texts, hashes)):
+        got = cache.get(h, lambda a, t=t: entry_problem(lm, t, a, st)) if h not in todo else None
+        if got is not None:
+            results[i] = TokenStats.from_arrays(got)
+        else:
+            todo.setdefault(h, []).append(i)
+    compute_stats.last_cache = cache  # for tests/benchmarks: hits and misses of the last call
+    if not todo:
+        progress(f"{label}: all {len(texts)} texts cached", 1.0)
+        return results  # type: ignore[return-value]
+
+    def store(i: int, s: TokenStats) -> None:
+        h = hashes[i]
+        cache.put(h, s.to_arrays())
+        for k in todo[h]:
+            results[k] = s
+
+    # a long text's windows done so far: its partial entry, resumed from on any engine
+    partial = Partials(lambda i: cache.get_partial(hashes[i]), lambda i, a: cache.put_partial(hashes[i], a),
+                       lambda i: cache.drop_partial(hashes[i]))
+    engine = current_engine()
+    t_start = time.time()
+    tokens = run_on_engine(engine, lm, {idxs[0]: texts[idxs[0]] for idxs in todo.values()}, st, store,
+                           partial=partial, progress=progress, label=label)
+    if use_cache and engine.in_process:  # this machine's speed, for the estimate shown before a run
+        from ..estimate import record
+
+        record(tokens, time.time() - t_start, lm.n_params, lm.device)
+    progress(f"{label}: done ({len(todo)} texts scored, {len(texts) - sum(len(v) for v in todo.values())} cached)",
+             1.0)
+    return results  # type: ignore[return-value]
+
+
+compute_stats.last_cache = None  # type: ignore[attr-defined]

@@ -1,0 +1,212 @@
+"""The settings of a statistics pass (:class:`StatsSettings`) and how a text becomes the token
+sequence the model sees: its token ids (:func:`tokenize`) and what is put in front (the prefix).
+
+**The prefix: texts as the model saw them in training** (``StatsSettings.prefix``). ``"auto"``
+(the default) puts in front of each text what the model saw there in training:
+
+* a ``make-target`` folder: the token it was trained with (its ``training_log.json``), or none;
+* any other model: what its tokenizer adds itself (:func:`tokenizer_prefix_id`). Llama-style
+  tokenizers add a BOS token, so every text token is predicted from it, as in MIMIR, which
+  tokenizes with the tokenizer's special tokens; GPT-2-style tokenizers (GPT-2, Pythia, SmolLM2,
+  Qwen and most of their fine-tunes) add nothing, so nothing is prepended and the first text token
+  has no prediction: tokens 2..n are scored, as in MIMIR.
+
+``"always"`` puts the tokenizer's BOS, or ``<|endoftext|>``/EOS when it has none, in front of
+every text (:func:`prefix_token_id`), so that the first text token is predicted too and the
+total NLL covers the whole string (per-byte comparisons across tokenizers need it), at the cost
+of a context a GPT-2-style model never saw in training (it lowers every attack's AUC on such
+fine-tunes: issue 28). ``"none"`` prepends nothing. ``True``/``False`` are read as
+``"always"``/``"none"`` (the settings of earlier versions).
+
+:func:`cache_settings` is the disk-cache key of a pass: model identity, window, prefix, vocabulary
+sums, :data:`STATS_VERSION` and (only when set) a hash of the condition.
+"""
+from __future__ import annotations
+
+import warnings
+import weakref
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..cache import text_hash
+from ..data.decoding import check_text_length
+from ..errors import ModelError
+from ..models import LoadedModel
+
+STATS_VERSION = 2  # 2: sigma as E[(lp - mu)^2] (stable in float32)
+DEFAULT_CONTEXT_CAP = 2048  # default window on CPU-friendly terms; the model's max if smaller
+DEFAULT_BATCH_TOKENS = 2048  # on a CPU: the demo's 200 paragraphs run at 355 tokens/s vs 299 at 4096 (2-core EPYC)
+DEFAULT_BATCH_TOKENS_GPU = 8192  # on a GPU, where wider batches pay
+PREFIX_MODES = ("auto", "always", "none")
+
+
+@dataclass
+class StatsSettings:
+    context: int | None = None  # window length C; None: min(model max, DEFAULT_CONTEXT_CAP)
+    prefix: str | bool = "auto"  # "auto" (what the model saw in training), "always" (BOS/EOS), "none"
+    batch_tokens: int | None = None  # tokens per forward batch; None: DEFAULT_BATCH_TOKENS(_GPU) for the device
+    vocab_probs: bool = False  # also accumulate sum of predicted distributions (R^GP)
+    condition: str | None = None  # text every text is conditioned on (ReCaLL's prefix); None/"": none
+
+    def __post_init__(self):
+        self.prefix = prefix_mode(self.prefix)
+
+    def resolved_context(self, lm: LoadedModel) -> int:
+        c = self.context or min(lm.max_context, DEFAULT_CONTEXT_CAP)
+        if c < 2:
+            raise ModelError("the context length must be at least 2 tokens")
+        return min(c, lm.max_context)
+
+    def resolved_batch_tokens(self, lm: LoadedModel) -> int:
+        if self.batch_tokens:
+            return int(self.batch_tokens)
+        return DEFAULT_BATCH_TOKENS if str(lm.device).startswith("cpu") else DEFAULT_BATCH_TOKENS_GPU
+
+
+def prefix_mode(value) -> str | int:
+    """``StatsSettings.prefix`` as one of :data:`PREFIX_MODES` (``True``/``False``: ``"always"``/``"none"``),
+    or a token id (an int >= 0: that token in front of every text; a run pins its other models to the
+    target's token this way, so that a reference scores the same tokens)."""
+    if value is True:
+        return "always"
+    if value is False or value is None:
+        return "none"
+    if isinstance(value, int) or (isinstance(value, str) and value.strip().isdigit()):
+        return int(value)
+    v = str(value).strip().lower()
+    if v not in PREFIX_MODES:
+        from ..errors import SettingsError
+
+        raise SettingsError(f"prefix must be one of {', '.join(PREFIX_MODES)}, got {value!r}")
+    return v
+
+
+_PROBE = "Hello world. The quick brown fox"
+
+
+_TOKENIZER_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _memo(tokenizer, what: str, compute):
+    """``compute(tokenizer)`` once per tokenizer object (and size: added tokens invalidate it): the prefix
+    ids are asked for several times per scoring call, and a probe tokenization and a 49k-entry vocabulary
+    each time showed in profiles."""
+    try:
+        memo = _TOKENIZER_MEMO.setdefault(tokenizer, {})
+    except TypeError:  # not weakly referenceable: no memo
+        return compute(tokenizer)
+    key = (what, len(tokenizer))
+    if key not in memo:
+        memo[key] = compute(tokenizer)
+    return memo[key]
+
+
+def tokenizer_prefix_id(tokenizer) -> int | None:
+    """The token the tokenizer itself puts in front of a text (``add_special_tokens=True``): a Llama-style
+    tokenizer's BOS; None for GPT-2-style tokenizers, which add nothing. When it adds several, the one
+    right before the text."""
+    return _memo(tokenizer, "tokenizer_prefix_id", _tokenizer_prefix_id)
+
+
+def _tokenizer_prefix_id(tokenizer) -> int | None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plain = list(tokenizer(_PROBE, add_special_tokens=False)["input_ids"])
+            full = list(tokenizer(_PROBE, add_special_tokens=True)["input_ids"])
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot say adds nothing we know of
+        return None
+    for start in range(len(full) - len(plain) + 1):
+        if full[start:start + len(plain)] == plain:
+            return int(full[start - 1]) if start > 0 else None
+    return None
+
+
+def resolve_prefix(lm: LoadedModel, st: "StatsSettings") -> int | None:
+    """The token put in front of every text under ``st`` (None: nothing), see the module docstring."""
+    mode = prefix_mode(st.prefix)
+    if isinstance(mode, int):
+        return mode
+    if mode == "none":
+        return None
+    if mode == "always":
+        return prefix_token_id(lm.tokenizer)
+    info = getattr(lm, "info", None) or {}
+    if "trained_prefix_token_id" in info:  # a make-target folder: what it was trained with
+        v = info["trained_prefix_token_id"]
+        return None if v is None else int(v)
+    return tokenizer_prefix_id(lm.tokenizer)
+
+
+def scores_first_token(lm: LoadedModel, st: "StatsSettings") -> bool:
+    """Whether attacks score each text's first token by default: under ``"auto"`` when a prefix is put in
+    front (the model learned to predict the first token from it, and MIMIR scores it); never under
+    ``"always"`` (the prefix is ours, not the model's: tokens 2..n, as the papers); without a prefix the
+    first token has no prediction anyway."""
+    return prefix_mode(st.prefix) == "auto" and resolve_prefix(lm, st) is not None
+
+
+def settings_for(lm: LoadedModel, target: LoadedModel, st: "StatsSettings | None" = None) -> "StatsSettings":
+    """``st`` for scoring ``lm`` beside ``target``: a model that shares the target's tokenizer (a reference,
+    RMIA's references) is scored with the target's prefix, so that both score the same tokens; a model with
+    another tokenizer keeps its own."""
+    import dataclasses
+
+    st = st or StatsSettings()
+    if st.prefix == "auto" and lm is not target and target.same_tokenizer(lm):
+        r = resolve_prefix(target, st)
+        return dataclasses.replace(st, prefix="none" if r is None else r)
+    return st
+
+
+def prefix_key(lm: LoadedModel, st: "StatsSettings"):
+    """The prefix as the cache key holds it: ``True`` for the BOS/EOS token of earlier versions' default,
+    ``False`` for none, else the token id. Entries of earlier versions stay valid wherever the numbers are
+    the same (a Llama-style model under ``"auto"``, any model under ``"always"`` or ``"none"``)."""
+    r = resolve_prefix(lm, st)
+    if r is None:
+        return False
+    return True if r == prefix_token_id(lm.tokenizer) else int(r)
+
+
+def prefix_token_id(tokenizer) -> int | None:
+    """The BOS/EOS token ``prefix="always"`` puts in front of every text."""
+    return _memo(tokenizer, "prefix_token_id", _prefix_token_id)
+
+
+def _prefix_token_id(tokenizer) -> int | None:
+    vocab = tokenizer.get_vocab()
+    if tokenizer.bos_token_id is not None and getattr(tokenizer, "add_bos_token", False):
+        return tokenizer.bos_token_id
+    for t in ("<|endoftext|>", "</s>", "<s>"):
+        if t in vocab:
+            return vocab[t]
+    for tid in (tokenizer.bos_token_id, tokenizer.eos_token_id):
+        if tid is not None:
+            return tid
+    return None
+
+
+def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
+    # the readers refuse longer texts with their source; this guards every other way in (the API,
+    # generated texts): a fast tokenizer handed one aborts the process (Rust panic, exit 134)
+    check_text_length(text, f"scoring with {getattr(lm, 'name', 'the model')}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        ids = lm.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
+    return np.asarray(ids, dtype=np.int32)
+
+
+def cache_settings(lm: LoadedModel, st: StatsSettings) -> dict:
+    out = {
+        "model": lm.identity,
+        "context": st.resolved_context(lm),
+        "prefix": prefix_key(lm, st),
+        "vocab_probs": st.vocab_probs,
+        "version": STATS_VERSION,
+    }
+    if st.condition:  # only when set: the unconditional key stays what it always was
+        out["condition"] = text_hash(st.condition)
+        out["condition_chars"] = len(st.condition)
+    return out
