@@ -1,9 +1,9 @@
-"""Every attack on one controlled target trained the standard way (the README's "Every attack on one
-controlled target" table; issue 28: re-measured with a target trained without the prefix).
+"""Every attack on one controlled target trained the standard way (docs/attacks.md, "Every attack on one
+controlled target"; issue 28: re-measured with a target trained without the prefix).
 
 The target is ``benchmarks/prefix_cost.py``'s: SmolLM2-135M with one LoRA epoch on 400 AG News texts as
 SmolLM2's tokenizer encodes them (nothing in front), 400 held-out texts. Audited here: 200 of its members,
-200 of its held-out texts, 200 further AG News texts as the population (100 in the README's run, which
+200 of its held-out texts, 200 further AG News texts as the population (100 in the docs' run, which
 took texts 900-999 only) (ReCaLL's prefix, RMIA's z, the
 10 %-FPR threshold). ``--split 0.5``: SMIA trains on half of each set and every attack is reported on the
 same held-out 100 + 100 texts. Reference: base SmolLM2. Neighbours: the embedded proposer, n = 5.

@@ -70,7 +70,7 @@ difference, the Spearman correlation and both AUCs, then a summary table; and th
 torch threads and the time spent. On 40 demo texts every attack agrees with MIMIR to float
 rounding (Spearman 1.0000, largest difference 3e-5, Min-K%++'s float32 variance) in the setting
 that gives MIMIR's context; the table and the reasons for the other settings' differences are in
-the README ("Faithful to the reference code"). About 13 minutes on a shared 2-core CPU, one torch
+docs/attacks.md ("Faithful to the reference code"). About 13 minutes on a shared 2-core CPU, one torch
 thread (ReCaLL's full prefix + text passes and GradNorm's backward passes take most of it);
 ``mia_core``'s passes are cached, so a re-run spends its time on the re-implementation.
 

@@ -28,7 +28,7 @@ Cost
     One forward and one backward pass per text (per window), one text at a time (per-text
     gradients cannot share a batch): roughly 3x the FLOPs of the forward pass, and no batching.
     Memory: one gradient buffer per parameter (the model's size again, e.g. +0.5 GB for
-    SmolLM2-135M in fp32) plus one window's activations. Measured figures are in the README.
+    SmolLM2-135M in fp32) plus one window's activations. Measured figures are in docs/gradnorm-rmia.md.
 
 Results are cached on disk (``mia_core.cache.ArrayCache``, namespace ``gradients``) keyed by
 model identity, context, prefix policy, first-token rule and text hash, like the statistics

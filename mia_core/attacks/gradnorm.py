@@ -27,7 +27,7 @@ gives MIMIR's exact member score (``+`` the mean per-tensor L-infinity norm, wha
 The gradients come from ``mia_core.gradients`` (the one place a backward pass runs): all
 parameters, LoRA targets with the adapter merged (see there), texts windowed like the
 statistics pass, results cached. Cost: one forward + backward pass per text, unbatched
-(measured figures in the README); population texts are handled on demand.
+(measured figures in docs/gradnorm-rmia.md); population texts are handled on demand.
 """
 from __future__ import annotations
 

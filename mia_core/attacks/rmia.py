@@ -52,7 +52,7 @@ the run's notes; a number fixes it. For language models sequence likelihoods are
 constant ``(1 - a)/2`` then dominates ``Pr(x)`` and a = 0.3 scores about like LOSS (the run warns
 when RMIA's ranking has Spearman >= 0.99 with the target's likelihood alone); a = 1 keeps the
 reference ratio: demo AUC 0.85 at a = 0.3 vs 0.98 (base reference) and 0.999 (two population
-references) at a = 1, README. ``n_z``: how many population texts (a seeded random subset;
+references) at a = 1, docs/gradnorm-rmia.md. ``n_z``: how many population texts (a seeded random subset;
 default all), ``seed``, ``online`` (default False, see above), ``out_refs`` (``pm``: Privacy
 Meter's largest half with 4+ references; ``mean``).
 
