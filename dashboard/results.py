@@ -82,9 +82,9 @@ def render_run(run, *, key: str = "res") -> None:
                                          for w in (m.get("warnings") or [])))
     if warns:  # about the numbers just shown: in view, not folded away
         st.markdown("**Read these numbers with:**\n" + "\n".join(f"- {md_text(w)}" for w in warns))
-    if run.notes:
-        with st.expander(f"Notes on this run ({len(run.notes)})"):
-            for w in run.notes:
+    if run.report:
+        with st.expander(f"Notes on this run ({len(run.report)})"):
+            for w in run.report:
                 st.markdown(f"- {md_text(w)}")
 
     attacks = run.attack_names()

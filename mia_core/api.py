@@ -449,12 +449,29 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
 
 
 def load(path):
-    """A run folder written by ``result.save(dir)`` (or ``mia run --out``) as the
-    :class:`mia_core.pipeline.RunResult` it was: scores, metrics, configuration, models and notes.
-    (Document and masked-LM folders are not read back yet: ``DataError``.)"""
-    from .pipeline import RunResult
+    """A saved run folder read back, as the dashboard's run store reads its runs.
 
-    return RunResult.load(path)
+    Parameters
+    ----------
+    path : str or Path
+        A folder written by ``result.save(dir)``, ``mia run --out`` or the run store.
+
+    Returns
+    -------
+    mia_core.runs.StoredRun
+        The :class:`mia_core.pipeline.RunResult` it was (``.scores``, ``.metrics``, ``.config``,
+        ``.models``, ``.timings``, ``.shift``, ``.report``...), plus ``.id`` (the folder's name),
+        ``.meta`` (its ``meta.json`` when the run store wrote it, else ``{}``) and ``.path``.
+
+    Raises
+    ------
+    DataError
+        One line, for a folder that holds no saved run (document and masked-LM folders are not read
+        back yet) or a damaged one: a file a link, not JSON, or of another shape than a run's.
+    """
+    from .runs import read_run
+
+    return read_run(path)
 
 
 def _noop():

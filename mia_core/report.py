@@ -6,9 +6,10 @@
   ``metrics.FPR_GRID`` with CIs, set sizes: the rows of ``mia_core.metrics.metrics_rows``),
   :func:`compare_table` (two runs side by side with differences), :func:`population_table`,
   :func:`modified_table`.
-* :func:`build_report` turns a run (a :class:`mia_core.runs.StoredRun`) into one HTML file:
-  settings, models, data summary, blind-baseline verdict, tables and plotly figures, with
-  plotly.js embedded once, so the file opens offline and can be mailed as it is. The HTML helpers
+* :func:`build_report` turns a stored run (a :class:`mia_core.runs.StoredRun`: a ``RunResult`` with its
+  ``id`` and ``meta``) into one HTML file: settings, models, data summary, blind-baseline verdict,
+  tables and plotly figures, with plotly.js embedded once, so the file opens offline and can be
+  mailed as it is. The HTML helpers
   (``_CSS``, ``_e``, ``_kv_table``, ``_df_html``) serve the dataset-inference report too
   (``mia_core.dataset_inference.report``).
 
@@ -294,8 +295,8 @@ def build_report(run, *, title: str | None = None) -> str:
         summary["texts used for training (split)"] = int((scores["split"] == "train").sum())
     summary.update({k: (", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in data.items()})
     parts.append(_kv_table(summary))
-    if run.notes:
-        parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in run.notes) + "</ul>")
+    if run.report:
+        parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in run.report) + "</ul>")
 
     parts.append("<h2>Settings</h2>")
     settings = {

@@ -2,7 +2,9 @@
 
 Every audit returns an :class:`AuditResult`:
 
-* :class:`mia_core.pipeline.RunResult` (``run_attacks``: baselines, neighbourhood, SMIA);
+* :class:`RunResult` (``run_attacks``: baselines, neighbourhood, SMIA), here (and re-exported as
+  ``mia_core.pipeline.RunResult``) so that the run store, below the pipeline, reads runs back as it:
+  :meth:`RunResult.load` mirrors :meth:`RunResult.save`;
 * :class:`mia_core.documents.DocumentAuditResult` (``run_document_audit``: Meeus et al. 2024);
 * :class:`mia_core.mlm.MlmAuditResult` (``run_mlm_audit``: Mireshghallah et al. 2022).
 
@@ -31,10 +33,14 @@ are never touched: a score of -3.2 stays a number.
 from __future__ import annotations
 
 import csv
+import json
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from .errors import DataError
 
 
 class AuditResult:
@@ -144,3 +150,151 @@ def read_csv(path, **kwargs) -> pd.DataFrame:
     for c in _text_columns(df):
         df[c] = df[c].map(restore_cell, na_action="ignore").astype(df[c].dtype)
     return df
+
+
+# ----------------------------------------------------------------------------- the result of a run
+RUN_FILES = ("scores.csv", "metrics.json", "run.json")  # what RunResult.save writes
+
+
+@dataclass
+class RunResult(AuditResult):
+    """What ``run_attacks`` produced (:class:`mia_core.results.AuditResult`).
+
+    ``scores``: one row per scored text (``text_id``, ``label``, ``text_hash``, [``split``],
+    [``group``], one column per attack); ``metrics``: ``{attack: metrics}`` on the evaluation
+    part (plus ``blind``); ``config``, ``models`` (``describe`` of the target and, when used,
+    the reference), ``timings``, ``shift`` (the blind-baseline report), ``population``
+    (threshold decisions), ``group_metrics``, ``extra`` (attack artefacts) and ``report``
+    (notes).
+    """
+
+    scores: pd.DataFrame
+    metrics: dict
+    config: dict
+    models: dict
+    timings: dict
+    shift: dict | None = None
+    population: dict | None = None
+    group_metrics: dict | None = None
+    extra: dict = field(default_factory=dict)  # attack-specific artefacts (SMIA curves, neighbours...)
+    report: list[str] = field(default_factory=list)
+
+    def attack_names(self) -> list[str]:
+        return [k for k in self.metrics if k != "blind"]
+
+    def to_json(self) -> dict:
+        out = dict(self.metrics)
+        return out
+
+    def summary_text(self) -> str:
+        """The report ``mia run`` prints: models, counts, the metrics table, precision/recall at
+        the population threshold, group-level AUCs, the blind-baseline verdict and the notes."""
+        from .formatting import fmt_rate_ci
+        from .metrics import decision_cis, summarize_table
+
+        t = self.models.get("target") or {}
+        ref = self.models.get("reference")
+        sc = self.scores
+        # the audited set: every row, except the rows of a separate training set (split
+        # "train" without a split fraction)
+        ds = sc[sc["split"] == "eval"] if "split" in sc and not self.config.get("split") else sc
+        n_eval = int((sc.get("split", "eval") == "eval").sum()) if "split" in sc else len(sc)
+        kt = self.extra.get("known_truth")
+        lines = ([f"!!! {kt['message']}", ""] if kt and not kt["ok"] else []) + [
+            f"target: {t.get('name')} ({t.get('dtype')}, {t.get('quantize')})"
+            + (f"; reference: {ref['name']}" if ref is not None else ""),
+            f"{int((ds['label'] == 1).sum())} members, {int((ds['label'] == 0).sum())} non-members; "
+            f"{n_eval} texts evaluated",
+            summarize_table(self.metrics),
+        ]
+        if self.population:
+            lines += ["", f"threshold at {self.population['alpha']:.0%} FPR on the population set "
+                          f"({self.population['n_population']} texts):"]
+            for name, d in self.population["attacks"].items():
+                if "error" in d:
+                    lines.append(f"  {name:<12} {d['error']}")
+                    continue
+                c = decision_cis(d)
+
+                def ci(v, k):
+                    return "n/a" if v is None else fmt_rate_ci(v, c[k])
+
+                lines.append(f"  {name:<12} precision {ci(d['precision'], 'precision')}  recall "
+                             f"{ci(d['recall'], 'recall')}  FPR on evaluated non-members {ci(d['fpr'], 'fpr')}")
+        if self.group_metrics:
+            lines += ["", "group-level AUC (mean score per group):"]
+            for name, g in self.group_metrics.items():
+                lines.append(f"  {name:<12} " + (g["error"] if "error" in g else f"{g['auc']:.3f} over {g['n_groups']} groups"))
+        if self.shift:
+            v = self.shift["verdict"]
+            lines += ["", f"VERDICT [{v['level']}]: {v['message']}"]
+        if kt:
+            lines += ["", ("KNOWN TRUTH [ok]: " if kt["ok"] else "KNOWN TRUTH [FAILED]: ") + kt["message"]]
+        for line in self.report:
+            lines.append(f"note: {line}")
+        return "\n".join(lines)
+
+    @property
+    def verdict(self) -> dict | None:
+        """The blind baseline's verdict on the data (``{"level", "message"}``; None without the check)."""
+        return (self.shift or {}).get("verdict")
+
+    @classmethod
+    def load(cls, out_dir: str | Path, **where) -> "RunResult":
+        """The result :meth:`save` wrote into ``out_dir``: its files read by :meth:`read_saved`, the result
+        made by :meth:`from_saved` (``where``: what a subclass adds, e.g. the run store's id and meta).
+        ``DataError`` (one line) for a folder that holds no saved run."""
+        out = Path(out_dir).expanduser()
+        return cls.from_saved(*cls.read_saved(out), **where)
+
+    @staticmethod
+    def read_saved(out: Path) -> tuple[pd.DataFrame, dict, dict]:
+        """``scores.csv``, ``metrics.json`` and ``run.json`` of ``out``, parsed (the run store reads them with
+        its checks for damaged folders instead: ``mia_core.runs.StoredRun``)."""
+        check_saved(out)
+        try:
+            run = json.loads((out / "run.json").read_text())
+            metrics = json.loads((out / "metrics.json").read_text())
+            scores = read_csv(out / "scores.csv", dtype={"text_id": str, "text_hash": str})
+        except (ValueError, OSError) as e:
+            raise DataError(f"{out}: the saved run cannot be read ({e})") from None
+        return scores, metrics, run
+
+    @classmethod
+    def from_saved(cls, scores: pd.DataFrame, metrics: dict, run: dict, **where) -> "RunResult":
+        """The result from what :meth:`save` wrote: the ``scores.csv`` table, the ``metrics.json`` and
+        ``run.json`` contents (a section ``run.json`` lacks: empty, or None where it is optional)."""
+        return cls(scores=scores, metrics=metrics, config=run.get("config") or {}, models=run.get("models") or {},
+                   timings=run.get("timings") or {}, shift=run.get("shift"), population=run.get("population"),
+                   group_metrics=run.get("group_metrics"), extra=run.get("extra") or {},
+                   report=list(run.get("report") or []), **where)
+
+    def save(self, out_dir: str | Path) -> dict[str, Path]:
+        """Write ``scores.csv``, ``metrics.json`` and ``run.json`` (config, models, timings,
+        shift, population, group metrics, notes, extra); returns ``{"scores", "metrics", "run"}``
+        -> path."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json", "run": out / "run.json"}
+        write_csv(self.scores, paths["scores"])  # text ids as text, never as spreadsheet formulas
+        paths["metrics"].write_text(json.dumps(self.metrics, indent=2, default=json_default))
+        run = {
+            "config": self.config,
+            "models": self.models,
+            "timings": self.timings,
+            "shift": self.shift,
+            "population": self.population,
+            "group_metrics": self.group_metrics,
+            "report": self.report,
+            "extra": self.extra,
+        }
+        paths["run"].write_text(json.dumps(run, indent=2, default=json_default))
+        return paths
+
+
+def check_saved(out: Path) -> None:
+    """``DataError`` (one line) when ``out`` lacks one of the files :meth:`RunResult.save` writes."""
+    missing = [n for n in RUN_FILES if not (out / n).is_file()]
+    if missing:
+        raise DataError(f"{out} does not hold a saved run (missing {', '.join(missing)}); document and "
+                        "masked-LM result folders are not read back yet")

@@ -529,7 +529,7 @@ def test_placement_on_a_run():
 
 def test_neighbour_spans_and_run_clouds():
     from dashboard.inspect import neighbour_spans, run_clouds
-    from mia_core.runs import StoredRun
+    from mia_core.pipeline import RunResult
 
     text = "The old man sat by the quiet river."
     nb = "The ancient man sat by the calm river."
@@ -537,11 +537,11 @@ def test_neighbour_spans_and_run_clouds():
     assert [nb[a:b] for a, b in spans] == ["ancient", "calm"]
     pairs = {"cosine": [0.9, 0.8, 0.95, 0.7], "loss_diff": [-0.5, -0.2, 0.1, -0.3], "label": [1, 1, 0, 0],
              "split": ["eval", "train", "eval", "eval"]}
-    run = StoredRun(id="x", meta={}, metrics={}, scores=None, run={"extra": {"smia": {"pairs": pairs}}})
+    run = RunResult(scores=None, metrics={}, config={}, models={}, timings={}, extra={"smia": {"pairs": pairs}})
     clouds = run_clouds(run)
     assert clouds["members"][0] == pytest.approx([0.1]) and clouds["members"][1] == pytest.approx([0.5])
     assert clouds["non-members"][0] == pytest.approx([0.05, 0.3]) and clouds["non-members"][1] == pytest.approx([-0.1, 0.3])
-    assert run_clouds(StoredRun(id="y", meta={}, metrics={}, scores=None, run={})) is None
+    assert run_clouds(RunResult(scores=None, metrics={}, config={}, models={}, timings={})) is None
 
 
 def test_modified_table():

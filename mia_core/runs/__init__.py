@@ -12,13 +12,17 @@ A damaged run never takes the others down: :func:`list_runs` lists it with ``met
 line: why), :func:`load_run` refuses it with a one-line ``DataError``, and :func:`delete_run` removes
 it. A link in the runs dir is never followed: it is listed as damaged and deleted as a link.
 
+A run read back is a :class:`StoredRun`: the :class:`mia_core.results.RunResult` it was (read by
+``RunResult.load``, every file checked), plus its ``id``, ``meta`` and ``path``. :func:`read_run` reads
+any saved run folder the same way (``mia_core.load``).
+
 The package: ``store`` (the operations: :func:`save_run`, :func:`list_runs`, :func:`load_run`,
-:func:`delete_run`, :func:`rename_run`, :func:`latest_run`, :class:`StoredRun`) and ``folder``
-(reading one run folder that may be damaged, and its checks).
+:func:`read_run`, :func:`delete_run`, :func:`rename_run`, :func:`latest_run`, :class:`StoredRun`) and
+``folder`` (reading one run folder that may be damaged, and its checks).
 """
 from .folder import MAX_META_BYTES, META, RUN_FILES
 from .store import (_ID_RE, META_VERSION, RUNS_ENV, StoredRun, build_meta, content_key, delete_run,  # noqa: F401
-                    latest_run, list_runs, load_run, rename_run, runs_dir, save_run)
+                    latest_run, list_runs, load_run, read_run, rename_run, runs_dir, save_run)
 
 __all__ = ["MAX_META_BYTES", "META", "META_VERSION", "RUNS_ENV", "RUN_FILES", "StoredRun", "build_meta", "content_key",
-           "delete_run", "latest_run", "list_runs", "load_run", "rename_run", "runs_dir", "save_run"]
+           "delete_run", "latest_run", "list_runs", "load_run", "read_run", "rename_run", "runs_dir", "save_run"]

@@ -8,7 +8,9 @@ file missing, a link (never followed), not UTF-8, not JSON, of another shape tha
 * :func:`_normalise_meta` gives ``meta.json`` every field of the type the pages expect, naming what it
   replaced in ``meta["damaged"]``; :func:`_list_entry` is one entry of a listing;
 * :func:`_check_metrics`, :func:`_check_run`, :func:`_read_scores` check ``metrics.json``,
-  ``run.json`` and ``scores.csv`` against the types the pages and the report read.
+  ``run.json`` and ``scores.csv`` against the types the pages and the report read;
+  :func:`_read_run_files` reads the three with these checks (``StoredRun.read_saved``: the run is then
+  made by :meth:`mia_core.results.RunResult.from_saved`), :func:`_read_meta` reads ``meta.json``.
 
 ``mia_core.runs.store`` turns ``_Bad`` into a ``DataError`` or a listing's ``damaged`` line.
 """
@@ -23,10 +25,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import read_csv
+from ..results import RUN_FILES, read_csv
 
 META = "meta.json"
-RUN_FILES = ("scores.csv", "metrics.json", "run.json")  # what RunResult.save writes
 _NEW_ID_RE = re.compile(r"^(\d{8}-\d{6})-[0-9a-f]{6}$")  # what store._new_id makes
 MAX_META_BYTES = 16 * 2**20  # a meta.json is a few KiB: a bigger one is not read when listing
 
@@ -362,3 +363,20 @@ def _read_scores(path: Path, metrics: dict) -> pd.DataFrame:
                 raise _Bad(f"scores.csv: the column {a} holds something other than numbers")
             df[a] = col.astype(float)
     return df
+
+
+def _read_meta(path: Path, run_id: str) -> dict:
+    """``meta.json`` of a run folder, normalised (:func:`_normalise_meta`); ``_Bad`` when it is not a mapping."""
+    raw = _read_json(path, META)
+    _want(raw, "meta.json", "a mapping", null=False)
+    return _normalise_meta(raw, run_id, path)
+
+
+def _read_run_files(path: Path) -> tuple[pd.DataFrame, dict, dict]:
+    """``scores.csv``, ``metrics.json`` and ``run.json`` (none: empty) of a run folder, each checked;
+    ``_Bad`` (or ``OSError``) for a damaged one."""
+    metrics = _read_json(path, "metrics.json")
+    _check_metrics(metrics)
+    run = _read_json(path, "run.json") if os.path.lexists(path / "run.json") else {}
+    _check_run(run)
+    return _read_scores(path, metrics), metrics, run

@@ -1,6 +1,7 @@
-"""The run store's operations: where it lives, a run in memory (:class:`StoredRun`), and saving,
-listing, loading, deleting and renaming runs. Reading a folder that may be damaged is
-``mia_core.runs.folder``'s."""
+"""The run store's operations: where it lives, a run in memory (:class:`StoredRun`: a
+:class:`~mia_core.results.RunResult` plus where it is stored), and saving, listing, loading, deleting and
+renaming runs (:func:`read_run`: any saved run folder, read the same way). Reading a folder that may be
+damaged is ``mia_core.runs.folder``'s."""
 from __future__ import annotations
 
 import json
@@ -9,16 +10,17 @@ import re
 import secrets
 import shutil
 import time
-from dataclasses import dataclass, field
+from contextlib import contextmanager
+from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
 from ..errors import DataError
 from ..paths import cache_subdir
-from ..results import json_default
-from .folder import (META, _Bad, _blank_meta, _check_metrics, _check_run, _is_run_folder, _list_entry,
-                     _normalise_meta, _one_line, _read_json, _read_scores, _reason, _want)
+from ..results import RunResult, check_saved, json_default
+from .folder import (META, _Bad, _blank_meta, _is_run_folder, _list_entry, _one_line, _read_json, _read_meta,
+                     _read_run_files, _reason, _want)
 
 RUNS_ENV = "MIA_RUNS_DIR"
 META_VERSION = 1
@@ -43,69 +45,40 @@ def _run_path(run_id: str, root=None) -> Path:
     return runs_dir(root) / run_id
 
 
-@dataclass
-class StoredRun:
-    """A run read back from the store (or wrapped from a fresh ``RunResult``)."""
+@contextmanager
+def _reading(run_id: str):
+    """A damaged run folder's ``_Bad`` (or an ``OSError`` meanwhile) as a one-line ``DataError``."""
+    try:
+        yield
+    except _Bad as e:
+        raise DataError(_one_line(f"run {run_id} is damaged: {e}")) from None
+    except OSError as e:  # the folder went away or cannot be read meanwhile
+        raise DataError(_one_line(f"run {run_id} cannot be read ({_reason(e)})")) from None
 
-    id: str
-    meta: dict
-    metrics: dict
-    scores: pd.DataFrame
-    run: dict = field(default_factory=dict)  # config, models, timings, shift, population, report, extra
+
+@dataclass
+class StoredRun(RunResult):
+    """A run of the store: the :class:`~mia_core.results.RunResult` its folder holds, plus where it is
+    stored: ``id`` (the folder's name), ``meta`` (its ``meta.json``, normalised) and ``path``.
+
+    Read by :meth:`RunResult.load <mia_core.results.RunResult.load>`, with every file checked
+    (:meth:`read_saved`: ``mia_core.runs.folder``)."""
+
+    _: KW_ONLY
+    id: str = "unsaved"
+    meta: dict = field(default_factory=dict)
     path: Path | None = None
 
     @property
     def name(self) -> str:
         return str(self.meta.get("name") or self.id)
 
-    @property
-    def config(self) -> dict:
-        return self.run.get("config") or {}
-
-    @property
-    def models(self) -> dict:
-        return self.run.get("models") or {}
-
-    @property
-    def shift(self) -> dict | None:
-        return self.run.get("shift")
-
-    @property
-    def verdict(self) -> dict | None:
-        s = self.shift
-        return (s or {}).get("verdict") if s else None
-
-    @property
-    def notes(self) -> list[str]:
-        return list(self.run.get("report") or [])
-
-    @property
-    def extra(self) -> dict:
-        return self.run.get("extra") or {}
-
-    @property
-    def population(self) -> dict | None:
-        return self.run.get("population")
-
-    @property
-    def timings(self) -> dict:
-        return self.run.get("timings") or {}
-
-    def attack_names(self) -> list[str]:
-        return [k for k in self.metrics if k != "blind"]
-
-    @classmethod
-    def from_result(cls, result, *, meta: dict | None = None, run_id: str = "unsaved") -> "StoredRun":
-        """Wrap a ``RunResult`` in memory (same JSON round trip as saving, without the disk)."""
-        run = {
-            "config": result.config, "models": result.models, "timings": result.timings, "shift": result.shift,
-            "population": result.population, "group_metrics": result.group_metrics, "report": result.report,
-            "extra": result.extra,
-        }
-        run = json.loads(json.dumps(run, default=json_default))
-        metrics = json.loads(json.dumps(result.metrics, default=json_default))
-        return cls(id=run_id, meta=meta or build_meta(result, run_id=run_id), metrics=metrics,
-                   scores=result.scores.copy(), run=run)
+    @staticmethod
+    def read_saved(out: Path) -> tuple[pd.DataFrame, dict, dict]:
+        """``scores.csv``, ``metrics.json``, ``run.json`` (none: empty) of ``out``, each checked; ``DataError``
+        (one line) for a damaged folder: a file a link, not JSON, or of another shape than a run's."""
+        with _reading(out.name):
+            return _read_run_files(out)
 
 
 def _model_meta(d: dict | None) -> dict | None:
@@ -237,20 +210,21 @@ def load_run(run_id: str, root=None) -> StoredRun:
         raise DataError(f"run {run_id} is a link, not a run folder: not opened")
     if not path.is_dir():
         raise DataError(f"no run {run_id!r} in {path.parent}")
-    try:
-        raw = _read_json(path, META)
-        _want(raw, "meta.json", "a mapping", null=False)
-        meta = _normalise_meta(raw, run_id, path)
-        metrics = _read_json(path, "metrics.json")
-        _check_metrics(metrics)
-        run = _read_json(path, "run.json") if os.path.lexists(path / "run.json") else {}
-        _check_run(run)
-        scores = _read_scores(path, metrics)
-    except _Bad as e:
-        raise DataError(_one_line(f"run {run_id} is damaged: {e}")) from None
-    except OSError as e:  # the folder went away or cannot be read meanwhile
-        raise DataError(_one_line(f"run {run_id} cannot be read ({_reason(e)})")) from None
-    return StoredRun(id=run_id, meta=meta, metrics=metrics, scores=scores, run=run, path=path)
+    with _reading(run_id):
+        meta = _read_meta(path, run_id)
+    return StoredRun.load(path, id=run_id, meta=meta, path=path)
+
+
+def read_run(path) -> StoredRun:
+    """A folder that :meth:`RunResult.save <mia_core.results.RunResult.save>` wrote (``result.save(dir)``,
+    ``mia run --out``, a run of the store), read as :func:`load_run` reads the store's runs, every file
+    checked (``DataError``, one line, for a folder that holds no saved run or a damaged one). ``id``: the
+    folder's name; ``meta``: its ``meta.json`` (normalised) when it has one, else ``{}``."""
+    p = Path(path).expanduser()
+    check_saved(p)
+    with _reading(p.name):
+        meta = _read_meta(p, p.name) if os.path.lexists(p / META) else {}
+    return StoredRun.load(p, id=p.name, meta=meta, path=p)
 
 
 def delete_run(run_id: str, root=None) -> None:
