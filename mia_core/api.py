@@ -242,9 +242,11 @@ def audit(members=None, nonmembers=None, model=None, attacks=None, reference=Non
         Texts known to be in (out of) the model's training data.
     labelled : path, optional
         Instead of ``members``/``nonmembers``: one labelled table, the way MIA benchmarks ship them
-        (.csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, or a folder written by
-        ``datasets.Dataset.save_to_disk``), with ``label_column`` (1 = member) and ``text_column``
-        (found by itself when None). WikiMIA's jsonl (``input``, ``label``) needs nothing more.
+        (.csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, a folder written by
+        ``datasets.Dataset.save_to_disk``, or ``"hf:ID[:config][@split]"``: a hub dataset's parquet
+        conversion, from the local Hugging Face cache when offline), with ``label_column``
+        (1 = member) and ``text_column`` (found by itself when None). WikiMIA's jsonl (``input``,
+        ``label``) needs nothing more, nor does ``"hf:swj0419/WikiMIA:default@WikiMIA_length32"``.
     model : LoadedModel or str, optional
         The audited causal LM or its spec; None: the embedded SmolLM2-135M.
     attacks : str or list of str, optional

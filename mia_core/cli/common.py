@@ -29,7 +29,9 @@ from ..errors import safe_text
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE_CHOICES = ("none", "int8", "int4")
 TEXT_FORMATS = (".txt (one per line or blank-line paragraphs), .csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, "
-                "a Hugging Face datasets folder (save_to_disk) or .zip")
+                "a Hugging Face datasets folder (save_to_disk), .zip, or hf:ID[:config][@split] (a hub dataset's "
+                "parquet conversion, e.g. hf:swj0419/WikiMIA:default@WikiMIA_length32; config defaults to default, "
+                "split to train; offline: from the local Hugging Face cache only)")
 
 
 class Parser(argparse.ArgumentParser):
@@ -134,20 +136,24 @@ def add_data_args(p: argparse.ArgumentParser, *, demo: str | None = None, popula
     d.add_argument("--members", nargs="+", required=members_required, help=f"member texts: {TEXT_FORMATS}")
     d.add_argument("--nonmembers", nargs="+", required=members_required, help="non-member texts, same formats")
     if not members_required:
-        d.add_argument("--labelled", help="one table with a label column (1 = member, 0 = non-member) instead of two files")
+        d.add_argument("--labelled", help="one table with a label column (1 = member, 0 = non-member) instead of two "
+                       "files: .csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, a Hugging Face datasets folder "
+                       "(save_to_disk) or hf:ID[:config][@split]")
     if demo:
         d.add_argument("--demo", action="store_true", help=demo)
     if mode:
         d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
                        help=".txt reading: one text per line, or blank-line-separated paragraphs")
-    d.add_argument("--text-column", help="text column of .csv/.tsv/.jsonl/.json input (auto-detected)")
+    d.add_argument("--text-column", help="text column of table input (.csv/.tsv/.jsonl/.json/.parquet/.arrow/.feather, "
+                   "a datasets folder, hf:...; auto-detected)")
     if not members_required:
-        d.add_argument("--label-column", default="label", help="label column of a --labelled table")
+        d.add_argument("--label-column", default="label", help="label column of a --labelled table or hf: dataset")
     if group_column:
         d.add_argument("--group-column", help=group_column)
     if population:
         kw = {"nargs": population_nargs} if population_nargs else {}
-        d.add_argument("--population", required=population_required, help=population, **kw)
+        d.add_argument("--population", required=population_required, help=f"{population} (same formats as --members)",
+                       **kw)
     return d
 
 

@@ -13,6 +13,9 @@ non-members that sets a threshold (:func:`read_population`). Formats:
   column; ``text_column`` overrides), an optional label column (1/0, true/false,
   member/nonmember), an optional group column and an optional ``id`` column.
 - ``.zip`` of ``.txt`` files, or a folder of ``.txt`` files: one text per file.
+- ``.parquet`` / ``.arrow`` / ``.feather`` and folders written by ``datasets``' ``save_to_disk``
+  (read with pyarrow), and ``hf:ID[:config][@split]``, a hub dataset's parquet conversion (the
+  local Hugging Face cache only when offline): tables, as above.
 
 Whole documents (books, articles; Project Gutenberg headers stripped) are read by
 :func:`mia_core.documents.load_documents` (``mia_core/documents/books.py``), on the same
@@ -43,8 +46,10 @@ Which module holds what:
   of a ``.zip`` (zip-bomb guard) or a folder.
 - ``records``: :class:`Record` (one text as read, with its source) and plain text split into
   lines or paragraphs.
-- ``tables``: ``.csv`` / ``.tsv`` / ``.jsonl`` / ``.json`` to records: text, label, group and
-  id columns.
+- ``tables``: ``.csv`` / ``.tsv`` / ``.jsonl`` / ``.json`` (and the Arrow family) to records: text,
+  label, group and id columns.
+- ``hub``: ``hf:ID[:config][@split]``: the spec parsed, the parquet files fetched from (or, offline,
+  found in) the Hugging Face cache, read as one table.
 - ``sets``: :class:`Dataset`, :func:`read_texts` (one input), :func:`load_dataset` and
   :func:`texts_from_strings` (members and non-members with the set-level checks), and
   :func:`read_population` (the one reader of population sets and other one-role sets).
@@ -53,6 +58,7 @@ Which module holds what:
 """
 from .decoding import (MAX_BYTES, MAX_TEXT_CHARS, MAX_ZIP_MEMBERS, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES,
                        check_text_length, decode_bytes, max_text_chars)
+from .hub import HubSpec, is_hub_spec, parse_hub_spec
 from .records import Record
 from .sets import Dataset, load_dataset, overlap_key, read_population, read_texts, texts_from_strings
 from .splits import split_corpus, split_mask
@@ -60,6 +66,7 @@ from .tables import TEXT_COLUMN_NAMES
 
 __all__ = [
     "MAX_BYTES", "MAX_TEXT_CHARS", "MAX_ZIP_MEMBERS", "SUPPORTED_TEXT_SETS", "TEXT_COLUMN_NAMES", "TEXT_SUFFIXES",
-    "Dataset", "Record", "check_text_length", "decode_bytes", "load_dataset", "max_text_chars", "overlap_key",
-    "read_population", "read_texts", "split_corpus", "split_mask", "texts_from_strings",
+    "Dataset", "HubSpec", "Record", "check_text_length", "decode_bytes", "is_hub_spec", "load_dataset",
+    "max_text_chars", "overlap_key", "parse_hub_spec", "read_population", "read_texts", "split_corpus", "split_mask",
+    "texts_from_strings",
 ]

@@ -1,7 +1,8 @@
 """Text sets: members (label 1), non-members (label 0) and population sets, with set-level checks.
 
 :func:`read_texts` reads one input (a ``.txt`` file, a table, a ``.zip`` or a folder of
-``.txt`` files, an upload) into records; :func:`load_dataset` and :func:`texts_from_strings`
+``.txt`` files, an upload, a hub dataset ``hf:ID[:config][@split]``: :mod:`.hub`) into
+records; :func:`load_dataset` and :func:`texts_from_strings`
 build a :class:`Dataset` of members and non-members (short texts and exact duplicates dropped
 and reported, empty sets and texts in both sets refused, ids); :func:`read_population` reads a
 one-role set (the population of known non-members that sets a threshold, training samples).
@@ -23,6 +24,7 @@ import pandas as pd
 from ..errors import DataError, SettingsError
 from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_contents,
                        _is_filelike, _read_bytes, _suffix, _zip_txt_members, check_text_length, decode_bytes)
+from .hub import is_hub_spec, read_hub_dataset
 from .records import Record, _split_plain
 from .tables import (ARROW_SUFFIXES, _records_from_table, _table_from_arrow, _table_from_text, hf_dataset_files,
                      is_hf_dataset_folder)
@@ -129,6 +131,9 @@ def _read_texts(path, *, mode: str, text_column: str | None, label_column: str |
                 max_bytes: int, notes: list[str]) -> list[Record]:
     if mode not in _MODES:
         raise SettingsError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}.")
+    if is_hub_spec(path):  # hf:ID[:config][@split]: the hub's parquet conversion, one table
+        return read_hub_dataset(path, text_column=text_column, label_column=label_column, group_column=group_column,
+                                max_bytes=max_bytes, notes=notes)
     if not _is_filelike(path):
         p = Path(path).expanduser()
         if not p.exists():
@@ -177,6 +182,11 @@ def _read_texts(path, *, mode: str, text_column: str | None, label_column: str |
     if not records:
         raise DataError(f"{name} has no usable text.")
     return records
+
+
+def _input_name(path) -> str:
+    """How messages name one input: the file's name, or the ``hf:...`` spec as given."""
+    return path if is_hub_spec(path) else _display_name(path)
 
 
 def _read_many(paths, role: str, notes: list[str], **kw) -> list[Record]:
@@ -315,7 +325,7 @@ def load_dataset(members=None, nonmembers=None, labelled=None, *, mode: str = "a
     if labelled is not None:
         if members is not None or nonmembers is not None:
             raise DataError("give either one labelled file or members and non-members files, not both.")
-        lab_name = _display_name(labelled) if not isinstance(labelled, (list, tuple)) else "the labelled files"
+        lab_name = _input_name(labelled) if not isinstance(labelled, (list, tuple)) else "the labelled files"
         for p in (labelled if isinstance(labelled, (list, tuple)) else [labelled]):
             if not _is_filelike(p) and Path(p).exists() and not is_hf_dataset_folder(p) and (
                     Path(p).is_dir() or _suffix(p) in TEXT_SUFFIXES | {".zip"}):
@@ -412,7 +422,7 @@ def read_population(paths, *, mode: str = "auto", text_column: str | None = None
             if not group_column:
                 raise
             got = read_texts(path, mode=mode, text_column=text_column, notes=notes, max_bytes=max_bytes)
-            notes.append(f"{role}: {_display_name(path)} has no {group_column!r} column; its texts have no group.")
+            notes.append(f"{role}: {_input_name(path)} has no {group_column!r} column; its texts have no group.")
         recs.extend(r for r in got if r.text.strip())
     if dedupe:
         seen, kept, dups = set(), [], 0
