@@ -105,6 +105,30 @@ def render_stages(job) -> None:
                                      f"({fmt_seconds(el)}{stage_eta(s, el, s.name == current)})")
 
 
+def start_job(reg, kind: str, title: str, work, *, state_key: str | None = None, engine=None) -> None:
+    """Start ``work(progress)`` as a background job of ``reg`` (its passes on ``engine``, else the local
+    engine), remember its id under ``state_key`` in this session, and redraw the page at once: the Run
+    button disabled, the live progress below it (:func:`follow_job`)."""
+    from contextlib import nullcontext
+
+    from mia_core.engines import use_engine
+
+    with use_engine(engine) if engine is not None else nullcontext():  # the job's thread runs its passes there
+        job = reg.start(kind, title, work)
+    if state_key:
+        st.session_state[state_key] = job.id
+    st.rerun()
+
+
+def follow_job(reg, job, acked_key: str, *, extra=None, repeat_error: bool = False):
+    """While ``job`` runs, its live progress (:func:`watch_job`, ``extra`` drawing more); once it ended, the
+    job, once, when it is done (:func:`finished_job`); else None."""
+    if job is not None and job.running:
+        watch_job(reg, job.id, extra)
+        return None
+    return finished_job(job, acked_key, repeat_error=repeat_error)
+
+
 def watch_job(reg, job_id: str, extra=None) -> None:
     """Redraw a running background job every second (its stages, elapsed time and time left; ``extra(job)``
     draws more, e.g. early results) and rerun the page once it ends, so the page picks up its result."""

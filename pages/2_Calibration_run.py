@@ -18,11 +18,10 @@ from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
-from dashboard.ui import AUC_EXPLAINER, early_table, finished_job, md_text, page_setup, show_error, watch_job
+from dashboard.ui import AUC_EXPLAINER, early_table, md_text, page_setup, show_error, follow_job, start_job
 from mia_core import plots, runs
 from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
-from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
 from mia_core.pipeline import uses_reference
 from mia_core.demo import demo_reference, installed_demo
@@ -228,11 +227,8 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             st.warning(coupled)
         work = make_job(inputs, target, reference if uses_reference(chosen, params) else None,
                         cfg, name=run_name.strip() or None, modify_variants=modify_variants)
-        with use_engine(engine):  # the job's thread runs its passes there
-            job = reg.start("calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
-                            f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work)
-        busy = True
-        st.rerun()  # redraw at once with the Run button disabled and the live progress below it
+        start_job(reg, "calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
+                  f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work, engine=engine)
     except MiaError as e:
         show_error(e)
 
@@ -243,9 +239,7 @@ def _early(j) -> None:
         st.plotly_chart(plots.roc_figure(j.partial, log=True), key=f"cal_early_roc_{len(j.partial)}")
 
 
-if busy:
-    watch_job(reg, job.id, _early)
-elif (done := finished_job(job, "cal_acked", repeat_error=True)) is not None:
+if (done := follow_job(reg, job, "cal_acked", extra=_early, repeat_error=True)) is not None:
     res = done.result if isinstance(done.result, dict) else {"id": done.result}
     st.session_state["cal_run_id"] = res["id"]
     st.session_state["cal_unchanged"] = bool(res.get("unchanged"))

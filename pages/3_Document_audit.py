@@ -18,14 +18,13 @@ from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, finished_job, md_text, page_setup, show_error, watch_job
+from dashboard.ui import AUC_EXPLAINER, fmt_num, fmt_pct, fmt_seconds, md_text, page_setup, show_error, follow_job, start_job
 from mia_core import plots
 from mia_core.documents import (
     DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS, check_document_overlap, precision_table,
     run_document_audit,
 )
 from mia_core.documents.normalization import LABELS as NORM_LABELS
-from mia_core.engines import use_engine
 from mia_core.errors import MiaError, SettingsError
 from mia_core.results import csv_text
 from mia_core.metrics import NOT_ESTIMABLE
@@ -197,17 +196,12 @@ if go_ and not busy:
                 )
             return {"result": res, "precision": prec}
 
-        with use_engine(engine):  # the job's thread runs its passes there
-            job = reg.start("documents", f"Document audit: {len(members)} member + {len(nonmembers)} non-member "
-                            f"documents, target {target.name}", work)
-        st.session_state["doc_job"] = job.id
-        st.rerun()  # redraw at once with the button disabled and the live progress below it
+        start_job(reg, "documents", f"Document audit: {len(members)} member + {len(nonmembers)} non-member "
+                  f"documents, target {target.name}", work, state_key="doc_job", engine=engine)
     except MiaError as e:
         show_error(e)
 
-if busy:
-    watch_job(reg, job.id)
-elif (done := finished_job(job, "doc_acked")) is not None:
+if (done := follow_job(reg, job, "doc_acked")) is not None:
     st.session_state[RESULT_KEY] = done.result["result"]
     st.session_state[PRECISION_KEY] = done.result["precision"]
     st.caption(f"Done in {fmt_seconds(done.elapsed)}.")

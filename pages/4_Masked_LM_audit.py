@@ -18,11 +18,10 @@ import streamlit as st
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
-from dashboard.ui import (AUC_EXPLAINER, finished_job, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup,
-                          md_text, show_error, stage_progress, watch_job)
+from dashboard.ui import (AUC_EXPLAINER, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, page_setup,
+                          md_text, show_error, stage_progress, follow_job, start_job)
 from mia_core.metrics import decision_cis, metrics_rows
 from mia_core import plots
-from mia_core.engines import use_engine
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.results import csv_text
 from mia_core.mlm import DEFAULT_ALPHA, DEFAULT_RECIPE, RECIPES, MlmAuditResult, recipe_k, run_mlm_audit
@@ -227,17 +226,12 @@ if go_ and not busy:
             res.plan = None  # tokenisation and masks: large, not needed for display
             return {"result": res, "notes": notes, "seconds": time.time() - t0}
 
-        with use_engine(engine):  # the job's thread runs its passes there
-            job = reg.start("mlm", f"Masked-LM audit: {len(kw['members'])} members + {len(kw['nonmembers'])} "
-                            f"non-members, K = {int(k)}, recipe {recipe}", work)
-        st.session_state["mlm_job"] = job.id
-        st.rerun()  # redraw at once with the button disabled and the live progress below it
+        start_job(reg, "mlm", f"Masked-LM audit: {len(kw['members'])} members + {len(kw['nonmembers'])} "
+                  f"non-members, K = {int(k)}, recipe {recipe}", work, state_key="mlm_job", engine=engine)
     except MiaError as e:
         show_error(e)
 
-if busy:
-    watch_job(reg, job.id)
-elif (done := finished_job(job, "mlm_acked")) is not None:
+if (done := follow_job(reg, job, "mlm_acked")) is not None:
     st.session_state[RESULT_KEY] = done.result
     st.caption(f"Done in {fmt_seconds(done.result['seconds'])}.")
 

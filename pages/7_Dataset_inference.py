@@ -14,7 +14,7 @@ from dashboard.jobs import registry
 from dashboard.loaders import load_model
 from dashboard.options import worded
 from dashboard.sidebar import model_panel
-from dashboard.ui import finished_job, fmt_seconds, md_text, page_setup, show_error, watch_job
+from dashboard.ui import fmt_seconds, md_text, page_setup, show_error, follow_job, start_job
 from mia_core import plots
 from mia_core.dataset_inference import DEFAULT_ALPHA, check_inputs, run_dataset_inference
 from mia_core.dataset_inference.significance import p_number
@@ -156,15 +156,12 @@ if go_ and not busy:
                 progress=lambda m, f: progress(f"dataset inference: {m}", f))
             return {"result": res, "seconds": time.time() - t0, "model": getattr(target, "name", None)}
 
-        job = reg.start("di", f"Dataset inference: {len(suspect)} suspect vs {len(validation)} validation texts", work)
-        st.session_state["di_job"] = job.id
-        st.rerun()
+        start_job(reg, "di", f"Dataset inference: {len(suspect)} suspect vs {len(validation)} validation texts", work,
+                  state_key="di_job")
     except MiaError as e:
         show_error(e)
 
-if busy:
-    watch_job(reg, job.id)
-elif (done := finished_job(job, "di_acked")) is not None:
+if (done := follow_job(reg, job, "di_acked")) is not None:
     st.session_state[RESULT_KEY] = done.result
     try:  # kept on the Runs page, beside the calibration runs
         from mia_core.dataset_inference import store
