@@ -24,17 +24,14 @@ the paper's procedure (dropout on the substituted token's input embedding, ``p_s
 from __future__ import annotations
 
 import json
-import math
 import random
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ..errors import ModelError
-from ..progress import Progress, noop
-
 from ..models.proposer import ASSET_DIR, EMBEDDED_NAME, META, WEIGHTS, _bert_mlm, _encoder_folder, load_proposer  # noqa: F401
+from ..progress import Progress, noop
 
 
 def _trained_names(model, train_layers: int) -> list[str]:

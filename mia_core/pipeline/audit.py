@@ -14,11 +14,11 @@ from ..data import Dataset
 from ..errors import DataError
 from ..models import LoadedModel, describe
 from ..progress import Progress, noop
+from ..results import RunResult
 from ..stats import resolve_prefix
 from .config import RunConfig
 from .evaluate import EarlyResults, evaluate, population_decisions
 from .plan import available_inputs, check_config, check_population, plan_attacks, skip_notes, uses_reference
-from .result import RunResult
 from .stages import Assembled, assemble, needs_of, population_pass, score_stage
 
 

@@ -20,7 +20,7 @@ This is the only place that runs a causal LM over texts (the gradient pass aside
   prefix's keys/values (used by the two next modules and by the offline neighbour generator).
 * ``families`` — texts that share a prefix (a text's one-word neighbours) run from where they differ.
 * ``conditioned`` — conditioned texts run against one cache of the condition.
-* ``compute`` — the passes in this process (:func:`compute_here`: the plain and long-text loops;
+* ``compute`` — the passes in this process (:func:`compute_here`: one-window texts;
   :func:`window_rows`: a range of a long text's windows, a batch at a time; :func:`plan_windows`).
 * ``workload`` — the statistics as an engine workload (:class:`TokenStatsWorkload`): units cut for
   the current engine, rows stored as they come, a long text's partial cache entry written and

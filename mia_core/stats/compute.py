@@ -2,10 +2,9 @@
 
 :func:`compute_here` runs texts' windows (:mod:`.windows`): texts that see a whole condition against
 its cached keys/values (:mod:`.conditioned`), texts that share a prefix from where they differ
-(:mod:`.families`), the other one-window texts in length-sorted batches (:func:`_run_short`), and
-each longer text window batch by window batch (:func:`_run_windows`), all under one batch budget
-that halves on out of memory (:mod:`.memory`). :func:`window_rows` runs a range of a long text's
-windows and gives each batch back as it is done (the engine's rows: stored, and kept in the text's
+(:mod:`.families`), the other one-window texts in length-sorted batches (:func:`_run_short`), all
+under one batch budget that halves on out of memory (:mod:`.memory`). :func:`window_rows` runs a
+range of a long text's windows and gives each batch back as it is done (the engine's rows: stored, and kept in the text's
 partial cache entry, by :mod:`.workload`). :func:`plan_windows` is what the cutting needs.
 """
 from __future__ import annotations
@@ -26,10 +25,11 @@ from .windows import _Job, make_jobs
 
 def compute_here(lm: LoadedModel, texts: Sequence[str], st: StatsSettings, *, progress: Progress = noop,
                  label: str = "token statistics", on_done=None) -> list[TokenStats]:
-    """The statistics of ``texts`` in this process, no cache (a unit of work on any engine): texts that
-    see the whole condition against its cached keys/values, texts that share a prefix from where they
-    differ, the other one-window texts in length-sorted batches, each longer text window batch by window
-    batch; all under one batch budget that halves, for the rest of the call, on out of memory.
+    """The statistics of one-window ``texts`` in this process, no cache (a unit of work on any engine;
+    a longer text's windows go through :func:`window_rows`): texts that see the whole condition against
+    its cached keys/values, texts that share a prefix from where they differ, the others in
+    length-sorted batches; all under one batch budget that halves, for the rest of the call, on out of
+    memory.
     ``on_done(index, stats)`` is called for each text as soon as it is done."""
     jobs = make_jobs(lm, texts, st, want_vp=st.vocab_probs)
     condition = tokenize(lm, st.condition) if st.condition else None
@@ -47,7 +47,8 @@ def compute_here(lm: LoadedModel, texts: Sequence[str], st: StatsSettings, *, pr
             on_done(job.idx, results[job.idx])
 
     short = [j for j in jobs if len(j.windows) <= 1]
-    long = [j for j in jobs if len(j.windows) > 1]
+    if len(short) < len(jobs):
+        raise ValueError("compute_here takes one-window texts; a longer text's windows go through window_rows")
     for j in short:
         if not j.windows:  # fewer than two tokens in the sequence: nothing to predict
             finish(j)
@@ -60,10 +61,6 @@ def compute_here(lm: LoadedModel, texts: Sequence[str], st: StatsSettings, *, pr
         via_base = set(map(id, _run_families(lm, [j for j in short if j.windows], budget, finish, tick)))
         short = [j for j in short if id(j) not in via_base]
     _run_short(lm, [j for j in short if j.windows], budget, finish, tick)
-    for j in long:
-        for _ in _run_windows(lm, j, 0, len(j.windows), budget, tick, rows=False):
-            pass
-        finish(j)
     return results  # type: ignore[return-value]
 
 
@@ -93,7 +90,7 @@ def window_rows(lm: LoadedModel, text: str, settings: StatsSettings, w0: int, w1
         done["w"] += 1
         progress(f"{done['w']}/{w1 - w0} windows", done["w"] / (w1 - w0))
 
-    yield from _run_windows(lm, job, w0, w1, _Budget(settings.resolved_batch_tokens(lm)), tick, rows=True)
+    yield from _run_windows(lm, job, w0, w1, _Budget(settings.resolved_batch_tokens(lm)), tick)
 
 
 def _run_short(lm, jobs: list[_Job], budget: _Budget, finish, tick):
@@ -115,15 +112,14 @@ def _run_short(lm, jobs: list[_Job], budget: _Budget, finish, tick):
             finish(j)
 
 
-def _run_windows(lm, job: _Job, w0: int, w1: int, budget: _Budget, tick, rows: bool):
-    """Windows ``[w0, w1)`` of a text of several windows, as many per batch as the budget holds. With
-    ``rows``, yields each batch's ``(t0, t1, windows, arrays)`` (its tokens, and its own vocabulary sum);
-    else the job's buffers hold the whole text."""
+def _run_windows(lm, job: _Job, w0: int, w1: int, budget: _Budget, tick):
+    """Windows ``[w0, w1)`` of a text of several windows, as many per batch as the budget holds; yields
+    each batch's ``(t0, t1, windows, arrays)`` (its tokens, and its own vocabulary sum)."""
     def per_batch() -> int:
         return max(1, budget.tokens // job.context)
 
     def forward(ws: list[int]) -> None:
-        if rows and job.vp is not None:
+        if job.vp is not None:
             job.vp = np.zeros_like(job.vp)  # this batch's share (the buffers are written only on success)
         _forward(lm, [(job, k) for k in ws])
 
@@ -135,15 +131,12 @@ def _run_windows(lm, job: _Job, w0: int, w1: int, budget: _Budget, tick, rows: b
         w = ws[-1] + 1
         if w < w1:
             queue.append(list(range(w, min(w1, w + per_batch()))))
-        if rows:
-            t0 = max(0, job.windows[ws[0]] + 1 - job.offset)
-            t1 = min(len(job.ids), job.windows[ws[-1]] + len(job.window(ws[-1])) - job.offset)
-            arrays = {f: job.out[f][t0:t1].copy() for f in ALL_FIELDS}
-            if job.vp is not None:
-                arrays["vp"] = job.vp
-            yield t0, t1, len(ws), arrays
-        else:
-            yield None
+        t0 = max(0, job.windows[ws[0]] + 1 - job.offset)
+        t1 = min(len(job.ids), job.windows[ws[-1]] + len(job.window(ws[-1])) - job.offset)
+        arrays = {f: job.out[f][t0:t1].copy() for f in ALL_FIELDS}
+        if job.vp is not None:
+            arrays["vp"] = job.vp
+        yield t0, t1, len(ws), arrays
 
 
 def _forward(lm: LoadedModel, items: list[tuple[_Job, int]]):

@@ -34,7 +34,7 @@ from ..errors import SettingsError
 from ..progress import Progress, noop
 from .compute import compute_here, plan_windows, window_rows
 from .settings import StatsSettings, tokenize
-from .types import ALL_FIELDS, TokenStats
+from .types import ALL_FIELDS, FIELDS, INT_FIELDS, TokenStats
 
 PARTIAL_EVERY_S = 20.0  # a long text's windows done so far go to its partial cache entry at most this often
 UNIT_BATCHES = 4  # on a distributed engine, a unit holds at most this many forward batches of the run's batch_tokens
@@ -79,9 +79,7 @@ class TokenStatsWorkload(Workload):
             compute_here(lm, [it["text"] for it in short], settings, progress=progress, label=init["label"],
                          on_done=lambda k, s: emit(short[k]["idx"], -1, -1, s.to_arrays()))
         for it in (it for it in items if "w1" in it):
-            n = it["w1"] - it["w0"]
-
-            def sub(msg: str, frac: float, n=n) -> None:
+            def sub(msg: str, frac: float) -> None:
                 progress(f"{init['label']}: {msg}", frac)
 
             for t_a, t_b, windows, arrays in window_rows(lm, it["text"], settings, it["w0"], it["w1"], sub):
@@ -197,8 +195,6 @@ def _done_prefix(n: int, first: int, parts: list) -> tuple[int, dict]:
 def _fill(n: int, parts: list) -> tuple[dict, "np.ndarray | None"]:
     """Per-token arrays of ``n`` tokens (NaN / -1 where no part covers them) from ``(t0, t1, windows,
     arrays)`` ranges, and the ranges' summed vocabulary probabilities (None without them)."""
-    from .types import FIELDS, INT_FIELDS
-
     out = {f: np.full(n, np.nan, dtype=np.float32) for f in FIELDS}
     out.update({f: np.full(n, -1, dtype=np.int32) for f in INT_FIELDS})
     vp = None
