@@ -37,8 +37,14 @@ except MiaError as e:
     st.stop()
 
 
+def _di_label(m: dict) -> str:
+    return " ".join(f"{'[damaged] ' if m.get('damaged') else ''}{m['name']} ({m['created']})".split())
+
+
 def _dataset_inference_runs() -> None:
-    """Saved dataset-inference runs (``mia_core.dataset_inference.store``): a table, each run's report."""
+    """Saved dataset-inference runs (``mia_core.dataset_inference.store``): a table, each run's report. Every
+    entry of the listing has every field, of the type shown here (a damaged ``meta.json`` is listed with its
+    reason, never stops the page); a report is handed out only as a regular file inside its run's folder."""
     from mia_core.dataset_inference import store
     from mia_core.dataset_inference.significance import p_number
 
@@ -50,21 +56,35 @@ def _dataset_inference_runs() -> None:
     if not di:
         return
     st.subheader("Dataset inference")
-    st.dataframe(pd.DataFrame([{
-        "Verdict": m.get("damaged") and f"damaged: {m['damaged']}" or m.get("verdict"),
-        "p-value": "–" if m.get("p_value") is None else p_number(m["p_value"], bool(m.get("p_value_is_bound"))),
-        "Name": m.get("name"), "Model": m.get("model") or "–",
-        "Sets": f"{m.get('n_suspect')} + {m.get('n_validation')} {m.get('mode', 'texts')}",
-        "Blind AUC": "–" if m.get("blind_auc") is None else f"{m['blind_auc']:.3f}", "Created": m.get("created")}
-        for m in di]), hide_index=True, key="runs_di_table", width="stretch")
-    ok = [m for m in di if not m.get("damaged")]
-    if ok:
-        rid = st.selectbox("Dataset-inference run", [m["id"] for m in ok], key="runs_di_open",
-                           format_func=lambda i: next(f"{m['name']} ({m['created']})" for m in ok if m["id"] == i))
-        report = store.run_path(rid) / "report.html"
-        if report.is_file():
-            st.download_button("Download its report (HTML)", report.read_bytes(), file_name=f"dataset_inference_{rid}.html",
-                               mime="text/html", key="runs_di_report")
+    damaged = [m for m in di if m.get("damaged")]
+    if damaged:
+        st.warning(f"{len(damaged)} dataset-inference run{'s are' if len(damaged) > 1 else ' is'} damaged: listed "
+                   "with the reason; the other runs are not affected.", icon=":material/warning:")
+    rows = []
+    for m in di:
+        try:
+            p = "–" if m["p_value"] is None else p_number(m["p_value"], bool(m["p_value_is_bound"]))
+        except (TypeError, ValueError, OverflowError):  # the listing checked it: never expected
+            p = "?"
+        rows.append({"Verdict": f"damaged: {m['damaged']}" if m.get("damaged") else (m["verdict"] or "–"),
+                     "p-value": p, "Name": m["name"], "Model": m["model"] or "–",
+                     "Sets": (f"{'?' if m['n_suspect'] is None else m['n_suspect']} + "
+                              f"{'?' if m['n_validation'] is None else m['n_validation']} {m['mode']}"),
+                     "Blind AUC": "–" if m["blind_auc"] is None else f"{m['blind_auc']:.3f}", "Created": m["created"]})
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_di_table", width="stretch")
+    base = {m["id"]: _di_label(m) for m in di}
+    seen = Counter(base.values())  # two runs of the same name and time: two options, told apart by their ids
+    labels = {i: (f"{b} · {i}" if seen[b] > 1 else b) for i, b in base.items()}
+    rid = st.selectbox("Dataset-inference run", list(labels), key="runs_di_open", format_func=labels.get)
+    if rid is None:
+        return
+    try:
+        report = store.read_report(rid)
+    except MiaError as e:
+        st.caption(md_text(worded(e)))
+    else:
+        st.download_button("Download its report (HTML)", report, file_name=f"dataset_inference_{rid}.html",
+                           mime="text/html", key="runs_di_report")
 
 
 if not metas:

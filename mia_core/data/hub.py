@@ -35,6 +35,8 @@ HUB_FORM = "hf:ID[:config][@split]"
 HUB_EXAMPLE = "hf:swj0419/WikiMIA:default@WikiMIA_length32"
 _SPEC = re.compile(r"hf:(?P<id>[\w.-]+(?:/[\w.-]+)?)(?::(?P<config>[^/\\:@*?\[\]\s]+))?(?:@(?P<split>[\w.-]+))?")
 _TRUE_VALUES = {"1", "ON", "YES", "TRUE"}  # as huggingface_hub reads HF_HUB_OFFLINE
+MAX_ID_PART = 96  # huggingface_hub's limit on an owner's or a repository's name
+MAX_NAME = 200  # a config or a split: a folder or file name in the cache (the system allows 255 bytes)
 
 
 @dataclass(frozen=True)
@@ -59,12 +61,28 @@ def is_hub_spec(path) -> bool:
     return isinstance(path, str) and path.startswith(HUB_PREFIX) and not os.path.lexists(os.path.expanduser(path))
 
 
+def shown_spec(spec, limit: int = 80) -> str:
+    """A spec as messages show it: one line (control characters escaped), at most ``limit`` characters (a
+    spec of thousands of characters is cut, the message stays one readable line)."""
+    s = safe_text(str(spec))
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
 def parse_hub_spec(spec: str) -> HubSpec:
-    """``hf:ID[:config][@split]`` -> :class:`HubSpec`; ``DataError`` (the expected form) when malformed."""
+    """``hf:ID[:config][@split]`` -> :class:`HubSpec`; ``DataError`` (the expected form) when malformed, or
+    when a part is longer than the hub allows (each part of the id at most :data:`MAX_ID_PART` characters, the
+    config and the split at most :data:`MAX_NAME` each: they become folder and file names in the cache)."""
     m = _SPEC.fullmatch(spec.strip()) if isinstance(spec, str) else None
     if m is None or ".." in m["id"] or "--" in m["id"]:
-        raise DataError(f"{safe_text(str(spec))!r} is not a hub dataset: expected {HUB_FORM} (e.g. {HUB_EXAMPLE}; "
+        raise DataError(f"{shown_spec(spec)!r} is not a hub dataset: expected {HUB_FORM} (e.g. {HUB_EXAMPLE}; "
                         "the config defaults to 'default', the split to 'train').")
+    long = [what for what, value, limit in (
+        *(("id", part, MAX_ID_PART) for part in m["id"].split("/")),
+        ("config", m["config"] or "", MAX_NAME), ("split", m["split"] or "", MAX_NAME)) if len(value) > limit]
+    if long:
+        raise DataError(f"{shown_spec(spec)!r} ({len(spec)} characters) is not a hub dataset: its {long[0]} is longer "
+                        f"than the hub allows (at most {MAX_ID_PART} characters for each part of the id, {MAX_NAME} "
+                        f"for the config and the split); expected {HUB_FORM}.")
     return HubSpec(m["id"], m["config"] or "default", m["split"] or "train")
 
 
@@ -89,7 +107,7 @@ def _hub_error(spec: HubSpec, e: Exception, offline: bool) -> DataError:
     """One line for whatever ``snapshot_download`` raised."""
     from huggingface_hub import errors as hub_errors
 
-    name = safe_text(str(spec))
+    name = shown_spec(spec)
     if isinstance(e, hub_errors.GatedRepoError):
         return DataError(f"{name}: the dataset {spec.repo_id!r} is gated: accept its terms on the hub and log in "
                          "(hf auth login, or HF_TOKEN), or save it locally and pass the path.")
@@ -133,7 +151,7 @@ def hub_parquet_files(spec: HubSpec) -> list[Path]:
     try:
         from huggingface_hub import snapshot_download
     except ImportError:  # pragma: no cover - huggingface_hub comes with transformers
-        raise DataError(f"{safe_text(str(spec))}: reading hub datasets needs huggingface_hub "
+        raise DataError(f"{shown_spec(spec)}: reading hub datasets needs huggingface_hub "
                         "(pip install huggingface_hub).") from None
     offline = hub_offline()
     try:
@@ -141,13 +159,17 @@ def hub_parquet_files(spec: HubSpec) -> list[Path]:
                                         allow_patterns=spec.patterns(), local_files_only=offline))
     except Exception as e:  # noqa: BLE001 - every hub or cache failure is one line naming the spec
         raise _hub_error(spec, e, offline) from None
-    files = sorted({f for pattern in spec.patterns() for f in folder.glob(pattern) if f.is_file()},
-                   key=lambda f: f.relative_to(folder).as_posix())
+    try:
+        files = sorted({f for pattern in spec.patterns() for f in folder.glob(pattern) if f.is_file()},
+                       key=lambda f: f.relative_to(folder).as_posix())
+    except OSError as e:  # a name the system cannot hold, a cache that cannot be read
+        raise DataError(f"{shown_spec(spec)}: the local Hugging Face cache cannot be read for it "
+                        f"({e.strerror or type(e).__name__})") from None
     if files:
         return files
     have = _available(spec, folder)
-    holds = f" (it holds {', '.join(map(safe_text, have[:10]))}{' ...' if len(have) > 10 else ''})" if have else ""
-    name = safe_text(str(spec))
+    holds = f" (it holds {', '.join(map(shown_spec, have[:10]))}{' ...' if len(have) > 10 else ''})" if have else ""
+    name = shown_spec(spec)
     if offline:
         raise DataError(f"{name}: the local Hugging Face cache holds no parquet files for config {spec.config!r}, "
                         f"split {spec.split!r} of {spec.repo_id!r}{holds}: {_ways_out(spec)}.")

@@ -14,6 +14,7 @@ NFD is caught; the texts are kept and scored exactly as given.
 from __future__ import annotations
 
 import hashlib
+import os
 import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, SettingsError
+from ..errors import DataError, SettingsError, safe_text
 from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_contents,
                        _is_filelike, _read_bytes, _suffix, _zip_txt_members, check_text_length, decode_bytes)
 from .hub import is_hub_spec, read_hub_dataset
@@ -127,17 +128,80 @@ def read_texts(path, *, mode: str = "auto", text_column: str | None = None, labe
     return records
 
 
+def is_frame(obj) -> bool:
+    """A pandas DataFrame or Series (read by its text column, never iterated as a list of texts)."""
+    return isinstance(obj, (pd.DataFrame, pd.Series))
+
+
+def read_frame(frame, *, name: str | None = None, text_column: str | None = None, label_column: str | None = None,
+               group_column: str | None = None, notes: list[str] | None = None) -> list[Record]:
+    """Records of a pandas DataFrame (or Series), read like a table file: the text column found as in a .csv
+    file (``text``, ``input``, ``content``, ``sentence``, ``document``, else the only column of texts;
+    ``text_column`` overrides), optional label / group / ``id`` columns, empty texts dropped and noted, a
+    column of numbers, lists or mappings refused (:func:`~mia_core.data.tables.check_text_column`), every text
+    checked against ``max_text_chars()``. A Series is one column: its values are the texts. ``name``: how
+    messages call it (default "the DataFrame" / "the Series"); sources are ``NAME:row 1``, ``NAME:row 2``..."""
+    notes = notes if notes is not None else []
+    if isinstance(frame, pd.Series):
+        name = name or "the Series"
+        col = str(frame.name) if frame.name is not None else "text"
+        if text_column is not None and text_column != col:
+            raise DataError(f"{name} is one column ({col!r}); {{text_column}} {text_column!r} names another.",
+                            options=("text_column",))
+        df, text_column = pd.DataFrame({col: frame.tolist()}), col
+    elif isinstance(frame, pd.DataFrame):
+        name = name or "the DataFrame"
+        labels = [str(c) for c in frame.columns]
+        if len(set(labels)) != len(labels):
+            raise DataError(f"{name} has two columns of the same name ({', '.join(map(repr, labels))}).")
+        df = frame.copy(deep=False)  # its columns are renamed to strings below: the caller's frame is untouched
+    else:
+        raise DataError(f"{name or 'the input'} is not a pandas DataFrame or Series.")
+    sources = [f"{name}:row {i + 1}" for i in range(len(df))]
+    records = _records_from_table(df, sources, name, text_column, label_column, group_column, notes)
+    if not records:
+        raise DataError(f"{name} has no usable text.")
+    for r in records:
+        check_text_length(r.text, r.source)
+    return records
+
+
+def path_exists(p) -> bool:
+    """``os.path.exists`` that says False (never raises) for a name the system cannot hold (too long, a NUL)."""
+    try:
+        return os.path.exists(os.path.expanduser(os.fspath(p)))
+    except (OSError, TypeError, ValueError):
+        return False
+
+
+def _shown_path(p, limit: int = 200) -> str:
+    """A path as messages show it: one line, at most ``limit`` characters."""
+    s = safe_text(os.fspath(p)) if isinstance(p, (str, os.PathLike)) else safe_text(p)
+    return s if len(s) <= limit else s[: limit - 1] + "…"
+
+
 def _read_texts(path, *, mode: str, text_column: str | None, label_column: str | None, group_column: str | None,
                 max_bytes: int, notes: list[str]) -> list[Record]:
     if mode not in _MODES:
         raise SettingsError(f"mode must be one of {', '.join(_MODES)}; got {mode!r}.")
+    if is_frame(path):  # before _is_filelike: a DataFrame with a column named "read" has a .read
+        return read_frame(path, text_column=text_column, label_column=label_column, group_column=group_column,
+                          notes=notes)
     if is_hub_spec(path):  # hf:ID[:config][@split]: the hub's parquet conversion, one table
         return read_hub_dataset(path, text_column=text_column, label_column=label_column, group_column=group_column,
                                 max_bytes=max_bytes, notes=notes)
     if not _is_filelike(path):
+        if not isinstance(path, (str, os.PathLike)):
+            raise DataError(f"give a file path, not {type(path).__name__}: {_shown_path(path)}")
         p = Path(path).expanduser()
-        if not p.exists():
-            raise DataError(f"file not found: {p}")
+        try:
+            p.stat()
+        except FileNotFoundError:
+            raise DataError(f"file not found: {_shown_path(p)}") from None
+        except OSError as e:  # a name longer than the system allows, a component that is a file...
+            raise DataError(f"{_shown_path(p)} cannot be read ({e.strerror or type(e).__name__})") from None
+        except ValueError:  # a NUL character in the name
+            raise DataError(f"{_shown_path(p)} is not a valid file name (it holds a NUL character)") from None
         if p.is_dir() and is_hf_dataset_folder(p):  # datasets.Dataset.save_to_disk: its .arrow files, one table
             frames, sources = [], []
             for f in hf_dataset_files(p):
@@ -185,8 +249,10 @@ def _read_texts(path, *, mode: str, text_column: str | None, label_column: str |
 
 
 def _input_name(path) -> str:
-    """How messages name one input: the file's name, or the ``hf:...`` spec as given."""
-    return path if is_hub_spec(path) else _display_name(path)
+    """How messages name one input: the file's name, the ``hf:...`` spec as given, or "the DataFrame"."""
+    if is_frame(path):
+        return "the DataFrame" if isinstance(path, pd.DataFrame) else "the Series"
+    return _shown_path(path) if is_hub_spec(path) else _display_name(path)
 
 
 def _read_many(paths, role: str, notes: list[str], **kw) -> list[Record]:
@@ -327,7 +393,9 @@ def load_dataset(members=None, nonmembers=None, labelled=None, *, mode: str = "a
             raise DataError("give either one labelled file or members and non-members files, not both.")
         lab_name = _input_name(labelled) if not isinstance(labelled, (list, tuple)) else "the labelled files"
         for p in (labelled if isinstance(labelled, (list, tuple)) else [labelled]):
-            if not _is_filelike(p) and Path(p).exists() and not is_hf_dataset_folder(p) and (
+            if is_frame(p):
+                continue
+            if not _is_filelike(p) and path_exists(p) and not is_hf_dataset_folder(p) and (
                     Path(p).is_dir() or _suffix(p) in TEXT_SUFFIXES | {".zip"}):
                 raise DataError(f"{_display_name(p)} has no labels: a labelled file must be a table (.csv, .tsv, "
                                 f".jsonl, .json, .parquet, .arrow, .feather or a Hugging Face datasets folder) "

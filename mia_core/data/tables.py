@@ -5,7 +5,9 @@
 ``_records_from_table`` finds the text column (``text``, ``input``, ``content``, ``sentence``
 or ``document``, else the only string column; ``text_column`` overrides), the optional label
 column (1/0, true/false, member/nonmember: ``_label_of``), group column and ``id`` column,
-and returns one :class:`~mia_core.data.records.Record` per non-empty text.
+and returns one :class:`~mia_core.data.records.Record` per non-empty text. The text column must hold
+strings (:func:`check_text_column`): numbers, lists or mappings there are refused, never scored as
+their printed form.
 """
 from __future__ import annotations
 
@@ -124,7 +126,50 @@ def _label_of(v) -> int | None:
 
 
 def _empty(v) -> bool:
-    return v is None or (isinstance(v, float) and np.isnan(v)) or (isinstance(v, str) and not v.strip())
+    return (v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v))
+            or (isinstance(v, str) and not v.strip()))
+
+
+def value_kind(v) -> str:
+    """What a table cell holds, in words, for a refusal ("int", "float", "list"...)."""
+    if isinstance(v, (bool, np.bool_)):
+        return "bool"
+    if isinstance(v, (int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    if isinstance(v, (list, tuple, np.ndarray)):
+        return "list"
+    if isinstance(v, dict):
+        return "dict"
+    if isinstance(v, (bytes, bytearray, memoryview)):
+        return "bytes"
+    return type(v).__name__
+
+
+def check_text_column(values: list, sources: list[str], name: str, column: str) -> None:
+    """A text column must hold texts (strings): a column of numbers, true/false, lists, mappings or bytes
+    is refused in one line naming the column, the type and the first row (a number would be scored as the
+    text "0", a list as its JSON). Empty cells are left to the caller (dropped and counted). In a table
+    whose cells are all strings (a .csv or .tsv file), a column whose every value is a number or true/false
+    is refused the same way."""
+    def where(i: int) -> str:  # the row, without the name the message starts with
+        src = sources[i]
+        src = src[len(name) + 1:] if src.startswith(f"{name}:") else src
+        return f"line {src}" if src.isdigit() else src  # a .jsonl file's sources are its line numbers
+
+    odd = [(i, v) for i, v in enumerate(values) if not _empty(v) and not isinstance(v, str)]
+    if odd:
+        kinds = "/".join(sorted({value_kind(x) for _, x in odd}))
+        rows = f"{len(odd)} rows, the first at {where(odd[0][0])}" if len(odd) > 1 else f"at {where(odd[0][0])}"
+        raise DataError(f"{name}: the text column {column!r} holds {kinds} values, not texts ({rows}); give a "
+                        "column of strings, or choose it with {text_column}.", options=("text_column",))
+    filled = [v for v in values if not _empty(v)]
+    if filled and not _is_stringy(pd.Series(filled, dtype=object)):
+        i = next(i for i, v in enumerate(values) if not _empty(v))
+        raise DataError(f"{name}: the text column {column!r} holds only numbers or true/false values, not texts "
+                        f"(e.g. {values[i].strip()[:40]!r} at {where(i)}); give a column of texts, or choose it "
+                        "with {text_column}.", options=("text_column",))
 
 
 def _records_from_table(df: pd.DataFrame, sources: list[str], name: str, text_column, label_column,
@@ -164,6 +209,7 @@ def _records_from_table(df: pd.DataFrame, sources: list[str], name: str, text_co
 
     records, empty, bad_labels, no_group = [], 0, [], []
     texts = df[txt_col].tolist()
+    check_text_column(texts, sources, name, txt_col)
     labels = df[lab_col].tolist() if lab_col else None
     groups = df[grp_col].tolist() if grp_col else None
     ids = df[id_col].tolist() if id_col else None
@@ -172,8 +218,7 @@ def _records_from_table(df: pd.DataFrame, sources: list[str], name: str, text_co
         if _empty(raw):
             empty += 1
             continue
-        text = raw if isinstance(raw, str) else (json.dumps(raw) if isinstance(raw, (list, dict)) else str(raw))
-        text = text.replace("\r\n", "\n").replace("\r", "\n").strip()
+        text = raw.replace("\r\n", "\n").replace("\r", "\n").strip()
         lab = None
         if labels is not None:
             lab = _label_of(labels[i])

@@ -3,23 +3,31 @@
 They live in ``<runs dir>/_dataset_inference/<id>/`` (the calibration runs' listing skips names that
 start with ``_``): what ``DatasetInferenceResult.save`` writes (``dataset_inference.json``,
 ``scores.csv``, ``report.html``) plus ``meta.json`` (name, time, verdict, p-value, sizes). A folder
-that cannot be read is listed with the reason, never stops the listing; only folders this module
-made (their id, and a ``meta.json``) are ever deleted.
+that cannot be read, or a ``meta.json`` with a field of the wrong type, is listed with the reason
+(``damaged``), never stops the listing; a report is handed out only as a regular file inside its run
+folder (:func:`report_file`: never through a link); only folders this module made (their id, and a
+``meta.json``) are ever deleted.
 """
 from __future__ import annotations
 
 import json
+import math
+import os
 import re
 import secrets
 import shutil
+import stat
 import time
 from pathlib import Path
 
 from ..errors import DataError
+from ..runs.folder import (MAX_META_BYTES, _Bad, _fallback_ts, _fmt_ts, _is_num, _kind, _one_line, _read_json,
+                           _reason)
 from .audit import RESULT_FILE
 
 SUBDIR = "_dataset_inference"
 META = "meta.json"
+REPORT = "report.html"
 _ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
@@ -51,23 +59,138 @@ def save(result, *, name: str | None = None, model: str | None = None, root=None
     return meta
 
 
-def list_runs(root=None) -> list[dict]:
-    """Every saved dataset-inference run's meta, newest first; an unreadable one with ``damaged``."""
-    out = []
-    for p in store_dir(root).iterdir():
-        if not _ID_RE.match(p.name) or p.is_symlink() or not p.is_dir():
+def _blank(run_id: str, p: Path) -> dict:
+    """Every field a listing shows, with safe defaults (the time from the id)."""
+    ts = _fallback_ts(p)
+    return {"id": run_id, "name": run_id, "created": _fmt_ts(ts), "created_ts": ts, "model": None, "verdict": None,
+            "p_value": None, "p_value_is_bound": False, "n_suspect": None, "n_validation": None, "alpha": None,
+            "blind_auc": None, "mode": "texts"}
+
+
+def _share(v) -> bool:
+    """A number in [0, 1] (a p-value, an AUC, alpha)."""
+    return _is_num(v) and 0.0 <= float(v) <= 1.0
+
+
+# field: (is it of the right type, what it should be); None is always allowed (nothing recorded)
+_FIELDS = {
+    "name": (lambda v: isinstance(v, str), "text"),
+    "created": (lambda v: isinstance(v, str), "text"),
+    "model": (lambda v: isinstance(v, str), "text"),
+    "verdict": (lambda v: isinstance(v, str), "text"),
+    "mode": (lambda v: v in ("texts", "books"), "texts or books"),
+    "p_value": (_share, "a number in [0, 1]"),
+    "blind_auc": (_share, "a number in [0, 1]"),
+    "alpha": (_share, "a number in [0, 1]"),
+    "p_value_is_bound": (lambda v: isinstance(v, bool), "true/false"),
+    "n_suspect": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
+    "n_validation": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
+}
+
+
+def _normalise(raw: dict, run_id: str, p: Path) -> dict:
+    """``meta.json`` with every field the Runs page shows of the type it expects: a field of another type (a
+    p-value that is text, a time that is not a number...) is replaced by its default and named in
+    ``damaged`` (one line), as is a missing name (the store always writes one); another missing field takes
+    its default."""
+    out = _blank(run_id, p)
+    problems = []
+    for k, (ok, want) in _FIELDS.items():
+        v = raw.get(k)
+        if v is None or (isinstance(v, float) and math.isnan(v) and k in ("p_value", "blind_auc")):
             continue
-        try:
-            meta = json.loads((p / META).read_text())
-            if not isinstance(meta, dict):
-                raise ValueError("meta.json is not a mapping")
-            meta["id"] = p.name
-        except (OSError, ValueError) as e:
-            meta = {"id": p.name, "name": p.name, "created": "?", "created_ts": 0.0,
-                    "damaged": f"cannot be read ({type(e).__name__})"}
-        out.append(meta)
-    out.sort(key=lambda m: (float(m.get("created_ts") or 0), m["id"]), reverse=True)
+        if ok(v):
+            out[k] = v
+        else:
+            problems.append(f"{k} is {_kind(v)}, not {want}")
+    if "name" not in raw:  # the store always writes one: its meta.json was cut or edited
+        problems.insert(0, "name is missing")
+    if not str(out["name"]).strip():
+        out["name"] = run_id
+    ts = raw.get("created_ts")
+    if ts is not None:
+        if _is_num(ts) and math.isfinite(ts) and _fmt_ts(ts):
+            out["created_ts"] = float(ts)
+            if not isinstance(raw.get("created"), str):
+                out["created"] = _fmt_ts(ts)
+        else:
+            problems.append(f"created_ts is {_kind(ts)}, not a time")
+    if problems:
+        more = f"; and {len(problems) - 4} more" if len(problems) > 4 else ""
+        out["damaged"] = _one_line("meta.json: " + "; ".join(problems[:4]) + more)
     return out
+
+
+def list_runs(root=None) -> list[dict]:
+    """Every saved dataset-inference run's meta, newest first. Each entry has every field the Runs page shows,
+    of the type it expects (``id``, ``name``, ``created`` text, ``created_ts`` a number, ``p_value`` and
+    ``blind_auc`` a number in [0, 1] or None...). One damaged run never hides the others: a ``meta.json``
+    missing, a link, not a regular file, not JSON or not a mapping gives an entry with ``damaged`` (one line:
+    why) and defaults; a field of the wrong type is replaced by its default and named in ``damaged``.
+    ``DataError`` only when the folder of runs cannot be read."""
+    d = store_dir(root)
+    try:
+        entries = list(d.iterdir())
+    except OSError as e:
+        raise DataError(f"the dataset-inference runs folder {d} cannot be read ({_reason(e)})") from None
+    out = []
+    for p in entries:
+        try:
+            if not _ID_RE.match(p.name) or p.is_symlink() or not p.is_dir():
+                continue
+            raw = _read_json(p, META, max_bytes=MAX_META_BYTES)
+            if not isinstance(raw, dict):
+                raise _Bad(f"meta.json is {_kind(raw)}, not a mapping")
+            meta = _normalise(raw, p.name, p)
+        except _Bad as e:
+            meta = _blank(p.name, p)
+            meta["damaged"] = _one_line(e)
+        except OSError as e:  # the folder went away or cannot be read while listing
+            meta = _blank(p.name, p)
+            meta["damaged"] = _one_line(f"cannot be read ({_reason(e)})")
+        out.append(meta)
+    out.sort(key=lambda m: (m["created_ts"], m["id"]), reverse=True)
+    return out
+
+
+MAX_REPORT_BYTES = 256 * 2**20  # a report is a few MiB at most
+
+
+def report_file(run_id: str, root=None) -> Path:
+    """The run's ``report.html``, to hand out: a regular file inside the run's own folder (``DataError``, one
+    line, for a report that is missing, a link (never followed: it could point at any file of the machine), not
+    a regular file, outside the run folder, or larger than a report can be)."""
+    folder = run_path(run_id, root)
+    f = folder / REPORT
+    try:
+        if folder.is_symlink() or not folder.is_dir():
+            raise DataError(f"dataset-inference run {run_id} is not a run folder: its report is not served")
+        if f.is_symlink():
+            raise DataError(f"the report of dataset-inference run {run_id} is a link: not served")
+        st = f.lstat()
+        if not stat.S_ISREG(st.st_mode):
+            raise DataError(f"the report of dataset-inference run {run_id} is not a regular file: not served")
+        if f.resolve().parent != folder.resolve():
+            raise DataError(f"the report of dataset-inference run {run_id} lies outside its folder: not served")
+        if st.st_size > MAX_REPORT_BYTES:
+            raise DataError(f"the report of dataset-inference run {run_id} is over "
+                            f"{MAX_REPORT_BYTES // 2**20} MiB: not served")
+    except FileNotFoundError:
+        raise DataError(f"dataset-inference run {run_id} has no report") from None
+    except OSError as e:
+        raise DataError(f"the report of dataset-inference run {run_id} cannot be read ({_reason(e)})") from None
+    return f
+
+
+def read_report(run_id: str, root=None) -> bytes:
+    """The bytes of :func:`report_file` (read without following a link; ``DataError``, one line, otherwise)."""
+    f = report_file(run_id, root)
+    try:
+        fd = os.open(f, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        with os.fdopen(fd, "rb") as fh:
+            return fh.read(MAX_REPORT_BYTES + 1)[:MAX_REPORT_BYTES]
+    except OSError as e:
+        raise DataError(f"the report of dataset-inference run {run_id} cannot be read ({_reason(e)})") from None
 
 
 def run_path(run_id: str, root=None) -> Path:

@@ -20,6 +20,7 @@ import json
 import math
 import os
 import re
+import stat
 import time
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def _kind(v) -> str:
     if isinstance(v, bool):
         return "true/false"
     if isinstance(v, (int, float)):
-        return "a number"
+        return "a number" if _is_num(v) else "a number too large to use"
     if isinstance(v, str):
         return "text"
     if isinstance(v, list):
@@ -60,7 +61,15 @@ def _kind(v) -> str:
 
 
 def _is_num(v) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
+    """A JSON number the pages can format: not true/false, and an integer only as large as a float holds (a
+    300-digit integer would make ``f"{v:.3f}"`` or ``math.isfinite`` raise)."""
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return False
+    try:
+        float(v)
+    except OverflowError:
+        return False
+    return True
 
 
 _WANT = {"a mapping": lambda v: isinstance(v, dict), "a list": lambda v: isinstance(v, list),
@@ -84,7 +93,10 @@ def _read_json(path: Path, fname: str, *, max_bytes: int | None = None):
     if f.is_symlink():
         raise _Bad(f"{fname} is a link (not followed)")
     try:
-        if max_bytes is not None and f.stat().st_size > max_bytes:
+        st = f.stat()
+        if not stat.S_ISREG(st.st_mode):  # a folder, or a FIFO that would block the listing forever
+            raise _Bad(f"{fname} is not a regular file")
+        if max_bytes is not None and st.st_size > max_bytes:
             raise _Bad(f"{fname} is over {max_bytes // 2**20} MiB")
         text = f.read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -345,6 +357,8 @@ def _read_scores(path: Path, metrics: dict) -> pd.DataFrame:
         raise _Bad("scores.csv is a link (not followed)")
     if not f.exists():
         raise _Bad("scores.csv is missing")
+    if not stat.S_ISREG(f.stat().st_mode):
+        raise _Bad("scores.csv is not a regular file")
     try:
         df = read_csv(f, dtype={"text_id": str, "text_hash": str})  # undoes write_csv's quote on formula-like ids
     except (OSError, ValueError) as e:  # pandas' parser and empty-file errors are ValueErrors

@@ -220,8 +220,21 @@ def read_run(path) -> StoredRun:
     ``mia run --out``, a run of the store), read as :func:`load_run` reads the store's runs, every file
     checked (``DataError``, one line, for a folder that holds no saved run or a damaged one). ``id``: the
     folder's name; ``meta``: its ``meta.json`` (normalised) when it has one, else ``{}``."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise DataError(f"give the path of a saved run's folder, not {type(path).__name__}")
     p = Path(path).expanduser()
-    check_saved(p)
+    shown = _one_line(os.fspath(p), 120)
+    try:
+        if p.is_symlink():
+            raise DataError(f"{shown} is a link, not a run folder: not opened")
+        if not p.is_dir():
+            raise DataError(f"{shown} is not a folder: give the folder a run was saved in (result.save(dir))"
+                            if p.exists() else f"no folder {shown}: give the folder a run was saved in")
+        check_saved(p)
+    except OSError as e:  # a name longer than the system allows, a folder that cannot be read
+        raise DataError(f"{shown} cannot be read ({_reason(e)})") from None
+    except ValueError:  # a NUL character in the name
+        raise DataError(f"{shown} is not a valid folder name") from None
     with _reading(p.name):
         meta = _read_meta(p, p.name) if os.path.lexists(p / META) else {}
     return StoredRun.load(p, id=p.name, meta=meta, path=p)
