@@ -13,6 +13,11 @@
   is replaced only at that very end, after checking again that it is still one this tool wrote. Every
   published folder carries :data:`OUTPUT_MARKER`. On an exception the temporary folder is removed (the
   statistics are cached, so a re-run resumes).
+* :func:`save_output` — what every result's ``save(out_dir)`` in the API does: the same rules as
+  ``--out`` (:func:`check_output_dir`, then :func:`staged_output`), so a save never writes into a folder
+  the tool did not write, never through a symbolic link named like one of its files, and publishes
+  its files in one rename. Called with a folder that :func:`staged_output` handed out (a command that
+  stages ``--out`` itself, a store that publishes the folder itself), it writes straight into it.
 """
 from __future__ import annotations
 
@@ -83,8 +88,8 @@ def _short(name: str, room: int = 255 - _NAME_ROOM) -> str:
     return name if len(b) <= room else b[:room].decode("utf-8", "ignore")
 
 
-def _reason(e: OSError) -> str:
-    return e.strerror or str(e)
+def _reason(e: Exception) -> str:
+    return getattr(e, "strerror", None) or str(e)
 
 
 def _nearest_existing(p: Path) -> Path:
@@ -103,11 +108,13 @@ def check_output_dir(path, *, overwrite: bool = False, option: str = "out") -> P
     o, about = _placeholder(option), (option,)
     if path is None or not str(path).strip():
         raise SettingsError(f"{o} is empty: give a folder to write the results to.", options=about)
+    if "\x00" in str(path):
+        raise SettingsError(f"{o}: a path cannot hold a NUL character.", options=about)
     p = Path(str(path)).expanduser()
     try:
         p = p.absolute()
         exists = p.exists()
-    except OSError as e:
+    except (OSError, ValueError) as e:  # ValueError: a NUL character in the path
         raise SettingsError(f"{o} {path}: cannot use this path: {_reason(e)}.", options=about) from None
     _check_name_length(p, path, option)
     if exists or p.is_symlink():
@@ -206,6 +213,22 @@ def publish(tmp: Path, final: Path, *, overwrite: bool = False, option: str = "o
     return final
 
 
+_STAGING: set[str] = set()  # the staging folders staged_output has handed out and not yet published
+
+
+def _key(path) -> str:
+    return os.path.abspath(os.path.expanduser(os.fspath(path)))
+
+
+def is_staging(path) -> bool:
+    """Is ``path`` a staging folder that :func:`staged_output` handed out in this process and has not
+    published yet (the tool's own, fresh folder: written into directly)?"""
+    try:
+        return _key(path) in _STAGING
+    except (TypeError, ValueError):
+        return False
+
+
 @contextmanager
 def staged_output(path, *, overwrite: bool = False, option: str = "out"):
     """``with staged_output(out) as tmp: result.save(tmp)``: write into a temporary sibling of
@@ -224,12 +247,41 @@ def staged_output(path, *, overwrite: bool = False, option: str = "out"):
     except OSError as e:
         raise SettingsError(f"{_placeholder(option)} {path}: cannot write in {final.parent}: {_reason(e)}.",
                             options=(option,)) from None
+    key = _key(tmp)
+    _STAGING.add(key)
     try:
         yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    finally:
+        _STAGING.discard(key)
     publish(tmp, final, overwrite=overwrite, option=option)
+
+
+def save_output(out_dir, write, *, overwrite: bool = False, option: str = "out_dir") -> dict[str, Path]:
+    """The one way a result's ``save(out_dir)`` writes: ``write(folder)`` writes the files into ``folder`` (an
+    empty folder of the tool's own) and returns ``{name: path}``; returned are the paths where they lie once
+    published in ``out_dir``.
+
+    The rules of ``--out``: ``out_dir`` a new folder, an empty one, or (``overwrite=True``) one this tool wrote,
+    replaced only once the new files are complete; a non-empty folder the tool did not write, a file, a link to
+    a file are refused (``SettingsError``, one line naming ``option`` and the path). The files are written into a
+    temporary sibling that carries :data:`OUTPUT_MARKER` and is renamed to ``out_dir``, so nothing is ever
+    written through a symbolic link named like an output file. A folder :func:`staged_output` handed out (a
+    command or a store that publishes it itself) is written into directly."""
+    if out_dir is None or isinstance(out_dir, bool) or not isinstance(out_dir, (str, os.PathLike)):
+        raise SettingsError(f"{_placeholder(option)} must be a folder path (a str or a pathlib.Path), got "
+                            f"{type(out_dir).__name__}", options=(option,))
+    if not isinstance(overwrite, bool):
+        raise SettingsError(f"{{overwrite}} must be True or False, got {type(overwrite).__name__}",
+                            options=("overwrite",))
+    if is_staging(out_dir):
+        return write(Path(_key(out_dir)))
+    out = check_output_dir(out_dir, overwrite=overwrite, option=option)
+    with staged_output(out, overwrite=overwrite, option=option) as tmp:
+        paths = write(tmp)
+    return {k: final_path(v, tmp, out) for k, v in paths.items()}
 
 
 def final_path(p, tmp, out) -> Path:

@@ -16,8 +16,11 @@ They share four things, which the CLI and the dashboard rely on:
     a ``pandas.DataFrame`` with one row per evaluated text (or document).
 ``summary_text()``
     the human-readable report the command line prints.
-``save(out_dir)``
-    writes the command's files into ``out_dir`` and returns ``{name: path}`` of what it wrote.
+``save(out_dir, overwrite=False)``
+    writes the command's files into ``out_dir`` and returns ``{name: path}`` of what it wrote, under the
+    rules of ``--out`` (:func:`mia_core.outputs.save_output`: a new or empty folder, or with ``overwrite`` one
+    this tool wrote; written into a temporary sibling, published in one rename, never through a link).
+    Each result writes its files in ``_write(folder)``.
 
 :func:`json_default` is the one ``json.dumps(default=...)`` encoder for the numpy values
 (and paths) results hold.
@@ -41,13 +44,15 @@ import numpy as np
 import pandas as pd
 
 from .errors import DataError
+from .outputs import save_output
 
 
 class AuditResult:
     """The interface every audit's result implements (see the module docstring).
 
     Subclasses are dataclasses holding at least ``metrics`` (dict) and ``scores``
-    (DataFrame); they implement :meth:`summary_text` and :meth:`save`.
+    (DataFrame); they implement :meth:`summary_text` and :meth:`_write` (a result whose files take
+    options has a :meth:`save` of its own that passes them on, through :func:`mia_core.outputs.save_output`).
     """
 
     metrics: dict
@@ -57,8 +62,17 @@ class AuditResult:
         """The human-readable report (what the CLI prints)."""
         raise NotImplementedError
 
-    def save(self, out_dir: str | Path) -> dict[str, Path]:
-        """Write the audit's files into ``out_dir``; returns ``{name: path}``."""
+    def save(self, out_dir: str | Path, *, overwrite: bool = False) -> dict[str, Path]:
+        """Write the audit's files into ``out_dir``; returns ``{name: path}``.
+
+        The rules of ``--out``: ``out_dir`` is a new folder or an empty one; a folder this tool wrote is
+        replaced only with ``overwrite=True`` (once the new files are complete); a folder it did not write,
+        a file or a link to one is never written into (``SettingsError``, one line). The files are written
+        into a temporary sibling folder and published in one rename (:func:`mia_core.outputs.save_output`)."""
+        return save_output(out_dir, self._write, overwrite=overwrite)
+
+    def _write(self, out: Path) -> dict[str, Path]:
+        """Write the files into the folder ``out`` (new, empty and the tool's own); returns ``{name: path}``."""
         raise NotImplementedError
 
     def _repr_html_(self) -> str:
@@ -269,12 +283,10 @@ class RunResult(AuditResult):
                    group_metrics=run.get("group_metrics"), extra=run.get("extra") or {},
                    report=list(run.get("report") or []), **where)
 
-    def save(self, out_dir: str | Path) -> dict[str, Path]:
+    def _write(self, out: Path) -> dict[str, Path]:
         """Write ``scores.csv``, ``metrics.json`` and ``run.json`` (config, models, timings,
-        shift, population, group metrics, notes, extra); returns ``{"scores", "metrics", "run"}``
-        -> path."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        shift, population, group metrics, notes, extra) into ``out``; returns ``{"scores", "metrics",
+        "run"}`` -> path. (:meth:`save` checks and stages the folder.)"""
         paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json", "run": out / "run.json"}
         write_csv(self.scores, paths["scores"])  # text ids as text, never as spreadsheet formulas
         paths["metrics"].write_text(json.dumps(self.metrics, indent=2, default=json_default))

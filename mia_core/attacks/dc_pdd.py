@@ -39,16 +39,62 @@ domain with ``--param dc_pdd.corpus=FILE_OR_FOLDER``. Sign: the paper flags a te
 """
 from __future__ import annotations
 
+import os
+import threading
+from pathlib import Path
+
 import numpy as np
 
 from ..errors import SettingsError
 from .base import AttackInputs, register
 from .domains import check_values, flag, number, path
 
+_READABLE: set = set()  # fingerprints of the corpora check_corpus has read (a corpus is read once while unchanged)
+_LOCK = threading.Lock()
+
+
+def _fingerprint(p: Path):
+    """What identifies the corpus ``p`` as it is now (its real path, and the size and time of each of its
+    files); None when it cannot be told (read again)."""
+    try:
+        real = os.path.realpath(p)
+        st = os.stat(real)
+        if not os.path.isdir(real):
+            return real, st.st_size, st.st_mtime_ns
+        files = []
+        for base, dirs, names in os.walk(real):
+            dirs.sort()
+            for n in sorted(names):
+                f = os.path.join(base, n)
+                fs = os.stat(f)
+                files.append((f, fs.st_size, fs.st_mtime_ns))
+        return real, st.st_mtime_ns, tuple(files)
+    except (OSError, ValueError):
+        return None
+
+
+def check_corpus(corpus: str) -> None:
+    """The ``corpus`` a user gave (a file or folder) holds text DC-PDD can count: read as the run will read
+    it (:func:`mia_core.token_frequency.corpus_documents`), so an empty folder, a binary file or a folder of
+    links out of it is a one-line ``DataError`` with the parameters, before any model loads. A corpus
+    already read and unchanged since is not read again."""
+    from ..token_frequency import corpus_documents
+
+    key = _fingerprint(Path(str(corpus)).expanduser())
+    with _LOCK:
+        if key is not None and key in _READABLE:
+            return
+    corpus_documents(corpus)
+    if key is not None:
+        with _LOCK:
+            _READABLE.add(key)
+
+
 DEFAULTS = {"a": 0.01, "corpus": None, "first_occurrence": True}
 DOMAINS = {
     "a": number(0, lo_open=True, note="upper bound on a token's contribution (the paper's default 0.01)"),
-    "corpus": path("read", words=("bundled",), note="reference corpus file or folder (none / bundled: the bundled one)"),
+    "corpus": path("read", words=("bundled",), validate=check_corpus,
+                   note="reference corpus file or folder (none / bundled: the bundled one)"),
     "first_occurrence": flag(note="average over each token's first occurrence only"),
 }
 EXTRA_KEY = "dc_pdd_frequencies"

@@ -12,7 +12,8 @@ with the constructors below:
 * :func:`text`    any string (optionally checked by a function, e.g. a neighbour generator spec);
 * :func:`path`    a path: an existing regular file or folder to read (``"read"``), or a folder to
   write into (``"write"``); device files, FIFOs, sockets and anything under ``/dev``, ``/proc`` or
-  ``/sys`` are refused.
+  ``/sys`` are refused; ``validate`` checks what it holds (DC-PDD's corpus: text, not an empty folder
+  or a binary file), still before any model loads.
 
 :meth:`Domain.check` takes a value as a Python caller, the page or the command line (a string)
 gives it, and returns it coerced to the domain's type or raises ``SettingsError`` with one line
@@ -52,7 +53,8 @@ class Domain:
     optional: bool = False  # None (or "", "none") allowed: "not given" / "from a preset"
     words: tuple = ()  # further words that mean None (e.g. "all", "bundled")
     mode: str = ""  # paths: "read" (an existing file or folder) or "write" (a folder to write into)
-    validate: Callable | None = None  # text: raises SettingsError on a bad value (message prefixed with the name)
+    validate: Callable | None = None  # text, path: raises SettingsError / DataError on a bad value (message
+    # prefixed with the name); a path's is called with the path given, once it passed the checks above
     what: str = ""  # text: the domain in words (default "any text")
     note: str = ""  # what the value means, for --list-params and the page's help
 
@@ -124,7 +126,13 @@ class Domain:
         if not isinstance(value, str):
             raise SettingsError(f"{where} must be {self.describe()} (a string), got {_shown(value)}")
         if self.kind == "path":
-            return _path(value, where, self)
+            raw = _path(value, where, self)
+            if self.validate is not None:
+                try:
+                    self.validate(raw)
+                except (DataError, SettingsError) as e:
+                    raise type(e)(f"{where}: {e.template}", options=e.options) from None
+            return raw
         if self.validate is not None:
             try:
                 self.validate(value)
@@ -189,12 +197,14 @@ def text(*, optional: bool = False, validate: Callable | None = None, what: str 
     return Domain("text", optional=optional, validate=validate, what=what, note=note)
 
 
-def path(mode: str, *, optional: bool = True, words: tuple = (), note: str = "") -> Domain:
+def path(mode: str, *, optional: bool = True, words: tuple = (), validate: Callable | None = None,
+         note: str = "") -> Domain:
     """A path to read (``"read"``: an existing regular file or folder) or a folder to write into
-    (``"write"``)."""
+    (``"write"``); ``validate(path)`` raises ``DataError`` / ``SettingsError`` when what it holds cannot be
+    used (checked with the parameters, before any model loads)."""
     if mode not in ("read", "write"):
         raise ValueError(mode)
-    return Domain("path", mode=mode, optional=optional, words=tuple(words), note=note)
+    return Domain("path", mode=mode, optional=optional, words=tuple(words), validate=validate, note=note)
 
 
 # ---------------------------------------------------------------------------- helpers
@@ -287,41 +297,59 @@ def _nearest_existing(p: Path) -> Path:
 
 def _path(value: str, where: str, d: Domain) -> str:
     raw = value.strip()
+    shown = _short_repr(raw)  # a path of thousands of characters is shown shortened
+    if "\x00" in raw:
+        raise SettingsError(f"{where} must be {d.describe()}, got {shown} (it holds a NUL character)")
     p = Path(raw).expanduser()
     try:
         p = p.absolute()
     except OSError as e:
-        raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({e.strerror or e})") from None
+        raise SettingsError(f"{where} must be {d.describe()}, got {shown} ({e.strerror or e})") from None
     bad = special_reason(p)
     if bad:
-        raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({bad})")
+        raise SettingsError(f"{where} must be {d.describe()}, got {shown} ({bad})")
     if d.mode == "read":
         try:
             mode = p.stat().st_mode
         except FileNotFoundError:
-            raise DataError(f"{where} must be {d.describe()}, got {raw!r} (not found)") from None
+            raise DataError(f"{where} must be {d.describe()}, got {shown} (not found)") from None
         except OSError as e:
-            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({e.strerror or e})") from None
+            raise SettingsError(f"{where} must be {d.describe()}, got {shown} ({e.strerror or e})") from None
         if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # pragma: no cover - special_reason caught it
-            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (not a regular file)")
+            raise SettingsError(f"{where} must be {d.describe()}, got {shown} (not a regular file)")
         if not os.access(p, os.R_OK):
-            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (not readable)")
+            raise SettingsError(f"{where} must be {d.describe()}, got {shown} (not readable)")
         return raw
     # a folder to write into: an existing folder, or a new one whose nearest existing parent takes it
-    if p.exists() or p.is_symlink():
-        if not p.is_dir():
-            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (exists and is not a folder)")
-        where_to = p
-    else:
-        where_to = _nearest_existing(p.parent)
-        if not where_to.is_dir():
-            raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} ({where_to} is not a folder)")
-    try:  # the one sure test: make (and remove) a folder there
+    where_to = p
+    try:
+        if p.exists() or p.is_symlink():
+            if not p.is_dir():
+                raise SettingsError(f"{where} must be {d.describe()}, got {shown} (exists and is not a folder)")
+            where_to = p
+        else:
+            where_to = _nearest_existing(p.parent)
+            if not where_to.is_dir():
+                raise SettingsError(f"{where} must be {d.describe()}, got {shown} ({where_to} is not a folder)")
+        # the one sure test: make (and remove) a folder there
         os.rmdir(tempfile.mkdtemp(prefix=".mia-check-", dir=where_to))
     except OSError as e:
-        raise SettingsError(f"{where} must be {d.describe()}, got {raw!r} (cannot write in {where_to}: "
-                            f"{e.strerror or e})") from None
+        raise SettingsError(f"{where} must be {d.describe()}, got {shown} (cannot write in "
+                            f"{_short_path(where_to)}: {e.strerror or e})") from None
     return raw
+
+
+def _short_repr(raw: str) -> str:
+    """``raw`` as messages show it: its ``repr``, or, past 120 characters, shortened in the middle."""
+    from ..data.decoding import SHOWN_PATH_CHARS
+
+    return repr(raw) if len(raw) <= SHOWN_PATH_CHARS else f"'{_short_path(raw)}'"
+
+
+def _short_path(p) -> str:
+    from ..data.decoding import shown_path
+
+    return shown_path(p)
 
 
 def check_values(attack: str, domains: dict, params: dict, *, prefix: str = "") -> dict:

@@ -14,7 +14,11 @@ sets the defaults and help texts that differ (e.g. ``--out`` is ``mia_run`` for 
 * ``type=`` helpers         :func:`positive_int`, :func:`non_negative_int`, :func:`int_at_least`,
   :func:`fraction` (open interval), :func:`fraction_closed_right`, :func:`unit_interval_open_right`,
   :func:`positive_float`, :func:`non_negative_float`: a bad number (nan and inf included) is
-  refused while the arguments are read
+  refused while the arguments are read; :func:`input_path` for the input files: a path the system
+  cannot look up (a name longer than it allows...) is refused there too, in one line, shortened
+* :func:`print_notes`, :func:`print_report` everything printed that comes from the user's data (file and
+  book names, notes, the report) with its control characters escaped (:func:`mia_core.errors.safe_text`):
+  a name cannot colour the terminal, set its title or forge a line
 """
 from __future__ import annotations
 
@@ -118,6 +122,21 @@ def unit_interval_open_right(s: str) -> float:
     return v
 
 
+def input_path(s: str) -> str:
+    """``type=`` for an input file or folder (``--members``, ``--suspect``...): a path the system cannot look
+    up (a name longer than it allows, a folder on the way that cannot be searched) is refused while the arguments
+    are read, one line with the path shortened; a missing file is left to the reader ("file not found"), an
+    ``hf:`` spec to :mod:`mia_core.data.hub`."""
+    from ..data.decoding import path_problem, shown_path
+
+    if s.startswith("hf:"):
+        return s
+    why = path_problem(s)
+    if why:
+        raise argparse.ArgumentTypeError(f"must be a file or folder this system can open; {shown_path(s)}: {why}")
+    return s
+
+
 def refuse_data_with_demo(args) -> None:
     """``--demo`` brings its own members and non-members: refuse them given as well."""
     from ..errors import SettingsError
@@ -133,10 +152,12 @@ def add_data_args(p: argparse.ArgumentParser, *, demo: str | None = None, popula
     """``--members``, ``--nonmembers``, ``--labelled`` [``--demo``] [``--population``], ``--mode``,
     ``--text-column``, ``--label-column`` [``--group-column``]."""
     d = p.add_argument_group("data")
-    d.add_argument("--members", nargs="+", required=members_required, help=f"member texts: {TEXT_FORMATS}")
-    d.add_argument("--nonmembers", nargs="+", required=members_required, help="non-member texts, same formats")
+    d.add_argument("--members", nargs="+", type=input_path, required=members_required,
+                   help=f"member texts: {TEXT_FORMATS}")
+    d.add_argument("--nonmembers", nargs="+", type=input_path, required=members_required,
+                   help="non-member texts, same formats")
     if not members_required:
-        d.add_argument("--labelled", help="one table with a label column (1 = member, 0 = non-member) instead of two "
+        d.add_argument("--labelled", type=input_path, help="one table with a label column (1 = member, 0 = non-member) instead of two "
                        "files: .csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, a Hugging Face datasets folder "
                        "(save_to_disk) or hf:ID[:config][@split]")
     if demo:
@@ -152,8 +173,8 @@ def add_data_args(p: argparse.ArgumentParser, *, demo: str | None = None, popula
         d.add_argument("--group-column", help=group_column)
     if population:
         kw = {"nargs": population_nargs} if population_nargs else {}
-        d.add_argument("--population", required=population_required, help=f"{population} (same formats as --members)",
-                       **kw)
+        d.add_argument("--population", type=input_path, required=population_required,
+                       help=f"{population} (same formats as --members)", **kw)
     return d
 
 
@@ -251,9 +272,18 @@ def add_progress_args(p: argparse.ArgumentParser) -> None:
 
 
 def print_notes(lines, prefix: str = "note") -> None:
-    """Input notes (``Dataset.report``...) on stderr, one per line."""
+    """Input notes (``Dataset.report``...) on stderr, one per line, control characters escaped."""
     for line in lines:
         print(f"{prefix}: {safe_text(line)}", file=sys.stderr)
+
+
+def print_report(text: str, printed=()) -> None:
+    """A result's report (``summary_text()``) on stdout: control characters escaped (a file or book name in it
+    cannot print a terminal escape sequence; its line breaks are kept), without the ``note:`` lines of
+    ``printed`` (the notes :func:`print_notes` already showed on stderr)."""
+    from .quiet import without_printed_notes
+
+    print(without_printed_notes(text, printed))
 
 
 _COUNTED = re.compile(r"\s*\d+\s*/\s*\d+\b.*$")  # a stage's item count and what follows it

@@ -11,10 +11,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from ..errors import SettingsError
+from ..errors import SettingsError, safe_text
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (ProgressBar, add_model_args, add_output_args, add_progress_args, fraction, int_at_least,
-                     print_notes)
+from .common import (ProgressBar, add_model_args, add_output_args, add_progress_args, fraction, input_path,
+                     int_at_least, print_notes, print_report)
 
 
 def register(subparsers) -> None:
@@ -27,9 +27,12 @@ def register(subparsers) -> None:
                     "split t-test, with the IID guard (blind baseline) and a null check.",
     )
     d = p.add_argument_group("data")
-    d.add_argument("--suspect", nargs="+", help="the texts in question (.txt one per line or paragraphs, .csv, .jsonl ...)")
-    d.add_argument("--validation", nargs="+", help="texts of the same distribution known not to be trained on")
-    d.add_argument("--population", nargs="+", help="optional known non-members besides the validation set (ReCaLL's prefix)")
+    d.add_argument("--suspect", nargs="+", type=input_path,
+                   help="the texts in question (.txt one per line or paragraphs, .csv, .jsonl ...)")
+    d.add_argument("--validation", nargs="+", type=input_path,
+                   help="texts of the same distribution known not to be trained on")
+    d.add_argument("--population", nargs="+", type=input_path,
+                   help="optional known non-members besides the validation set (ReCaLL's prefix)")
     d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
                    help=".txt reading: one text per line, or blank-line-separated paragraphs")
     d.add_argument("--text-column", help="text column of .csv/.tsv/.jsonl/.json input (auto-detected)")
@@ -67,12 +70,13 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _texts(paths, args) -> list[str]:
+def _texts(paths, args, notes: list[str]) -> list[str]:
+    """The texts of ``paths``; the reader's notes (encodings, texts dropped...) appended to ``notes``."""
     from ..data import read_texts
 
     out = []
     for path in paths or []:
-        out += [r.text for r in read_texts(path, mode=args.mode, text_column=args.text_column)]
+        out += [r.text for r in read_texts(path, mode=args.mode, text_column=args.text_column, notes=notes)]
     return out
 
 
@@ -86,22 +90,23 @@ def run(args) -> int:
     if args.out:
         check_output_dir(args.out, overwrite=args.overwrite)
     model = args.model
+    read: list[str] = []  # the reader's notes: printed before any model loads, kept in the result's notes
     if args.demo or args.demo_null:
         from ..demo import demo_paths
 
         if args.suspect or args.validation:
             raise SettingsError("--demo fills in the suspect and validation sets; do not give them too")
         d = demo_paths()
-        suspect = _texts([d["population"] if args.demo_null else d["members"]], args)
-        validation = _texts([d["nonmembers"]], args)
+        suspect = _texts([d["population"] if args.demo_null else d["members"]], args, [])
+        validation = _texts([d["nonmembers"]], args, [])
         model = model or str(d["target"])
     else:
         if not args.suspect or not args.validation:
             raise SettingsError("give --suspect and --validation (or --demo)")
-        suspect, validation = _texts(args.suspect, args), _texts(args.validation, args)
+        suspect, validation = _texts(args.suspect, args, read), _texts(args.validation, args, read)
     if args.books:
         return _books(args, model, t_start)
-    population = _texts(args.population, args)
+    population = _texts(args.population, args, read)
     from .run import parse_params
 
     params = parse_params(args.param, {})
@@ -109,6 +114,7 @@ def run(args) -> int:
     _, _, _, notes = check_inputs(suspect, validation, features=args.features, reference=args.reference is not None,
                                   population=population, alpha=args.alpha, folds=args.folds,
                                   n_permutations=args.permutations)
+    print_notes([*read, *notes])
 
     def load(spec):
         return load_causal_lm(spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code,
@@ -119,7 +125,8 @@ def run(args) -> int:
                                     features=args.features, alpha=args.alpha, folds=args.folds,
                                     n_permutations=args.permutations, seed=args.seed, prefix=args.prefix,
                                     params=params, use_cache=not args.no_cache, load=load, progress=bar)
-    return _report(res, args, t_start)
+    res.report[:0] = [n for n in read if n not in res.report]  # saved with the result, as mia run keeps its data notes
+    return _report(res, args, t_start, printed=[*read, *notes])
 
 
 def _books(args, model, t_start) -> int:
@@ -156,13 +163,15 @@ def _books(args, model, t_start) -> int:
     return _report(res, args, t_start)
 
 
-def _report(res, args, t_start: float) -> int:
-    """Print the result; with ``--out``, publish its files in one rename."""
+def _report(res, args, t_start: float, printed=()) -> int:
+    """Print the result (book and file names in it as safe text; the notes already printed left out); with
+    ``--out``, publish its files in one rename."""
     print()
-    print(res.summary_text())
+    print_report(res.summary_text(), printed)
     if args.out:
         out = Path(args.out)
         with staged_output(args.out, overwrite=args.overwrite) as tmp:
             paths = {k: final_path(v, tmp, out) for k, v in res.save(tmp).items()}
-        print(f"\nwrote {paths['summary']}, {paths['scores']} and {paths['report']} in {time.time() - t_start:.0f}s")
+        print("\n" + safe_text(f"wrote {paths['summary']}, {paths['scores']} and {paths['report']} in "
+                               f"{time.time() - t_start:.0f}s"))
     return 0

@@ -11,7 +11,12 @@ UTF-8 lines do not turn into mojibake. Newlines are normalised to ``\\n``. Binar
 object under a hard cap of ``max_bytes`` (at most ``max_bytes + 1`` bytes are read, whatever
 ``st_size`` says: pipes and ``<(...)`` report 0; devices such as ``/dev/zero`` are refused);
 ``_zip_txt_members`` and ``_folder_txt_contents`` read the ``.txt`` files of a zip (with a
-zip-bomb guard) or a folder under the same limit.
+zip-bomb guard) or a folder under the same limit; a folder's symbolic links that point out of it
+(``book.txt -> /etc/passwd``) are never followed: the folder is refused in one line, naming them.
+
+A path the system cannot look up (a name longer than it allows, a folder on the way that cannot be
+searched, a NUL character) is a one-line ``DataError`` naming it, shortened (:func:`path_problem`,
+:func:`shown_path`), never a raw ``OSError``.
 
 :func:`check_text_length` refuses one text (or document) longer than :func:`max_text_chars`
 characters (``MAX_TEXT_CHARS``, 10 million, or the environment variable ``MIA_MAX_TEXT_CHARS``)
@@ -22,6 +27,7 @@ per character of the text it is handed (a 50 MB text: about 7.5 GB) and aborts t
 from __future__ import annotations
 
 import codecs
+import errno
 import io
 import os
 import re
@@ -76,6 +82,46 @@ def check_text_length(text: str, source: str, what: str = "text") -> None:
                         f"limit (tokenizing it would take about {_human(len(text) * TOKENIZER_BYTES_PER_CHAR)} "
                         f"of memory); split it into shorter {what}s, or raise the limit with the environment "
                         f"variable {TEXT_CHARS_ENV}.")
+
+
+SHOWN_PATH_CHARS = 120  # a longer path is cut in the middle in messages
+
+
+def shown_path(path, limit: int = SHOWN_PATH_CHARS) -> str:
+    """``path`` for a one-line message: control characters escaped (:func:`~mia_core.errors.safe_text`), and a
+    path longer than ``limit`` characters cut in the middle, its length said."""
+    raw = os.fspath(path) if isinstance(path, os.PathLike) else str(path)
+    if isinstance(raw, bytes):
+        raw = raw.decode("utf-8", "surrogateescape")
+    if len(raw) <= limit:
+        return safe_text(raw)
+    head = max(1, limit * 2 // 3)
+    return f"{safe_text(raw[:head])}...{safe_text(raw[-(limit - head):])} ({len(raw):,} characters)"
+
+
+def path_problem(path) -> str | None:
+    """Why the system cannot look ``path`` up, in words (``"File name too long"``, ``"Permission denied"``, a
+    NUL character), or None: a path that exists, or one that does not (the readers say "file not found").
+    Only ``stat`` is called; nothing is opened."""
+    try:
+        os.stat(os.path.expanduser(os.fspath(path)))
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as e:
+        if e.errno in (errno.ENOENT, errno.ENOTDIR):
+            return None
+        return e.strerror or str(e)
+    except (ValueError, TypeError):  # a NUL character; not a path at all
+        return "not a usable path (it holds a NUL character)" if "\x00" in str(path) else "not a path"
+    return None
+
+
+def check_path(path, what: str = "") -> None:
+    """``DataError`` (one line naming ``path``, shortened) when the system cannot look it up
+    (:func:`path_problem`); nothing for a path that exists or does not."""
+    why = path_problem(path)
+    if why:
+        raise DataError(f"cannot read {what + ' ' if what else ''}{shown_path(path)}: {why}.")
 
 
 def _is_filelike(obj) -> bool:
@@ -149,14 +195,16 @@ def _read_bytes(path, max_bytes: int) -> tuple[str, bytes]:
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise DataError(f"file not found: {p}") from None
+        raise DataError(f"file not found: {shown_path(p)}") from None
     except OSError as e:
-        raise DataError(f"cannot read {p}: {e.strerror or e}.") from None
+        raise DataError(f"cannot read {shown_path(p)}: {e.strerror or e}.") from None
+    except ValueError:  # a NUL character
+        raise DataError(f"cannot read {shown_path(p)}: not a usable path (it holds a NUL character).") from None
     if stat.S_ISDIR(st.st_mode):
-        raise DataError(f"{p} is a folder, not a file.")
+        raise DataError(f"{shown_path(p)} is a folder, not a file.")
     kind = _file_kind(st.st_mode)
     if kind is not None:
-        raise DataError(f"{p} is {kind}, not a file: give a {SUPPORTED_TEXT_SETS} file.")
+        raise DataError(f"{shown_path(p)} is {kind}, not a file: give a {SUPPORTED_TEXT_SETS} file.")
     if stat.S_ISREG(st.st_mode) and st.st_size > max_bytes:
         raise _too_big(p.name, st.st_size, max_bytes)
     name = p.name if stat.S_ISREG(st.st_mode) else str(p)  # a pipe: /dev/fd/63 rather than 63
@@ -164,7 +212,7 @@ def _read_bytes(path, max_bytes: int) -> tuple[str, bytes]:
         with open(p, "rb") as fh:
             return name, _read_capped(fh, name, max_bytes)
     except OSError as e:
-        raise DataError(f"cannot read {p}: {e.strerror or e}.") from None
+        raise DataError(f"cannot read {shown_path(p)}: {e.strerror or e}.") from None
 
 
 def _utf16_without_bom(data: bytes) -> str | None:
@@ -331,13 +379,37 @@ def _zip_txt_members(data: bytes, name: str, max_bytes: int) -> list[tuple[str, 
 
 
 def _folder_txt_files(p: Path, max_bytes: int) -> list[Path]:
-    """The regular ``.txt`` files under ``p`` (recursively, hidden ones skipped), size-checked."""
-    files = sorted(f for f in p.rglob("*") if f.is_file() and f.suffix.lower() == ".txt" and not f.name.startswith("."))
-    if not files:
-        raise DataError(f"the folder {p} holds no .txt file.")
-    total = sum(f.stat().st_size for f in files)
+    """The regular ``.txt`` files under ``p`` (recursively, hidden ones skipped), size-checked.
+
+    A symbolic link to a file inside ``p`` is read; one that points out of ``p`` (a system file, another
+    user's folder) is never followed: ``DataError``, one line naming the links."""
+    check_path(p, "the folder")
+    try:
+        root = Path(os.path.realpath(p))
+        files, outside = [], []
+        for f in sorted(p.rglob("*")):
+            if f.suffix.lower() != ".txt" or f.name.startswith(".") or not f.is_file():
+                continue
+            real = Path(os.path.realpath(f))
+            if real == root or root not in real.parents:
+                outside.append((f, real))
+            else:
+                files.append(f)
+        if not files and not outside:
+            raise DataError(f"the folder {shown_path(p)} holds no .txt file.")
+        if outside:
+            (f, real), n = outside[0], len(outside)
+            raise DataError(f"the folder {shown_path(p)} holds {n} symbolic link{'s' if n != 1 else ''} to "
+                            f"{'files' if n != 1 else 'a file'} outside it (e.g. {shown_path(f.relative_to(p))} -> "
+                            f"{shown_path(real)}): links out of the folder are not followed; copy "
+                            f"{'those files' if n != 1 else 'that file'} into the folder, or give "
+                            f"{'them' if n != 1 else 'it'} by name.")
+        total = sum(f.stat().st_size for f in files)
+    except OSError as e:
+        raise DataError(f"cannot read the folder {shown_path(p)}: {e.strerror or e}.") from None
     if total > max_bytes:
-        raise DataError(f"the .txt files in {p} total {_human(total)}, above the {_human(max_bytes)} limit.")
+        raise DataError(f"the .txt files in {shown_path(p)} total {_human(total)}, above the {_human(max_bytes)} "
+                        "limit.")
     return files
 
 
@@ -348,7 +420,7 @@ def _folder_txt_contents(p: Path, max_bytes: int) -> list[tuple[Path, bytes]]:
         _, data = _read_bytes(f, max_bytes)
         total += len(data)
         if total > max_bytes:  # the files grew after they were listed
-            raise DataError(f"the .txt files in {p} total more than the {_human(max_bytes)} limit.")
+            raise DataError(f"the .txt files in {shown_path(p)} total more than the {_human(max_bytes)} limit.")
         out.append((f, data))
     return out
 

@@ -69,9 +69,9 @@ class DatasetInferenceResult(AuditResult):
         lines += [f"note: {n}" for n in self.report]
         return "\n".join(lines)
 
-    def save(self, out_dir) -> dict[str, Path]:
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+    # save(out_dir, overwrite=False): AuditResult.save, the rules of --out (mia_core.outputs.save_output)
+    def _write(self, out: Path) -> dict[str, Path]:
+        """``dataset_inference.json``, ``scores.csv`` and ``report.html`` into the folder ``out``."""
         from .report import dataset_inference_report
 
         paths = {"summary": out / RESULT_FILE, "scores": out / "scores.csv", "report": out / "report.html"}

@@ -20,6 +20,7 @@ from ..engines import current_engine
 from ..errors import DataError, SettingsError
 from ..metrics import NOT_ESTIMABLE
 from ..models import LoadedModel, describe
+from ..outputs import save_output
 from ..stats import StatsSettings, TokenStats, compute_stats
 from .baselines import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES, run_baselines
 from .books import Document, check_document_overlap, load_documents
@@ -266,13 +267,16 @@ class DocumentAuditResult(AuditResult):
             "timings": self.timings,
         })
 
-    def save(self, out_dir, *, token_values: bool = True) -> dict[str, Path]:
+    def save(self, out_dir, *, token_values: bool = True, overwrite: bool = False) -> dict[str, Path]:
         """Write ``document_metrics.json``, ``document_scores.csv``, ``partial_documents.csv`` (if
         any), ``baselines.csv`` (if any) and ``token_values/<doc>.npz`` (per-token ``token_ids``,
         ``token_text``, ``logprob``, ``max_logprob``, one float32 array per normalisation named after
-        it, and ``fold``) with ``token_values/index.json`` mapping document names to files."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        it, and ``fold``) with ``token_values/index.json`` mapping document names to files; under the
+        rules of ``--out`` (:meth:`mia_core.results.AuditResult.save`: a new or empty folder, or with
+        ``overwrite`` one this tool wrote; published in one rename)."""
+        return save_output(out_dir, lambda out: self._write(out, token_values=bool(token_values)), overwrite=overwrite)
+
+    def _write(self, out: Path, *, token_values: bool = True) -> dict[str, Path]:
         paths = {"metrics": out / "document_metrics.json", "scores": out / "document_scores.csv"}
         paths["metrics"].write_text(json.dumps(self.to_json(), indent=2, allow_nan=False))
         write_csv(self.scores, paths["scores"])  # document names as text, never as spreadsheet formulas

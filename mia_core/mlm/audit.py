@@ -21,6 +21,7 @@ from ..cache import text_hash
 from ..errors import DataError, SettingsError
 from ..formatting import fmt_pct
 from ..models import MaskedLM, load_masked_lm
+from ..outputs import save_output
 from ..progress import Progress, noop
 from ..results import AuditResult, neutralise_cell
 from .energy import energies
@@ -173,12 +174,18 @@ class MlmAuditResult(AuditResult):
         metrics["warnings"] = self.warnings
         return metrics
 
-    def save(self, out_dir, *, extra: dict | None = None) -> dict[str, Path]:
+    def save(self, out_dir, *, extra: dict | None = None, overwrite: bool = False) -> dict[str, Path]:
         """Write ``scores.csv`` (one row per evaluated text; ``text_id``, ``label``, ``text_hash``,
         ``likelihood_ratio``, ``loss`` [, ``group``] first) and ``metrics.json`` (:meth:`to_json`,
-        updated with ``extra``, e.g. the CLI's ``data_notes``)."""
-        out = Path(out_dir)
-        out.mkdir(parents=True, exist_ok=True)
+        updated with ``extra``, e.g. the CLI's ``data_notes``), under the rules of ``--out``
+        (:meth:`mia_core.results.AuditResult.save`: a new or empty folder, or with ``overwrite`` one this tool
+        wrote; published in one rename)."""
+        if extra is not None and not isinstance(extra, dict):
+            raise SettingsError(f"{{extra}} must be a dict (added to metrics.json), got {type(extra).__name__}",
+                                options=("extra",))
+        return save_output(out_dir, lambda out: self._write(out, extra=extra), overwrite=overwrite)
+
+    def _write(self, out: Path, *, extra: dict | None = None) -> dict[str, Path]:
         paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json"}
         rows = self.scores.to_dict(orient="records")
         cols = ["text_id", "label", "text_hash", "likelihood_ratio", "loss"]
