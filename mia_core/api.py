@@ -838,7 +838,7 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
                   alpha: float = 0.01, folds: int = 5, n_permutations: int = 10_000, seed: int = 0,
                   params: dict | None = None, prefix: str = "auto", cache: bool = True, dtype: str = "auto",
                   device: str = "auto", books: bool = False, passage_words: int = 256, max_passages: int = 40,
-                  correction: str = "bh", progress=None, text_column: str | None = None):
+                  correction: str = "bh", combination: str = "nonneg", progress=None, text_column: str | None = None):
     """Was the suspect collection used to train the model? Dataset inference with a p-value.
 
     Parameters
@@ -859,12 +859,19 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
     alpha : float
         Significance level of the verdict, in (0, 1).
     folds, n_permutations, seed
-        The cross-fitted permutation test's folds (>= 2), label permutations (99 to 1,000,000) and seed.
+        The one-sided permutation test's folds (>= 2), label permutations (99 to 1,000,000) and seed.
+    combination : str
+        How the oriented features are combined, always with non-negative weights: ``"nonneg"`` (fitted by
+        cross-fitting, the default) or ``"mean"`` (equal weights, reads no label);
+        ``mia_core.dataset_inference.significance``.
+    correction : str
+        Across the suspect texts' (or books') own conformal p-values: ``"bh"`` (Benjamini-Hochberg, the
+        false-discovery rate) or ``"holm"`` (the family-wise error rate).
     books : bool
         ``suspect`` and ``validation`` are books (Documents, texts or paths of files/folders, one book per
         file): each is cut into passages of ``passage_words`` words (at least 16; at most ``max_passages``),
         the book is the unit of the test, and each suspect book gets its own p-value, adjusted across the
-        books (``correction``: ``"bh"`` or ``"holm"``; ``mia_core.dataset_inference.books``).
+        books (``mia_core.dataset_inference.books``).
     text_column : str, optional
         The text column of a table (file or DataFrame) given as a set.
 
@@ -881,7 +888,8 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
     -------
     mia_core.dataset_inference.DatasetInferenceResult
         ``.summary`` (``p_value``, ``p_value_ttest``, ``verdict``: ``used`` / ``not_shown`` /
-        ``refused``, ``blind_auc``, ``null_p_value``, ``weights`` ...), ``.scores``, ``.save(dir)``.
+        ``refused``, ``blind_auc``, ``blind_p_value``, ``self_check_p_value``, ``n_flagged``, ``weights`` ...),
+        ``.scores`` (per text: features, scores, conformal and adjusted p-values), ``.save(dir)``.
 
     References
     ----------
@@ -899,6 +907,9 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
     seed, params = _seed(seed), check_params(_mapping("params", params))
     prefix, cache, dtype, device = _prefix(prefix), _bool("cache", cache), _dtype(dtype), _device(device)
     books, correction = _bool("books", books), _choice("correction", correction, ("bh", "holm"))
+    from .dataset_inference.significance import COMBINATIONS
+
+    combination = _choice("combination", combination, COMBINATIONS)
     passage_words, max_passages = _int("passage_words", passage_words, 16), _int("max_passages", max_passages, 1)
     progress, text_column = _callable("progress", progress), _column("text_column", text_column)
 
@@ -916,12 +927,12 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
             _documents(validation, "validation", text_column=text_column), model, reference=reference,
             features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed, params=params,
             prefix=prefix, use_cache=cache, passage_words=passage_words, max_passages=max_passages,
-            correction=correction, load=load, progress=progress)
+            correction=correction, combination=combination, load=load, progress=progress)
     return run_dataset_inference(
         _texts(suspect, "suspect", text_column=text_column), _texts(validation, "validation", text_column=text_column),
         model, reference=reference, population=_texts(population, "population", text_column=text_column),
         features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed, params=params,
-        prefix=prefix, use_cache=cache, load=load, progress=progress)
+        prefix=prefix, use_cache=cache, combination=combination, correction=correction, load=load, progress=progress)
 
 
 def load(path):

@@ -431,7 +431,14 @@ def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.F
     if alpha:
         fig.add_hline(y=alpha, line=dict(color="#111", dash="dash"), annotation_text=f"alpha = {alpha:g}",
                       annotation_position="bottom right")
-    fig.update_layout(template=TEMPLATE, height=320, title="How many texts the claim needs",
+    floor = curve[0].get("floor") if curve else None
+    if floor:  # the smallest p the curve's permutations can give: a point on it is a bound
+        fig.add_hline(y=floor, line=dict(color="#888", dash="dot"),
+                      annotation_text=f"floor of these permutations ({floor:.0e}): p here means p <= that",
+                      annotation_position="top right")
+    fig.update_xaxes(tickvals=n)  # whole numbers of texts only
+    fig.update_layout(template=TEMPLATE, height=320,
+                      title="How many texts the claim needs (descriptive: subsets of these same texts)",
                       xaxis_title="suspect texts (and as many validation texts)", yaxis_title="p-value",
                       margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
     low = min(lo + ([alpha] if alpha else []))
@@ -447,6 +454,6 @@ def di_weights(weights: dict) -> go.Figure:
                            marker_color=[MEMBER_COLOUR if v > 0 else NONMEMBER_COLOUR for _, v in items],
                            hovertemplate="%{y}: %{x:.3f}<extra></extra>"))
     fig.update_layout(template=TEMPLATE, height=max(240, 22 * len(items) + 80), title="Feature weights",
-                      xaxis_title="weight on the standardised feature (positive: points to the suspect set)",
+                      xaxis_title="weight on the standardised feature (non-negative: higher = more member-like)",
                       margin=dict(l=120, r=20, t=50, b=40))
     return fig

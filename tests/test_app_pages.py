@@ -460,18 +460,19 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
 
 # ------------------------------------------------------------------ dataset inference
 def test_dataset_inference_page_demo_gives_a_verdict_offline():
-    """The demo (the demo target's members vs its non-members): the verdict, both p-values, the null check, the
+    """The demo (the demo target's members vs its non-members): the verdict, both p-values, the self-check, the
     blind baseline, the score histograms, the power curve and the weights."""
     at = _app(DI_PAGE)
     _no_exception(at)
     assert any(c.value.startswith("Estimate: 200 texts") for c in at.caption)  # before Run, as on the calibration page
     at.number_input(key="di_perms").set_value(999)
     at.button(key="di_go").click().run()
-    at = _finished_audit(at, done="p-value (permutation")
+    at = _finished_audit(at, done="p-value (one-sided")
     assert not _errors(at), _errors(at)
     metrics = {m.label: m.value for m in at.metric}
-    p = metrics["p-value (permutation test)"]
+    p = metrics["p-value (one-sided test)"]
     assert p.startswith("<=") or float(p) <= 0.01, p
+    assert metrics["Texts that stand out"].endswith("of 100") and at.dataframe  # the per-text table
     assert any("Used" in w.value for w in at.main.warning)  # the verdict box
     assert float(metrics["Blind baseline AUC"]) < 0.7
     assert len(at.get("plotly_chart")) == 3

@@ -265,7 +265,7 @@ def test_inspect_and_calibration_in_a_browser(server):
             perms.press("Enter")
             _wait_idle(page)
             _press(page, "Run dataset inference", lambda t: "running for" in t or "3 · Verdict" in t)
-            seen = _text_when(page, "[data-testid='stMain']", ("3 · Verdict", "Null check p"), timeout_s=420.0)
+            seen = _text_when(page, "[data-testid='stMain']", ("3 · Verdict", "Texts that stand out"), timeout_s=420.0)
             _wait_idle(page, timeout=300.0)
             page.screenshot(path=str(ARTIFACTS / "dataset_inference_results.png"), full_page=True)
             assert "Used" in seen and "Traceback" not in seen, seen[-3000:]

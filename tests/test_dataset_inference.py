@@ -32,19 +32,39 @@ def test_crossfit_scores_equal_a_ridge_refit_per_label_vector():
             np.testing.assert_allclose(S[te, b], r.predict((X[te] - mu) / sd), rtol=1e-8, atol=1e-10)
 
 
-def test_permutation_p_values_are_uniform_under_the_null_and_small_under_a_shift():
+def test_permutation_p_values_are_valid_under_the_null_and_small_under_a_shift():
     rng = np.random.default_rng(1)
     y = np.r_[np.ones(30), np.zeros(30)].astype(int)
     ps = np.array([permutation_test(rng.normal(size=(60, 4)), y, n_permutations=199, seed=r)["p_value"]
                    for r in range(300)])
-    # exact under exchangeability: P(p <= a) <= a; 300 draws: the share below 0.05 within a few SE of 0.05
-    assert abs((ps <= 0.05).mean() - 0.05) < 0.04 and abs((ps <= 0.5).mean() - 0.5) < 0.09
+    # valid under exchangeability: P(p <= a) <= a (conservative: the weights' projection onto w >= 0 often leaves
+    # nothing, then p is large); 300 draws: at most a few SE above a
+    assert (ps <= 0.05).mean() <= 0.05 + 3 * np.sqrt(0.05 * 0.95 / 300) and (ps <= 0.5).mean() <= 0.5 + 0.09
     y2 = np.r_[np.ones(40), np.zeros(40)].astype(int)
     X = rng.normal(size=(80, 4))
-    X[:40, 0] += 1.5  # the suspect texts differ in one feature (over 30 such draws the largest p was 0.004)
-    got = permutation_test(X, y2, n_permutations=999, seed=0)
-    assert got["p_value"] <= 0.01 and got["weights"][0] > max(abs(w) for w in got["weights"][1:])
+    X[:40, 0] += 1.5  # the suspect texts more member-like in one feature (over 30 such draws the largest p was 0.004)
+    assert permutation_test(X, y2, n_permutations=999, seed=0, combination="mean")["p_value"] <= 0.01
+    got = permutation_test(X, y2, n_permutations=999, seed=0)  # the default: non-negative fitted weights
+    assert got["p_value"] <= 0.01 and got["weights"][0] > max(got["weights"][1:]) and min(got["weights"]) >= 0
     assert got["p_value_is_bound"] == (got["p_value"] == pytest.approx(1 / 1000))
+    X[:40, 0] -= 3.0  # now less member-like: never "used", whatever the size of the difference
+    for c in ("mean", "nonneg"):
+        assert permutation_test(X, y2, n_permutations=999, seed=0, combination=c)["p_value"] > 0.5
+
+
+def test_permutation_test_refuses_what_it_cannot_test():
+    X, y = np.zeros((20, 2)), np.r_[np.ones(10), np.zeros(10)].astype(int)
+    X[3, 1] = np.nan
+    with pytest.raises(DataError, match="NaN or infinite"):
+        permutation_test(X, y, n_permutations=99)
+    X[3, 1] = np.inf
+    with pytest.raises(DataError, match="NaN or infinite"):
+        permutation_test(X, y, n_permutations=99)
+    for bad in (10**7, 98, 1.5, float("inf"), None, True):
+        with pytest.raises(SettingsError, match="n_permutations"):
+            permutation_test(np.zeros((20, 2)), y, n_permutations=bad)
+    with pytest.raises(SettingsError, match="combination"):
+        permutation_test(np.zeros((20, 2)), y, n_permutations=99, combination="any")
 
 
 def test_paper_test_follows_the_codes_steps():
@@ -91,14 +111,26 @@ def test_iid_guard_refuses_a_shifted_validation_set():
            for i in range(40)]
     new = [f"In 2024 the startup shipped its app update {i} to the cloud, and users posted about it online."
            for i in range(40)]
-    g = iid_guard(new, old, n_bootstrap=200)
-    assert not g["ok"] and g["blind_auc"] > 0.9 and "Refused" in g["message"]
+    g = iid_guard(new, old, n_permutations=199)
+    assert not g["ok"] and g["blind_auc"] > 0.9 and g["blind_p_value"] <= 0.05 and "Refused" in g["message"]
     from mia_core.demo import demo_paths
 
     texts = demo_paths()["nonmembers"].read_text().splitlines()
     order = np.random.default_rng(0).permutation(len(texts))
-    same = iid_guard([texts[i] for i in order[:50]], [texts[i] for i in order[50:]], n_bootstrap=200)
+    same = iid_guard([texts[i] for i in order[:50]], [texts[i] for i in order[50:]], n_permutations=199)
     assert same["ok"], same["message"]  # two random halves of one source
+    assert "four times in five" in same["message"]  # its power is said
+
+
+def test_overlap_is_compared_after_unicode_normalisation():
+    """Korean in composed (NFC) and decomposed (NFD) form is one text; so is a text in full-width letters."""
+    import unicodedata
+
+    s = [f"한국어 문장 번호 {i} 입니다 그리고 더 많은 단어들" for i in range(12)]
+    v = [f"다른 검증 문장 {i} 입니다 여기에는 다른 단어들" for i in range(11)]
+    with pytest.raises(DataError, match="appear in both"):
+        check_sets(s, v + [unicodedata.normalize("NFD", s[4])])
+    assert unicodedata.normalize("NFD", s[4]) != s[4]
 
 
 # ------------------------------------------------------------------------------------------------ end to end
@@ -126,6 +158,13 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     assert got["verdict"] == "not_shown" and got["p_value"] > 0.05
     scores = (tmp_path / "null" / "scores.csv").read_text().splitlines()
     assert scores[0].startswith("text_id,set,loss") and len(scores) == 61
+    # reversed: the never-trained texts as the suspect set against the members (issue 38: "used, p <= 1e-4" before)
+    r = run_mia("infer-dataset", "--suspect", tmp_path / "n.txt", "--validation", tmp_path / "m.txt", "--model",
+                d["target"], "--permutations", "999", "--out", tmp_path / "reversed", "--quiet")
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads((tmp_path / "reversed" / "dataset_inference.json").read_text())
+    assert got["verdict"] == "not_shown" and got["p_value"] > 0.5 and got["statistic"] < 0
+    assert "no more member-like" in got["verdict_reason"]
 
 
 def test_bad_input_is_one_line_before_any_model(tmp_path):
@@ -201,7 +240,11 @@ def test_books_demo_the_collection_is_detected_and_the_null_is_not(tmp_path):
     s = res.summary
     assert s["mode"] == "books" and s["verdict"] == "used" and s["p_value"] <= 0.002 and s["n_passages"] > 100
     assert len(s["books"]) == 20 and all(b["p_value"] >= 1 / 21 - 1e-12 for b in s["books"])  # the conformal floor
-    assert s["correction"] == "bh" and sum(b["flagged"] for b in s["books"]) >= 10
+    # the label-free score puts half the member books above every validation book (p at the floor 1/21); BH over 20
+    # books then needs all 20 there to reach 0.05 (10 at the floor adjust to 0.095): honest, and what the note says
+    assert s["correction"] == "bh" and sum(b["p_value"] <= 1 / 21 + 1e-12 for b in s["books"]) >= 8
+    assert all(b["flagged"] == (b["p_adjusted"] <= 0.05) for b in s["books"])
+    assert s["passages_per_book"] == min(b["n_passages"] for b in s["books"])
     res.save(tmp_path / "books")
     assert "Per book" in (tmp_path / "books" / "report.html").read_text()
     null = mia_core.infer_dataset(non[::2], non[1::2], str(demo_paths()["target"]), books=True, passage_words=64,

@@ -56,6 +56,7 @@ OPTION_FLAGS = {
     "smia.embedder": "--embedder",
     "smia.load": "--smia-load",
     "smia.save": "--smia-save",
+    "n_permutations": "--permutations",
 }
 
 

@@ -40,7 +40,7 @@ def register(subparsers) -> None:
                    help="each file (or file in a folder) is a book: cut into passages, tested book by book and as a "
                         "collection (the book is the unit of the test)")
     d.add_argument("--correction", default="bh", choices=["bh", "holm"],
-                   help="with --books: the correction across suspect books (bh: Benjamini-Hochberg, the false "
+                   help="the correction across the suspect texts' (or books') own p-values (bh: Benjamini-Hochberg, the false "
                         "discovery rate; holm: the family-wise error rate)")
     d.add_argument("--passage-words", type=int_at_least(16), default=256, help="words per passage with --books")
     d.add_argument("--max-passages", type=int_at_least(1), default=40, help="passages per book at most, with --books")
@@ -52,6 +52,9 @@ def register(subparsers) -> None:
                                  "embedded SmolLM2-135M, or the demo target with --demo)",
                    reference_help="a reference model: adds the reference attack as a feature", quantize=False)
     t = p.add_argument_group("test")
+    t.add_argument("--combination", default="nonneg", choices=["nonneg", "mean"],
+                   help="how the features are combined, always with non-negative weights (higher = more "
+                        "member-like only): nonneg, fitted by cross-fitting (default), or mean, equal weights")
     t.add_argument("--features", default="default",
                    help="default (loss, zlib, min_k and min_k_pp at k = 0.05..0.6, dc_pdd; + ref with --reference, "
                         "+ recall with --population), all, or a comma list (e.g. default,lowercase)")
@@ -113,7 +116,14 @@ def run(args) -> int:
     # every model-free check first: settings, sizes, overlap, features (one error line each)
     _, _, _, notes = check_inputs(suspect, validation, features=args.features, reference=args.reference is not None,
                                   population=population, alpha=args.alpha, folds=args.folds,
-                                  n_permutations=args.permutations)
+                                  n_permutations=args.permutations, combination=args.combination)
+    from ..dataset_inference.significance import estimate_seconds
+
+    tests_s = estimate_seconds(len(suspect) + len(validation), n_permutations=args.permutations,
+                               combination=args.combination)
+    if tests_s >= 10:
+        notes = [*notes, f"the permutation tests ({args.permutations:,} permutations) will take about {tests_s:.0f} s "
+                         "after the model passes"]
     print_notes([*read, *notes])
 
     def load(spec):
@@ -124,6 +134,7 @@ def run(args) -> int:
         res = run_dataset_inference(suspect, validation, model, reference=args.reference, population=population,
                                     features=args.features, alpha=args.alpha, folds=args.folds,
                                     n_permutations=args.permutations, seed=args.seed, prefix=args.prefix,
+                                    combination=args.combination, correction=args.correction,
                                     params=params, use_cache=not args.no_cache, load=load, progress=bar)
     res.report[:0] = [n for n in read if n not in res.report]  # saved with the result, as mia run keeps its data notes
     return _report(res, args, t_start, printed=[*read, *notes])
@@ -156,7 +167,7 @@ def _books(args, model, t_start) -> int:
             suspect, validation, model, reference=args.reference, features=args.features, alpha=args.alpha,
             folds=args.folds, n_permutations=args.permutations, seed=args.seed, passage_words=args.passage_words,
             max_passages=args.max_passages, prefix=args.prefix, use_cache=not args.no_cache, correction=args.correction,
-            params=params,
+            combination=args.combination, params=params,
             load=lambda spec: load_causal_lm(spec, dtype=args.dtype, device=args.device,
                                              trust_remote_code=args.trust_remote_code, progress=bar),
             progress=bar)

@@ -15,11 +15,11 @@ the module that holds each:
    (``mia_core.pipeline.score_stage``, cached passes): LOSS, zlib, Min-K% and Min-K%++ at the paper's
    k grid, DC-PDD, and the reference attack / ReCaLL when their inputs are given.
 3. **The tests (§4.2)** -- ``significance``: the paper's procedure (a linear model on half the texts,
-   a one-sided t-test on the other half) and a cross-fitted permutation test that tests every text
-   (the primary p-value), with a null check on two halves of the validation set.
+   a t-test on the other half) and a one-sided, studentized permutation test that tests every text
+   (the primary p-value), with a self-check on two halves of the validation set.
 4. **The result** -- ``audit``: ``run_dataset_inference`` -> ``DatasetInferenceResult``
    (``dataset_inference.json``: ``p_value``, ``p_value_ttest``, ``verdict`` in ``used`` /
-   ``not_shown`` / ``refused``, ``blind_auc``, ``null_p_value``, ``weights``; ``scores.csv``).
+   ``not_shown`` / ``refused``, ``blind_auc``, ``blind_p_value``, ``self_check_p_value``, ``weights``; ``scores.csv``).
 
 The CLI is ``mia infer-dataset``; the Python API ``mia_core.infer_dataset``.
 """

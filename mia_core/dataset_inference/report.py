@@ -26,17 +26,26 @@ def dataset_inference_report(result, *, title: str = "Dataset inference") -> str
              f"<p class='muted'>report written {_e(time.strftime('%Y-%m-%d %H:%M'))} by mia-dashboard · Maini et al. "
              "2024, LLM Dataset Inference (NeurIPS)</p>",
              f"<div class='banner {level}'><b>Verdict: {_e(s['verdict'])}.</b> {_e(s['verdict_reason'])}</div>"]
-    rows = {"suspect texts": s["n_suspect"], "validation texts": s["n_validation"], "alpha": s["alpha"],
-            "blind baseline AUC (IID guard)": None if s.get("blind_auc") is None else f"{s['blind_auc']:.3f}"}
+    unit = "books" if s.get("mode") == "books" else "texts"
+    rows = {"audited model": s.get("model"), f"suspect {unit}": s["n_suspect"], f"validation {unit}": s["n_validation"],
+            "alpha": s["alpha"],
+            "IID guard (blind baseline, permutation test)": None if s.get("blind_auc") is None else
+            f"AUC {s['blind_auc']:.3f}" + ("" if s.get("blind_p_value") is None else
+                                          f", permutation p = {s['blind_p_value']:.3g} (refused at p <= 0.05)")}
     if s["verdict"] != "refused":
         rows.update({
-            "p-value, cross-fitted permutation test (primary)": format_p(s["p_value"], s["p_value_is_bound"]),
-            "Welch t-test on the same out-of-fold scores": format_p(s["p_value_crossfit_ttest"]),
-            "p-value, the paper's split t-test (Student)": None if s.get("p_value_ttest") is None else
-            format_p(s["p_value_ttest"]),
-            "null check (two halves of the validation set)": format_p(s["null_p_value"]),
+            "p-value, one-sided permutation test (primary)": format_p(s["p_value"], s["p_value_is_bound"]),
+            "  its parts: permutation p · Welch t-test p (the larger is reported)":
+                f"{format_p(s['p_value_permutation'], s['p_value_permutation'] <= s['p_value_resolution'])} · "
+                f"{format_p(s['p_value_welch'])}",
+            "p-value, the paper's split t-test (Student; learns the direction, not one-sided)":
+                None if s.get("p_value_ttest") is None else format_p(s["p_value_ttest"]),
+            "self-check (two halves of the validation set; checks the code path)":
+                format_p(s["self_check_p_value"], s.get("self_check_p_value_is_bound", False)),
             "folds · permutations": f"{s['folds']} · {s['n_permutations']:,}",
-            "features": ", ".join(s["features"]), "texts excluded (a feature missing)": s.get("n_excluded")})
+            f"suspect {unit} flagged on their own": f"{s.get('n_flagged', 0)} of {s['n_suspect']} "
+                                                    f"({'Benjamini-Hochberg' if s.get('correction') == 'bh' else 'Holm'})",
+            "features": ", ".join(s["features"]), f"{unit} excluded (a feature missing)": s.get("n_excluded")})
     parts.append(_kv_table(rows))
     if s.get("books"):
         parts.append("<h2>Per book</h2><p>Each suspect book's out-of-fold score ranked among the validation "
