@@ -17,7 +17,7 @@ import sys
 from ..errors import SettingsError, safe_lines
 from ..neighbours.base import DEFAULT_GENERATOR
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
+from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      positive_int)
 
 
@@ -30,8 +30,8 @@ def register(subparsers) -> None:
                     "random-forest meta-classifier under stratified k-fold cross-validation.",
     )
     d = p.add_argument_group("data")
-    d.add_argument("--members", nargs="+", help="member documents: folder(s), .zip or .txt files")
-    d.add_argument("--nonmembers", nargs="+", help="non-member documents: folder(s), .zip or .txt files")
+    d.add_argument("--members", nargs="+", type=input_path, help="member documents: folder(s), .zip or .txt files")
+    d.add_argument("--nonmembers", nargs="+", type=input_path, help="non-member documents: folder(s), .zip or .txt files")
     d.add_argument("--demo", action="store_true",
                    help="use the bundled demo: 20 member and 20 non-member documents of five passages each from five "
                         "public-domain novels, and the demo target that was fine-tuned on the member passages")

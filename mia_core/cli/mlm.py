@@ -16,7 +16,7 @@ import time
 
 from ..errors import SettingsError, safe_lines
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      positive_int, print_notes)
 
 
@@ -39,7 +39,7 @@ def register(subparsers) -> None:
              "masked LM as reference and, as target, that model trained further on the members "
              "(mia_core/assets/demo/mlm_target)",
         population="population texts: known non-members, disjoint from the evaluated ones, used only for the threshold")
-    d.add_argument("--train-samples", nargs="+",
+    d.add_argument("--train-samples", nargs="+", type=input_path,
                    help="known training texts: adds the loss attack's mu threshold (their mean energy, §3.4)")
     m = add_model_args(
         p, model_help="target masked LM: hub id or local folder (required unless --demo)",

@@ -26,7 +26,7 @@ from ..attacks import DEFAULT_ATTACKS, REGISTRY, default_attacks
 from ..errors import SettingsError, in_words
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
                      unit_interval_open_right)
 from .quiet import without_printed_notes
@@ -86,8 +86,8 @@ def register(sub) -> None:
     g.add_argument("--neighbour-seed", type=non_negative_int, default=0, help="seed of the neighbour positions and samples")
     g.add_argument("--embedder", default="minilm",
                    help="SMIA sentence embedder: 'minilm' (embedded all-MiniLM-L6-v2), a sentence-transformers id or folder")
-    g.add_argument("--train-members", nargs="+", help="SMIA training members (never evaluated)")
-    g.add_argument("--train-nonmembers", nargs="+", help="SMIA training non-members (never evaluated)")
+    g.add_argument("--train-members", nargs="+", type=input_path, help="SMIA training members (never evaluated)")
+    g.add_argument("--train-nonmembers", nargs="+", type=input_path, help="SMIA training non-members (never evaluated)")
     g.add_argument("--split", type=fraction,
                    help="train on this stratified fraction of the labelled texts and report every attack on the rest")
     g.add_argument("--split-seed", type=non_negative_int, help="seed of --split (default: --seed)")

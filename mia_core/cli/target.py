@@ -12,7 +12,7 @@ import sys
 
 from ..finetune import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
 from ..outputs import check_output_dir
-from .common import (ProgressBar, check_machine, add_output_args, add_progress_args, int_at_least, positive_float,
+from .common import (input_path, ProgressBar, check_machine, add_output_args, add_progress_args, int_at_least, positive_float,
                      positive_int)
 
 
@@ -25,7 +25,7 @@ def register(subparsers) -> None:
                     "is the natural reference model.",
     )
     d = p.add_argument_group("data")
-    d.add_argument("--members", required=True, help="texts to train on (.txt one per line, .csv, .jsonl, ...)")
+    d.add_argument("--members", required=True, type=input_path, help="texts to train on (.txt one per line, .csv, .jsonl, ...)")
     d.add_argument("--heldout", default=None, help="texts never trained on, to report a held-out loss")
     d.add_argument("--text-column", default=None, help="text column of table inputs (default: auto)")
     m = p.add_argument_group("models")
@@ -126,7 +126,7 @@ def _register_references(subparsers) -> None:
                     "--param rmia.references=OUT. Cost: k fine-tunes on N/2 texts each.",
     )
     d = p.add_argument_group("data")
-    d.add_argument("--population", required=True,
+    d.add_argument("--population", required=True, type=input_path,
                    help="known non-member texts to train the references on (.txt one per line, .csv, .jsonl, ...)")
     d.add_argument("--text-column", default=None, help="text column of table inputs (default: auto)")
     m = p.add_argument_group("models")

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..data.decoding import (MAX_BYTES, TEXT_SUFFIXES, _folder_txt_contents, _is_filelike, _read_bytes, _suffix,
+from ..data.decoding import (MAX_BYTES, TEXT_SUFFIXES, _folder_txt_contents, check_path, _is_filelike, _read_bytes, _suffix,
                              _zip_txt_members, check_text_length, decode_bytes)
 from ..data.sets import in_both_sets, overlap_key
 from ..errors import DataError
@@ -109,6 +109,7 @@ def load_documents(path_or_paths, *, strip: bool = True, max_bytes: int = MAX_BY
     for item in items:
         if not _is_filelike(item):
             p = Path(item).expanduser()
+            check_path(p, "document")  # a name longer than the system allows: one line, not an OSError
             if not p.exists():
                 raise DataError(f"file not found: {p}")
             if p.is_dir():

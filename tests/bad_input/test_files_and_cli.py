@@ -67,12 +67,17 @@ def _long(root: Path) -> str:
     ["infer-dataset", "--suspect", "{s}", "--validation", "{v}", "--population", "{long}"],
     ["infer-dataset", "--books", "--suspect", "{long}", "--validation", "{vbooks}"],
     ["infer-dataset", "--suspect", "{s}", "--validation", "{v}", "--param", "dc_pdd.corpus={long}"],
+    ["documents", "--members", "{long}", "--nonmembers", "{vbooks}"],
+    ["run", "--members", "{s}", "--nonmembers", "{v}", "--train-members", "{long}", "--train-nonmembers", "{v}"],
+    ["make-target", "--members", "{long}", "--population", "{v}", "--out", "{v}.out"],
+    ["mlm", "--members", "{s}", "--nonmembers", "{v}", "--train-samples", "{long}"],
 ], ids=lambda a: " ".join(x for x in a if x.startswith("-") or not x.startswith("{")))
 def test_a_name_longer_than_the_system_allows_is_one_short_line(args, data, no_model, capsys):
     given = {"long": _long(data), "s": str(data / "s.txt"), "v": str(data / "v.txt"), "vbooks": str(data / "vbooks")}
     argv = [a.format(**given) for a in args] + ["--quiet"]
     line = assert_one_error(main(argv), capsys.readouterr().err, "too long")
     assert len(line) < 500 and f"{len(given['long']):,} characters" in line, line[:600]
+
 
 
 # ------------------------------------------------------------------------------------ links out of a folder
