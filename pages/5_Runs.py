@@ -1,5 +1,6 @@
 """Every finished run, kept locally: open one, delete one, or compare two side by side
-(e.g. the same data with the target in fp32 and in int4)."""
+(e.g. the same data with the target in fp32 and in int4). A saved dataset-inference run opens again in the
+Dataset inference page (``dashboard.dataset_inference.reopened``)."""
 from __future__ import annotations
 
 from collections import Counter
@@ -78,6 +79,9 @@ def _dataset_inference_runs() -> None:
     rid = st.selectbox("Dataset-inference run", list(labels), key="runs_di_open", format_func=labels.get)
     if rid is None:
         return
+    if st.button("Show in Dataset inference page", key="runs_di_show",
+                 help="Opens this run's verdict, tables and charts on the Dataset inference page."):
+        _reopen(rid, next(m for m in di if m["id"] == rid))
     try:
         report = store.read_report(rid)
     except MiaError as e:
@@ -85,6 +89,20 @@ def _dataset_inference_runs() -> None:
     else:
         st.download_button("Download its report (HTML)", report, file_name=f"dataset_inference_{rid}.html",
                            mime="text/html", key="runs_di_report")
+
+
+def _reopen(rid: str, meta: dict) -> None:
+    """The saved run (every file checked: a damaged one is one line here) into the Dataset inference page."""
+    from dashboard import dataset_inference as DI
+
+    try:
+        stored = DI.reopened(rid, meta)
+    except MiaError as e:
+        _error(e)
+        return
+    st.session_state[DI.RESULT_KEY] = stored
+    DI.restore_settings(stored["result"].summary)  # the page opens on the run's unit and settings
+    st.switch_page("pages/7_Dataset_inference.py")
 
 
 if not metas:

@@ -1,31 +1,22 @@
 """Dataset inference: was this collection used to train the model? (Maini et al. 2024, "LLM Dataset
 Inference: Did you train on my dataset?", NeurIPS.)
 
-A suspect set and a validation set of the same distribution, known not to be trained on; MIA features
-of every text; one p-value: the one-sided permutation test (primary) beside the paper's split
-t-test, with the IID guard (the blind baseline), a self-check and a power curve. Engine:
-``mia_core.dataset_inference.run_dataset_inference``.
+A suspect set and a validation set of the same distribution, known not to be trained on, as texts or as
+books; MIA features of every text (or every book's passages); one p-value: the one-sided permutation test
+(primary) beside the paper's split t-test (texts), with the IID guard (the blind baseline), a self-check, and
+each suspect text's or book's own adjusted p-value. Page logic: ``dashboard.dataset_inference``; engine:
+``mia_core.dataset_inference``.
 """
 from __future__ import annotations
 
 import streamlit as st
 
+from dashboard import dataset_inference as DI
 from dashboard.jobs import registry
-from dashboard.loaders import load_model
-from dashboard.options import worded
 from dashboard.sidebar import model_panel
-from dashboard.ui import fmt_seconds, md_text, page_setup, show_error, follow_job, start_job
-from mia_core import plots
-from mia_core.dataset_inference import DEFAULT_ALPHA, check_inputs, run_dataset_inference
-from mia_core.dataset_inference.significance import p_number
-from mia_core.errors import DataError, MiaError
-from mia_core.results import csv_text
-
-RESULT_KEY = "di_result"
-UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
-VERDICT_LABEL = {"used": "Used: the suspect set was very likely in the training data",
-                 "not_shown": "Not shown: no significant evidence that the suspect set was used",
-                 "refused": "Refused: the two sets differ without the model"}
+from dashboard.ui import follow_job, page_setup, show_error
+from mia_core.dataset_inference import DEFAULT_ALPHA
+from mia_core.errors import MiaError
 
 page_setup("Dataset inference", ":material/dataset:")
 panel = model_panel(load=False)
@@ -37,202 +28,116 @@ st.markdown(
     "after the model's cut-off, or held back before a release). Every text gets the membership scores of the "
     "existing attacks; a linear model learns which separate the sets; a permutation test gives the p-value. "
     "The test is only valid if the two sets are exchangeable: a text classifier that never queries the model "
-    "(the blind baseline) checks that first, and the verdict is refused when it can tell the sets apart."
+    "(the blind baseline) checks that first, and the verdict is refused when it can tell the sets apart.  \n"
+    "**Was my book used?** Choose *Books*: each book is cut into passages and is one unit of the test (its "
+    "passages share an author and names, so they are not counted as separate evidence), and every suspect book "
+    "gets its own p-value."
 )
 
 # ------------------------------------------------------------------ data
-st.subheader("1 · Texts")
+st.subheader("1 · Texts or books")
 try:
     from mia_core.demo import demo_paths
 
     demo = demo_paths()
 except (ImportError, MiaError):
     demo = None
-sources = (["demo", "demo_null"] if demo else []) + ["upload", "paste"]
-source = st.radio("Texts from", sources, horizontal=True, key="di_source", label_visibility="collapsed",
-                  format_func={"demo": "Demo: members vs non-members", "demo_null": "Demo null: unseen vs non-members",
-                               "upload": "Upload files", "paste": "Paste texts"}.get)
-sus_up = val_up = None
-sus_txt = val_txt = ""
-if source == "demo":
+unit = DI.kept(st.radio, "Unit of the test", "di_unit", "texts", options=list(DI.UNITS), horizontal=True,
+               format_func=DI.UNITS.get,
+               help="Texts: each text is one unit. Books: one book per file, cut into passages; the book is the unit.")
+if unit == "books":
+    opts = (["demo", "demo_null"] if DI.book_demo_available(demo) else []) + ["upload"]
+    source = DI.kept(st.radio, "Books from", "di_book_source", opts[0], options=opts, horizontal=True,
+                     label_visibility="collapsed", format_func=DI.BOOK_SOURCES.get)
+else:
+    opts = (["demo", "demo_null"] if demo else []) + ["upload", "paste"]
+    source = DI.kept(st.radio, "Texts from", "di_source", opts[0], options=opts, horizontal=True,
+                     label_visibility="collapsed", format_func=DI.TEXT_SOURCES.get)
+DI.follow_book_demo(unit, source)
+src = DI.Source(unit, source)
+if unit == "texts" and source == "demo":
     st.caption("The calibration demo's 100 members of the demo target (a SmolLM2 fine-tune) as the suspect set, its "
                "100 non-members as validation: the answer should be *used*. The demo target is audited.")
-elif source == "demo_null":
+elif unit == "texts" and source == "demo_null":
     st.caption("The demo's 100 population texts (never trained on) as the suspect set, its 100 non-members as "
                "validation: the answer should be *not shown*. The demo target is audited.")
+elif source == "demo":
+    st.caption("The book demo (the Document audit's): 20 member documents of the demo target as the suspect books, "
+               "its 20 non-member documents as validation: the answer should be *used*. Each document is five "
+               "demo passages of one novel (about 240 words), so **passage words is set to 64** below (the "
+               "default 256 would read each document as a single passage). The demo target is audited.")
+elif source == "demo_null":
+    st.caption("The book demo's 20 non-member documents (never trained on) in two halves, alternate documents on "
+               "each side (every novel on both): the answer should be *not shown*. **Passage words is set to 64** "
+               "below (the documents are about 240 words). The demo target is audited.")
 elif source == "upload":
     u1, u2 = st.columns(2)
-    sus_up = u1.file_uploader("Suspect set (the texts in question)", type=UPLOAD_TYPES, accept_multiple_files=True,
-                              key="di_suspect_up")
-    val_up = u2.file_uploader("Validation set (same distribution, known not trained on)", type=UPLOAD_TYPES,
-                              accept_multiple_files=True, key="di_validation_up")
+    books = unit == "books"
+    kind = dict(type=DI.BOOK_TYPES if books else DI.TEXT_TYPES, accept_multiple_files=True)
+    src.suspect_files = u1.file_uploader("Suspect books (.txt, one book per file, or a .zip)" if books else
+                                         "Suspect set (the texts in question)", key="di_suspect_up", **kind) or []
+    src.validation_files = u2.file_uploader(
+        "Validation books (.txt or a .zip: same kind, known not trained on)" if books else
+        "Validation set (same distribution, known not trained on)", key="di_validation_up", **kind) or []
+    if books:
+        src.strip = DI.kept(st.checkbox, "Strip Project Gutenberg headers and footers", "di_strip", True)
+    st.caption("Uploaded files are not kept when you leave the page (the other entries are).")
 else:
     p1, p2 = st.columns(2)
-    sus_txt = p1.text_area("Suspect texts: one per line", key="di_suspect_text", height=160)
-    val_txt = p2.text_area("Validation texts: one per line", key="di_validation_text", height=160)
+    src.suspect_text = DI.kept(p1.text_area, "Suspect texts: one per line", "di_suspect_text", "", height=160)
+    src.validation_text = DI.kept(p2.text_area, "Validation texts: one per line", "di_validation_text", "", height=160)
 
 # ------------------------------------------------------------------ settings
 st.subheader("2 · Test settings")
 a1, a2, a3, a4 = st.columns(4)
-alpha = a1.number_input("α (significance level)", min_value=0.0001, max_value=0.5, value=DEFAULT_ALPHA, step=0.01,
-                        format="%.4f", key="di_alpha", help="The verdict is 'used' when the p-value is at most α.")
-folds = a2.number_input("Folds", min_value=2, max_value=20, value=5, key="di_folds",
-                        help="Cross-fitting folds: each text is scored by a model fitted on the other folds.")
-perms = a3.number_input("Permutations", min_value=99, max_value=100_000, value=10_000, step=1000, key="di_perms",
-                        help="Label permutations: p-values down to 1 / (permutations + 1).")
-seed = a4.number_input("Seed", min_value=0, value=0, key="di_seed")
-features = st.text_input("Features", value="default", key="di_features",
-                         help="default: loss, zlib, Min-K% and Min-K%++ at k = 0.05 ... 0.6, DC-PDD (+ the reference "
-                              "attack when the sidebar has a reference model); all; or a comma list "
-                              "(e.g. default,lowercase).")
+
+def bounds(key: str) -> dict:
+    return dict(min_value=DI.SETTINGS[key][1], max_value=DI.SETTINGS[key][2])
 
 
-
-def _estimate() -> str:
-    """The line shown before Run: the features' passes over both sets at this machine's measured speed (the
-    calibration page's estimate, ``mia_core.api.plan_run``); empty until both sets are there."""
-    from mia_core.api import plan_run
-    from mia_core.dataset_inference import parse_features
-
-    try:
-        s_, v_, _, ref_ = _texts()
-        fams = parse_features(features, reference=ref_ is not None, population=False)
-        plan = plan_run(fams, texts=s_ + v_, check_inputs=False)
-    except (MiaError, ValueError):
-        return ""
-    from mia_core.dataset_inference.significance import estimate_seconds
-
-    tests = estimate_seconds(len(s_) + len(v_), n_permutations=int(perms))
-    return (plan.estimate.split(" Lowercase (not ticked")[0]
-            + f" The permutation tests ({int(perms):,} permutations): about {fmt_seconds(tests)} more.")
-
+alpha = DI.kept(a1.number_input, "α (significance level)", "di_alpha", float(DEFAULT_ALPHA), **bounds("di_alpha"),
+                step=0.01, format="%.4f", help="The verdict is 'used' when the p-value is at most α.")
+folds = DI.kept(a2.number_input, "Folds", "di_folds", 5, **bounds("di_folds"),
+                help="Cross-fitting folds: each unit is scored by a model fitted on the other folds.")
+perms = DI.kept(a3.number_input, "Permutations", "di_perms", 10_000, **bounds("di_perms"), step=1000,
+                help="Label permutations: p-values down to 1 / (permutations + 1).")
+seed = DI.kept(a4.number_input, "Seed", "di_seed", 0, **bounds("di_seed"))
+f1, f2 = st.columns([3, 2])
+features = DI.kept(f1.text_input, "Features", "di_features", "default",
+                   help="default: loss, zlib, Min-K% and Min-K%++ at k = 0.05 ... 0.6, DC-PDD (+ the reference "
+                        "attack when the sidebar has a reference model); all; or a comma list "
+                        "(e.g. default,lowercase).")
+correction = DI.kept(f2.selectbox, f"Correction across the suspect {unit}", "di_correction", "bh",
+                     options=list(DI.CORRECTIONS), format_func=DI.CORRECTIONS.get,
+                     help="How each suspect unit's own p-value is adjusted for testing them all.")
+settings = DI.Settings(float(alpha), int(folds), int(perms), int(seed), features, correction)
+if unit == "books":
+    b1, b2 = st.columns(2)
+    settings.passage_words = int(DI.kept(b1.number_input, "Passage words", "di_passage_words", DI.PASSAGE_WORDS,
+                                         **bounds("di_passage_words"), step=16,
+                                         help="Words per passage (the CLI's --passage-words, 256 by default)."))
+    settings.max_passages = int(DI.kept(b2.number_input, "Max passages a book", "di_max_passages", DI.MAX_PASSAGES,
+                                        **bounds("di_max_passages"),
+                                        help="At most this many passages, spread over the book; every book is read "
+                                             "as the same number (the shortest book's count)."))
 
 reg = registry()
 job = reg.get(st.session_state.get("di_job"))
 busy = job is not None and job.running
 go_ = st.button("Run dataset inference", type="primary", key="di_go", disabled=busy)
-
-
-def _lines(text: str) -> list[str]:
-    return [t.strip() for t in (text or "").splitlines() if t.strip()]
-
-
-def _texts() -> tuple[list[str], list[str], str | None, str | None]:
-    """Suspect texts, validation texts, the target spec and the reference spec (None: none)."""
-    from mia_core.data import read_texts
-
-    if source in ("demo", "demo_null"):
-        read = lambda role: [r.text for r in read_texts(demo[role], mode="lines")]  # noqa: E731
-        return read("population" if source == "demo_null" else "members"), read("nonmembers"), str(demo["target"]), \
-            (panel.reference_spec or None)
-    if source == "paste":
-        s, v = _lines(sus_txt), _lines(val_txt)
-    else:
-        if not sus_up or not val_up:
-            raise DataError("upload the suspect and the validation files.")
-        s = [r.text for f in sus_up for r in read_texts(f)]
-        v = [r.text for f in val_up for r in read_texts(f)]
-    return s, v, panel.target_spec, panel.reference_spec or None
-
-
-if not busy and (line := _estimate()):
+now = DI.signature(src, settings, demo, panel)
+if not busy and (line := DI.estimate(src, settings, demo, panel)):
     st.caption("Estimate: " + line + " The permutation test itself takes about a second.")
 
 if go_ and not busy:
-    st.session_state.pop(RESULT_KEY, None)
     try:
-        suspect, validation, target_spec, reference_spec = _texts()
-        # every model-free check first (sizes, overlap, settings): one line on the page before anything runs
-        check_inputs(suspect, validation, features=features, reference=reference_spec is not None,
-                     alpha=float(alpha), folds=int(folds), n_permutations=int(perms))
-        with st.spinner("loading the models"):  # here, so that a model that does not load is one line on the page
-            target = load_model(target_spec, panel.dtype, "none", panel.device, panel.trust_remote_code)
-            reference = load_model(reference_spec, panel.dtype, "none", panel.device, panel.trust_remote_code) \
-                if reference_spec else None
-
-        def work(progress):
-            import time
-
-            t0 = time.time()
-            res = run_dataset_inference(
-                suspect, validation, target, reference=reference, features=features, alpha=float(alpha),
-                folds=int(folds), n_permutations=int(perms), seed=int(seed),
-                progress=lambda m, f: progress(f"dataset inference: {m}", f))
-            return {"result": res, "seconds": time.time() - t0, "model": getattr(target, "name", None)}
-
-        start_job(reg, "di", f"Dataset inference: {len(suspect)} suspect vs {len(validation)} validation texts", work,
-                  state_key="di_job")
+        DI.start(reg, src, settings, demo, panel, now)
     except MiaError as e:
         show_error(e)
 
 if (done := follow_job(reg, job, "di_acked")) is not None:
-    st.session_state[RESULT_KEY] = done.result
-    try:  # kept on the Runs page, beside the calibration runs
-        from mia_core.dataset_inference import store
-
-        done.result["saved"] = store.save(done.result["result"], model=done.result.get("model"))["id"]
-    except (MiaError, OSError) as e:
-        done.result["saved"] = None
-        st.caption(md_text(f"not saved to the runs folder: {worded(e)}"))
+    DI.finished(done)
 
 # ------------------------------------------------------------------ results
-stored = st.session_state.get(RESULT_KEY)
-if stored is not None:
-    res = stored["result"]
-    s = res.summary
-    st.subheader("3 · Verdict")
-    label = VERDICT_LABEL[s["verdict"]]
-    {"used": st.warning, "not_shown": st.info, "refused": st.error}[s["verdict"]](
-        f"**{label}.** {md_text(s['verdict_reason'])}")
-    st.caption(f"{s['n_suspect']} suspect · {s['n_validation']} validation texts · α = {s['alpha']:g} · "
-               f"{fmt_seconds(stored['seconds'])}" + (f" · saved as run {stored['saved']} (Runs page)"
-                                                      if stored.get("saved") else ""))
-    if s["verdict"] != "refused":
-        m1, m2, m3, m4 = st.columns(4)
-        m1.metric("p-value (one-sided test)", p_number(s["p_value"], s["p_value_is_bound"]),
-                  help=f"Is the suspect set more member-like than the validation set? A permutation test of the Welch "
-                       f"t of the combined scores (non-negative weights, {s['folds']} folds, {s['n_permutations']:,} "
-                       "permutations), reported as the larger of its p-value and the Welch t-test's: exact when the "
-                       "sets are exchangeable, and valid when they differ only in spread or size. The primary figure.")
-        m2.metric("p-value (paper's t-test)", p_number(s["p_value_ttest"]),
-                  help="Maini et al.'s procedure: a linear model on half the texts, a t-test on the other half. It "
-                       "learns the direction, so it is not one-sided: shown beside, never deciding.")
-        m3.metric("Texts that stand out", f"{s.get('n_flagged', 0)} of {s['n_suspect']}",
-                  help="Each suspect text's conformal p-value against the validation set, adjusted by "
-                       "Benjamini-Hochberg (false-discovery rate at alpha). A weak target shifts the whole set a "
-                       "little and flags few or no single texts: the collection test is the stronger claim.")
-        m4.metric("Blind baseline AUC", "-" if s.get("blind_auc") is None else f"{s['blind_auc']:.3f}",
-                  help="A text classifier that never queries the model, suspect vs validation, with a permutation "
-                       "p-value (the IID guard: refused at p <= 0.05). Far below 0.5 happens by chance on small sets.")
-        st.caption(md_text(f"Self-check (the same test on two random halves of the validation set, exchangeable by "
-                           f"construction: it checks the code path, not the data): p = "
-                           f"{p_number(s['self_check_p_value'], s.get('self_check_p_value_is_bound', False))}."))
-        scores = res.scores[~res.scores["excluded"]]
-        c1, c2 = st.columns(2)
-        with c1:
-            st.plotly_chart(plots.di_score_histogram(scores.loc[scores["set"] == "suspect", "score"],
-                                                     scores.loc[scores["set"] == "validation", "score"]),
-                            key="di_hist")
-        with c2:
-            st.plotly_chart(plots.di_power_curve(s["power_curve"], alpha=s["alpha"]), key="di_power")
-        st.plotly_chart(plots.di_weights(s["weights"]), key="di_weights")
-        if "p_adjusted" in res.scores:
-            sus = res.scores[(res.scores["set"] == "suspect") & ~res.scores["excluded"]]
-            top = sus.sort_values("p_value")[["text_id", "label_free_score", "p_value", "p_adjusted", "flagged"]]
-            st.markdown(f"**Which texts stand out?** Each suspect text's conformal p-value against the validation set "
-                        f"(a label-free score: exact for a text that is like the validation texts), adjusted across "
-                        f"the {len(sus)} suspect texts ({'Benjamini-Hochberg' if s.get('correction') == 'bh' else 'Holm'}). "
-                        f"A text's p-value cannot go below 1 / (1 + validation texts) = {s.get('unit_p_floor', 0):.2g}; "
-                        "on a weak target few or no single texts stand out even when the collection does. "
-                        "`s0001` is the first suspect text (after empty and duplicate texts are dropped).")
-            st.dataframe(top.head(50), hide_index=True, key="di_units")
-        st.caption("Weights of the test's combination on standardised features, fitted on all texts and kept "
-                   "non-negative: every feature is oriented so that higher means more member-like, and the combined "
-                   "score can only rise with a feature. Correlated features (Min-K% at neighbouring k) share weight; "
-                   "a weight of 0 means the feature adds nothing the others do not.")
-    else:
-        st.caption(f"Blind baseline AUC {s.get('blind_auc'):.3f}: no model pass was made.")
-    for n in res.report:
-        st.caption(md_text(n))
-    st.download_button("Download the per-text features and scores (CSV)", csv_text(res.scores).encode("utf-8"),
-                       file_name="dataset_inference_scores.csv", mime="text/csv", key="di_download")
+if (stored := st.session_state.get(DI.RESULT_KEY)) is not None:
+    DI.show_result(stored, now)

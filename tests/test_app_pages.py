@@ -492,3 +492,230 @@ def test_dataset_inference_page_refuses_bad_input_in_one_line():
     _no_exception(at)
     errs = _errors(at)
     assert len(errs) == 1 and "at least 10" in errs[0]
+
+
+# ------------------------------------------------------------------ dataset inference over books; reopening a run
+RUNS_PAGE = "pages/5_Runs.py"
+
+
+def _book_demo(at: AppTest | None = None) -> AppTest:
+    """The Dataset inference page after the book demo (the demo target's 20 member vs 20 non-member documents)
+    ran with 999 permutations; the features of its 40 x 3 passages come from the cache after the first run."""
+    at = at or _app(DI_PAGE)
+    at.radio(key="di_unit").set_value("books").run()
+    at.number_input(key="di_perms").set_value(999).run()
+    at.button(key="di_go").click().run()
+    return _finished_audit(at, done="p-value (one-sided")
+
+
+def _verdict_shown(at: AppTest) -> bool:
+    """The result is drawn as the answer to the page's inputs (not folded away as the previous inputs')."""
+    return any(s.value == "3 · Verdict" for s in at.subheader)
+
+
+def test_dataset_inference_page_book_demo_shows_each_book_and_the_floor():
+    at = _app(DI_PAGE)
+    at.radio(key="di_unit").set_value("books").run()
+    _no_exception(at)
+    # the demo's documents are ~240 words: passage words is set to 64 for it, and the page says so
+    assert at.number_input(key="di_passage_words").value == 64
+    assert any("passage words is set to 64" in c.value for c in at.caption)
+    assert at.number_input(key="di_max_passages").value == 40 and at.selectbox(key="di_correction").value == "bh"
+    at = _book_demo(at)
+    assert not _errors(at), _errors(at)
+    metrics = {m.label: m.value for m in at.metric}
+    assert "p-value (paper's t-test)" not in metrics  # no split t-test over books
+    assert metrics["Books that stand out"] == "0 of 20" and metrics["Passages a book"] == "3 × 64 words"
+    p = metrics["p-value (one-sided test)"]
+    assert p.startswith("<=") or float(p) <= 0.01, p
+    assert any("Used" in w.value for w in at.main.warning)  # the collection verdict
+    table = next(d.value for d in at.dataframe if "Book" in d.value.columns)
+    assert len(table) == 20 and list(table["Adjusted p-value"]) == sorted(table["Adjusted p-value"])
+    assert set(table["Flagged"]) == {"–"} and (table["p-value"] >= 1 / 21 - 1e-12).all()
+    # 20 validation books: no book's p-value can go below 1/21 > alpha = 0.01, said beside the table
+    floor = [w.value for w in at.main.warning if w.value.startswith("**No single book can be flagged")]
+    assert floor and "1 / (1 + 20 validation books) = 0.0476" in floor[0], floor
+    shown = next(c.value for c in at.caption if "20 suspect vs 20 validation books" in c.value)
+    assert "Book demo" in shown and "3 passage(s) of 64 words" in shown and "saved as run" in shown, shown
+
+
+def test_dataset_inference_page_labels_a_result_of_other_inputs_and_keeps_the_entries():
+    at = _book_demo()
+    assert _verdict_shown(at) and not any("inputs have changed" in i.value for i in at.info)
+    at.radio(key="di_book_source").set_value("demo_null").run()  # another source: the old verdict is not its answer
+    _no_exception(at)
+    assert not _verdict_shown(at)
+    assert any("inputs have changed" in i.value and "the sets" in i.value for i in at.info)
+    assert any(e.label.startswith("Previous result, from the previous inputs: used") for e in at.expander)
+    at.radio(key="di_book_source").set_value("demo").run()  # back to the inputs it came from: their answer again
+    assert _verdict_shown(at) and not any("inputs have changed" in i.value for i in at.info)
+
+    at.switch_page(RUNS_PAGE).run()  # leave the page and come back: the unit, source and settings are kept
+    at.switch_page(DI_PAGE).run()
+    _no_exception(at)
+    assert at.radio(key="di_unit").value == "books" and at.radio(key="di_book_source").value == "demo"
+    assert at.number_input(key="di_perms").value == 999 and at.number_input(key="di_passage_words").value == 64
+    assert _verdict_shown(at)
+    at.radio(key="di_unit").set_value("texts").run()
+    at.radio(key="di_source").set_value("paste").run()
+    at.text_area(key="di_suspect_text").input("a suspect text kept across pages").run()
+    at.switch_page(RUNS_PAGE).run()
+    at.switch_page(DI_PAGE).run()
+    _no_exception(at)
+    assert at.radio(key="di_source").value == "paste"
+    assert at.text_area(key="di_suspect_text").value == "a suspect text kept across pages"
+    assert not _verdict_shown(at)  # the books result is not the answer to pasted texts
+
+
+def _save_di_run(books: bool) -> str:
+    """A dataset-inference run saved in the runs store from synthetic features (no model): its id."""
+    from mia_core.dataset_inference import store
+    from mia_core.dataset_inference.audit import DatasetInferenceResult, units_frame
+    from mia_core.dataset_inference.verdict import test_stage
+
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(20, int), np.zeros(20, int)]
+    X = rng.normal(size=(40, 3)) + 1.5 * y[:, None]
+    unit = "book" if books else "text"
+    t = test_stage(X, y, alpha=0.01, folds=5, n_permutations=199, seed=0, paper=not books, unit=unit)
+    ids = [f"{unit}{i}" for i in range(40)]
+    names = ["loss", "zlib", "min_k@0.2"]
+    df = pd.DataFrame({"book" if books else "text_id": ids, "set": np.where(y == 1, "suspect", "validation")})
+    df = units_frame(df, names, X, np.ones(40, bool), t)
+    s = {"n_suspect": 20, "n_validation": 20, "folds": 5, "n_permutations": 199, "seed": 0, **t["summary"],
+         "features": names, "weights": dict(zip(names, t["perm"]["weights"])),
+         "blind_auc": 0.5, "blind_p_value": 0.5, "power_curve": [], "model": "tiny", "n_excluded": 0}
+    if books:
+        u = t["units"]
+        s.update(mode="books", passage_words=64, max_passages=40, passages_per_book=3,
+                 books=[{"book": ids[i], "n_passages": 3, "score": float(u["score"][i]), "p_value": float(p),
+                         "p_adjusted": float(pa), "flagged": bool(f)}
+                        for i, p, pa, f in zip(range(20), u["p_value"], u["p_adjusted"], u["flagged"])])
+    res = DatasetInferenceResult(summary=s, scores=df, metrics=t["metrics"], report=[t["unit_note"] or "a note"])
+    return store.save(res, name=f"synthetic {unit}s", model="tiny")["id"]
+
+
+def _reopen(rid: str) -> AppTest:
+    """The Runs page, the run chosen, its 'Show in Dataset inference page' pressed."""
+    at = _app(RUNS_PAGE)
+    _no_exception(at)
+    at.selectbox(key="runs_di_open").set_value(rid).run()
+    at.button(key="runs_di_show").click().run()
+    _no_exception(at)
+    return at
+
+
+def test_runs_page_reopens_a_dataset_inference_run_in_its_page():
+    rid = _save_di_run(books=True)
+    at = _reopen(rid)
+    assert at.title[0].value == "Dataset inference"  # switched page
+    assert _verdict_shown(at) and any("Used" in w.value for w in at.main.warning)
+    shown = next(c.value for c in at.caption if "20 suspect vs 20 validation books" in c.value)
+    assert "saved run “synthetic books”" in shown and f"reopened from run {rid}" in shown, shown
+    table = next(d.value for d in at.dataframe if "Book" in d.value.columns)
+    assert len(table) == 20
+    # the page shows the run's unit and settings (what the result came from)
+    assert at.radio(key="di_unit").value == "books" and at.number_input(key="di_perms").value == 199
+    assert at.number_input(key="di_passage_words").value == 64 and at.number_input(key="di_folds").value == 5
+    assert any(w.value.startswith("**No single book can be flagged") for w in at.main.warning)
+    at.switch_page(DI_PAGE).run()  # AppTest reruns the page it was last sent to (the Runs page) unless told
+    assert _verdict_shown(at)
+    at.radio(key="di_book_source").set_value("demo_null").run()  # the user moves on: the run is labelled
+    assert not _verdict_shown(at) and any("inputs have changed" in i.value for i in at.info)
+
+
+def _old_run(mode: str, rid: str) -> None:
+    """A run as the store saved it before issue 38 (``null_p_value``, ``p_value_crossfit_ttest``, ``blind_auc_ci``;
+    no ``blind_p_value``, ``self_check_p_value``, ``n_flagged`` or ``unit_p_floor``), written by hand."""
+    from mia_core.dataset_inference import store
+
+    d = store.store_dir() / rid
+    d.mkdir()
+    unit, n = ("book", 6) if mode == "books" else ("text", 12)
+    feats = {"loss": list(np.linspace(-3, -2, 2 * n)), "zlib": list(np.linspace(0.1, 0.2, 2 * n))}
+    s = {"n_suspect": n, "n_validation": n, "alpha": 0.01, "folds": 5, "n_permutations": 999, "seed": 0,
+         "p_value": 0.0004, "p_value_ttest": 0.003, "null_p_value": 0.41, "null_p_value_is_bound": False,
+         "blind_auc": 0.52, "blind_auc_ci": [0.4, 0.64], "weights": {"loss": 0.7, "zlib": -0.2},
+         "features": list(feats),
+         "verdict": "used", "verdict_reason": f"the suspect {unit}s score as trained-on more than the validation "
+                                              f"{unit}s (p = 4.0e-04 <= alpha 0.01)",
+         "p_value_is_bound": False, "p_value_resolution": 0.001, "p_value_crossfit_ttest": 0.0001,
+         "p_value_ttest_welch": 0.004, "n_excluded": 0, "iid_check": True, "seconds": 12.5,
+         "scored_tokens": {"prefix": "auto"},
+         "power_curve": [{"n": 6, "median_p": 0.2, "min_p": 0.01, "max_p": 0.6, "draws": 5,
+                          "share_below": {"0.05": 0.2, "0.01": 0.0}}] if mode == "texts" else []}
+    ids = [f"{unit}{i}" for i in range(2 * n)]
+    df = pd.DataFrame({"book" if mode == "books" else "text_id": ids, "set": ["suspect"] * n + ["validation"] * n,
+                       **feats, "score": np.linspace(1, 0, 2 * n), "excluded": False})
+    if mode == "books":
+        s.update(mode="books", passage_words=256, max_passages=40, correction="bh",
+                 books=[{"book": ids[i], "n_passages": 4, "score": 1.0, "p_value": 1 / 7, "p_adjusted": 1 / 7,
+                         "flagged": False} for i in range(n)])
+        df["p_value"] = [1 / 7] * n + [np.nan] * n
+        df["p_adjusted"] = df["p_value"]
+    (d / "dataset_inference.json").write_text(json.dumps({**s, "tests": {"permutation": {"p_value": 0.0004}},
+                                                          "notes": ["an old note"]}))
+    df.to_csv(d / "scores.csv", index=False)
+    (d / "report.html").write_text("<html>old</html>")
+    (d / "meta.json").write_text(json.dumps({"id": rid, "name": f"old {mode} run", "created": "2024-01-02 03:04",
+                                             "created_ts": 1704164645.0, "model": "tiny", "verdict": "used",
+                                             "p_value": 0.0004, "p_value_is_bound": False, "n_suspect": n,
+                                             "n_validation": n, "alpha": 0.01, "blind_auc": 0.52, "mode": mode}))
+
+
+@pytest.mark.parametrize("mode", ["texts", "books"])
+def test_an_old_dataset_inference_run_reopens_without_an_exception(mode):
+    rid = {"texts": "20240102-030405-01d001", "books": "20240102-030406-01d002"}[mode]
+    _old_run(mode, rid)
+    at = _reopen(rid)
+    assert not _errors(at), _errors(at)
+    assert _verdict_shown(at) and any("Used" in w.value for w in at.main.warning)
+    assert any("saved by an earlier version" in w.value for w in at.main.warning)  # its test was not one-sided
+    assert any("Null check of the earlier version" in c.value for c in at.caption)
+    metrics = {m.label: m.value for m in at.metric}
+    assert metrics["p-value (one-sided test)"] == "4.0e-04"
+    assert metrics["Texts that stand out" if mode == "texts" else "Books that stand out"] == "–"
+    assert "an old note" in {c.value for c in at.caption}
+
+
+def test_a_damaged_dataset_inference_run_is_one_line_on_the_runs_page():
+    from mia_core.dataset_inference import store
+
+    rid = _save_di_run(books=False)
+    (store.store_dir() / rid / "scores.csv").write_text("text_id,set,score,excluded\ns1,suspect,high,maybe\n")
+    at = _reopen(rid)
+    assert at.title[0].value == "Runs"  # stayed
+    errs = _errors(at)
+    assert len(errs) == 1 and "cannot be opened" in errs[0] and "\n" not in errs[0], errs
+
+
+def test_the_store_reads_a_run_back_checked(tmp_path):
+    """``store.load_result``: a refused run comes back as saved; a link, a field of the wrong type or a bad cell
+    is one DataError line (never followed, never unpickled)."""
+    import os
+
+    from mia_core.dataset_inference import store
+    from mia_core.dataset_inference.audit import DatasetInferenceResult
+    from mia_core.errors import DataError
+
+    res = DatasetInferenceResult(summary={"n_suspect": 12, "n_validation": 12, "alpha": 0.01, "verdict": "refused",
+                                          "verdict_reason": "shift", "blind_auc": 0.9, "p_value": None},
+                                 scores=pd.DataFrame({"text_id": ["=s0001"], "set": ["suspect"]}), report=["why"])
+    rid = store.save(res, root=tmp_path)["id"]
+    back = store.load_result(rid, tmp_path)
+    assert back.summary["verdict"] == "refused" and back.report == ["why"] and back.scores["text_id"][0] == "=s0001"
+    d = store.store_dir(tmp_path) / rid
+    (tmp_path / "elsewhere.csv").write_text((d / "scores.csv").read_text())
+    (d / "scores.csv").unlink()
+    os.symlink(tmp_path / "elsewhere.csv", d / "scores.csv")
+    for damage, why in ((None, "scores.csv is a link"), ({"alpha": "0.01"}, "alpha is text"),
+                        ({"verdict": "maybe"}, "verdict is text, not one of"), ({"notes": [1]}, "notes is not a list"),
+                        ({"books": [{"book": 3}]}, "books is a list")):
+        if damage is not None:
+            raw = json.loads((d / "dataset_inference.json").read_text())
+            (d / "dataset_inference.json").write_text(json.dumps({**raw, **damage}))
+        with pytest.raises(DataError, match=re.escape(why)) as e:
+            store.load_result(rid, tmp_path)
+        assert "\n" not in str(e.value)
+        if damage is not None:
+            (d / "dataset_inference.json").write_text(json.dumps(raw))

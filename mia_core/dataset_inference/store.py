@@ -6,7 +6,8 @@ start with ``_``): what ``DatasetInferenceResult.save`` writes (``dataset_infere
 that cannot be read, or a ``meta.json`` with a field of the wrong type, is listed with the reason
 (``damaged``), never stops the listing; a report is handed out only as a regular file inside its run
 folder (:func:`report_file`: never through a link); only folders this module made (their id, and a
-``meta.json``) are ever deleted.
+``meta.json``) are ever deleted. :func:`load_result` reads a run back as a ``DatasetInferenceResult`` (the
+Runs page reopens it in the Dataset inference page), every file checked: a damaged run is one line.
 """
 from __future__ import annotations
 
@@ -212,3 +213,136 @@ def delete(run_id: str, root=None) -> None:
     if p.is_symlink() or not p.is_dir() or not (p / META).is_file():
         raise DataError(f"{p} is not a saved dataset-inference run: not deleted")
     shutil.rmtree(p)
+
+
+MAX_RESULT_BYTES = 64 * 2**20  # dataset_inference.json: the summary, the tests and the notes (a few KiB)
+MAX_SCORES_BYTES = 256 * 2**20  # scores.csv: one row per text or book
+_NUMBER_COLUMNS = ("score", "label_free_score", "p_value", "p_adjusted", "n_passages")
+_BOOL_COLUMNS = ("excluded", "flagged")
+
+
+def _num_or_none(v) -> bool:
+    return v is None or _is_num(v)
+
+
+def _check_summary(raw) -> tuple[dict, dict, list]:
+    """``dataset_inference.json`` as (summary, tests, notes) of the types the pages read; ``_Bad`` otherwise.
+    Older runs' keys (``null_p_value``, ``p_value_crossfit_ttest``, no ``self_check_p_value``...) are kept
+    as they are: only the fields every version writes are required."""
+    from .audit import VERDICTS
+
+    if not isinstance(raw, dict):
+        raise _Bad(f"{RESULT_FILE} is {_kind(raw)}, not a mapping")
+    s = dict(raw)
+    tests, notes = s.pop("tests", {}) or {}, s.pop("notes", []) or []
+    if not isinstance(tests, dict):
+        raise _Bad(f"{RESULT_FILE}: tests is {_kind(tests)}, not a mapping")
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
+        raise _Bad(f"{RESULT_FILE}: notes is not a list of texts")
+    if s.get("verdict") not in VERDICTS:
+        raise _Bad(f"{RESULT_FILE}: verdict is {_kind(s.get('verdict'))}, not one of {', '.join(VERDICTS)}")
+    checks = {"verdict_reason": (lambda v: isinstance(v, str), "text"),
+              "mode": (lambda v: v in ("texts", "books"), "texts or books"),
+              "n_suspect": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
+              "n_validation": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
+              "alpha": (_share, "a number in [0, 1]"), "p_value": (_share, "a number in [0, 1]"),
+              "blind_auc": (_share, "a number in [0, 1]"),
+              "p_value_is_bound": (lambda v: isinstance(v, bool), "true/false"),
+              "weights": (lambda v: isinstance(v, dict) and all(_is_num(x) for x in v.values()),
+                          "a mapping of numbers"),
+              "power_curve": (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
+                              "a list of mappings"),
+              "features": (lambda v: isinstance(v, list), "a list"), "books": (_books_ok, "a list of books")}
+    required = ("verdict_reason", "n_suspect", "n_validation", "alpha")
+    for k, (ok, want) in checks.items():
+        v = s.get(k)
+        if v is None and k in required:
+            raise _Bad(f"{RESULT_FILE}: {k} is missing")
+        if v is not None and not (isinstance(v, float) and math.isnan(v) and k == "blind_auc") and not ok(v):
+            raise _Bad(f"{RESULT_FILE}: {k} is {_kind(v)}, not {want}")
+    for k, v in s.items():  # every other p-value, statistic or size: a number or nothing
+        if (k.startswith(("p_value", "self_check_p", "null_p", "blind_p", "n_")) or k in ("folds", "unit_p_floor")) \
+                and not isinstance(v, bool) and not _num_or_none(v):
+            raise _Bad(f"{RESULT_FILE}: {k} is {_kind(v)}, not a number")
+    if s.get("verdict") != "refused" and s.get("p_value") is None:
+        raise _Bad(f"{RESULT_FILE}: p_value is missing")
+    return s, tests, notes
+
+
+def _books_ok(v) -> bool:
+    if not isinstance(v, list):
+        return False
+    for b in v:
+        if not isinstance(b, dict) or not isinstance(b.get("book"), str):
+            return False
+        if not isinstance(b.get("flagged", False), bool):
+            return False
+        if not all(_num_or_none(b.get(k)) for k in ("n_passages", "score", "p_value", "p_adjusted")):
+            return False
+    return True
+
+
+def _read_scores(folder: Path, verdict: str):
+    """``scores.csv`` of a run, checked: a regular file (never a link), a ``set`` column of suspect /
+    validation, numbers where numbers belong, true/false in ``excluded`` and ``flagged``; ``_Bad`` otherwise."""
+    import pandas as pd
+
+    from ..results import read_csv
+
+    f = folder / "scores.csv"
+    if f.is_symlink():
+        raise _Bad("scores.csv is a link (not followed)")
+    try:
+        st_ = f.stat()
+    except FileNotFoundError:
+        raise _Bad("scores.csv is missing") from None
+    if not stat.S_ISREG(st_.st_mode):
+        raise _Bad("scores.csv is not a regular file")
+    if st_.st_size > MAX_SCORES_BYTES:
+        raise _Bad(f"scores.csv is over {MAX_SCORES_BYTES // 2**20} MiB")
+    try:
+        df = read_csv(f, dtype={"text_id": str, "book": str, "set": str})
+    except (OSError, ValueError, UnicodeDecodeError) as e:  # pandas' parser and empty-file errors are ValueErrors
+        raise _Bad(f"scores.csv cannot be read ({_one_line(e, 120)})") from None
+    if "set" not in df.columns or not df["set"].isin(["suspect", "validation"]).all():
+        raise _Bad("scores.csv: the column set is not suspect or validation on every row")
+    for c in _NUMBER_COLUMNS:
+        if c in df.columns:
+            col = pd.to_numeric(df[c], errors="coerce")
+            if (col.isna() & df[c].notna()).any():
+                raise _Bad(f"scores.csv: the column {c} holds something other than numbers")
+            df[c] = col.astype(float)
+    for c in _BOOL_COLUMNS:
+        if c in df.columns:
+            col = df[c].map(lambda x: {"true": True, "false": False}.get(str(x).strip().lower()))
+            if col.isna().any():
+                raise _Bad(f"scores.csv: the column {c} is not true/false on every row")
+            df[c] = col.astype(bool)
+    if verdict != "refused":
+        missing = [c for c in ("score", "excluded") if c not in df.columns]
+        if missing:
+            raise _Bad(f"scores.csv lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+    return df
+
+
+def load_result(run_id: str, root=None):
+    """A saved run as a :class:`~mia_core.dataset_inference.audit.DatasetInferenceResult`: its
+    ``dataset_inference.json`` (the keys ``tests`` and ``notes`` are the metrics and the report, the rest the
+    summary) and ``scores.csv``, each checked (:func:`_check_summary`, :func:`_read_scores`; JSON and CSV are
+    parsed, never unpickled). ``DataError`` in one line for a run that is missing, a link, or damaged."""
+    from .audit import DatasetInferenceResult
+
+    folder = run_path(run_id, root)
+    try:
+        if folder.is_symlink():
+            raise _Bad("its folder is a link (not followed)")
+        if not folder.is_dir():
+            raise _Bad("it is not a run folder")
+        raw = _read_json(folder, RESULT_FILE, max_bytes=MAX_RESULT_BYTES)
+        summary, tests, notes = _check_summary(raw)
+        scores = _read_scores(folder, summary["verdict"])
+    except _Bad as e:
+        raise DataError(_one_line(f"dataset-inference run {run_id} cannot be opened: {e}")) from None
+    except OSError as e:
+        raise DataError(f"dataset-inference run {run_id} cannot be opened ({_reason(e)})") from None
+    return DatasetInferenceResult(summary=summary, scores=scores, metrics=tests, report=list(notes))

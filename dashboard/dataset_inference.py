@@ -1,0 +1,597 @@
+"""The logic behind the "Dataset inference" page: what the user entered (kept across page switches), reading
+the two sets (texts, or books), the model-free checks, the background job that runs the test and saves it, and
+the result drawn with the inputs it came from (a result of other inputs is labelled as such).
+
+Two units (``mia_core.dataset_inference``): **texts** (``run_dataset_inference``) and **books**
+(``books.run_book_inference``: each book cut into passages, the book the unit of the test, a p-value per
+suspect book). Books come from ``.txt`` files (one book per file) or a ``.zip`` per side, read by
+``mia_core.documents.load_documents`` (the Document audit page's reader: its size limits and one-line
+errors), or from the bundled book demo (``mia_core.documents.demo_documents``). A saved run is reopened from
+the Runs page (:func:`reopened`).
+"""
+from __future__ import annotations
+
+import hashlib
+import math
+from dataclasses import dataclass, field
+
+import pandas as pd
+import streamlit as st
+
+from mia_core.errors import DataError, MiaError
+
+RESULT_KEY = "di_result"
+TEXT_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
+BOOK_TYPES = ["txt", "text", "md", "zip"]  # the Document audit page's: one book per file, or a .zip of them
+UNITS = {"texts": "Texts", "books": "Books"}
+TEXT_SOURCES = {"demo": "Demo: members vs non-members", "demo_null": "Demo null: unseen vs non-members",
+                "upload": "Upload files", "paste": "Paste texts"}
+BOOK_SOURCES = {"demo": "Book demo: member vs non-member documents",
+                "demo_null": "Book demo null: non-member documents in two halves", "upload": "Upload books"}
+CORRECTIONS = {"bh": "Benjamini-Hochberg (false-discovery rate)", "holm": "Holm (family-wise error)"}
+DEMO_PASSAGE_WORDS = 64  # the book demo's documents are ~240 words: 64-word passages give each 3-4
+PASSAGE_WORDS, MAX_PASSAGES = 256, 40  # the CLI's defaults (mia infer-dataset --books)
+ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read on every rerun just to estimate the time
+VERDICT_LABEL = {"used": "Used: the suspect set was very likely in the training data",
+                 "not_shown": "Not shown: no significant evidence that the suspect set was used",
+                 "refused": "Refused: the two sets differ without the model"}
+_SHOWN_SHAPES = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
+KEPT = "_kept"
+# the settings' widgets: (summary key of a run, lowest, highest); a reopened run's settings are put back in them
+SETTINGS = {"di_alpha": ("alpha", 0.0001, 0.5), "di_folds": ("folds", 2, 20),
+            "di_perms": ("n_permutations", 99, 100_000), "di_seed": ("seed", 0, 2**32 - 1), "di_passage_words": ("passage_words", 16, 100_000),
+            "di_max_passages": ("max_passages", 1, 10_000)}
+
+
+# ------------------------------------------------------------------ what the user entered, kept
+def kept(widget, label: str, key: str, default, **kw):
+    """``widget(label, key=key, **kw)`` whose value outlives a page switch. Streamlit forgets a widget's value
+    when its page is left; it is kept apart under ``key + "_kept"`` and given back when the page is drawn
+    again (the Inspect page's pattern for its text). ``options`` (a radio, a selectbox): a kept value that is
+    no longer offered falls back to ``default``."""
+    ss = st.session_state
+    if key not in ss:
+        ss[key] = ss.get(key + KEPT, default)
+    if "options" in kw and ss[key] not in list(kw["options"]):
+        ss[key] = default
+    value = widget(label, key=key, **kw)
+    ss[key + KEPT] = value
+    return value
+
+
+def put(key: str, value) -> None:
+    """Set a kept widget's value (before the widget is drawn in this run)."""
+    st.session_state[key] = st.session_state[key + KEPT] = value
+
+
+def follow_book_demo(unit: str, source: str) -> None:
+    """The book demo's documents are about 240 words: entering the demo sets the passage words to 64 (the CLI's
+    256 would read each document as one passage); leaving it puts 256 back if 64 is still there."""
+    ss = st.session_state
+    now = unit == "books" and source in ("demo", "demo_null")
+    was = ss.get("_di_was_book_demo")
+    if was != now and was != "restored":  # a reopened run's own passage words stay
+        current = ss.get("di_passage_words", ss.get("di_passage_words" + KEPT, PASSAGE_WORDS))
+        if now:
+            put("di_passage_words", DEMO_PASSAGE_WORDS)
+        elif was and current == DEMO_PASSAGE_WORDS:
+            put("di_passage_words", PASSAGE_WORDS)
+    ss["_di_was_book_demo"] = now
+
+
+def restore_settings(summary: dict) -> None:
+    """The page's unit and test settings set to a reopened run's (each one the run recorded, within the
+    widget's bounds), so that the page shows the settings its result came from."""
+    put("di_unit", "books" if summary.get("mode") == "books" else "texts")
+    if summary.get("correction") in CORRECTIONS:
+        put("di_correction", summary["correction"])
+    for key, (field_, lo, hi) in SETTINGS.items():
+        v = summary.get(field_)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi:
+            put(key, float(v) if key == "di_alpha" else int(v))
+    st.session_state["_di_was_book_demo"] = "restored"
+
+
+@dataclass
+class Source:
+    """What the page's first section holds: the unit, where the sets come from, and the entries."""
+    unit: str
+    source: str
+    suspect_files: list = field(default_factory=list)
+    validation_files: list = field(default_factory=list)
+    suspect_text: str = ""
+    validation_text: str = ""
+    strip: bool = True
+
+    @property
+    def label(self) -> str:
+        return (BOOK_SOURCES if self.unit == "books" else TEXT_SOURCES).get(self.source, self.source)
+
+
+@dataclass
+class Settings:
+    alpha: float
+    folds: int
+    perms: int
+    seed: int
+    features: str
+    correction: str = "bh"
+    passage_words: int = PASSAGE_WORDS
+    max_passages: int = MAX_PASSAGES
+
+
+def book_demo_available(demo) -> bool:
+    from mia_core.demo import DEMO_DIR
+
+    return bool(demo) and (DEMO_DIR / "documents.json").is_file()
+
+
+# ------------------------------------------------------------------ reading the sets
+def _lines(text: str) -> list[str]:
+    return [t.strip() for t in (text or "").splitlines() if t.strip()]
+
+
+def _read_text_sets(src: Source, demo) -> tuple[list[str], list[str]]:
+    from mia_core.data import read_texts
+
+    if src.source in ("demo", "demo_null"):
+        if not demo:
+            raise DataError("the demo set is not available in this installation.")
+        read = lambda role: [r.text for r in read_texts(demo[role], mode="lines")]  # noqa: E731
+        return read("population" if src.source == "demo_null" else "members"), read("nonmembers")
+    if src.source == "paste":
+        return _lines(src.suspect_text), _lines(src.validation_text)
+    if not src.suspect_files or not src.validation_files:
+        raise DataError("upload the suspect and the validation files.")
+    return ([r.text for f in src.suspect_files for r in read_texts(f)],
+            [r.text for f in src.validation_files for r in read_texts(f)])
+
+
+def _read_book_sets(src: Source, demo) -> tuple[list, list]:
+    """Suspect and validation books (``mia_core.documents.Document``): the CLI's ``--books --demo`` (members
+    vs non-members), ``--demo-null`` (non-members[::2] vs non-members[1::2]: each novel on both sides, never
+    trained on), or uploads read as the Document audit page reads them."""
+    from mia_core.documents import demo_documents, load_documents
+
+    if src.source in ("demo", "demo_null"):
+        if not book_demo_available(demo):
+            raise DataError("the book demo is not available in this installation.")
+        members, nonmembers = demo_documents()
+        return (nonmembers[::2], nonmembers[1::2]) if src.source == "demo_null" else (members, nonmembers)
+    for role, files in (("suspect", src.suspect_files), ("validation", src.validation_files)):
+        if not files:
+            raise DataError(f"upload the {role} books: .txt files (one book per file) or a .zip of them.")
+    return (load_documents(list(src.suspect_files), strip=src.strip),
+            load_documents(list(src.validation_files), strip=src.strip))
+
+
+def model_specs(src: Source, demo, panel) -> tuple[str | None, str | None]:
+    """The target and reference specs a run of these inputs uses: the demo target for a demo, else the
+    sidebar's; the sidebar's reference (none: None)."""
+    target = str(demo["target"]) if src.source in ("demo", "demo_null") and demo else panel.target_spec
+    return target, (panel.reference_spec or None)
+
+
+def read_sets(src: Source, demo) -> tuple[list, list]:
+    """The two sets: texts (strings) or books (Documents). ``MiaError``, one line, for bad input."""
+    return _read_book_sets(src, demo) if src.unit == "books" else _read_text_sets(src, demo)
+
+
+def check_sets(src: Source, suspect, validation, settings: Settings, reference: bool) -> list[str]:
+    """Every check that needs no model (settings, sizes, overlap, features), one line each; returns notes."""
+    from mia_core.dataset_inference import check_inputs, parse_features
+    from mia_core.dataset_inference.audit import check_test_settings
+    from mia_core.dataset_inference.books import check_books
+
+    if src.unit == "texts":
+        return check_inputs(suspect, validation, features=settings.features, reference=reference,
+                            alpha=settings.alpha, folds=settings.folds, n_permutations=settings.perms)[3]
+    check_test_settings(alpha=settings.alpha, folds=settings.folds, n_permutations=settings.perms)
+    parse_features(settings.features, reference=reference, population=False)
+    notes = [n for d in [*suspect, *validation] for n in ((d.strip or {}).get("notes") or [])]
+    return notes + check_books(suspect, validation, passage_words=settings.passage_words,
+                               max_passages=settings.max_passages)
+
+
+# ------------------------------------------------------------------ which inputs a result came from
+def _files_key(files) -> tuple:
+    return tuple((getattr(f, "name", str(f)), getattr(f, "size", None), getattr(f, "file_id", None))
+                 for f in files or ())
+
+
+def signature(src: Source, settings: Settings, demo, panel) -> dict:
+    """What a result depends on, in three parts (``data``, ``model``, ``settings``): a result whose signature
+    is not the page's is from other inputs. Uploads are told apart by name, size and upload id, pasted texts by
+    their hash (nothing is read)."""
+    if src.source == "paste":
+        data = hashlib.sha256(f"{src.suspect_text}\0{src.validation_text}".encode()).hexdigest()
+    elif src.source == "upload":
+        data = (_files_key(src.suspect_files), _files_key(src.validation_files),
+                src.strip if src.unit == "books" else None)
+    else:
+        data = None
+    cfg = (settings.alpha, settings.folds, settings.perms, settings.seed, settings.features.strip(),
+           settings.correction)
+    if src.unit == "books":
+        cfg += (settings.passage_words, settings.max_passages)
+    return {"data": repr((src.unit, src.source, data)), "model": repr(model_specs(src, demo, panel)),
+            "settings": repr(cfg)}
+
+
+def changed(stored: dict, now: dict) -> list[str]:
+    """The parts of the page's inputs that differ from those of ``stored`` (a result), in words; a result
+    reopened from the Runs page takes the page's inputs when it is first drawn."""
+    sig = stored.get("signature")
+    if sig is None:
+        stored["signature"] = dict(now)
+        return []
+    words = {"data": "the sets", "model": "the model", "settings": "the settings"}
+    return [w for k, w in words.items() if sig.get(k) != now.get(k)]
+
+
+def describe(src: Source, suspect, validation, target: str | None, reference: str | None) -> dict:
+    """What was run, stored with its result (the caption says it)."""
+    files = [getattr(f, "name", str(f)) for f in [*src.suspect_files, *src.validation_files]] \
+        if src.source == "upload" else []
+    return {"unit": src.unit, "source": src.source, "source_label": src.label, "n_suspect": len(suspect),
+            "n_validation": len(validation), "model": target, "reference": reference, "files": files}
+
+
+# ------------------------------------------------------------------ the run
+def estimate(src: Source, settings: Settings, demo, panel) -> str:
+    """The line shown before Run: the features' passes over both sets (texts, or every book's passages) at this
+    machine's measured speed (``mia_core.api.plan_run``) and the permutation tests; empty until both sets are
+    there, and for uploads over 5 MB (they would be re-read on every change of the page)."""
+    from mia_core.api import plan_run
+    from mia_core.dataset_inference import parse_features
+    from mia_core.dataset_inference.significance import estimate_seconds
+    from dashboard.ui import fmt_seconds
+
+    if sum(getattr(f, "size", 0) or 0 for f in [*src.suspect_files, *src.validation_files]) > ESTIMATE_MAX_BYTES:
+        return ""
+    try:
+        s_, v_ = read_sets(src, demo)
+        fams = parse_features(settings.features, reference=bool(panel.reference_spec), population=False)
+        if src.unit == "books":
+            from mia_core.dataset_inference.books import equal_passages
+
+            cut, _ = equal_passages([*s_, *v_], settings.passage_words, settings.max_passages)
+            texts = [p for c in cut for p in c]
+        else:
+            texts = s_ + v_
+        plan = plan_run(fams, texts=texts, check_inputs=False)
+    except (MiaError, ValueError):
+        return ""
+    tests = estimate_seconds(len(s_) + len(v_), n_permutations=int(settings.perms))
+    line = plan.estimate.split(" Lowercase (not ticked")[0]
+    if src.unit == "books":  # the passes are over the books' passages
+        line = line.replace(" texts ×", " passages ×", 1).replace("texts scored before", "passages scored before")
+    return (line
+            + f" The permutation tests ({int(settings.perms):,} permutations): about {fmt_seconds(tests)} more.")
+
+
+def start(reg, src: Source, settings: Settings, demo, panel, sig: dict) -> None:
+    """Run pressed: the sets read and every model-free check made (one line on the page, before any model
+    loads), the models loaded, the test started as a background job of this session."""
+    from dashboard.loaders import load_model
+    from dashboard.ui import md_text, start_job
+
+    st.session_state.pop(RESULT_KEY, None)
+    suspect, validation = read_sets(src, demo)
+    target_spec, reference_spec = model_specs(src, demo, panel)
+    notes = check_sets(src, suspect, validation, settings, reference_spec is not None)
+    for n in notes if src.unit == "books" else []:  # e.g. a book read as Windows-1252
+        st.caption(md_text(n))
+    with st.spinner("loading the models"):  # here, so that a model that does not load is one line on the page
+        target = load_model(target_spec, panel.dtype, "none", panel.device, panel.trust_remote_code)
+        reference = load_model(reference_spec, panel.dtype, "none", panel.device, panel.trust_remote_code) \
+            if reference_spec else None
+    inputs = describe(src, suspect, validation, getattr(target, "name", None) or target_spec, reference_spec)
+    work = _work(src.unit, suspect, validation, target, reference, settings, inputs, sig,
+                 notes if src.unit == "books" else [])
+    start_job(reg, "di", f"Dataset inference: {len(suspect)} suspect vs {len(validation)} validation {src.unit}",
+              work, state_key="di_job")
+
+
+def _work(unit: str, suspect, validation, target, reference, settings: Settings, inputs: dict, sig: dict,
+          read_notes: list):
+    """The background job: the test over texts or books; returns what the page stores as its result."""
+    def work(progress):
+        import time
+
+        from mia_core.dataset_inference import run_dataset_inference
+        from mia_core.dataset_inference.books import run_book_inference
+
+        t0 = time.time()
+        common = dict(reference=reference, features=settings.features, alpha=float(settings.alpha),
+                      folds=int(settings.folds), n_permutations=int(settings.perms), seed=int(settings.seed),
+                      correction=settings.correction, progress=lambda m, f: progress(f"dataset inference: {m}", f))
+        if unit == "books":
+            res = run_book_inference(suspect, validation, target, passage_words=int(settings.passage_words),
+                                     max_passages=int(settings.max_passages), **common)
+            res.report[:0] = [n for n in read_notes if n not in res.report]  # kept with the result, as the CLI does
+        else:
+            res = run_dataset_inference(suspect, validation, target, **common)
+        return {"result": res, "seconds": time.time() - t0, "model": inputs["model"], "inputs": inputs,
+                "signature": sig}
+    return work
+
+
+def finished(done) -> None:
+    """A finished job: its result kept in this session and saved to the runs folder (the Runs page)."""
+    from dashboard.options import worded
+    from dashboard.ui import md_text
+    from mia_core.dataset_inference import store
+
+    stored = done.result
+    st.session_state[RESULT_KEY] = stored
+    s, inp = stored["result"].summary, stored.get("inputs") or {}
+    name = f"{s['n_suspect']} suspect vs {s['n_validation']} validation {inp.get('unit', 'texts')}" \
+           + (f" · {inp['source_label']}" if inp.get("source_label") else "")
+    try:
+        stored["saved"] = store.save(stored["result"], name=name, model=stored.get("model"))["id"]
+    except (MiaError, OSError) as e:
+        stored["saved"] = None
+        st.caption(md_text(f"not saved to the runs folder: {worded(e)}"))
+
+
+def reopened(run_id: str, meta: dict | None = None) -> dict:
+    """A saved run (``store.load_result``: every file checked, ``DataError`` in one line) as the page keeps a
+    result: the inputs it came from are those the run recorded."""
+    from mia_core.dataset_inference import store
+
+    res = store.load_result(run_id)
+    s, meta = res.summary, meta or {}
+    label = f"saved run “{meta.get('name') or run_id}”" + (f" ({meta['created']})" if meta.get("created") else "")
+    inputs = {"unit": "books" if s.get("mode") == "books" else "texts", "source": "saved", "source_label": label,
+              "n_suspect": s.get("n_suspect"), "n_validation": s.get("n_validation"),
+              "model": s.get("model") or meta.get("model"), "reference": s.get("reference_model"), "files": []}
+    return {"result": res, "seconds": s.get("seconds"), "model": inputs["model"], "inputs": inputs,
+            "signature": None, "saved": run_id, "reopened": True}
+
+
+# ------------------------------------------------------------------ the result
+def books_frame(summary: dict) -> pd.DataFrame:
+    """One row per suspect book: its passages, its own (conformal) p-value, the adjusted p-value across the
+    suspect books and whether it is flagged; sorted by adjusted p-value, then p-value, flagged books first."""
+    rows = [{"Book": str(b.get("book")), "Passages": b.get("n_passages"), "p-value": b.get("p_value"),
+             "Adjusted p-value": b.get("p_adjusted"), "Flagged": "✔ flagged" if b.get("flagged") else "–"}
+            for b in summary.get("books") or []]
+    df = pd.DataFrame(rows, columns=["Book", "Passages", "p-value", "Adjusted p-value", "Flagged"])
+    if df.empty:
+        return df
+    df["_f"] = df["Flagged"] != "–"
+    df = df.sort_values(["_f", "Adjusted p-value", "p-value", "Book"], ascending=[False, True, True, True],
+                        kind="stable", na_position="last")
+    return df.drop(columns="_f").reset_index(drop=True)
+
+
+def floor_note(result) -> str | None:
+    """The note that the floor ``1 / (1 + validation books)`` keeps every book from being flagged: the run's
+    own (``verdict.unit_p_values``; older runs worded it otherwise), else worked out from the summary."""
+    s = result.summary
+    unit = "book" if s.get("mode") == "books" else "text"
+    own = next((n for n in result.report if f"no single {unit}" in n), None)
+    if own or s.get("unit_p_floor") is None:
+        return own
+    floor, m, alpha = float(s["unit_p_floor"]), int(s.get("n_suspect") or 0), float(s["alpha"])
+    best = floor if s.get("correction", "bh") == "bh" else min(1.0, m * floor)
+    if best <= alpha:
+        return None
+    return (f"no single {unit} can be flagged: a {unit}'s own p-value cannot go below 1 / (1 + validation "
+            f"{unit}s) = {floor:.3g} > alpha {alpha}; the collection test is not limited this way")
+
+
+def _p(s: dict, key: str, bound_key: str | None = None) -> str:
+    from mia_core.dataset_inference.significance import p_number
+
+    v = s.get(key)
+    if v is None or (isinstance(v, float) and math.isnan(v)):
+        return "–"
+    return p_number(float(v), bool(s.get(bound_key)) if bound_key else False)
+
+
+def inputs_caption(stored: dict) -> str:
+    """What the result came from, in one line: source, sizes, model, the test's settings, time, where saved."""
+    from dashboard.ui import fmt_seconds, md_text
+
+    s, inp = stored["result"].summary, stored.get("inputs") or {}
+    unit = "books" if s.get("mode") == "books" else "texts"
+    parts = [inp.get("source_label") or "inputs not recorded (an earlier session)",
+             f"{s.get('n_suspect')} suspect vs {s.get('n_validation')} validation {unit}"]
+    if unit == "books" and s.get("passages_per_book") is not None:
+        parts.append(f"{s['passages_per_book']} passage(s) of {s.get('passage_words')} words a book")
+    if inp.get("files"):
+        more = len(inp["files"]) - 4
+        parts.append("files " + ", ".join(inp["files"][:4]) + (f" (+{more})" if more > 0 else ""))
+    model = inp.get("model") or s.get("model") or stored.get("model")
+    if model:
+        parts.append(f"model {model}" + (f", reference {inp['reference']}" if inp.get("reference") else ""))
+    parts.append(f"α = {s.get('alpha')}")
+    if s.get("n_permutations"):
+        parts.append(f"{int(s['n_permutations']):,} permutations")
+    if stored.get("seconds") is not None:
+        parts.append(fmt_seconds(stored["seconds"]))
+    text = md_text(" · ".join(str(p) for p in parts))
+    if stored.get("saved"):
+        how = "reopened from" if stored.get("reopened") else "saved as"
+        text += f" · {how} run {md_text(stored['saved'])} (Runs page)"
+    return text
+
+
+def show_result(stored: dict, now: dict) -> None:
+    """The stored result, under the inputs it came from; when the page's inputs have changed since, it is
+    labelled as the previous inputs' result and folded away (never shown as the answer to the new ones)."""
+    from dashboard.ui import md_text
+
+    diff = changed(stored, now)
+    if diff:
+        s = stored["result"].summary
+        st.info(f"**The inputs have changed** ({', '.join(diff)}) since the last result: press **Run dataset "
+                "inference** to test the current ones. The previous result is kept below, labelled.",
+                icon=":material/history:")
+        box = st.expander(f"Previous result, from the previous inputs: {md_text(s.get('verdict'))} — "
+                          + inputs_caption(stored), expanded=False)
+    else:
+        st.subheader("3 · Verdict")
+        box = st.container()
+    with box:
+        try:
+            _draw(stored)
+        except _SHOWN_SHAPES as e:  # a saved run of another version that got past the checks: one line
+            st.error(md_text(f"This result cannot be shown in full (saved by another version, or damaged): "
+                             f"{type(e).__name__}: {e}"))
+
+
+def _draw(stored: dict) -> None:
+    from dashboard.ui import md_text
+
+    res = stored["result"]
+    s = res.summary
+    verdict = s["verdict"]
+    {"used": st.warning, "not_shown": st.info, "refused": st.error}[verdict](
+        f"**{VERDICT_LABEL[verdict]}.** {md_text(s.get('verdict_reason', ''))}")
+    st.caption(inputs_caption(stored))
+    if "null_p_value" in s or "p_value_crossfit_ttest" in s:
+        st.warning("This run was saved by an earlier version, before the test was made one-sided and valid for "
+                   "sets of unequal spread or size (issue 38): its p-value and verdict come from that test. Run the "
+                   "same sets again for the current one.", icon=":material/history:")
+    shown = None
+    if verdict == "refused":
+        st.caption(md_text(f"Blind baseline AUC {_fmt(s.get('blind_auc'))}: no model pass was made."))
+    elif s.get("mode") == "books":
+        shown = _book_part(res)
+    else:
+        _text_part(res)
+    for n in res.report:
+        if n != shown:
+            st.caption(md_text(n))
+    from mia_core.results import csv_text
+
+    st.download_button(f"Download the per-{'book' if s.get('mode') == 'books' else 'text'} features and scores (CSV)",
+                       csv_text(res.scores).encode("utf-8"), file_name="dataset_inference_scores.csv",
+                       mime="text/csv", key="di_download")
+
+
+def _fmt(v, digits: int = 3) -> str:
+    return "–" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{float(v):.{digits}f}"
+
+
+def _self_check(s: dict) -> None:
+    from dashboard.ui import md_text
+
+    if s.get("self_check_p_value") is not None:
+        st.caption(md_text(f"Self-check (the same test on two random halves of the validation set, exchangeable by "
+                           f"construction: it checks the code path, not the data): p = "
+                           f"{_p(s, 'self_check_p_value', 'self_check_p_value_is_bound')}."))
+    elif s.get("null_p_value") is not None:  # runs saved before issue 38
+        st.caption(md_text(f"Null check of the earlier version (two random halves of the validation set): p = "
+                           f"{_p(s, 'null_p_value', 'null_p_value_is_bound')}."))
+
+
+def _primary_metric(col, s: dict, unit: str) -> None:
+    col.metric("p-value (one-sided test)", _p(s, "p_value", "p_value_is_bound"),
+               help=f"Is the suspect set more member-like than the validation set? A permutation test, over {unit}, "
+                    f"of the Welch t of the combined scores (non-negative weights, {s.get('folds', '?')} folds, "
+                    f"{int(s.get('n_permutations') or 0):,} permutations), reported as the larger of its p-value "
+                    "and the Welch t-test's: exact when the sets are exchangeable, and valid when they differ only "
+                    "in spread or size. The primary figure.")
+
+
+def _blind_metric(col, s: dict) -> None:
+    col.metric("Blind baseline AUC", _fmt(s.get("blind_auc")),
+               help="A text classifier that never queries the model, suspect vs validation, with a permutation "
+                    "p-value (the IID guard: refused at p <= 0.05). Far below 0.5 happens by chance on small sets.")
+
+
+def _text_part(res) -> None:
+    s = res.summary
+    m1, m2, m3, m4 = st.columns(4)
+    _primary_metric(m1, s, "texts")
+    m2.metric("p-value (paper's t-test)", _p(s, "p_value_ttest"),
+              help="Maini et al.'s procedure: a linear model on half the texts, a t-test on the other half. It "
+                   "learns the direction, so it is not one-sided: shown beside, never deciding.")
+    m3.metric("Texts that stand out", "–" if s.get("n_flagged") is None else f"{s['n_flagged']} of {s['n_suspect']}",
+              help="Each suspect text's conformal p-value against the validation set, adjusted by "
+                   "Benjamini-Hochberg (false-discovery rate at alpha). A weak target shifts the whole set a "
+                   "little and flags few or no single texts: the collection test is the stronger claim.")
+    _blind_metric(m4, s)
+    _self_check(s)
+    _charts(res, power=True)
+    if "p_adjusted" in res.scores and "text_id" in res.scores:
+        sus = res.scores[(res.scores["set"] == "suspect") & ~res.scores["excluded"]]
+        cols = [c for c in ("text_id", "label_free_score", "p_value", "p_adjusted", "flagged") if c in sus]
+        st.markdown(f"**Which texts stand out?** Each suspect text's conformal p-value against the validation set "
+                    f"(a label-free score: exact for a text that is like the validation texts), adjusted across "
+                    f"the {len(sus)} suspect texts ({CORRECTIONS.get(s.get('correction'), 'Benjamini-Hochberg')}). "
+                    f"A text's p-value cannot go below 1 / (1 + validation texts) = "
+                    f"{float(s.get('unit_p_floor') or 0):.2g}; on a weak target few or no single texts stand out "
+                    "even when the collection does. `s0001` is the first suspect text (after empty and duplicate "
+                    "texts are dropped).")
+        st.dataframe(sus.sort_values("p_value")[cols].head(50), hide_index=True, key="di_units")
+
+
+def _book_part(res) -> str | None:
+    """The book result: the metrics that make sense for books, the per-book table with the floor beside it,
+    the charts. Returns the note shown beside the table (not repeated among the notes)."""
+    from dashboard.ui import md_text
+
+    s = res.summary
+    m1, m2, m3, m4 = st.columns(4)
+    _primary_metric(m1, s, "books")
+    m2.metric("Books that stand out", "–" if s.get("n_flagged") is None else f"{s['n_flagged']} of {s['n_suspect']}",
+              help="Each suspect book's conformal p-value against the validation books, adjusted across the "
+                   f"suspect books ({CORRECTIONS.get(s.get('correction'), s.get('correction'))}).")
+    m3.metric("Passages a book", "–" if s.get("passages_per_book") is None else
+              f"{s['passages_per_book']} × {s.get('passage_words')} words",
+              help="Every book is read as the same number of passages (the shortest book's count, at most the "
+                   "maximum), spread over the book: equal counts keep the books exchangeable under the null.")
+    _blind_metric(m4, s)
+    _self_check(s)
+    note = floor_note(res)
+    st.markdown(f"**Which books stand out?** Each suspect book's own p-value against the validation books, and "
+                f"adjusted across the {s.get('n_suspect')} suspect books "
+                f"({CORRECTIONS.get(s.get('correction'), s.get('correction'))}); flagged: adjusted p at most "
+                f"α = {s.get('alpha')}.")
+    c1, c2 = st.columns([3, 2])
+    table = books_frame(s)
+    c1.dataframe(table, hide_index=True, key="di_books", width="stretch",
+                 height=35 * (min(len(table), 25) + 1) + 3)  # every book up to 25 without scrolling
+    with c2:
+        if note:
+            why = note.split(": ", 1)[1] if note.startswith("no single book can be flagged:") else note
+            st.warning(f"**No single book can be flagged:** {md_text(why)}. With n validation books a book's "
+                       "p-value can reach 1 / (n + 1): add validation books to test single books.",
+                       icon=":material/block:")
+        elif s.get("unit_p_floor") is not None:
+            st.caption(md_text(f"A book's own p-value cannot go below 1 / (1 + validation books) = "
+                               f"{float(s['unit_p_floor']):.3g}."))
+    _charts(res, power=False)
+    return note
+
+
+def _charts(res, *, power: bool) -> None:
+    """The combined scores of both sets, the power curve (texts: descriptive, the same data) and the weights;
+    books have no power curve, their weights go beside the histogram."""
+    from mia_core import plots
+
+    s = res.summary
+    scores = res.scores[~res.scores["excluded"]]
+    hist = plots.di_score_histogram(scores.loc[scores["set"] == "suspect", "score"],
+                                    scores.loc[scores["set"] == "validation", "score"])
+    side = plots.di_power_curve(s["power_curve"], alpha=s["alpha"]) if power and s.get("power_curve") else None
+    weights = plots.di_weights(s["weights"]) if s.get("weights") else None
+    c1, c2 = st.columns(2)
+    c1.plotly_chart(hist, key="di_hist")
+    if side is not None:
+        c2.plotly_chart(side, key="di_power")
+    elif weights is not None:  # half a page wide: a shorter axis title
+        c2.plotly_chart(weights.update_xaxes(title_text="weight (non-negative: higher = more member-like)"),
+                        key="di_weights")
+        weights = None
+    if weights is not None:
+        st.plotly_chart(weights, key="di_weights")
+    st.caption("Weights of the test's combination on standardised features, fitted on all units and kept "
+               "non-negative: every feature is oriented so that higher means more member-like, and the combined "
+               "score can only rise with a feature. Correlated features (Min-K% at neighbouring k) share weight; "
+               "a weight of 0 means the feature adds nothing the others do not.")
