@@ -72,7 +72,7 @@ def main() -> None:
                                                             sizes=(25, 50, 100), draws=5, n_permutations=9999)}
         print(f"  {label}: {len(s['features'])} features; permutation p = {s['p_value']:.2g}"
               f"{' (bound)' if s['p_value_is_bound'] else ''}, paper's split t-test p = {s['p_value_ttest']:.2g}, "
-              f"null check p = {s['null_p_value']:.2g}, blind AUC {s['blind_auc']:.3f}; {time.perf_counter() - t0:.0f} s")
+              f"self-check p = {s['self_check_p_value']:.2g}, blind AUC {s['blind_auc']:.3f}; {time.perf_counter() - t0:.0f} s")
         print("    median p at n = " + ", ".join(f"{n}: {p:.2g}" for n, p in curve.items()))
         feats = res.scores.loc[~res.scores["excluded"]]
         ys = (feats["set"] == "suspect").to_numpy().astype(int)
@@ -118,7 +118,7 @@ def main() -> None:
         t0 = time.perf_counter()
         res = run_dataset_inference(m, n, "smollm2", load=lambda s: load_causal_lm(s))
         print(f"\n3. WikiMIA ({WIKIMIA.name}: {len(m)} members, {len(n)} non-members) with SmolLM2: verdict "
-              f"{res.summary['verdict']}, blind AUC {res.summary['blind_auc']:.3f} {res.summary.get('blind_auc_ci')}; "
+              f"{res.summary['verdict']}, blind AUC {res.summary['blind_auc']:.3f}, p = {res.summary.get('blind_p_value')}; "
               f"{time.perf_counter() - t0:.0f} s, no model pass" if res.summary["verdict"] == "refused" else
               f"\n3. WikiMIA: verdict {res.summary['verdict']} (NOT refused), blind AUC {res.summary['blind_auc']}")
         g = iid_guard(m[:100], n[:100])
@@ -156,7 +156,7 @@ def _speed(args, mem, held, target) -> None:
         run_dataset_inference(mem[200:400], held[200:400], target)
         t_di = time.perf_counter() - t0
         print(f"   calibration run ({', '.join(attacks)}, 1,000 bootstrap) {t_cal:.0f} s; dataset inference "
-              f"(the same attacks as features, 10,000 permutations, paper test, null check, power curve, guard) "
+              f"(the same attacks as features, 10,000 permutations, paper test, self-check, power curve, guard) "
               f"{t_di:.0f} s: {t_di / t_cal:.2f}x (fresh caches each)")
 
 

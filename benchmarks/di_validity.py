@@ -23,27 +23,16 @@ p-value and the Welch t-test's, as the product does; ``diff`` rows: the old stat
 from __future__ import annotations
 
 import argparse
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
 
 from mia_core.dataset_inference.significance import crossfit_scores, fold_ids, welch_p, welch_t
 
-D = 12
-LOADINGS = np.linspace(0.55, 0.98, D)
-
-
-def features(rng, n, *, shift=0.0, spread=1.0, tails="normal"):
-    f, e = rng.normal(size=(n, 1)), rng.normal(size=(n, D))
-    if tails == "t3":
-        scale = np.sqrt(rng.chisquare(3, size=(n, 1)) / 3)
-        f, e = f / scale, e / scale
-    X = f * LOADINGS + e * np.sqrt(1 - LOADINGS ** 2)
-    if tails == "lognormal":
-        X = np.exp(X)
-    if tails == "outliers":
-        X[rng.random(n) < 0.05] *= 10
-    return spread * X + shift
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+from test_di_validity import D, features  # noqa: E402 - the synthetic features the suite's null tests use
 
 
 def books(rng, n_books, passages):
