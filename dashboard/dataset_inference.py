@@ -32,7 +32,7 @@ CORRECTIONS = {"bh": "Benjamini-Hochberg (false-discovery rate)", "holm": "Holm 
 DEMO_PASSAGE_WORDS = 64  # the book demo's documents are ~240 words: 64-word passages give each 3-4
 PASSAGE_WORDS, MAX_PASSAGES = 256, 40  # the CLI's defaults (mia infer-dataset --books)
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read on every rerun just to estimate the time
-VERDICT_LABEL = {"used": "Used: the suspect set was very likely in the training data",
+VERDICT_LABEL = {"used": "Used: the suspect set scores as trained on, beyond chance at the chosen level",
                  "not_shown": "Not shown: no significant evidence that the suspect set was used",
                  "refused": "Refused: the two sets differ without the model"}
 _SHOWN_SHAPES = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
