@@ -438,8 +438,9 @@ def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.F
                       annotation_position="top right")
     fig.update_xaxes(tickvals=n)  # whole numbers of texts only
     fig.update_layout(template=TEMPLATE, height=320,
-                      title="How many texts the claim needs (descriptive: subsets of these same texts)",
-                      xaxis_title="suspect texts (and as many validation texts)", yaxis_title="p-value",
+                      title="Texts the claim needs (descriptive)",
+                      xaxis_title="suspect texts (and as many validation texts), drawn from these same texts",
+                      yaxis_title="p-value",
                       margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
     low = min(lo + ([alpha] if alpha else []))
     ticks = [10.0 ** -e for e in range(0, int(math.ceil(-math.log10(max(low, 1e-6)))) + 1)]

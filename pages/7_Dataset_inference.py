@@ -26,7 +26,9 @@ st.markdown(
     "give one statistically valid answer (Maini et al. 2024). Bring a **suspect** set (the texts in question) and "
     "a **validation** set drawn from the *same distribution* and known **not** to be trained on (e.g. written "
     "after the model's cut-off, or held back before a release). Every text gets the membership scores of the "
-    "existing attacks; a linear model learns which separate the sets; a permutation test gives the p-value. "
+    "existing attacks; they are combined with non-negative weights (higher always means more member-like), and "
+    "a one-sided permutation test asks whether the suspect set scores as *more* member-like: a set that scores "
+    "differently, or less, is never called used. "
     "The test is only valid if the two sets are exchangeable: a text classifier that never queries the model "
     "(the blind baseline) checks that first, and the verdict is refused when it can tell the sets apart.  \n"
     "**Was my book used?** Choose *Books*: each book is cut into passages and is one unit of the test (its "
@@ -127,7 +129,7 @@ busy = job is not None and job.running
 go_ = st.button("Run dataset inference", type="primary", key="di_go", disabled=busy)
 now = DI.signature(src, settings, demo, panel)
 if not busy and (line := DI.estimate(src, settings, demo, panel)):
-    st.caption("Estimate: " + line + " The permutation test itself takes about a second.")
+    st.caption("Estimate: " + line)
 
 if go_ and not busy:
     try:
