@@ -28,6 +28,12 @@ LABELS = {
     # scoring and evaluation
     "context": "Context window",
     "folds": "Folds",
+    # dataset inference (pages/7_Dataset_inference.py)
+    "alpha": "α (significance level)",
+    "n_permutations": "Permutations",
+    "correction": "Correction across the suspect texts or books",
+    "books": "Unit of the test (Books)",
+    "combination": "the combination of features (combination in the Python API, --combination)",
     "n_bootstrap": "Bootstrap resamples",
     "seed": "Seed",
     # where the model passes run (dashboard/engine.py)

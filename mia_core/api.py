@@ -545,7 +545,7 @@ def score(texts, model=None, attacks=None, reference=None, *, population=None, p
     progress, text_column = _callable("progress", progress), _column("text_column", text_column)
     texts = _texts(texts, "texts", text_column=text_column)
     if not texts:
-        raise DataError("{texts}: no texts to score (an empty list)", options=("texts",))
+        raise DataError("texts: no texts to score (an empty list)")  # score()'s own parameter: no flag, no widget
     pop = _texts(population, "population", text_column=text_column)
     cfg = check_config(_config(attacks, params, prefix=prefix, first_token=first_token, cache=cache))  # before any model
     target = _model(model, dtype=dtype, device=device)

@@ -181,8 +181,8 @@ class MlmAuditResult(AuditResult):
         (:meth:`mia_core.results.AuditResult.save`: a new or empty folder, or with ``overwrite`` one this tool
         wrote; published in one rename)."""
         if extra is not None and not isinstance(extra, dict):
-            raise SettingsError(f"{{extra}} must be a dict (added to metrics.json), got {type(extra).__name__}",
-                                options=("extra",))
+            # an API-only parameter (no flag, no widget): named as it is
+            raise SettingsError(f"extra must be a dict (added to metrics.json), got {type(extra).__name__}")
         return save_output(out_dir, lambda out: self._write(out, extra=extra), overwrite=overwrite)
 
     def _write(self, out: Path, *, extra: dict | None = None) -> dict[str, Path]:
