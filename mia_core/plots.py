@@ -439,7 +439,7 @@ def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.F
     fig.update_xaxes(tickvals=n)  # whole numbers of texts only
     fig.update_layout(template=TEMPLATE, height=320,
                       title="Texts the claim needs (descriptive)",
-                      xaxis_title="suspect texts (and as many validation texts), drawn from these same texts",
+                      xaxis_title="suspect texts (+ as many validation), from these texts",
                       yaxis_title="p-value",
                       margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
     low = min(lo + ([alpha] if alpha else []))
