@@ -32,11 +32,7 @@ import numpy as np
 from mia_core.dataset_inference.significance import crossfit_scores, fold_ids, welch_p, welch_t
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from test_di_validity import D, features  # noqa: E402 - the synthetic features the suite's null tests use
-
-
-def books(rng, n_books, passages):
-    return np.array([features(rng, 1)[0] + features(rng, p).mean(0) for p in np.broadcast_to(passages, n_books)])
+from test_di_validity import D, books, features  # noqa: E402 - the synthetic features the suite's null tests use
 
 
 NULLS = {

@@ -136,3 +136,17 @@ def _always():
 # the BOS/EOS token in front of every text: the context the tests' by-hand computations (and the tiny
 # models, trained with it) use
 ALWAYS = _always()
+
+
+def runs_page():
+    """The Runs page as a user reaches it (the app, then the page), run once in Streamlit's AppTest."""
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(Path(__file__).resolve().parent.parent / "app.py"), default_timeout=120)
+    at.switch_page("pages/5_Runs.py")
+    return at.run()
+
+
+def no_exception(at) -> None:
+    """No traceback on an AppTest page."""
+    assert not at.exception, [e.value for e in at.exception]

@@ -18,14 +18,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from helpers import empty_cache
+from helpers import empty_cache, no_exception, runs_page
 
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "app.py")
-RUNS_PAGE = "pages/5_Runs.py"
 GOOD_ID = "20240102-030405-abcdef"
 GOOD_NAME = "the good dataset-inference run"
 SECRET = "SECRET CONTENT OUTSIDE THE RUN FOLDER"
@@ -111,14 +109,7 @@ def _damage(store: Path, tmp: Path, run_id: str, kind: str) -> None:
         how(_run(store, run_id), tmp)
 
 
-def _page() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page(RUNS_PAGE)
-    return at.run()
-
-
-def _clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
+_page, _clean = runs_page, no_exception  # tests/helpers.py: the Runs page in AppTest, no traceback
 
 
 def _di_table(at: AppTest) -> pd.DataFrame:

@@ -23,15 +23,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from helpers import empty_cache
+from helpers import empty_cache, no_exception, runs_page
 from mia_core import metrics as M
 from mia_core import runs
 from mia_core.errors import DataError
 from mia_core.pipeline import RunResult
 
 ROOT = Path(__file__).resolve().parents[2]
-APP = str(ROOT / "app.py")
-RUNS_PAGE = "pages/5_Runs.py"
 IMAGE_NAME = "![x](http://example.com/x.png)"
 
 
@@ -279,14 +277,7 @@ PAGE_CASES = ("meta_list", "meta_null", "meta_not_json", "created_ts_text", "nam
               "target_text", "metrics_list", "run_null", "scores_no_label", "scores_missing")
 
 
-def _page() -> AppTest:
-    at = AppTest.from_file(APP, default_timeout=120)
-    at.switch_page(RUNS_PAGE)
-    return at.run()
-
-
-def _clean(at: AppTest) -> None:
-    assert not at.exception, [e.value for e in at.exception]
+_page, _clean = runs_page, no_exception  # tests/helpers.py: the Runs page in AppTest, no traceback
 
 
 def _table(at: AppTest) -> pd.DataFrame:
