@@ -23,7 +23,6 @@ from helpers import empty_cache, no_exception, runs_page
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-ROOT = Path(__file__).resolve().parents[2]
 GOOD_ID = "20240102-030405-abcdef"
 GOOD_NAME = "the good dataset-inference run"
 SECRET = "SECRET CONTENT OUTSIDE THE RUN FOLDER"

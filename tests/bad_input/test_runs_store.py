@@ -29,7 +29,6 @@ from mia_core import runs
 from mia_core.errors import DataError
 from mia_core.pipeline import RunResult
 
-ROOT = Path(__file__).resolve().parents[2]
 IMAGE_NAME = "![x](http://example.com/x.png)"
 
 
