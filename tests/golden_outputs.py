@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 import sys
 from pathlib import Path
@@ -38,7 +39,7 @@ DEMO = ASSETS / "demo"
 # keys whose values depend on the machine, the clock or the folder a run was made in
 VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed", "location", "path", "paths",
             "out_dir", "command", "timing", "tokens_per_second", "identity", "model_identity", "created", "wall_seconds",
-            "source", "generator_identity"}
+            "source", "generator_identity", "seconds_per_reference"}
 # generator_identity: a model identity (the neighbour generator's), which carries a fingerprint of the weights in
 # memory since issue 30 (`|w:…`), like the other identities above
 # ATOL: scores that are differences of float32 losses (neighbourhood, ref, rarity-normalised token values) sit
@@ -124,26 +125,56 @@ def run_golden(name: str, work: Path) -> Path:
               "--population", _lines(work / "p.txt", pop), "--mode", "lines",
               "--model", target, "--reference", reference, "--masks", "3", "--bootstrap", "200",
               "--quiet", "--out", str(out)])
+    elif name == "infer":
+        model = save_tiny_llama(work / "tiny-llama")
+        mem = DEMO.joinpath("members.txt").read_text(encoding="utf-8").splitlines()[:16]
+        non = DEMO.joinpath("nonmembers.txt").read_text(encoding="utf-8").splitlines()[:16]
+        _cli(["infer-dataset", "--suspect", _lines(work / "s.txt", mem), "--validation", _lines(work / "v.txt", non),
+              "--mode", "lines", "--model", model, "--permutations", "199", "--folds", "2", "--quiet",
+              "--out", str(out)])
+    elif name == "books":
+        model = save_tiny_llama(work / "tiny-llama")
+        books = sorted((DATA / "books").glob("*.txt"))
+        _cli(["infer-dataset", "--books", "--suspect", *map(str, books[:6]), "--validation", *map(str, books[6:12]),
+              "--model", model, "--passage-words", "40", "--max-passages", "4", "--permutations", "199",
+              "--folds", "2", "--quiet", "--out", str(out)])
+    elif name == "target":
+        model = save_tiny_llama(work / "tiny-llama")
+        mem = DEMO.joinpath("members.txt").read_text(encoding="utf-8").splitlines()[:8]
+        non = DEMO.joinpath("nonmembers.txt").read_text(encoding="utf-8").splitlines()[:4]
+        _cli(["make-target", "--members", _lines(work / "m.txt", mem), "--heldout", _lines(work / "n.txt", non),
+              "--base", model, "--epochs", "2", "--max-length", "32", "--batch-size", "4", "--lora-r", "2",
+              "--quiet", "--out", str(out)])
+    elif name == "references":
+        model = save_tiny_llama(work / "tiny-llama")
+        pop = DEMO.joinpath("nonmembers.txt").read_text(encoding="utf-8").splitlines()[:8]
+        _cli(["make-references", "--population", _lines(work / "p.txt", pop), "--base", model, "--k", "2",
+              "--max-length", "32", "--batch-size", "4", "--lora-r", "2", "--quiet", "--out", str(out)])
     else:
         raise ValueError(name)
     return out
 
 
-NAMES = ("run", "documents", "mlm")
+# infer/books (issue 39): dataset inference on texts and on books, with the tiny random Llama (its p-values are
+# whatever they are: the files pin the numbers, not a verdict); target/references: make-target and
+# make-references on the tiny Llama (LoRA weights pinned by a summary, like the .npz files)
+NAMES = ("run", "documents", "mlm", "infer", "books", "target", "references")
 
 
 # ----------------------------------------------------------------------------- comparison
 _DIRS = re.compile(r"(?:[A-Za-z]:)?[/\\\\](?:[^/\\\\\s'\",]+[/\\\\])+")
+_TIMES = re.compile(r"\b\d+(?:\.\d+)?\s?s\b")  # "counted in 1.2s", "(0 s)": durations inside notes
 
 
 def _strip(o):
     """Drop volatile keys; reduce absolute paths to file names (runs happen in other folders)."""
-    if isinstance(o, dict):
-        return {k: _strip(v) for k, v in o.items() if k not in VOLATILE}
+    if isinstance(o, dict):  # peft writes target_modules from a set: its order changes with the hash seed
+        return {k: sorted(v) if k == "target_modules" and isinstance(v, list) else _strip(v)
+                for k, v in o.items() if k not in VOLATILE}
     if isinstance(o, list):
         return [_strip(v) for v in o]
     if isinstance(o, str):
-        return _DIRS.sub("", o)
+        return _TIMES.sub("<t>", _DIRS.sub("", o))
     return o
 
 
@@ -179,7 +210,7 @@ def _read(path: Path):
     if path.suffix == ".csv":
         df = pd.read_csv(path, keep_default_na=False, na_values=[""])
         return {"columns": list(df.columns), "rows": _strip(json.loads(df.to_json(orient="records")))}
-    if path.suffix == ".npz":
+    if path.suffix in (".npz", ".safetensors"):
         return npz_summary(path)
     raise ValueError(path)
 
@@ -188,15 +219,21 @@ def npz_summary(path: Path) -> dict:
     """Per-token arrays are pinned by a summary (shape, NaN count, sum, extremes, first values),
     which keeps the golden folder small."""
     out = {}
-    with np.load(path, allow_pickle=False) as z:
-        for k in sorted(z.files):
-            a = np.asarray(z[k])
-            f = a.astype(np.float64).ravel() if a.dtype.kind in "biuf" else None
-            out[k] = {"shape": list(a.shape), "dtype": a.dtype.kind} if f is None else {
-                "shape": list(a.shape), "n_nan": int(np.isnan(f).sum()), "sum": float(np.nansum(f)),
-                "min": float(np.nanmin(f)) if f.size and not np.isnan(f).all() else None,
-                "max": float(np.nanmax(f)) if f.size and not np.isnan(f).all() else None,
-                "first": [None if np.isnan(x) else float(x) for x in f[:8]]}
+    if path.suffix == ".safetensors":
+        from safetensors.numpy import load_file
+
+        arrays = load_file(str(path))
+    else:
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: np.asarray(z[k]) for k in z.files}
+    for k in sorted(arrays):
+        a = arrays[k]
+        f = a.astype(np.float64).ravel() if a.dtype.kind in "biuf" else None
+        out[k] = {"shape": list(a.shape), "dtype": a.dtype.kind} if f is None else {
+            "shape": list(a.shape), "n_nan": int(np.isnan(f).sum()), "sum": float(np.nansum(f)),
+            "min": float(np.nanmin(f)) if f.size and not np.isnan(f).all() else None,
+            "max": float(np.nanmax(f)) if f.size and not np.isnan(f).all() else None,
+            "first": [None if np.isnan(x) else float(x) for x in f[:8]]}
     return out
 
 
@@ -212,14 +249,14 @@ def compared_files(folder: Path) -> list[Path]:
         rel = p.relative_to(folder)
         if p.name.endswith(SUMMARY):
             out.append(rel.with_name(p.name[: -len(SUMMARY)]))
-        elif p.suffix in (".json", ".csv", ".npz"):
+        elif p.suffix in (".json", ".csv", ".npz", ".safetensors"):
             out.append(rel)
     return sorted(out)
 
 
 def _read_output(folder: Path, rel: Path):
     summary = folder / rel.with_name(rel.name + SUMMARY)
-    if rel.suffix == ".npz" and summary.exists():
+    if rel.suffix in (".npz", ".safetensors") and summary.exists():
         return json.loads(summary.read_text(encoding="utf-8"))
     return _read(folder / rel)
 
@@ -240,7 +277,8 @@ def main() -> int:
 
     names = sys.argv[1:] or list(NAMES)
     with tempfile.TemporaryDirectory() as tmp:
-        for name in names:
+        for name in names:  # each with an empty statistics cache, as tests/test_golden.py runs it
+            os.environ["MIA_CACHE_DIR"] = tempfile.mkdtemp(dir=tmp)
             out = run_golden(name, Path(tmp))
             dest = GOLDEN / name
             if dest.exists():
@@ -248,7 +286,7 @@ def main() -> int:
             dest.mkdir(parents=True)
             for rel in compared_files(out):
                 (dest / rel).parent.mkdir(parents=True, exist_ok=True)
-                if rel.suffix == ".npz":
+                if rel.suffix in (".npz", ".safetensors"):
                     (dest / rel.with_name(rel.name + SUMMARY)).write_text(json.dumps(npz_summary(out / rel), indent=1))
                 else:
                     shutil.copy2(out / rel, dest / rel)
