@@ -114,6 +114,31 @@ def requires(params: dict) -> set:
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    """Count the reference corpus' token frequencies under the target's tokenizer (cached) for :func:`score`.
+
+    Stores the frequencies in ``inputs.extra`` and reports how well the corpus covers the audited texts'
+    scored tokens, with a warning when the corpus is small or misses many of them (Zhang et al. 2024 §4
+    count on 15 C4 files).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The audited texts and their target statistics.
+    ctx : RunContext
+        The run's context (target model, configuration, progress; :class:`mia_core.pipeline.RunContext`).
+    **params
+        DC-PDD's parameters (``a``, ``corpus``, ``first_occurrence``).
+
+    Returns
+    -------
+    dict
+        The report: the corpus' summary, the share of audited tokens unseen in it, notes and warnings.
+
+    Raises
+    ------
+    SettingsError
+        A parameter outside its domain.
+    """
     from ..token_frequency import frequency_table
 
     check_params(params)
@@ -160,6 +185,29 @@ def token_alphas(token_ids: np.ndarray, logprob: np.ndarray, freq: np.ndarray, a
 @register("dc_pdd", "DC-PDD", citation="Zhang et al. 2024 (DC-PDD) §4", defaults=DEFAULTS, prepare=prepare,
           requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, a: float = 0.01, corpus=None, first_occurrence: bool = True) -> np.ndarray:
+    """DC-PDD scores: ``beta(x)``, the mean capped ``alpha_t`` over each text's first-occurrence tokens (§4).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts, their target statistics and the frequencies :func:`prepare` stored.
+    a : float
+        Upper bound on a token's contribution (> 0).
+    corpus : str or None
+        The frequency corpus (used by :func:`prepare`; here only for the signature).
+    first_occurrence : bool
+        Average over each token's first occurrence only (else over every scored token).
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN where a text has no scored token.
+
+    Raises
+    ------
+    SettingsError
+        A parameter outside its domain, or no frequencies (the attack was not prepared by the pipeline).
+    """
     checked = check_params({"a": a, "first_occurrence": first_occurrence})
     a, first_occurrence = checked["a"], checked["first_occurrence"]
     freq = inputs.extra.get(EXTRA_KEY)

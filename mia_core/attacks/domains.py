@@ -43,6 +43,8 @@ SPECIAL_ROOTS = ("/dev", "/proc", "/sys")  # never a parameter's file or folder
 
 @dataclass(frozen=True)
 class Domain:
+    """The values one attack parameter may take; built by :func:`number`, :func:`whole`, :func:`flag`,
+    :func:`one_of`, :func:`text` and :func:`path`, never directly."""
     kind: str  # "float", "int", "bool", "choice", "text", "path"
     lo: float | None = None
     hi: float | None = None
@@ -80,6 +82,8 @@ class Domain:
         return r
 
     def noun(self) -> str:
+        """The kind of value in words: ``a whole number``, ``a number``, ``a finite number`` (unbounded),
+        ``true or false``, ``text``; empty for choices and paths."""
         if self.kind == "int":
             return "a whole number"
         if self.kind == "float":
@@ -184,10 +188,12 @@ def whole(lo: int | None = None, hi: int | None = None, *, also: tuple = (), opt
 
 
 def flag(*, optional: bool = False, note: str = "") -> Domain:
+    """True or false (also ``1/0``, ``yes/no``, ``on/off`` as text)."""
     return Domain("bool", optional=optional, note=note)
 
 
 def one_of(*choices: str, note: str = "") -> Domain:
+    """One of the words ``choices``."""
     return Domain("choice", choices=tuple(choices), note=note)
 
 

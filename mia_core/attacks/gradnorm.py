@@ -76,6 +76,28 @@ def _norms(inputs: AttackInputs, ctx=None, texts=None):
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    """Compute (or read from the cache) the gradient norms of the audited texts (``mia_core.gradients``).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The audited texts.
+    ctx : RunContext
+        The run's context (target model, configuration, progress; :class:`mia_core.pipeline.RunContext`).
+    **params
+        The attack's parameters (``p``, ``aggregate``, ``variant``).
+
+    Returns
+    -------
+    dict
+        The report: texts, parameter tensors, seconds (per text), and the five tensors with the largest mean
+        L2 gradient norm.
+
+    Raises
+    ------
+    SettingsError
+        ``p`` or ``aggregate`` outside its domain.
+    """
     p = {**DEFAULTS, **params}
     _check(str(p["p"]), str(p["aggregate"]))
     t0 = time.time()
@@ -104,6 +126,26 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
           citation="Rezaei & Liu 2021; MIMIR's variant (arXiv:2402.17012, Duan et al. 2024) has the opposite sign",
           defaults=DEFAULTS, prepare=prepare, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
+    """Gradient-norm scores: ``-||grad L(x)||_p`` per text (Rezaei & Liu 2021), or MIMIR's ``+`` mean per-tensor
+    L-infinity norm with ``variant="mimir"`` (Duan et al. 2024).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts (norms of texts not prepared are computed on demand).
+    **params
+        ``p`` (the norm), ``aggregate`` (``global`` or ``mean``), ``variant`` (``default`` or ``mimir``).
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member for ``default``.
+
+    Raises
+    ------
+    SettingsError
+        A parameter outside its domain, or norms missing with no target model at hand.
+    """
     p = {**DEFAULTS, **params}
     _check(str(p["p"]), str(p["aggregate"]))
     if DOMAINS["variant"].check(p["variant"], "gradnorm.variant") == "mimir":  # MIMIR's member score, sign and all

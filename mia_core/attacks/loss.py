@@ -15,4 +15,16 @@ from .base import AttackInputs, per_text, register
 
 @register("loss", "LOSS", citation="Yeom et al. 2018")
 def score(inputs: AttackInputs) -> np.ndarray:
+    """LOSS scores: each text's negated mean NLL over its scored tokens (Yeom et al. 2018 §3).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts and their target statistics.
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN where a text has no scored token.
+    """
     return per_text(inputs.scored(), lambda s: -s.loss)

@@ -16,6 +16,19 @@ from .base import AttackInputs, register
 
 @register("lowercase", "Lowercase ratio", needs=("target", "target_lower"), citation="Carlini et al. 2021 §5.1")
 def score(inputs: AttackInputs) -> np.ndarray:
+    """Lowercase-ratio scores: ``L(lower(x)) / L(x)`` per text (Carlini et al. 2021 §5.1).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts with their target statistics and those of their lower-cased forms.
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN where either form has no scored token
+        or the loss as written is not positive.
+    """
     out = np.full(len(inputs.texts), np.nan)
     for i, (s, sl) in enumerate(zip(inputs.scored("target"), inputs.scored("target_lower"))):
         if s.n_predicted > 0 and sl.n_predicted > 0 and s.loss > 0:

@@ -43,5 +43,24 @@ def check_k(k: float, name: str = "min_k") -> float:
 
 @register("min_k", "Min-K%", citation="Shi et al. 2024", defaults=DEFAULTS, domains=DOMAINS)
 def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
+    """Min-K% scores: the mean of each text's ``k`` lowest token log-probabilities (Shi et al. 2024 §3).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts and their target statistics.
+    k : float
+        Fraction of the scored tokens averaged, in (0, 1] (``floor(k·n)``, at least one).
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN where a text has no scored token.
+
+    Raises
+    ------
+    SettingsError
+        ``k`` outside (0, 1] (naming ``min_k.k``).
+    """
     k = check_k(k)
     return per_text(inputs.scored(), lambda s: lowest_mean(s.logprob.astype(np.float64), k))

@@ -21,6 +21,18 @@ from .min_k import DEFAULTS, DOMAINS, check_k, lowest_mean  # noqa: F401 - the s
 
 
 def token_scores(s) -> np.ndarray:
+    """Min-K%++'s per-token scores ``(log p(x_t) - mu_t) / sigma_t`` (Zhang et al. 2024, eq. 2).
+
+    Parameters
+    ----------
+    s : TokenStats
+        One text's statistics (``logprob``, ``mu``, ``sigma`` per token).
+
+    Returns
+    -------
+    numpy.ndarray
+        One standardised log-probability per token; NaN where ``sigma_t`` is 0 or the token has no prediction.
+    """
     sigma = s.sigma.astype(np.float64)
     z = (s.logprob.astype(np.float64) - s.mu.astype(np.float64)) / np.where(sigma > 0, sigma, np.nan)
     return z
@@ -28,5 +40,24 @@ def token_scores(s) -> np.ndarray:
 
 @register("min_k_pp", "Min-K%++", citation="Zhang et al. 2024; SMIA App. A", defaults=DEFAULTS, domains=DOMAINS)
 def score(inputs: AttackInputs, k: float = 0.2) -> np.ndarray:
+    """Min-K%++ scores: the mean of each text's ``k`` lowest standardised token scores (Zhang et al. 2024, eq. 3).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts and their target statistics.
+    k : float
+        Fraction of the scored tokens averaged, in (0, 1] (``floor(k·n)``, at least one, as Min-K%).
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN where a text has no scored token.
+
+    Raises
+    ------
+    SettingsError
+        ``k`` outside (0, 1] (naming ``min_k_pp.k``).
+    """
     k = check_k(k, "min_k_pp")
     return per_text(inputs.scored(), lambda s: lowest_mean(token_scores(s), k))

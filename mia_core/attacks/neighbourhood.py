@@ -103,6 +103,28 @@ def ensure_neighbours(inputs: AttackInputs, settings: NeighbourSettings, ctx=Non
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    """Generate the neighbours of the audited texts and score them with the target (both cached).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The audited texts; the neighbours and their losses go to ``inputs.extra``.
+    ctx : RunContext
+        The run's context (target model, configuration, progress; :class:`mia_core.pipeline.RunContext`).
+    **params
+        The attack's parameters (``generator``, ``n``, ``m``, ``dropout``, ``seed``, ``fewer``).
+
+    Returns
+    -------
+    dict
+        The report: settings, generator identity, neighbour counts and losses per text, a few full examples,
+        timing, and notes on short texts and on a proposer coupled to the target.
+
+    Raises
+    ------
+    SettingsError
+        A parameter outside its domain.
+    """
     settings = settings_from(params)
     data = ensure_neighbours(inputs, settings, ctx)
     counts = np.array([len(ns) for ns, _ in data])
@@ -199,6 +221,26 @@ def coupling_warning(settings: NeighbourSettings, target) -> str | None:
 @register("neighbourhood", "Neighbourhood", needs=("target", "neighbours"), citation="Mattern et al. 2023 §2",
           defaults={**DEFAULTS, **SCORE_DEFAULTS}, prepare=prepare, domains={**DOMAINS, **SCORE_DOMAINS})
 def score(inputs: AttackInputs, **params) -> np.ndarray:
+    """Neighbourhood scores: ``-(L(x) - mean_j L(x~_j))`` per text (Mattern et al. 2023 §2).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts (neighbours of texts not prepared are made and scored on demand).
+    **params
+        The attack's parameters (as :func:`prepare`).
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN for a text without a scored token or with
+        fewer neighbours than ``fewer`` allows.
+
+    Raises
+    ------
+    SettingsError
+        A parameter outside its domain, or neighbour losses missing with no target model at hand.
+    """
     data = ensure_neighbours(inputs, settings_from(params))
     need = neighbours_needed(fewer_rule(params, "neighbourhood"), settings_from(params).n)
     out = np.full(len(inputs.texts), np.nan)

@@ -101,6 +101,31 @@ def prefix_texts(params: dict, population=None) -> tuple[list[str], str]:
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    """The conditional pass: the target's statistics of each audited text with the non-member prefix ``P`` in
+    front (Xie et al. 2024 §3), stored in ``inputs.extra``.
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The audited texts.
+    ctx : RunContext
+        The run's context (target model, configuration, progress; :class:`mia_core.pipeline.RunContext`).
+    **params
+        The attack's parameters (``n_shots``, ``prefix``, ``separator``, ``shots``, ``seed``).
+
+    Returns
+    -------
+    dict
+        The report: the prefix's source, shots, tokens and hash, the context window, texts whose prefix was
+        truncated, a preview of the shots, notes.
+
+    Raises
+    ------
+    SettingsError
+        No population and no prefix file, or a parameter outside its domain.
+    DataError
+        A prefix text that is also an audited text, or an empty prefix.
+    """
     from ..stats import kept_condition_tokens, resolve_prefix, tokenize
 
     shots, source = prefix_texts(params, getattr(ctx, "population", None))
@@ -135,6 +160,26 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
 @register("recall", "ReCaLL", citation="Xie et al. 2024 §3", defaults=DEFAULTS, prepare=prepare, population_ok=False,
           requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
+    """ReCaLL scores: ``LL(x | P) / LL(x)`` per text (Xie et al. 2024 §3), in the paper's orientation.
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts, their target statistics and the conditional statistics :func:`prepare` stored.
+    **params
+        The attack's parameters (used by :func:`prepare`).
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN where either pass has no scored token or
+        ``LL(x)`` is 0.
+
+    Raises
+    ------
+    SettingsError
+        The conditional pass is missing (the attack was not prepared by the pipeline).
+    """
     cond = inputs.extra.get(EXTRA_KEY)
     if cond is None:
         raise SettingsError("ReCaLL's conditional pass is missing: run it through mia_core.pipeline.run_attacks")

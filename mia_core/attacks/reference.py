@@ -38,6 +38,23 @@ DOMAINS = {"form": one_of(*FORMS, note="log-likelihood difference or log-perplex
 
 
 def check_form(form) -> str:
+    """``form`` checked against its domain (``"difference"`` or ``"ratio"``).
+
+    Parameters
+    ----------
+    form : str
+        The reference attack's ``form`` parameter.
+
+    Returns
+    -------
+    str
+        The form, stripped.
+
+    Raises
+    ------
+    SettingsError
+        Any other value (naming ``ref.form``).
+    """
     return DOMAINS["form"].check(form, "ref.form")
 
 
@@ -52,6 +69,30 @@ def requires(params: dict) -> set:
           citation="Mattern et al. 2023 §3.2 (difference); Carlini et al. 2021 §5.1 (ratio)", defaults=DEFAULTS,
           requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, form: str = "difference") -> np.ndarray:
+    """Reference-model scores: the target's loss calibrated by the reference model's.
+
+    ``difference``: ``-(L_target - L_ref)`` (Mattern et al. 2023 §3.2); ``ratio``: ``-L_target / L_ref``
+    (Carlini et al. 2021 §5.1). Per token over the scored tokens when the two models share a tokenizer,
+    per UTF-8 byte of the whole string otherwise (see the module docstring).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts with their target and reference statistics.
+    form : str
+        ``"difference"`` or ``"ratio"``.
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN where either model has no scored token (or,
+        for ``ratio``, the reference loss is not positive).
+
+    Raises
+    ------
+    SettingsError
+        An unknown ``form``.
+    """
     check_form(form)
     out = np.full(len(inputs.texts), np.nan)
     if inputs.same_tokenizer:

@@ -148,6 +148,29 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
 @register("smia", "SMIA", needs=("target", "neighbours", "labels"), citation="Mozaffari & Marathe 2024 §4",
           defaults=DEFAULTS, prepare=prepare, requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
+    """SMIA scores: the trained network's mean member probability over each text's neighbour pairs
+    (Mozaffari & Marathe 2024 §4).
+
+    Also records, once per run, the sweep over the number of neighbours in the report (on the test part).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts and the network :func:`prepare` trained or loaded (``inputs.extra["smia_state"]``).
+    **params
+        The attack's parameters (``fewer`` is read here).
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN for a text without a scored token or with
+        fewer neighbours than ``fewer`` allows.
+
+    Raises
+    ------
+    SettingsError
+        No trained network (the attack was not prepared by the pipeline).
+    """
     state = inputs.extra.get("smia_state")
     if state is None:
         raise SettingsError("SMIA has no trained model: run it through mia_core.pipeline.run_attacks")

@@ -18,11 +18,35 @@ from .base import AttackInputs, register
 
 
 def zlib_entropy(text: str) -> int:
+    """The zlib entropy of ``text``: the length in bytes of its zlib-compressed UTF-8 form.
+
+    Parameters
+    ----------
+    text : str
+        The text (lone surrogates are encoded as they are, ``surrogatepass``).
+
+    Returns
+    -------
+    int
+        Compressed length in bytes.
+    """
     return len(zlib.compress(text.encode("utf-8", "surrogatepass")))
 
 
 @register("zlib", "zlib ratio", citation="Carlini et al. 2021 §5.1")
 def score(inputs: AttackInputs) -> np.ndarray:
+    """zlib-ratio scores: ``-L(x) / zlib(x)`` per text (Carlini et al. 2021 §5.1).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The texts and their target statistics.
+
+    Returns
+    -------
+    numpy.ndarray
+        One score per text, higher = more likely member; NaN for an empty text or one without a scored token.
+    """
     out = np.full(len(inputs.texts), np.nan)
     for i, (t, s) in enumerate(zip(inputs.texts, inputs.scored())):
         if s.n_predicted > 0 and t:
