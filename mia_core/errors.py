@@ -57,6 +57,7 @@ class Worded(str):
         return self
 
     def worded(self, names: "dict[str, str] | None" = None) -> str:
+        """The note with each option as ``names`` calls it (its API name where ``names`` has none)."""
         return _word(self.template, self.options, names)
 
 

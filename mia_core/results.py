@@ -1,4 +1,4 @@
-"""One result type for the three audits: ``run``, ``documents`` and ``mlm``.
+"""One result type for the four audits: ``run``, ``documents``, ``mlm`` and ``infer-dataset``.
 
 Every audit returns an :class:`AuditResult`:
 
@@ -6,7 +6,9 @@ Every audit returns an :class:`AuditResult`:
   ``mia_core.pipeline.RunResult``) so that the run store, below the pipeline, reads runs back as it:
   :meth:`RunResult.load` mirrors :meth:`RunResult.save`;
 * :class:`mia_core.documents.DocumentAuditResult` (``run_document_audit``: Meeus et al. 2024);
-* :class:`mia_core.mlm.MlmAuditResult` (``run_mlm_audit``: Mireshghallah et al. 2022).
+* :class:`mia_core.mlm.MlmAuditResult` (``run_mlm_audit``: Mireshghallah et al. 2022);
+* :class:`mia_core.dataset_inference.DatasetInferenceResult` (``run_dataset_inference``: Maini et al.
+  2024).
 
 They share four things, which the CLI and the dashboard rely on:
 
@@ -194,9 +196,11 @@ class RunResult(AuditResult):
     report: list[str] = field(default_factory=list)
 
     def attack_names(self) -> list[str]:
+        """The attacks with metrics, in order (every entry of ``metrics`` but ``blind``)."""
         return [k for k in self.metrics if k != "blind"]
 
     def to_json(self) -> dict:
+        """The metrics as ``metrics.json`` holds them (a copy of ``metrics``)."""
         out = dict(self.metrics)
         return out
 

@@ -58,17 +58,21 @@ class Dataset:
         return len(self.texts)
 
     def members(self) -> list[str]:
+        """The member texts (label 1), in order."""
         return [t for t, y in zip(self.texts, self.labels) if y == 1]
 
     def nonmembers(self) -> list[str]:
+        """The non-member texts (label 0), in order."""
         return [t for t, y in zip(self.texts, self.labels) if y == 0]
 
     @property
     def n_members(self) -> int:
+        """How many texts are members."""
         return int(np.sum(self.labels == 1))
 
     @property
     def n_nonmembers(self) -> int:
+        """How many texts are non-members."""
         return int(np.sum(self.labels == 0))
 
     def subset(self, idx) -> "Dataset":

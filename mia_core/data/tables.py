@@ -311,6 +311,18 @@ def hf_dataset_files(folder) -> list:
 
 
 def is_hf_dataset_folder(p) -> bool:
+    """Whether ``p`` is a folder saved by Hugging Face ``datasets`` (``save_to_disk``).
+
+    Parameters
+    ----------
+    p : str or os.PathLike
+        The folder.
+
+    Returns
+    -------
+    bool
+        True when it holds a ``state.json`` (one dataset) or a ``dataset_dict.json`` (a dataset dict).
+    """
     from pathlib import Path
 
     p = Path(p)

@@ -81,9 +81,11 @@ class LocalEngine:
     unit_tokens: int | None = None
 
     def describe(self) -> str:
+        """The engine in words, for reports and run records: ``local (this process)``."""
         return "local (this process)"
 
     def close(self) -> None:
+        """Nothing to release (the engine holds no workers)."""
         pass
 
     def cut(self, items: list[dict], costs: list[int], size: int | None = None) -> list[dict]:

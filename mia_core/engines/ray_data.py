@@ -145,6 +145,7 @@ class RayEngine:
                 options=("workers", "gpus_per_worker"))
 
     def describe(self) -> str:
+        """The engine in words, for reports and run records: workers, GPUs each, and the cluster's address."""
         where = self.address or "a local Ray cluster"
         gpu = f", {self.gpus_per_worker:g} GPU each" if self.gpus_per_worker else ""
         return f"ray ({self.workers} worker{'s' if self.workers != 1 else ''}{gpu} on {where})"

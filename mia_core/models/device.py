@@ -14,6 +14,7 @@ DTYPES = ("auto", "fp32", "bf16", "fp16")
 
 
 def default_device() -> str:
+    """The device ``"auto"`` means here: ``"cuda"`` when torch sees a GPU, else ``"cpu"``."""
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"

@@ -36,6 +36,9 @@ def embedded_embedder_path() -> Path:
 
 @dataclass
 class Embedder:
+    """A loaded sentence embedder (sentence-transformers) and what SMIA needs to know about it.
+
+    ``identity`` is stable across loads of the same weights (for cache keys); ``dim`` is the embedding's size."""
     model: object  # sentence_transformers.SentenceTransformer
     name: str
     identity: str
@@ -43,6 +46,7 @@ class Embedder:
     device: str
 
     def describe(self) -> dict:
+        """The embedder for reports and run records: name, identity, dimension and device."""
         return {"name": self.name, "identity": self.identity, "dim": self.dim, "device": self.device}
 
 

@@ -63,6 +63,7 @@ class Location:
 
     @property
     def is_local(self) -> bool:
+        """True for a file or folder, False for a hub id."""
         return self.kind != "hub"
 
 
@@ -217,6 +218,19 @@ def file_fingerprint(path: Path) -> str:
 
 
 def folder_fingerprint(folder: Path) -> str:
+    """Cheap but change-sensitive fingerprint of a model folder: the names and :func:`file_fingerprint` of its
+    weight, config, GGUF and tokenizer-model files (``.safetensors``, ``.bin``, ``.json``, ``.gguf``, ``.model``).
+
+    Parameters
+    ----------
+    folder : pathlib.Path
+        The model folder (walked recursively).
+
+    Returns
+    -------
+    str
+        16 hex digits.
+    """
     h = hashlib.sha256()
     for p in sorted(folder.rglob("*")):
         if p.is_file() and p.suffix in (".safetensors", ".bin", ".json", ".gguf", ".model"):

@@ -32,6 +32,7 @@ class LoadedModel:
 
     @property
     def memory_bytes(self) -> int:
+        """The model's memory footprint in bytes (transformers' ``get_memory_footprint``); 0 when unknown."""
         try:
             return int(self.model.get_memory_footprint())
         except Exception:  # noqa: BLE001
@@ -39,9 +40,23 @@ class LoadedModel:
 
     @property
     def vocab_size(self) -> int:
+        """Rows of the output embedding: the size of the distribution the model predicts over."""
         return int(self.model.get_output_embeddings().weight.shape[0])
 
     def same_tokenizer(self, other: "LoadedModel") -> bool:
+        """Whether ``other`` tokenizes like this model: same vocabulary size and the same ids for a probe string
+        (letters, digits, accents, symbols).
+
+        Parameters
+        ----------
+        other : LoadedModel
+            The other model (e.g. the reference).
+
+        Returns
+        -------
+        bool
+            True when per-token statistics of the two models are comparable.
+        """
         a, b = self.tokenizer, other.tokenizer
         if len(a) != len(b):
             return False

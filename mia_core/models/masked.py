@@ -36,9 +36,12 @@ class MaskedLM:
 
     @property
     def mask_token_id(self) -> int:
+        """The id of the tokenizer's mask token."""
         return int(self.tokenizer.mask_token_id)
 
     def describe(self) -> dict:
+        """The model for reports and run records: name, identity, device, dtype, longest input, parameters, load
+        time, and whether its weights were audited unverified."""
         return {"name": self.name, "identity": self.identity, "device": self.device, "dtype": self.dtype,
                 "max_length": self.max_length, "n_params": self.n_params,
                 "load_seconds": round(self.load_seconds, 2),

@@ -60,6 +60,7 @@ class accepting_weight_mismatch:  # noqa: N801 - used as ``with accepting_weight
 
 
 def weight_mismatch_accepted() -> bool:
+    """Whether the caller is within :class:`accepting_weight_mismatch` (a mismatching checkpoint loads, recorded)."""
     return _ACCEPT.get()
 
 

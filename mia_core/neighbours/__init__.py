@@ -189,6 +189,7 @@ def shares_base(gen: NeighbourGenerator, target) -> bool:
 
 
 def forget_generators() -> None:
+    """Drop the generators :func:`make_generator` keeps (and the models they hold): the next call loads afresh."""
     with _LOCK:
         _GENERATORS.clear()
 

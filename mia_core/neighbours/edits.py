@@ -32,6 +32,8 @@ VARIANTS = ("duplicate", "delete", "add")
 
 @dataclass(frozen=True)
 class Modification:
+    """One text's one-word edit (SMIA §5.2): the modified text, which variant, at which word, and whether
+    an edit was possible (``ok``; else ``text`` is the original)."""
     text: str  # the modified text (the original when no edit was possible)
     variant: str
     word_index: int  # index (in the original's words) of the word duplicated / deleted / inserted before
@@ -51,11 +53,40 @@ def _free(text: str, w: Word) -> bool:
 
 
 def duplicate_word(text: str, i: int) -> str:
+    """``text`` with word ``i`` (of :func:`~mia_core.neighbours.words.words`) repeated right after itself, a space
+    between.
+
+    Parameters
+    ----------
+    text : str
+        The text.
+    i : int
+        Index of the word among the text's words.
+
+    Returns
+    -------
+    str
+        The edited text.
+    """
     w = words(text)[i]
     return text[: w.end] + " " + w.text + text[w.end :]
 
 
 def delete_word(text: str, i: int) -> str:
+    """``text`` without word ``i`` and one neighbouring space (the one after it, else the one before).
+
+    Parameters
+    ----------
+    text : str
+        The text.
+    i : int
+        Index of the word among the text's words.
+
+    Returns
+    -------
+    str
+        The edited text.
+    """
     w = words(text)[i]
     if w.end < len(text) and text[w.end] == " ":
         return text[: w.start] + text[w.end + 1 :]
@@ -65,6 +96,22 @@ def delete_word(text: str, i: int) -> str:
 
 
 def insert_word(text: str, before: int, word: str) -> str:
+    """``text`` with ``word`` and a space inserted before word ``before``.
+
+    Parameters
+    ----------
+    text : str
+        The text.
+    before : int
+        Index of the word (among the text's words) the new word goes in front of.
+    word : str
+        The word to insert.
+
+    Returns
+    -------
+    str
+        The edited text.
+    """
     w = words(text)[before]
     return text[: w.start] + word + " " + text[w.start :]
 

@@ -45,6 +45,27 @@ def same_stem(a: str, b: str) -> bool:
 
 
 class MaskedLMGenerator(NeighbourGenerator):
+    """Neighbours from a masked LM with embedding dropout on the replaced word (Mattern et al. 2023 §2.2).
+
+    Parameters
+    ----------
+    settings : NeighbourSettings
+        ``n``, ``m``, ``dropout``, ``seed``.
+    model : str
+        The masked LM: a hub id or a local folder (it needs a fast tokenizer, for word offsets).
+    device : str
+        Where it runs (``"auto"``: the GPU when there is one).
+    batch_tokens : int
+        Tokens per forward batch.
+    spacing : int
+        Fewest tokens between two positions blurred in the same forward row (0: one position per row, the
+        paper's procedure).
+
+    Raises
+    ------
+    ModelError
+        A model whose tokenizer is not a fast one.
+    """
     kind = "masked-lm"
 
     def __init__(self, settings: NeighbourSettings, model: str, *, device: str = "auto", batch_tokens: int = 8192,
@@ -75,6 +96,7 @@ class MaskedLMGenerator(NeighbourGenerator):
 
     @property
     def identity(self) -> str:
+        """The masked LM's identity (a cache key part: the same weights give the same neighbours)."""
         return self.mlm.identity
 
     def _encode(self, text: str):
@@ -112,6 +134,7 @@ class MaskedLMGenerator(NeighbourGenerator):
         return keep.astype(np.float32) / (1.0 - p)
 
     def cache_settings(self) -> dict:
+        """The base settings plus ``slot_spacing`` (the packing changes which positions share a forward pass)."""
         return {**super().cache_settings(), "slot_spacing": self.spacing}
 
     def _pack(self, positions: list[int]) -> list[list[int]]:

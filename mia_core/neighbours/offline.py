@@ -85,6 +85,7 @@ class OfflineGenerator(NeighbourGenerator):
 
     @property
     def identity(self) -> str:
+        """The proposer LM's identity (a cache key part: the same weights give the same neighbours)."""
         return self.lm.identity
 
     # ---- text preparation

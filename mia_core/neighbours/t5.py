@@ -72,6 +72,24 @@ class _SpanConstraint:
 
 
 class T5Generator(NeighbourGenerator):
+    """Neighbours from a T5-family model filling ``m`` masked spans (DetectGPT, Mitchell et al. 2023; SMIA §4).
+
+    Parameters
+    ----------
+    settings : NeighbourSettings
+        ``n``, ``m`` (spans per neighbour), ``seed``.
+    model : str
+        The seq2seq model: a hub id or a local folder.
+    device : str
+        Where it runs (``"auto"``: the GPU when there is one).
+    batch_size : int
+        Masked texts per generation batch.
+
+    Raises
+    ------
+    ModelError
+        A tokenizer with fewer than ``m + 1`` sentinel tokens ``<extra_id_j>``.
+    """
     kind = "t5"
 
     def __init__(self, settings: NeighbourSettings, model: str, *, device: str = "auto", batch_size: int = 32):
@@ -105,6 +123,7 @@ class T5Generator(NeighbourGenerator):
 
     @property
     def identity(self) -> str:
+        """The seq2seq model's identity (a cache key part)."""
         return self._identity
 
     def _fill(self, masked: list[str], m: int, seed: int, sample: bool) -> list[list[str] | None]:
@@ -190,6 +209,21 @@ class T5Generator(NeighbourGenerator):
         return result
 
     def propose_insertions(self, texts: Sequence[str], before: Sequence[int]) -> list[str | None]:
+        """One word to insert before word ``before[i]`` of ``texts[i]``: the first word T5 fills a sentinel put
+        there with (greedy), None when it is not alphabetic.
+
+        Parameters
+        ----------
+        texts : sequence of str
+            The texts.
+        before : sequence of int
+            For each text, the index of the word the new one goes in front of.
+
+        Returns
+        -------
+        list of str or None
+            The lower-cased word for each text, or None.
+        """
         masked = []
         for t, b in zip(texts, before):
             w = words(t)[b]

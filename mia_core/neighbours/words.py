@@ -36,6 +36,7 @@ STOPWORDS = frozenset(
 
 @dataclass(frozen=True)
 class Word:
+    """One word of a text: its character span ``[start, end)`` and its text."""
     start: int
     end: int
     text: str
@@ -57,6 +58,20 @@ def is_content_word(text: str, w: Word) -> bool:
 
 
 def content_positions(text: str, ws: list[Word] | None = None) -> list[int]:
+    """Indices of the words of ``text`` a generator may replace (:func:`is_content_word`).
+
+    Parameters
+    ----------
+    text : str
+        The text.
+    ws : list of Word, optional
+        Its words (:func:`words`), when the caller has them already.
+
+    Returns
+    -------
+    list of int
+        Indices into ``ws``.
+    """
     ws = words(text) if ws is None else ws
     return [i for i, w in enumerate(ws) if is_content_word(text, w)]
 

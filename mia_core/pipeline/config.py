@@ -15,6 +15,34 @@ from ..stats import StatsSettings
 
 @dataclass
 class RunConfig:
+    """A run's settings: which attacks with which parameters, how texts are read, and how the metrics are made.
+
+    Parameters
+    ----------
+    attacks : sequence of str
+        Attack names (default: ``mia_core.attacks.DEFAULT_ATTACKS``).
+    params : dict
+        ``{attack: {param: value}}``, over each attack's defaults.
+    stats : StatsSettings
+        The statistics pass's settings.
+    use_cache : bool
+        Read and write the disk caches.
+    n_bootstrap : int
+        Bootstrap resamples for the confidence intervals.
+    seed : int
+        Seed of the bootstrap, of the blind baseline and of SMIA's neighbour sweep.
+    split : float, optional
+        Fraction of the labelled set used for training (SMIA); the rest is evaluated.
+    split_seed : int
+        Seed of that split.
+    population_alpha : float
+        FPR on the population set for the threshold (Mireshghallah et al. 2022 §2.4).
+    blind : bool
+        Also compute the model-free blind baseline (distribution-shift check).
+    score_first_token : bool, optional
+        None: from the prefix (``mia_core.stats.scores_first_token``); True / False force each text's first token
+        in / out of the scored tokens (``mia_core.attacks.base``).
+    """
     attacks: Sequence[str] = DEFAULT_ATTACKS  # the one default list (mia_core.attacks)
     params: dict = field(default_factory=dict)  # {attack: {param: value}}
     stats: StatsSettings = field(default_factory=StatsSettings)
@@ -30,6 +58,7 @@ class RunConfig:
     score_first_token: bool | None = None
 
     def to_dict(self) -> dict:
+        """The settings as plain data (for ``run.json``): the attacks as a list, the statistics settings as a dict."""
         d = {k: v for k, v in self.__dict__.items() if k != "stats"}
         d["attacks"] = list(self.attacks)
         d["stats"] = dict(self.stats.__dict__)

@@ -71,6 +71,7 @@ class StoredRun(RunResult):
 
     @property
     def name(self) -> str:
+        """The run's name: the one it was saved under (``meta.json``), else its id."""
         return str(self.meta.get("name") or self.id)
 
     @staticmethod

@@ -43,6 +43,22 @@ PREFIX_MODES = ("auto", "always", "none")
 
 @dataclass
 class StatsSettings:
+    """How the one statistics pass reads texts (part of every statistics cache key, :func:`cache_settings`).
+
+    Parameters
+    ----------
+    context : int, optional
+        Window length C in tokens; None: the model's maximum, at most ``DEFAULT_CONTEXT_CAP`` (2048).
+    prefix : str, bool or int
+        What goes in front of each text: ``"auto"`` (what the model saw in training), ``"always"`` (its BOS,
+        else EOS), ``"none"``, or a token id (:func:`prefix_mode`).
+    batch_tokens : int, optional
+        Tokens per forward batch; None: ``DEFAULT_BATCH_TOKENS`` on a CPU, ``DEFAULT_BATCH_TOKENS_GPU`` elsewhere.
+    vocab_probs : bool
+        Also accumulate the sum of the predicted distributions (RMIA's ``R^GP``).
+    condition : str, optional
+        A text every text is conditioned on (ReCaLL's prefix); None or ``""``: none.
+    """
     context: int | None = None  # window length C; None: min(model max, DEFAULT_CONTEXT_CAP)
     prefix: str | bool = "auto"  # "auto" (what the model saw in training), "always" (BOS/EOS), "none"
     batch_tokens: int | None = None  # tokens per forward batch; None: DEFAULT_BATCH_TOKENS(_GPU) for the device
@@ -53,12 +69,31 @@ class StatsSettings:
         self.prefix = prefix_mode(self.prefix)
 
     def resolved_context(self, lm: LoadedModel) -> int:
+        """The window length for ``lm``: ``context``, else ``min(model max, DEFAULT_CONTEXT_CAP)``, never over the
+        model's maximum.
+
+        Parameters
+        ----------
+        lm : LoadedModel
+            The model the pass runs on.
+
+        Returns
+        -------
+        int
+            Tokens per window.
+
+        Raises
+        ------
+        ModelError
+            A window shorter than 2 tokens.
+        """
         c = self.context or min(lm.max_context, DEFAULT_CONTEXT_CAP)
         if c < 2:
             raise ModelError("the context length must be at least 2 tokens")
         return min(c, lm.max_context)
 
     def resolved_batch_tokens(self, lm: LoadedModel) -> int:
+        """Tokens per forward batch for ``lm``: ``batch_tokens``, else the CPU or GPU default for its device."""
         if self.batch_tokens:
             return int(self.batch_tokens)
         return DEFAULT_BATCH_TOKENS if str(lm.device).startswith("cpu") else DEFAULT_BATCH_TOKENS_GPU
@@ -189,6 +224,26 @@ def _prefix_token_id(tokenizer) -> int | None:
 
 
 def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
+    """``text``'s token ids under ``lm``'s tokenizer, without special tokens.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The model whose tokenizer is used.
+    text : str
+        The text; one longer than the readers allow is refused before the tokenizer sees it (a fast tokenizer
+        would abort the process).
+
+    Returns
+    -------
+    numpy.ndarray
+        The ids, ``int32``.
+
+    Raises
+    ------
+    DataError
+        A text too long to tokenize safely (:func:`mia_core.data.decoding.check_text_length`).
+    """
     # the readers refuse longer texts with their source; this guards every other way in (the API,
     # generated texts): a fast tokenizer handed one aborts the process (Rust panic, exit 134)
     check_text_length(text, f"scoring with {getattr(lm, 'name', 'the model')}")
@@ -199,6 +254,22 @@ def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
 
 
 def cache_settings(lm: LoadedModel, st: StatsSettings) -> dict:
+    """The statistics cache's settings key for ``lm`` under ``st``: the model's identity, the resolved window, the
+    prefix (:func:`prefix_key`), ``vocab_probs``, the statistics version and, when set, the condition's hash and
+    length.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The model.
+    st : StatsSettings
+        The pass's settings.
+
+    Returns
+    -------
+    dict
+        The key's fields (an unconditional pass's key has no ``condition`` entries, as before conditions existed).
+    """
     out = {
         "model": lm.identity,
         "context": st.resolved_context(lm),

@@ -45,6 +45,7 @@ class TokenStats:
 
     @property
     def n_tokens(self) -> int:
+        """Tokens of the text (predicted or not)."""
         return int(self.token_ids.shape[0])
 
     @property
@@ -54,10 +55,12 @@ class TokenStats:
 
     @property
     def n_predicted(self) -> int:
+        """Tokens that received a prediction (:attr:`valid`)."""
         return int(self.valid.sum())
 
     @property
     def nll_sum(self) -> float:
+        """Total negative log-likelihood of the predicted tokens (nats)."""
         return float(-np.nansum(self.logprob.astype(np.float64)))
 
     @property
@@ -68,9 +71,11 @@ class TokenStats:
 
     @property
     def nll_per_byte(self) -> float:
+        """Total NLL per UTF-8 byte of the text (NaN without bytes or predictions); comparable across tokenizers."""
         return self.nll_sum / self.n_bytes if self.n_bytes and self.n_predicted else float("nan")
 
     def to_arrays(self) -> dict[str, np.ndarray]:
+        """The statistics as named arrays (for the cache and for Ray workers); :meth:`from_arrays` reads them back."""
         d = {f: getattr(self, f) for f in ("token_ids", *ALL_FIELDS)}
         d["n_bytes"] = np.array(self.n_bytes)
         if self.vocab_prob_sum is not None:
@@ -79,6 +84,7 @@ class TokenStats:
 
     @classmethod
     def from_arrays(cls, d: dict[str, np.ndarray]) -> "TokenStats":
+        """The statistics :meth:`to_arrays` wrote."""
         return cls(
             token_ids=d["token_ids"],
             **{f: d[f] for f in ALL_FIELDS},

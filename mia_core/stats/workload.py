@@ -60,12 +60,33 @@ class TokenStatsWorkload(Workload):
                                           "name": lm.name, "settings": asdict(settings), "label": label})
 
     def check_remote(self) -> None:
+        """Refuse a model not loaded with ``load_causal_lm`` (a Ray worker could not load it again).
+
+        Raises
+        ------
+        SettingsError
+            The model has no ``load_args``.
+        """
         if not self.init["load_args"]:
             raise SettingsError(f"{self.init['name']} was not loaded with load_causal_lm, so Ray workers cannot "
                                 "load it: use {engine} local", options=("engine",))
 
     @classmethod
     def build(cls, init: dict, device: str):
+        """On a worker: the model loaded from ``init["load_args"]`` on ``device`` with the run's settings.
+
+        Parameters
+        ----------
+        init : dict
+            What the driver sent (``load_args``, ``settings``, ...).
+        device : str
+            The worker's device.
+
+        Returns
+        -------
+        tuple
+            ``((lm, StatsSettings), lm.identity)``.
+        """
         from ..models import load_causal_lm
 
         lm = load_causal_lm(**init["load_args"], device=device)
@@ -73,6 +94,22 @@ class TokenStatsWorkload(Workload):
 
     @classmethod
     def work(cls, tool, init: dict, items: list[dict], emit, progress: Progress = noop) -> None:
+        """A unit's statistics: whole texts (one window each), each emitted as soon as it is done, and window
+        ranges ``w0``..``w1`` of long texts, emitted row by row.
+
+        Parameters
+        ----------
+        tool : tuple
+            ``(lm, StatsSettings)`` (:meth:`build`).
+        init : dict
+            What the driver sent (its ``label`` names the progress).
+        items : list of dict
+            ``{"idx", "text"}``, with ``"w0"``/``"w1"`` for a range of a long text's windows.
+        emit : callable
+            ``emit(index, t0, t1, arrays)``; ``t0 = t1 = -1`` for a whole text.
+        progress : Progress
+            Progress callback.
+        """
         lm, settings = tool
         short = [it for it in items if "w1" not in it]
         if short:  # each text sent as soon as it is done
