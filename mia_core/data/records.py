@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 @dataclass
 class Record:
-    """One text as read from a file, before the set-level checks of :func:`load_dataset`."""
+    """One text as read from a file, before the set-level checks of :func:`mia_core.data.load_dataset`."""
     text: str
     source: str
     label: int | None = None

@@ -26,7 +26,7 @@ def _bootstrap_stats(pos_sorted: np.ndarray, neg_sorted: np.ndarray, w_pos: np.n
 
     AUC (Mann-Whitney form): ``sum_i w_i * (#neg < p_i + 0.5 * #neg == p_i) / (n_pos * n_neg)``,
     the negative counts read from cumulative sums of ``w_neg``.
-    TPR@f (same step rule as :func:`tpr_at_fpr`): with ``k = floor(f * n_neg)`` false
+    TPR@f (same step rule as :func:`~mia_core.metrics.curves.tpr_at_fpr`): with ``k = floor(f * n_neg)`` false
     positives allowed, the lowest admissible threshold lies just above the (k+1)-th largest
     resampled negative ``v``, so TPR = (#pos > v) / n_pos.
     """

@@ -43,9 +43,9 @@ def tpr_at_fpr(labels, scores, fprs: Iterable[float] = FPR_GRID) -> dict[str, fl
     *strict* inequality, so a threshold with FPR exactly f is not allowed, see :func:`tpr_at_fpr_strict`.
     The two differ whenever ``f * n_nonmembers`` is a whole number: with 100 non-members at 1 % FPR the
     project's rule allows one false positive and the strict rule none (0.30 against 0.00 on one run).
-    :func:`evaluate` reports both; compare with a paper's table using the strict figure.
+    :func:`~mia_core.metrics.evaluation.evaluate` reports both; compare with a paper's table using the strict figure.
     With ``n`` non-members, FPR moves in steps of ``1/n``, so TPR@f is only meaningful when
-    ``n >= 1/f`` (see the warnings of :func:`evaluate`).
+    ``n >= 1/f`` (see the warnings of :func:`~mia_core.metrics.evaluation.evaluate`).
     """
     fpr, tpr, _ = roc(labels, scores)
     return {fpr_key(f): _tpr_from_curve(fpr, tpr, f) for f in fprs}

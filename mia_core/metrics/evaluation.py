@@ -26,7 +26,7 @@ def evaluate(labels, scores, *, n_bootstrap: int = 1000, seed: int = 0, ci: floa
          "warnings": [str, ...],
          "roc": {"fpr": [...], "tpr": [...]}}          # only when keep_roc
 
-    * AUC: ``sklearn.metrics.roc_auc_score``; TPR@FPR: :func:`tpr_at_fpr` (step interpolation).
+    * AUC: ``sklearn.metrics.roc_auc_score``; TPR@FPR: :func:`~mia_core.metrics.curves.tpr_at_fpr` (step interpolation).
     * CIs: percentile bootstrap with ``n_bootstrap`` resamples (seeded by ``seed``), members
       and non-members resampled separately (stratified). ``n_bootstrap=0`` gives ``None`` CIs.
     * ``n_members``/``n_nonmembers`` count the scored texts; ``n_dropped`` the NaN scores.

@@ -84,7 +84,7 @@ Which module holds what:
 * this package — :func:`make_generator` (the generator for a settings object, loaded once
   per process), :func:`forget_generators`, :func:`generate_neighbours`.
 * ``edits`` — one-word modifications of members (SMIA §5.2: a word duplicated, deleted or
-  added, the added word from a generator's ``propose_insertions``): :func:`modify_texts`,
+  added, the added word from a generator's ``propose_insertions``): :func:`~mia_core.neighbours.edits.modify_texts`,
   ``VARIANTS``. Not imported by this package (it uses :func:`make_generator`); the runs on
   modified members are ``mia_core.modify``.
 

@@ -1,7 +1,7 @@
 """Token statistics as an engine workload (:class:`mia_core.engines.Workload`): the same steps on
 every engine.
 
-The driver (this process, :func:`run_on_engine`, called by :func:`.compute.compute_stats` with the
+The driver (this process, :func:`run_on_engine`, called by :func:`mia_core.stats.compute_stats` with the
 texts its cache lacks):
 
 1. plans each text's windows (:func:`.compute.plan_windows`) and cuts the texts into units
