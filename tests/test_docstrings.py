@@ -26,7 +26,25 @@ from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mia_core"
 
-DONE: tuple[str, ...] = ()
+DONE: tuple[str, ...] = (
+    "attacks/dc_pdd.py", "attacks/domains.py", "attacks/gradnorm.py", "attacks/loss.py", "attacks/lowercase.py",
+    "attacks/min_k.py", "attacks/min_k_pp.py", "attacks/neighbourhood.py", "attacks/recall.py",
+    "attacks/reference.py", "attacks/smia.py", "attacks/zlib_ratio.py", "data/__init__.py", "data/decoding.py",
+    "data/hub.py", "data/records.py", "data/sets.py", "data/splits.py", "data/tables.py", "demo.py",
+    "engines/__init__.py", "engines/base.py", "engines/ray_data.py", "errors.py", "estimate.py", "formatting.py",
+    "metrics/__init__.py", "metrics/bootstrap.py", "metrics/curves.py", "metrics/decisions.py",
+    "metrics/evaluation.py", "metrics/inputs.py", "metrics/table.py", "models/__init__.py", "models/device.py",
+    "models/embedder.py", "models/gguf.py", "models/hub.py", "models/loaded.py", "models/masked.py",
+    "models/proposer.py", "models/seq2seq.py", "models/verify.py", "modify.py", "neighbours/__init__.py",
+    "neighbours/edits.py", "neighbours/masked_lm.py", "neighbours/offline.py", "neighbours/t5.py",
+    "neighbours/words.py", "outputs.py", "paths.py", "pipeline/__init__.py", "pipeline/audit.py",
+    "pipeline/config.py", "pipeline/evaluate.py", "pipeline/plan.py", "pipeline/stages.py", "placement.py",
+    "plots.py", "progress.py", "results.py", "runs/__init__.py", "runs/folder.py", "runs/store.py",
+    "smia/__init__.py", "smia/configuration.py", "smia/features.py", "smia/network.py", "smia/store.py",
+    "smia/sweep.py", "smia/training.py", "stats/__init__.py", "stats/compute.py", "stats/conditioned.py",
+    "stats/continuation.py", "stats/families.py", "stats/memory.py", "stats/reduce.py", "stats/settings.py",
+    "stats/types.py", "stats/windows.py", "stats/workload.py",
+)
 
 
 def _decorator_names(node) -> set[str]:
