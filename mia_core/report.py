@@ -223,82 +223,110 @@ def smia_summary(sm: dict) -> str:
     return line
 
 
-def build_report(run, *, title: str | None = None) -> str:
-    """A self-contained HTML report of a stored run (``mia_core.runs.StoredRun``)."""
-    from . import plots
+def _head(run, meta: dict, title: str) -> list[str]:
+    """The page's head, title, run line and the short explanation of the figures."""
+    return [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
+            f"<style>{_CSS}</style></head><body>",
+            f"<h1>{_e(title)}</h1>",
+            f"<p class='muted'>Run {_e(run.id)} · {_e(meta.get('created', ''))} · report written "
+            f"{_e(time.strftime('%Y-%m-%d %H:%M'))} by mia-dashboard</p>",
+            f"<p>{_e(_EXPLAIN)}</p>"]
 
-    meta, metrics, scores = run.meta or {}, run.metrics or {}, run.scores
-    cfg, models = run.config, run.models
-    attacks = run.attack_names()
-    labels = {a: (metrics.get(a) or {}).get("label", a) for a in attacks}
-    title = title or f"Membership-inference audit: {meta.get('name') or run.id}"
-    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}</title>",
-             f"<style>{_CSS}</style></head><body>",
-             f"<h1>{_e(title)}</h1>",
-             f"<p class='muted'>Run {_e(run.id)} · {_e(meta.get('created', ''))} · report written "
-             f"{_e(time.strftime('%Y-%m-%d %H:%M'))} by mia-dashboard</p>",
-             f"<p>{_e(_EXPLAIN)}</p>"]
 
-    v = run.verdict
-    if v:
-        level = v.get("level", "caution")
-        head = {"ok": "No sign of distribution shift", "caution": "Caution: the sets differ slightly",
-                "shift": "Distribution shift: AUCs here do not measure membership"}.get(level, level)
-        parts.append(f"<div class='banner {_e(level)}'><b>Blind baseline — {_e(head)}.</b> {_e(v.get('message', ''))}</div>")
+def _verdict_banner(v: dict | None) -> list[str]:
+    """The blind baseline's verdict as a coloured banner (none without a verdict)."""
+    if not v:
+        return []
+    level = v.get("level", "caution")
+    head = {"ok": "No sign of distribution shift", "caution": "Caution: the sets differ slightly",
+            "shift": "Distribution shift: AUCs here do not measure membership"}.get(level, level)
+    return [f"<div class='banner {_e(level)}'><b>Blind baseline — {_e(head)}.</b> {_e(v.get('message', ''))}</div>"]
 
-    parts.append("<h2>Results</h2>")
-    parts.append(_df_html(metrics_table(metrics)))
+
+def _results(metrics: dict) -> list[str]:
+    """The metrics table and the attacks' warnings, merged."""
     from .metrics import merge_warnings
 
+    parts = ["<h2>Results</h2>", _df_html(metrics_table(metrics))]
     warns = merge_warnings(dict.fromkeys(w for m in metrics.values() if isinstance(m, dict)
                                          for w in (m.get("warnings") or [])))
     if warns:
-        parts.append("<p class='muted'><b>Warnings:</b></p><ul class='muted'>" + "".join(f"<li>{_e(w)}</li>" for w in warns) + "</ul>")
+        parts.append("<p class='muted'><b>Warnings:</b></p><ul class='muted'>"
+                     + "".join(f"<li>{_e(w)}</li>" for w in warns) + "</ul>")
+    return parts
+
+
+def _has_smia_curves(sm) -> bool:
+    return isinstance(sm, dict) and bool((sm.get("curves") or {}).get("epoch"))
+
+
+def _figures(run, metrics: dict, attacks: list[str], labels: dict) -> list[str]:
+    """ROC curves (linear, log-log), score histograms and SMIA's learning curve; plotly.js embedded once."""
+    from . import plots
 
     figs = []
     if any((metrics.get(a) or {}).get("roc") for a in attacks):
         figs.append(plots.roc_figure(metrics, log=False))
         figs.append(plots.roc_figure(metrics, log=True))
+    scores = run.scores
     if scores is not None and len(scores) and attacks:
         figs.append(plots.score_histograms(scores, attacks, labels=labels))
     sm = run.extra.get("smia")
-    if isinstance(sm, dict) and (sm.get("curves") or {}).get("epoch"):
+    if _has_smia_curves(sm):
         figs.append(plots.smia_learning_curve(sm["curves"]))
-    for i, fig in enumerate(figs):
-        parts.append(fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False}))
-    if isinstance(sm, dict) and (sm.get("curves") or {}).get("epoch"):
+    parts = [fig.to_html(full_html=False, include_plotlyjs=(i == 0), config={"displaylogo": False})
+             for i, fig in enumerate(figs)]
+    if _has_smia_curves(sm):
         parts.append(f"<p>SMIA training: {_e(smia_summary(sm))}</p>")
+    return parts
 
+
+def _modified_section(run) -> list[str]:
+    """The attacks on one-word-modified members (none when the run has none)."""
     mod = run.extra.get("modified")
-    if isinstance(mod, dict) and isinstance(mod.get("verbatim"), dict):
-        parts.append("<h2>Modified members</h2><p>The same attacks with each evaluated member changed by one word "
-                     "(duplicated, deleted or added; Mozaffari &amp; Marathe 2024 §5.2); non-members unchanged.</p>")
-        parts.append(_df_html(modified_table(mod)))
+    if not (isinstance(mod, dict) and isinstance(mod.get("verbatim"), dict)):
+        return []
+    return ["<h2>Modified members</h2><p>The same attacks with each evaluated member changed by one word "
+            "(duplicated, deleted or added; Mozaffari &amp; Marathe 2024 §5.2); non-members unchanged.</p>",
+            _df_html(modified_table(mod))]
 
-    pop = run.population
-    if pop and pop.get("attacks"):
-        parts.append(f"<h2>Decisions at a threshold fitted on a population set</h2><p>Threshold flags "
-                     f"{_e(fmt_pct(pop.get('alpha')))} of {_e(pop.get('n_population'))} known non-members "
-                     "(Mireshghallah et al. 2022 §2.4).</p>")
-        parts.append(_df_html(population_table(pop, labels)))
 
-    parts.append("<h2>Models</h2>")
+def _population_section(pop: dict | None, labels: dict) -> list[str]:
+    """Decisions at the population threshold (none when the run has none)."""
+    if not (pop and pop.get("attacks")):
+        return []
+    return [f"<h2>Decisions at a threshold fitted on a population set</h2><p>Threshold flags "
+            f"{_e(fmt_pct(pop.get('alpha')))} of {_e(pop.get('n_population'))} known non-members "
+            "(Mireshghallah et al. 2022 §2.4).</p>",
+            _df_html(population_table(pop, labels))]
+
+
+def _models_section(models: dict) -> list[str]:
+    """The target and reference models' records."""
+    parts = ["<h2>Models</h2>"]
     for role in ("target", "reference"):
         if models.get(role):
             parts.append(f"<h3>{role.capitalize()}</h3>" + _kv_table(_model_line(models[role])))
+    return parts
 
-    parts.append("<h2>Data</h2>")
+
+def _data_section(run, meta: dict) -> list[str]:
+    """Set sizes, the texts used for training, the data files and the reading notes."""
+    scores = run.scores
     data = dict(meta.get("data") or {})
     summary = {"members": meta.get("n_members"), "non-members": meta.get("n_nonmembers"),
                "texts evaluated": meta.get("n_eval")}
     if scores is not None and "split" in scores.columns:
         summary["texts used for training (split)"] = int((scores["split"] == "train").sum())
     summary.update({k: (", ".join(map(str, v)) if isinstance(v, (list, tuple)) else v) for k, v in data.items()})
-    parts.append(_kv_table(summary))
+    parts = ["<h2>Data</h2>", _kv_table(summary)]
     if run.report:
         parts.append("<ul>" + "".join(f"<li>{_e(n)}</li>" for n in run.report) + "</ul>")
+    return parts
 
-    parts.append("<h2>Settings</h2>")
+
+def _settings_section(cfg: dict, metrics: dict, attacks: list[str], labels: dict) -> list[str]:
+    """The attacks (with their papers), their parameters and the run's settings."""
     settings = {
         "attacks": ", ".join(f"{labels.get(a, a)} ({(metrics.get(a) or {}).get('citation', '')})" for a in attacks),
         "attack parameters": json.dumps(cfg.get("params") or {}),
@@ -306,7 +334,33 @@ def build_report(run, *, title: str | None = None) -> str:
         "bootstrap resamples": cfg.get("n_bootstrap"), "seed": cfg.get("seed"),
         "train/eval split": cfg.get("split"), "blind baseline": cfg.get("blind"),
     }
-    parts.append(_kv_table(settings))
+    return ["<h2>Settings</h2>", _kv_table(settings)]
+
+
+def build_report(run, *, title: str | None = None) -> str:
+    """A self-contained HTML report of a stored run.
+
+    Parameters
+    ----------
+    run
+        A ``mia_core.runs.StoredRun`` (its meta, metrics, scores, config, models, verdict, extras).
+    title
+        The page's title (default: "Membership-inference audit: <run name or id>").
+
+    Returns
+    -------
+    str
+        The page: head, verdict banner, results and warnings, figures, modified members, population
+        decisions, models, data, settings and timings.
+    """
+    meta, metrics = run.meta or {}, run.metrics or {}
+    attacks = run.attack_names()
+    labels = {a: (metrics.get(a) or {}).get("label", a) for a in attacks}
+    title = title or f"Membership-inference audit: {meta.get('name') or run.id}"
+    parts = [*_head(run, meta, title), *_verdict_banner(run.verdict), *_results(metrics),
+             *_figures(run, metrics, attacks, labels), *_modified_section(run),
+             *_population_section(run.population, labels), *_models_section(run.models), *_data_section(run, meta),
+             *_settings_section(run.config, metrics, attacks, labels)]
     if run.timings:
         parts.append("<h2>Timings</h2>" + _kv_table({k: fmt_seconds(v) for k, v in run.timings.items()}))
     parts.append("</body></html>")
