@@ -233,104 +233,189 @@ def _from_pretrained(location: str, dtype: str, quantize: str, device: str, trus
     return model, checked
 
 
-def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress):
-    # a hub id: decide cache-only / download (or fail: unreachable and not cached) before any import
-    local = ms.kind != "hub" or hub_local_only(ms.location, hint="check the network or the id, "
+@dataclass
+class _Read:
+    """What :func:`_read_model` read: the tokenizer, the model, the weights' check and, for a target, its base."""
+
+    tok: object
+    model: object
+    checked: str  # what was verified of the weights
+    base_spec: str | None = None  # a target's base, as its mia_target.json records it
+    fingerprint: str | None = None  # of the weights as read from the files (a LoRA target: before its merge)
+
+
+def _local_only(ms: ModelSpec) -> bool:
+    """Read from local files only? (a hub id: cache-only or download, decided before any import; unreachable
+    and not cached: ``ModelError``)."""
+    return ms.kind != "hub" or hub_local_only(ms.location, hint="check the network or the id, "
                                                                  "or pass a local folder / .gguf file")
+
+
+def _read_gguf(ms: ModelSpec, dtype: str, quantize: str, device: str, progress: Progress) -> _Read:
+    """A ``.gguf`` file: converted once (:func:`.gguf.converted_gguf_dir`), then read as a local folder."""
     from transformers import AutoTokenizer
 
-    progress(f"loading {ms.display}", 0.0)
-    if ms.kind in ("local", "target"):  # before the tokenizer, which reads it too
-        check_config_json(ms.location, ms.display)
-    base_spec = None
-    fingerprint = None  # of the weights as read from the files (a LoRA target: before its merge)
-    info: dict = {"kind": ms.kind, "location": ms.location}
+    folder = converted_gguf_dir(ms.location, progress)
+    progress(f"loading the weights of {ms.display}", 0.6)
+    tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    model, checked = _from_pretrained(str(folder), dtype, quantize, device, False, True, ms.display)
+    return _Read(tok, model, checked)
+
+
+def _read_lora(ms: ModelSpec, base_folder, base_spec: str | None, base_local: bool, dtype: str, quantize: str,
+               device: str, trust_remote_code: bool, progress: Progress) -> tuple:
+    """A LoRA target: its base (fp32 unless quantised), the adapter applied and read back, merged unless
+    quantised. Returns ``(model, checked, fingerprint before the merge)``."""
+    from peft import PeftModel
+
+    progress(f"loading the base model {base_spec}", 0.6)
+    base_model, checked = _from_pretrained(
+        str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
+        base_local, f"{base_spec} (the base of {ms.display})",
+    )
+    progress("applying the LoRA adapter", 0.85)
+    tgt = Path(ms.location)
+    peft_model = PeftModel.from_pretrained(base_model, str(tgt))
+    checked += "; " + check_adapter(peft_model, tgt, ms.display)
+    fingerprint = weight_fingerprint(peft_model)  # before the merge: the files' values, bit for bit
+    model = peft_model.merge_and_unload() if quantize == "none" else peft_model
+    if quantize == "none":
+        model = model.to(torch_dtype(dtype))
+    return model, checked, fingerprint
+
+
+def _read_target(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress,
+                 info: dict) -> _Read:
+    """A ``make-target`` folder: its base resolved (a GGUF base converted), the tokenizer (the target's own,
+    else the base's), then the full weights or the base with the LoRA adapter; ``info`` gets the base, the
+    method and the prefix it was trained with."""
+    from transformers import AutoTokenizer
+
+    meta = json.loads((Path(ms.location) / TARGET_MARKER).read_text())
+    base_spec = meta.get("base")
+    base = _resolve_base(base_spec, Path(ms.location))
+    base_folder = converted_gguf_dir(base.location, progress) if base.kind == "gguf" else base.location
+    method = meta.get("method", "lora")
+    tgt = Path(ms.location)
+    tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
+    if base.kind == "local":
+        check_config_json(base.location, f"{base_spec} (the base of {ms.display})")
+    base_local = base.kind != "hub" or hub_local_only(base.location, what="base model")
+    tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base_local)
+    fingerprint = None
+    if method == "full":
+        model, checked = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True, ms.display)
+    else:
+        model, checked, fingerprint = _read_lora(ms, base_folder, base_spec, base_local, dtype, quantize, device,
+                                                 trust_remote_code, progress)
+    info["base"] = base_spec
+    info["method"] = method
+    trained = _trained_prefix(tgt, meta)
+    if trained is not _UNKNOWN:  # what it saw in front of its texts (stats.resolve_prefix)
+        info["trained_prefix_token_id"] = trained
+    return _Read(tok, model, checked, base_spec, fingerprint)
+
+
+def _read_model(ms: ModelSpec, local: bool, dtype: str, quantize: str, device: str, trust_remote_code: bool,
+                progress: Progress, info: dict) -> _Read:
+    """The tokenizer and weights of ``ms`` (a GGUF file, a target folder, a local folder or a hub id), the
+    libraries' progress bars off unless downloading; a library's error becomes one ``ModelError``."""
+    from transformers import AutoTokenizer
+
     try:
         with library_bars_off(local):  # progress tells the steps; a download keeps its bars
             if ms.kind == "gguf":
-                folder = converted_gguf_dir(ms.location, progress)
-                progress(f"loading the weights of {ms.display}", 0.6)
-                tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-                model, checked = _from_pretrained(str(folder), dtype, quantize, device, False, True, ms.display)
-            elif ms.kind == "target":
-                meta = json.loads((Path(ms.location) / TARGET_MARKER).read_text())
-                base_spec = meta.get("base")
-                base = _resolve_base(base_spec, Path(ms.location))
-                base_folder = converted_gguf_dir(base.location, progress) if base.kind == "gguf" else base.location
-                method = meta.get("method", "lora")
-                tgt = Path(ms.location)
-                tok_src = tgt if (tgt / "tokenizer_config.json").exists() else Path(base_folder)
-                if base.kind == "local":
-                    check_config_json(base.location, f"{base_spec} (the base of {ms.display})")
-                base_local = base.kind != "hub" or hub_local_only(base.location, what="base model")
-                tok = AutoTokenizer.from_pretrained(str(tok_src), local_files_only=base_local)
-                if method == "full":
-                    model, checked = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True,
-                                                      ms.display)
-                else:
-                    from peft import PeftModel
-
-                    progress(f"loading the base model {base_spec}", 0.6)
-                    base_model, checked = _from_pretrained(
-                        str(base_folder), "fp32" if quantize == "none" else dtype, quantize, device, trust_remote_code,
-                        base_local, f"{base_spec} (the base of {ms.display})",
-                    )
-                    progress("applying the LoRA adapter", 0.85)
-                    peft_model = PeftModel.from_pretrained(base_model, str(tgt))
-                    checked += "; " + check_adapter(peft_model, tgt, ms.display)
-                    fingerprint = weight_fingerprint(peft_model)  # before the merge: the files' values, bit for bit
-                    model = peft_model.merge_and_unload() if quantize == "none" else peft_model
-                    if quantize == "none":
-                        model = model.to(torch_dtype(dtype))
-                info["base"] = base_spec
-                info["method"] = method
-                trained = _trained_prefix(tgt, meta)
-                if trained is not _UNKNOWN:  # what it saw in front of its texts (stats.resolve_prefix)
-                    info["trained_prefix_token_id"] = trained
-            else:
-                tok = AutoTokenizer.from_pretrained(
-                    ms.location, trust_remote_code=trust_remote_code, local_files_only=local
-                )
-                model, checked = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local,
-                                                  ms.display)
+                return _read_gguf(ms, dtype, quantize, device, progress)
+            if ms.kind == "target":
+                return _read_target(ms, dtype, quantize, device, trust_remote_code, progress, info)
+            tok = AutoTokenizer.from_pretrained(
+                ms.location, trust_remote_code=trust_remote_code, local_files_only=local
+            )
+            model, checked = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local,
+                                              ms.display)
+            return _Read(tok, model, checked)
     except ModelError:
         raise
     except LOAD_ERRORS as e:
         raise load_error(e, ms.display, hub=ms.kind == "hub",
                          hub_hint="check the id, or pass a local folder / .gguf file",
                          oom_hint="try int8/int4 or a smaller model") from e
-    ident = identity(ms.kind, ms.location, model)
-    if fingerprint is None:
-        fingerprint = weight_fingerprint(model)
-    info["weights"] = checked
+
+
+def _record_weights(read: _Read, info: dict) -> str:
+    """The weights' check, fingerprint and any accepted mismatch into ``info``; returns the fingerprint."""
+    model = read.model
+    fingerprint = read.fingerprint if read.fingerprint is not None else weight_fingerprint(model)
+    info["weights"] = read.checked
     info["weight_fingerprint"] = fingerprint
     accepted = getattr(model, "mia_accepted_mismatch", None) or (
         getattr(model, "get_base_model", None) and getattr(model.get_base_model(), "mia_accepted_mismatch", None))
     if accepted:
         info["accepted_mismatch"] = accepted
+    return fingerprint
+
+
+def _place(read: _Read, device: str, info: dict) -> str:
+    """Eval mode, a padding token, and the device inputs go to (with accelerate's placement: where the
+    embeddings are, the devices used recorded in ``info``)."""
+    model, tok = read.model, read.tok
     model.eval()
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token or tok.unk_token
-    max_ctx = _max_context(model, tok)
-    n_params = sum(p.numel() for p in model.parameters())
     if device == SPREAD:  # inputs go where the embeddings are; accelerate's hooks move the activations on
         placed = getattr(model, "hf_device_map", None) or {}
         info["device_map"] = sorted({str(v) for v in placed.values()} or {str(model.device)})
         device = str(model.device)
+    return device
+
+
+def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool,
+          progress: Progress) -> LoadedModel:
+    """Load ``ms``: resolve where from, read config and tokenizer, the weights (and a target's adapter),
+    verify and record them, place the model; a shipped model is checked on a known sentence.
+
+    Parameters
+    ----------
+    ms
+        The resolved spec (:func:`resolve_spec`).
+    dtype, quantize
+        The resolved dtype and quantisation.
+    device
+        A resolved device, or :data:`SPREAD` for accelerate's placement.
+    trust_remote_code
+        Run a model's own code.
+    progress
+        ``progress(message, fraction)``.
+
+    Returns
+    -------
+    LoadedModel
+        With ``load_seconds`` 0 (the caller times the load).
+    """
+    local = _local_only(ms)
+    progress(f"loading {ms.display}", 0.0)
+    if ms.kind in ("local", "target"):  # before the tokenizer, which reads it too
+        check_config_json(ms.location, ms.display)
+    info: dict = {"kind": ms.kind, "location": ms.location}
+    read = _read_model(ms, local, dtype, quantize, device, trust_remote_code, progress, info)
+    ident = identity(ms.kind, ms.location, read.model)
+    fingerprint = _record_weights(read, info)
+    device = _place(read, device, info)
     known = known_model(ms)
     lm = LoadedModel(
-        model=model,
-        tokenizer=tok,
+        model=read.model,
+        tokenizer=read.tok,
         name=DEMO_TARGET_NAME if known == "demo-target" else ms.display,
         identity=f"{ident}|{dtype}|{quantize}|w:{fingerprint}",
-        source=EMBEDDED_NAME if ms.is_embedded else (ms.location if ms.kind == "hub" else str(Path(ms.location).resolve())),
+        source=EMBEDDED_NAME if ms.is_embedded else (ms.location if ms.kind == "hub"
+                                                     else str(Path(ms.location).resolve())),
         dtype=dtype,
         quantize=quantize,
         device=device,
-        max_context=max_ctx,
+        max_context=_max_context(read.model, read.tok),
         load_seconds=0.0,
-        n_params=int(n_params),
-        base_spec=base_spec,
+        n_params=int(sum(p.numel() for p in read.model.parameters())),
+        base_spec=read.base_spec,
         info=info,
     )
     if known is not None:  # a model the product ships: its loss on a known sentence is known
