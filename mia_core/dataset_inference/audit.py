@@ -1,6 +1,10 @@
-"""Dataset inference end to end: guards, features from one scoring stage, both tests, the null check.
+"""Dataset inference over texts end to end, as stages (``stages``): check -> guard -> load models -> features ->
+tests -> per-text p-values -> result.
 
-:func:`run_dataset_inference` is what ``mia infer-dataset`` and ``mia_core.infer_dataset`` call.
+:func:`check_text_run` makes every model-free check once (a :class:`~mia_core.dataset_inference.stages.Checked`);
+:func:`infer_texts` runs the stages after it; :func:`run_dataset_inference` is the two in a row, or the second
+alone on checks already made (``checked=``: ``mia_core.api.inference.prepare_inference`` /
+``execute_inference``, what ``mia infer-dataset``, ``mia_core.infer_dataset`` and the page call).
 """
 from __future__ import annotations
 
@@ -13,14 +17,15 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, SettingsError
+from ..errors import DataError
 from ..progress import Progress, noop
 from ..results import AuditResult, json_default, write_csv
 from . import features as F
-from .guards import check_sets, iid_guard, nfkc
-from .significance import (DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, check_settings, format_p, p_number,
-                           power_curve)
-from .verdict import CORRECTIONS, test_stage
+from .guards import check_sets, nfkc
+from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, p_number, power_curve
+from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage,  # noqa: F401
+                     guard_stage, load_stage, model_name, run_config, tested_notes, units_frame)
+from .verdict import test_stage
 
 DEFAULT_ALPHA = 0.01
 VERDICTS = ("used", "not_shown", "refused")
@@ -91,6 +96,7 @@ class DatasetInferenceResult(AuditResult):
         return paths
 
 
+
 def _clean_texts(texts: Sequence[str], what: str, notes: list) -> list[str]:
     out = [str(t).strip() for t in texts]
     out = [t for t in out if t]
@@ -100,19 +106,32 @@ def _clean_texts(texts: Sequence[str], what: str, notes: list) -> list[str]:
     return uniq
 
 
-def check_test_settings(*, alpha, folds, n_permutations, combination=DEFAULT_COMBINATION) -> None:
-    """The test's settings (one line each, naming the option), before anything is read or loaded."""
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not 0 < alpha < 1:
-        raise SettingsError(f"{{alpha}} must be a number between 0 and 1, got {alpha!r}", options=("alpha",))
-    check_settings(folds=folds, n_permutations=n_permutations, combination=combination)
-
-
 def check_inputs(suspect: Sequence[str], validation: Sequence[str], *, features="default", reference: bool = False,
                  population: Sequence[str] = (), alpha: float = DEFAULT_ALPHA, folds: int = DEFAULT_FOLDS,
                  n_permutations: int = DEFAULT_PERMUTATIONS,
                  combination: str = DEFAULT_COMBINATION) -> tuple[list[str], list[str], list[str], list[str]]:
-    """Every check that needs no model (one line each): settings, sizes, overlap. Returns the cleaned
-    suspect and validation texts, the feature families and the notes."""
+    """Every check of the sets that needs no model (one line each): settings, sizes, overlap, features.
+
+    Parameters
+    ----------
+    suspect, validation : list of str
+        The two sets.
+    features, reference, population
+        The feature families asked for, whether a reference model is given, known non-members.
+    alpha, folds, n_permutations, combination
+        The test's settings.
+
+    Returns
+    -------
+    tuple
+        The cleaned suspect and validation texts (stripped, empty and duplicate texts dropped), the feature
+        families and the notes.
+
+    Raises
+    ------
+    SettingsError, DataError
+        One line: a setting, too few texts, a text in both sets, a population text among them, a feature.
+    """
     check_test_settings(alpha=alpha, folds=folds, n_permutations=n_permutations, combination=combination)
     notes: list[str] = []
     s = _clean_texts(suspect, "suspect", notes)
@@ -125,41 +144,37 @@ def check_inputs(suspect: Sequence[str], validation: Sequence[str], *, features=
     return s, v, fams, notes
 
 
-def guard_stage(suspect: list[str], validation: list[str], *, seed: int, iid_check: bool, summary: dict,
-                notes: list, progress: Progress) -> bool:
-    """The IID guard (``guards.iid_guard``) into ``summary`` and ``notes``; False when the verdict is refused."""
-    if not iid_check:
-        notes.append("the IID guard (blind baseline) was switched off: the p-value assumes the sets are exchangeable")
-        return True
-    progress("IID guard: blind baseline", 0.02)
-    g = iid_guard(suspect, validation, seed=seed)
-    summary.update(blind_auc=g["blind_auc"], blind_p_value=g["blind_p_value"], blind_detectable_auc=g["detectable_auc"],
-                   blind_message=g["message"])
-    notes += g["notes"]
-    if not g["ok"]:
-        summary.update(verdict="refused", verdict_reason=g["message"])
-        return False
-    notes.append(f"IID guard: {g['message']}")
-    return True
+def check_text_run(suspect: Sequence[str], validation: Sequence[str], *, reference: bool = False,
+                   population: Sequence[str] = (), features="default", alpha: float = DEFAULT_ALPHA,
+                   folds: int = DEFAULT_FOLDS, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
+                   combination: str = DEFAULT_COMBINATION, correction: str = "bh", params: dict | None = None,
+                   prefix: str = "auto", use_cache: bool = True, iid_check: bool = True) -> Checked:
+    """The check stage of a run over texts: the correction, :func:`check_inputs` and the scoring configuration.
 
+    Parameters
+    ----------
+    suspect, validation : list of str
+        The two sets.
+    reference : bool
+        A reference model is given (the ``ref`` feature can run).
+    population, features, alpha, folds, n_permutations, seed, combination, correction, params, prefix,
+    use_cache, iid_check
+        As :func:`run_dataset_inference` takes them.
 
-def units_frame(df: pd.DataFrame, names, X, ok, tested: dict) -> pd.DataFrame:
-    """``df`` (one row per unit: its id and ``set``) with the features, the primary's combined score, the
-    label-free score and (suspect units) the conformal p-value, its adjusted value and whether it is flagged."""
-    y = (df["set"] == "suspect").to_numpy()
-    for n, c in zip(names, X.T):
-        df[n] = c
-    cols = {k: np.full(len(y), np.nan) for k in ("score", "label_free_score", "p_value", "p_adjusted")}
-    cols["score"][ok] = tested["perm"]["scores"]
-    u = tested["units"]
-    cols["label_free_score"][ok] = u["score"]
-    sus = np.flatnonzero(ok & y)
-    cols["p_value"][sus], cols["p_adjusted"][sus] = u["p_value"], u["p_adjusted"]
-    for k, v in cols.items():
-        df[k] = v
-    df["flagged"] = df["p_adjusted"] <= tested["summary"]["alpha"]
-    df["excluded"] = ~ok
-    return df
+    Returns
+    -------
+    mia_core.dataset_inference.stages.Checked
+        ``mode = "texts"``; what :func:`infer_texts` runs on.
+    """
+    check_correction(correction)
+    s, v, fams, notes = check_inputs(suspect, validation, features=features, reference=reference,
+                                     population=population, alpha=alpha, folds=folds, n_permutations=n_permutations,
+                                     combination=combination)
+    cfg = run_config(fams, params=params, prefix=prefix, use_cache=use_cache)
+    settings = {"alpha": alpha, "folds": folds, "n_permutations": n_permutations, "seed": seed,
+                "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check}
+    return Checked("texts", s, v, fams, cfg, settings, notes,
+                   population=[str(t).strip() for t in population if str(t).strip()])
 
 
 def run_dataset_inference(suspect: Sequence[str], validation: Sequence[str], target, *, reference=None,
@@ -167,102 +182,117 @@ def run_dataset_inference(suspect: Sequence[str], validation: Sequence[str], tar
                           folds: int = DEFAULT_FOLDS, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
                           combination: str = DEFAULT_COMBINATION, correction: str = "bh",
                           params: dict | None = None, prefix: str = "auto", use_cache: bool = True,
-                          iid_check: bool = True, load=None, progress: Progress | None = None) -> DatasetInferenceResult:
+                          iid_check: bool = True, checked: Checked | None = None, load=None,
+                          progress: Progress | None = None) -> DatasetInferenceResult:
     """Was the suspect set used to train ``target``? (Maini et al. 2024, NeurIPS, "LLM Dataset
     Inference: Did you train on my dataset?").
 
-    ``suspect``: the texts in question; ``validation``: texts of the same distribution known not to be
-    trained on (e.g. written after the model's cut-off, or held back before a release). ``target`` and
-    ``reference``: loaded models, or specs that ``load(spec)`` loads once the model-free checks have
-    passed. ``population``: optional known non-members besides the validation set (ReCaLL's prefix).
-    ``features``: :func:`mia_core.dataset_inference.features.parse_features`. ``combination``: how the
-    features are combined (``significance.COMBINATIONS``). ``correction``: across the per-text
-    p-values (``bh`` or ``holm``). ``iid_check=False`` skips the blind-baseline guard (recorded; for
-    tests on synthetic sets only).
+    Parameters
+    ----------
+    suspect : list of str
+        The texts in question.
+    validation : list of str
+        Texts of the same distribution known not to be trained on (e.g. written after the model's cut-off, or
+        held back before a release).
+    target, reference : LoadedModel or str
+        Loaded models, or specs that ``load(spec)`` loads once the model-free checks have passed.
+    population : list of str
+        Optional known non-members besides the validation set (ReCaLL's prefix).
+    features : str or list of str
+        :func:`mia_core.dataset_inference.features.parse_features`.
+    alpha, folds, n_permutations, seed
+        The verdict's level, the cross-fitting folds, the permutations and the seed.
+    combination : str
+        How the features are combined (``significance.COMBINATIONS``).
+    correction : str
+        Across the per-text p-values (``bh`` or ``holm``).
+    params, prefix, use_cache
+        The feature attacks' parameters, the prefix, the statistics cache.
+    iid_check : bool
+        False skips the blind-baseline guard (recorded; for tests on synthetic sets only).
+    checked : Checked, optional
+        The check stage already made for these inputs (:func:`check_text_run`, which
+        ``mia_core.api.inference.prepare_inference`` keeps in its request): not made again, and its sets and
+        settings are the run's (the arguments above are then not read).
+    load : callable, optional
+        ``load(spec) -> LoadedModel``.
+    progress : callable, optional
+        ``progress(message, fraction)``.
 
-    Returns a :class:`DatasetInferenceResult`; the verdict is ``used`` when the one-sided p-value is at
-    most ``alpha``, ``not_shown`` otherwise, ``refused`` when the IID guard finds the sets differ
-    without the model (no model pass is then made).
+    Returns
+    -------
+    DatasetInferenceResult
+        The verdict is ``used`` when the one-sided p-value is at most ``alpha``, ``not_shown`` otherwise,
+        ``refused`` when the IID guard finds the sets differ without the model (no model pass is then made).
     """
-    from ..attacks import REGISTRY
-    from ..pipeline import RunConfig, check_config
-    from ..stats import StatsSettings
+    if checked is None:
+        checked = check_text_run(suspect, validation, reference=reference is not None, population=population,
+                                 features=features, alpha=alpha, folds=folds, n_permutations=n_permutations,
+                                 seed=seed, combination=combination, correction=correction, params=params,
+                                 prefix=prefix, use_cache=use_cache, iid_check=iid_check)
+    return infer_texts(checked, target, reference=reference, load=load, progress=progress)
 
-    progress = progress or noop
-    t0 = time.time()
-    if correction not in CORRECTIONS:
-        raise SettingsError(f"{{correction}} must be one of {', '.join(CORRECTIONS)}, got {correction!r}",
-                            options=("correction",))
-    s, v, fams, notes = check_inputs(suspect, validation, features=features, reference=reference is not None,
-                                     population=population, alpha=alpha, folds=folds, n_permutations=n_permutations,
-                                     combination=combination)
-    cfg = check_config(RunConfig(attacks=fams, params=dict(params or {}), stats=StatsSettings(prefix=prefix),
-                                 use_cache=use_cache, n_bootstrap=0, blind=False))
-    summary = {"n_suspect": len(s), "n_validation": len(v), "alpha": float(alpha), "folds": int(folds),
-               "n_permutations": int(n_permutations), "seed": int(seed), "p_value": None, "p_value_ttest": None,
-               "self_check_p_value": None, "blind_auc": None, "weights": {}, "features": [],
-               "combination": combination, "correction": correction}
-    ids = [f"s{i + 1:04d}" for i in range(len(s))] + [f"v{i + 1:04d}" for i in range(len(v))]
-    y = np.r_[np.ones(len(s), int), np.zeros(len(v), int)]
-    if not guard_stage(s, v, seed=seed, iid_check=iid_check, summary=summary, notes=notes, progress=progress):
-        summary["seconds"] = round(time.time() - t0, 2)
-        df = pd.DataFrame({"text_id": ids, "set": np.where(y == 1, "suspect", "validation")})
-        return DatasetInferenceResult(summary=summary, scores=df, metrics={}, report=notes)
-    if load is not None:
-        target = load(target)
-        reference = load(reference) if reference is not None else None
-    summary.update(model=model_name(target), reference_model=None if reference is None else model_name(reference))
-    pop = [str(t).strip() for t in population if str(t).strip()]
-    names, X, ok = feature_stage(s + v, y, ids, target, reference=reference, population=pop, cfg=cfg,
-                                 attacks=[REGISTRY[n] for n in fams], notes=notes, progress=progress)
+
+def _text_summary(c: Checked) -> dict:
+    """The summary a run over texts starts from (filled in by each stage)."""
+    st = c.settings
+    return {"n_suspect": len(c.suspect), "n_validation": len(c.validation), "alpha": float(st["alpha"]),
+            "folds": int(st["folds"]), "n_permutations": int(st["n_permutations"]), "seed": int(st["seed"]),
+            "p_value": None, "p_value_ttest": None, "self_check_p_value": None, "blind_auc": None, "weights": {},
+            "features": [], "combination": st["combination"], "correction": st["correction"]}
+
+
+def _text_tests(X: np.ndarray, y: np.ndarray, ok: np.ndarray, st: dict, notes: list, progress: Progress) -> dict:
+    """The tests stage over texts (``verdict.test_stage``) on the texts with every feature, and their notes."""
     Xk, yk = X[ok], y[ok]
     if yk.sum() < 2 or (1 - yk).sum() < 2:
         raise DataError("fewer than 2 suspect or validation texts have every feature: nothing to test")
     progress("permutation test", 0.92)
-    tested = test_stage(Xk, yk, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed,
-                        combination=combination, correction=correction, unit="text")
-    _tested_notes(tested, alpha, notes)
+    tested = test_stage(Xk, yk, alpha=st["alpha"], folds=st["folds"], n_permutations=st["n_permutations"],
+                        seed=st["seed"], combination=st["combination"], correction=st["correction"], unit="text")
+    tested_notes(tested, st["alpha"], notes)
+    return tested
+
+
+def infer_texts(checked: Checked, target, *, reference=None, load=None,
+                progress: Progress | None = None) -> DatasetInferenceResult:
+    """The stages of a run over texts after the check: guard -> load models -> features -> tests -> per-text
+    p-values -> result.
+
+    Parameters
+    ----------
+    checked : Checked
+        :func:`check_text_run`'s result (``mode = "texts"``).
+    target, reference, load, progress
+        As :func:`run_dataset_inference` takes them.
+
+    Returns
+    -------
+    DatasetInferenceResult
+    """
+    progress = progress or noop
+    t0 = time.time()
+    c, st, notes = checked, checked.settings, list(checked.notes)
+    summary = _text_summary(c)
+    ids = [f"s{i + 1:04d}" for i in range(len(c.suspect))] + [f"v{i + 1:04d}" for i in range(len(c.validation))]
+    y = np.r_[np.ones(len(c.suspect), int), np.zeros(len(c.validation), int)]
+    df = pd.DataFrame({"text_id": ids, "set": np.where(y == 1, "suspect", "validation")})
+    if not guard_stage(c.suspect, c.validation, seed=st["seed"], iid_check=st["iid_check"], summary=summary,
+                       notes=notes, progress=progress):
+        summary["seconds"] = round(time.time() - t0, 2)
+        return DatasetInferenceResult(summary=summary, scores=df, metrics={}, report=notes)
+    target, reference = load_stage(target, reference, load)
+    summary.update(model=model_name(target), reference_model=None if reference is None else model_name(reference))
+    names, X, ok = feature_stage(c.suspect + c.validation, y, ids, target, reference=reference,
+                                 population=c.population, cfg=c.config, attacks=feature_attacks(c.families),
+                                 notes=notes, progress=progress)
+    tested = _text_tests(X, y, ok, st, notes, progress)
     progress("power curve", 0.97)
     summary.update(tested["summary"], features=names, weights=dict(zip(names, tested["perm"]["weights"])),
-                   power_curve=power_curve(Xk, yk, folds=folds, seed=seed, combination=combination),
-                   n_excluded=int((~ok).sum()), iid_check=bool(iid_check), seconds=round(time.time() - t0, 2),
-                   scored_tokens={"prefix": prefix})
+                   power_curve=power_curve(X[ok], y[ok], folds=st["folds"], seed=st["seed"],
+                                           combination=st["combination"]),
+                   n_excluded=int((~ok).sum()), iid_check=bool(st["iid_check"]), seconds=round(time.time() - t0, 2),
+                   scored_tokens={"prefix": st["prefix"]})
     progress("done", 1.0)
-    df = pd.DataFrame({"text_id": ids, "set": np.where(y == 1, "suspect", "validation")})
     return DatasetInferenceResult(summary=summary, scores=units_frame(df, names, X, ok, tested),
                                   metrics=tested["metrics"], report=notes)
-
-
-def model_name(m) -> str:
-    """How the result names a model: a loaded model's name, else its spec."""
-    return str(getattr(m, "name", None) or m)
-
-
-def _tested_notes(tested: dict, alpha: float, notes: list) -> None:
-    s = tested["summary"]
-    if tested["unit_note"]:
-        notes.append(tested["unit_note"])
-    if s["self_check_p_value"] <= alpha:
-        notes.append(f"the self-check (two random halves of the validation set) gave "
-                     f"{format_p(s['self_check_p_value'])} <= alpha: this happens with probability alpha by chance "
-                     "(the halves are exchangeable by construction; it checks the code path, not the data)")
-    if s["p_value_ttest"] is not None and s["p_value_ttest"] <= alpha and s["verdict"] != "used":
-        notes.append("the paper's split t-test is small but the primary test is not: the paper's classifier learns "
-                     "the direction on half A, so it also reacts to a suspect set that is *less* member-like")
-
-
-def feature_stage(texts: list[str], y: np.ndarray, ids: list[str], target, *, reference, population: list[str], cfg,
-                  attacks: list, notes: list, progress: Progress) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The features of every text from one scoring stage (``features``): names, matrix, mask of texts kept."""
-    from ..data import Dataset
-    from ..pipeline import score_stage
-
-    pop_ds = (Dataset(texts=population, labels=[0] * len(population), ids=[f"p{i + 1:04d}" for i in range(len(population))])
-              if population else None)
-    st = score_stage(texts, target, reference=reference, cfg=cfg, attacks=attacks, population=pop_ds,
-                     progress=lambda m, f: progress(m, 0.05 + 0.85 * f),
-                     dataset=Dataset(texts=texts, labels=y, ids=ids, report=[]), train_mask=np.zeros(len(y), bool))
-    notes += st.report
-    names, X, ok, fnotes = F.clean(F.feature_columns(st.inputs, attacks, cfg.params, st.scores))
-    notes += fnotes
-    return names, X, ok

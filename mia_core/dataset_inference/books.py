@@ -24,6 +24,10 @@ merely differs from the validation books. Books drawn from one distribution are 
   default) or Holm. A book's p-value cannot go below ``1 / (1 + n_v)``: with 20 validation books no
   single book can be flagged at alpha = 0.01 (the run says so).
 
+The run is the stages of ``stages`` (check -> guard -> load models -> features -> tests -> per-book p-values ->
+result): :func:`check_book_run` makes every model-free check once, :func:`infer_books` runs the rest, and
+:func:`run_book_inference` is the two in a row (or the second alone, ``checked=``).
+
 Not done here: the paper's split t-test (with a handful of books, half of them only train) and the
 power curve over books.
 """
@@ -35,12 +39,13 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError, SettingsError
+from ..errors import DataError
 from ..progress import Progress, noop
 from . import features as F
-from .audit import (DEFAULT_ALPHA, DatasetInferenceResult, check_test_settings, feature_stage, guard_stage,
-                    model_name, units_frame)
+from .audit import DEFAULT_ALPHA, DatasetInferenceResult
 from .guards import near_duplicates
+from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage, guard_stage,
+                     load_stage, model_name, run_config, tested_notes, units_frame)
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS
 from .verdict import CORRECTIONS, benjamini_hochberg, holm, test_stage  # noqa: F401 - the names books used to hold
 
@@ -87,84 +92,177 @@ def equal_passages(books, passage_words: int, max_passages: int) -> tuple[list[l
     return [passages(d.text, passage_words, m) for d in books], m
 
 
+def check_book_run(suspect, validation, *, reference: bool = False, features="default", alpha: float = DEFAULT_ALPHA,
+                   folds: int = DEFAULT_FOLDS, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
+                   passage_words: int = PASSAGE_WORDS, max_passages: int = MAX_PASSAGES, params: dict | None = None,
+                   prefix: str = "auto", use_cache: bool = True, iid_check: bool = True, correction: str = "bh",
+                   combination: str = DEFAULT_COMBINATION) -> Checked:
+    """The check stage of a run over books: settings, the two sets of books (:func:`check_books`), the
+    features, the scoring configuration, and every book cut into the same number of passages.
+
+    Parameters
+    ----------
+    suspect, validation : list of mia_core.documents.Document
+        The two sets of books.
+    reference : bool
+        A reference model is given (the ``ref`` feature can run).
+    features, alpha, folds, n_permutations, seed, passage_words, max_passages, params, prefix, use_cache,
+    iid_check, correction, combination
+        As :func:`run_book_inference` takes them.
+
+    Returns
+    -------
+    mia_core.dataset_inference.stages.Checked
+        ``mode = "books"``, with ``cut`` (each book's passages) and a note when the books are read as fewer
+        passages than ``max_passages``.
+    """
+    check_correction(correction)
+    check_test_settings(alpha=alpha, folds=folds, n_permutations=n_permutations, combination=combination)
+    notes = check_books(suspect, validation, passage_words=passage_words, max_passages=max_passages)
+    fams = F.parse_features(features, reference=reference, population=False)
+    cfg = run_config(fams, params=params, prefix=prefix, use_cache=use_cache)
+    cut, m = equal_passages([*suspect, *validation], passage_words, max_passages)
+    if m < max_passages:
+        notes.append(f"every book is read as {m} passage(s) of {passage_words} words, spread over the book (the "
+                     f"shortest book has {m}): equal counts keep the books exchangeable under the null")
+    settings = {"alpha": alpha, "folds": folds, "n_permutations": n_permutations, "seed": seed,
+                "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check,
+                "passage_words": passage_words, "max_passages": max_passages, "passages_per_book": m}
+    return Checked("books", list(suspect), list(validation), fams, cfg, settings, notes, cut=cut)
+
+
 def run_book_inference(suspect, validation, target, *, reference=None, features="default",
                        alpha: float = DEFAULT_ALPHA, folds: int = DEFAULT_FOLDS,
                        n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
                        passage_words: int = PASSAGE_WORDS, max_passages: int = MAX_PASSAGES, params: dict | None = None,
                        prefix: str = "auto", use_cache: bool = True, iid_check: bool = True,
-                       correction: str = "bh", combination: str = DEFAULT_COMBINATION, load=None,
-                       progress: Progress | None = None) -> DatasetInferenceResult:
-    """Dataset inference over books (module docstring). ``suspect`` / ``validation``: lists of
-    :class:`mia_core.documents.Document`. Returns a :class:`DatasetInferenceResult` whose summary has
-    ``mode = "books"`` and ``books`` (one entry per suspect book: ``p_value``, ``p_adjusted``, ``flagged``)."""
-    if correction not in CORRECTIONS:
-        raise SettingsError(f"{{correction}} must be one of {', '.join(CORRECTIONS)}, got {correction!r}",
-                            options=("correction",))
-    check_test_settings(alpha=alpha, folds=folds, n_permutations=n_permutations, combination=combination)
-    from ..attacks import REGISTRY
-    from ..pipeline import RunConfig, check_config
-    from ..stats import StatsSettings
+                       correction: str = "bh", combination: str = DEFAULT_COMBINATION, checked: Checked | None = None,
+                       load=None, progress: Progress | None = None) -> DatasetInferenceResult:
+    """Dataset inference over books (module docstring).
 
-    progress = progress or noop
-    t0 = time.time()
-    notes = check_books(suspect, validation, passage_words=passage_words, max_passages=max_passages)
-    fams = F.parse_features(features, reference=reference is not None, population=False)
-    cfg = check_config(RunConfig(attacks=fams, params=dict(params or {}), stats=StatsSettings(prefix=prefix),
-                                 use_cache=use_cache, n_bootstrap=0, blind=False))
-    books = [*suspect, *validation]
-    yb = np.r_[np.ones(len(suspect), int), np.zeros(len(validation), int)]
-    cut, m = equal_passages(books, passage_words, max_passages)
-    if m < max_passages:
-        notes.append(f"every book is read as {m} passage(s) of {passage_words} words, spread over the book (the "
-                     f"shortest book has {m}): equal counts keep the books exchangeable under the null")
-    summary = {"mode": "books", "n_suspect": len(suspect), "n_validation": len(validation), "alpha": float(alpha),
-               "folds": int(folds), "n_permutations": int(n_permutations), "seed": int(seed),
-               "passage_words": int(passage_words), "max_passages": int(max_passages), "passages_per_book": int(m),
-               "n_passages": int(sum(map(len, cut))), "p_value": None, "p_value_ttest": None,
-               "self_check_p_value": None, "blind_auc": None, "weights": {}, "features": [], "power_curve": [],
-               "books": [], "combination": combination, "correction": correction}
-    if not guard_stage([" ".join(c) for c in cut[:len(suspect)]], [" ".join(c) for c in cut[len(suspect):]],
-                       seed=seed, iid_check=iid_check, summary=summary, notes=notes, progress=progress):
-        summary["seconds"] = round(time.time() - t0, 2)
-        df = pd.DataFrame({"book": [d.name for d in books], "set": np.where(yb == 1, "suspect", "validation")})
-        return DatasetInferenceResult(summary=summary, scores=df, report=notes)
-    if iid_check:
-        notes.append("with few books the blind baseline has little power: it cannot rule out a shift between "
-                     "the two sets of books, only catch a large one")
-    if load is not None:
-        target = load(target)
-        reference = load(reference) if reference is not None else None
-    summary.update(model=model_name(target), reference_model=None if reference is None else model_name(reference))
-    texts = [p for c in cut for p in c]
-    owner = np.repeat(np.arange(len(books)), [len(c) for c in cut])
+    Parameters
+    ----------
+    suspect, validation : list of mia_core.documents.Document
+        The books in question and books of the same kind known not to be trained on.
+    target, reference : LoadedModel or str
+        Loaded models, or specs that ``load(spec)`` loads once the model-free checks have passed.
+    features, alpha, folds, n_permutations, seed, params, prefix, use_cache, iid_check, correction, combination
+        As ``audit.run_dataset_inference`` takes them.
+    passage_words, max_passages
+        Words per passage (at least 16) and passages per book at most.
+    checked : Checked, optional
+        The check stage already made for these inputs (:func:`check_book_run`): not made again, and its sets
+        and settings are the run's.
+    load, progress
+        ``load(spec) -> LoadedModel``; ``progress(message, fraction)``.
+
+    Returns
+    -------
+    DatasetInferenceResult
+        Its summary has ``mode = "books"`` and ``books`` (one entry per suspect book: ``p_value``,
+        ``p_adjusted``, ``flagged``).
+    """
+    if checked is None:
+        checked = check_book_run(suspect, validation, reference=reference is not None, features=features, alpha=alpha,
+                                 folds=folds, n_permutations=n_permutations, seed=seed, passage_words=passage_words,
+                                 max_passages=max_passages, params=params, prefix=prefix, use_cache=use_cache,
+                                 iid_check=iid_check, correction=correction, combination=combination)
+    return infer_books(checked, target, reference=reference, load=load, progress=progress)
+
+
+def _book_summary(c: Checked) -> dict:
+    """The summary a run over books starts from (filled in by each stage)."""
+    st = c.settings
+    return {"mode": "books", "n_suspect": len(c.suspect), "n_validation": len(c.validation),
+            "alpha": float(st["alpha"]), "folds": int(st["folds"]), "n_permutations": int(st["n_permutations"]),
+            "seed": int(st["seed"]), "passage_words": int(st["passage_words"]),
+            "max_passages": int(st["max_passages"]), "passages_per_book": int(st["passages_per_book"]),
+            "n_passages": int(sum(map(len, c.cut))), "p_value": None, "p_value_ttest": None,
+            "self_check_p_value": None, "blind_auc": None, "weights": {}, "features": [], "power_curve": [],
+            "books": [], "combination": st["combination"], "correction": st["correction"]}
+
+
+def _book_features(c: Checked, yb: np.ndarray, target, reference, notes: list,
+                   progress: Progress) -> tuple[list[str], np.ndarray, np.ndarray]:
+    """The features stage over books: every passage's features from one scoring stage, a book's the means over
+    its passages with every feature. Returns the names, the books' features and the mask of books kept."""
+    texts = [p for cut in c.cut for p in cut]
+    owner = np.repeat(np.arange(len(c.cut)), [len(cut) for cut in c.cut])
     names, X, ok = feature_stage(texts, yb[owner], [f"p{i + 1:05d}" for i in range(len(texts))], target,
-                                 reference=reference, population=[], cfg=cfg, attacks=[REGISTRY[n] for n in fams],
-                                 notes=notes, progress=progress)
-    Xb = np.full((len(books), len(names)), np.nan)
-    for b in range(len(books)):
+                                 reference=reference, population=[], cfg=c.config,
+                                 attacks=feature_attacks(c.families), notes=notes, progress=progress)
+    Xb = np.full((len(c.cut), len(names)), np.nan)
+    for b in range(len(c.cut)):
         sel = ok & (owner == b)
         if sel.any():
             Xb[b] = X[sel].mean(0)
     kept = np.isfinite(Xb).all(1)
     if (~kept).any():
         notes.append(f"{int((~kept).sum())} book(s) excluded: no passage with every feature")
+    return names, Xb, kept
+
+
+def _book_tests(Xb: np.ndarray, yb: np.ndarray, kept: np.ndarray, st: dict, notes: list, progress: Progress) -> dict:
+    """The tests stage over books (``verdict.test_stage``, no split t-test) on the books kept, and its note."""
     if yb[kept].sum() < 2 or (1 - yb[kept]).sum() < 2:
         raise DataError("fewer than 2 suspect or validation books have usable passages: nothing to test")
     progress("permutation test over books", 0.93)
-    tested = test_stage(Xb[kept], yb[kept], alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed,
-                        combination=combination, correction=correction, paper=False, unit="book")
-    if tested["unit_note"]:
-        notes.append(tested["unit_note"])
-    u = tested["units"]
+    tested = test_stage(Xb[kept], yb[kept], alpha=st["alpha"], folds=st["folds"], n_permutations=st["n_permutations"],
+                        seed=st["seed"], combination=st["combination"], correction=st["correction"], paper=False,
+                        unit="book")
+    tested_notes(tested, st["alpha"], notes, paper=False)
+    return tested
+
+
+def _per_book(c: Checked, yb: np.ndarray, kept: np.ndarray, tested: dict) -> list[dict]:
+    """The per-book p-values stage: each suspect book kept, its passages, label-free score, conformal p-value,
+    adjusted p-value and whether it is flagged."""
+    books, u = [*c.suspect, *c.validation], tested["units"]
     sus = np.flatnonzero((yb == 1) & kept)
-    per_book = [{"book": books[i].name, "n_passages": len(cut[i]), "score": float(sc), "p_value": float(p),
-                 "p_adjusted": float(pa), "flagged": bool(f)}
-                for i, sc, p, pa, f in zip(sus, u["score"][yb[kept] == 1], u["p_value"], u["p_adjusted"], u["flagged"])]
+    return [{"book": books[i].name, "n_passages": len(c.cut[i]), "score": float(sc), "p_value": float(p),
+             "p_adjusted": float(pa), "flagged": bool(f)}
+            for i, sc, p, pa, f in zip(sus, u["score"][yb[kept] == 1], u["p_value"], u["p_adjusted"], u["flagged"])]
+
+
+def infer_books(checked: Checked, target, *, reference=None, load=None,
+                progress: Progress | None = None) -> DatasetInferenceResult:
+    """The stages of a run over books after the check: guard -> load models -> features -> tests -> per-book
+    p-values -> result.
+
+    Parameters
+    ----------
+    checked : Checked
+        :func:`check_book_run`'s result (``mode = "books"``).
+    target, reference, load, progress
+        As :func:`run_book_inference` takes them.
+
+    Returns
+    -------
+    DatasetInferenceResult
+    """
+    progress = progress or noop
+    t0 = time.time()
+    c, st, notes = checked, checked.settings, list(checked.notes)
+    summary, n_s = _book_summary(c), len(c.suspect)
+    yb = np.r_[np.ones(n_s, int), np.zeros(len(c.validation), int)]
+    df = pd.DataFrame({"book": [d.name for d in [*c.suspect, *c.validation]],
+                       "set": np.where(yb == 1, "suspect", "validation")})
+    if not guard_stage([" ".join(p) for p in c.cut[:n_s]], [" ".join(p) for p in c.cut[n_s:]], seed=st["seed"],
+                       iid_check=st["iid_check"], summary=summary, notes=notes, progress=progress):
+        summary["seconds"] = round(time.time() - t0, 2)
+        return DatasetInferenceResult(summary=summary, scores=df, report=notes)
+    if st["iid_check"]:
+        notes.append("with few books the blind baseline has little power: it cannot rule out a shift between "
+                     "the two sets of books, only catch a large one")
+    target, reference = load_stage(target, reference, load)
+    summary.update(model=model_name(target), reference_model=None if reference is None else model_name(reference))
+    names, Xb, kept = _book_features(c, yb, target, reference, notes, progress)
+    tested = _book_tests(Xb, yb, kept, st, notes, progress)
     summary.update(tested["summary"], features=names, weights=dict(zip(names, tested["perm"]["weights"])),
-                   books=per_book, n_excluded=int((~kept).sum()), iid_check=bool(iid_check),
-                   seconds=round(time.time() - t0, 2), scored_tokens={"prefix": prefix})
-    df = pd.DataFrame({"book": [d.name for d in books], "set": np.where(yb == 1, "suspect", "validation"),
-                       "n_passages": [len(c) for c in cut]})
+                   books=_per_book(c, yb, kept, tested), n_excluded=int((~kept).sum()),
+                   iid_check=bool(st["iid_check"]), seconds=round(time.time() - t0, 2),
+                   scored_tokens={"prefix": st["prefix"]})
+    df["n_passages"] = [len(p) for p in c.cut]
     df = units_frame(df, names, Xb, kept, tested)
     progress("done", 1.0)
     return DatasetInferenceResult(summary=summary, scores=df, metrics=tested["metrics"], report=notes)
