@@ -5,6 +5,10 @@ on), checks them without the model (sizes, overlap, the blind-baseline IID guard
 features for every text from one scoring stage, and reports the cross-fitted permutation test's
 p-value (primary), the paper's split t-test, the null check and the verdict. ``--out DIR`` writes
 ``DIR/dataset_inference.json`` and ``DIR/scores.csv``.
+
+A thin parser: the sets are read, checked and run through the API's front door
+(``mia_core.api.inference``: ``read_inference_sets``, ``prepare_inference``, ``execute_inference``), the
+``--param`` items read by ``mia_core.api.params.parse_param_items``.
 """
 from __future__ import annotations
 
@@ -73,105 +77,47 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _texts(paths, args, notes: list[str]) -> list[str]:
-    """The texts of ``paths``; the reader's notes (encodings, texts dropped...) appended to ``notes``."""
-    from ..data import read_texts
+def _sets(args):
+    """The sets through the API (``read_inference_sets``): the demo, the demo's null case, or the files given."""
+    from ..api.inference import read_inference_sets
 
-    out = []
-    for path in paths or []:
-        out += [r.text for r in read_texts(path, mode=args.mode, text_column=args.text_column, notes=notes)]
-    return out
-
-
-def run(args) -> int:
-    from ..dataset_inference import check_inputs, run_dataset_inference
-    from ..models import load_causal_lm
-
-    t_start = time.time()
     if args.demo and args.demo_null:
         raise SettingsError("give --demo or --demo-null, not both")
     if args.out:
         check_output_dir(args.out, overwrite=args.overwrite)
-    model = args.model
-    read: list[str] = []  # the reader's notes: printed before any model loads, kept in the result's notes
     if args.demo or args.demo_null:
-        from ..demo import demo_paths
-
         if args.suspect or args.validation:
             raise SettingsError("--demo fills in the suspect and validation sets; do not give them too")
-        d = demo_paths()
-        suspect = _texts([d["population"] if args.demo_null else d["members"]], args, [])
-        validation = _texts([d["nonmembers"]], args, [])
-        model = model or str(d["target"])
-    else:
-        if not args.suspect or not args.validation:
-            raise SettingsError("give --suspect and --validation (or --demo)")
-        suspect, validation = _texts(args.suspect, args, read), _texts(args.validation, args, read)
-    if args.books:
-        return _books(args, model, t_start)
-    population = _texts(args.population, args, read)
-    from .run import parse_params
+        return read_inference_sets(demo="demo_null" if args.demo_null else "demo", books=args.books, mode=args.mode,
+                                   text_column=args.text_column)
+    if not args.suspect or not args.validation:
+        raise SettingsError("give --suspect and --validation (or --demo)")
+    return read_inference_sets(args.suspect, args.validation, None if args.books else args.population,
+                               books=args.books, mode=args.mode, text_column=args.text_column)
 
-    params = parse_params(args.param, {})
-    # every model-free check first: settings, sizes, overlap, features (one error line each)
-    _, _, _, notes = check_inputs(suspect, validation, features=args.features, reference=args.reference is not None,
-                                  population=population, alpha=args.alpha, folds=args.folds,
-                                  n_permutations=args.permutations, combination=args.combination)
-    from ..dataset_inference.significance import estimate_seconds
 
-    tests_s = estimate_seconds(len(suspect) + len(validation), n_permutations=args.permutations,
-                               combination=args.combination)
-    if tests_s >= 10:
-        notes = [*notes, f"the permutation tests ({args.permutations:,} permutations) will take about {tests_s:.0f} s "
-                         "after the model passes"]
-    print_notes([*read, *notes])
+def run(args) -> int:
+    """``mia infer-dataset``: the request built through the API (every model-free check once, one line each, before
+    any model loads), its notes printed, then run with a progress bar and reported."""
+    from ..api.inference import execute_inference, prepare_inference
+    from ..api.params import parse_param_items
 
-    def load(spec):
-        return load_causal_lm(spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code,
-                              progress=bar)
-
+    t_start = time.time()
+    sets = _sets(args)
+    # the book reader's notes are not printed nor kept by the CLI (as before the front door)
+    read = [] if args.books else sets.notes
+    request = prepare_inference(
+        sets.suspect, sets.validation, model=args.model or sets.target, reference=args.reference,
+        population=sets.population, books=args.books, features=args.features, alpha=args.alpha, folds=args.folds,
+        n_permutations=args.permutations, seed=args.seed, params=parse_param_items(args.param),
+        prefix=args.prefix, cache=not args.no_cache, passage_words=args.passage_words,
+        max_passages=args.max_passages, correction=args.correction, combination=args.combination,
+        read_notes=read, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code)
+    printed = [] if args.books else [*read, *request.notes, *filter(None, [request.estimate_note])]
+    print_notes(printed)
     with ProgressBar(disable=args.quiet) as bar:
-        res = run_dataset_inference(suspect, validation, model, reference=args.reference, population=population,
-                                    features=args.features, alpha=args.alpha, folds=args.folds,
-                                    n_permutations=args.permutations, seed=args.seed, prefix=args.prefix,
-                                    combination=args.combination, correction=args.correction,
-                                    params=params, use_cache=not args.no_cache, load=load, progress=bar)
-    res.report[:0] = [n for n in read if n not in res.report]  # saved with the result, as mia run keeps its data notes
-    return _report(res, args, t_start, printed=[*read, *notes])
-
-
-def _books(args, model, t_start) -> int:
-    from ..dataset_inference.books import check_books, run_book_inference
-    from ..documents import load_documents
-    from ..models import load_causal_lm
-
-    if args.demo or args.demo_null:
-        from ..documents.books import demo_documents
-
-        members, nonmembers = demo_documents()
-        # the null: alternate non-member documents (each novel on both sides), never trained on
-        suspect = nonmembers[::2] if args.demo_null else members
-        validation = nonmembers[1::2] if args.demo_null else nonmembers
-    else:
-        suspect, validation = load_documents(args.suspect), load_documents(args.validation)
-    check_books(suspect, validation, passage_words=args.passage_words, max_passages=args.max_passages)
-    from .run import parse_params
-
-    params = parse_params(args.param, {})
-    from ..dataset_inference import parse_features
-
-    parse_features(args.features, reference=args.reference is not None, population=False)
-
-    with ProgressBar(disable=args.quiet) as bar:
-        res = run_book_inference(
-            suspect, validation, model, reference=args.reference, features=args.features, alpha=args.alpha,
-            folds=args.folds, n_permutations=args.permutations, seed=args.seed, passage_words=args.passage_words,
-            max_passages=args.max_passages, prefix=args.prefix, use_cache=not args.no_cache, correction=args.correction,
-            combination=args.combination, params=params,
-            load=lambda spec: load_causal_lm(spec, dtype=args.dtype, device=args.device,
-                                             trust_remote_code=args.trust_remote_code, progress=bar),
-            progress=bar)
-    return _report(res, args, t_start)
+        res = execute_inference(request, progress=bar)
+    return _report(res, args, t_start, printed=printed)
 
 
 def _report(res, args, t_start: float, printed=()) -> int:

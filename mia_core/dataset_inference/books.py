@@ -34,7 +34,6 @@ power curve over books.
 from __future__ import annotations
 
 import time
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
