@@ -285,8 +285,21 @@ def _a(st: dict, d: dict) -> float:
     return float(d.get("a", FALLBACK_A))
 
 
-def prepare(inputs: AttackInputs, ctx, **params) -> dict:
-    st = _settings(params)
+def _population_sample(ctx, st: dict) -> list[str]:
+    """The population texts z RMIA compares with (all, or ``n_z`` of them drawn with ``seed``).
+
+    Parameters
+    ----------
+    ctx : RunContext
+        The run's context (its ``population``).
+    st : dict
+        The checked parameters (:func:`_settings`).
+
+    Returns
+    -------
+    list of str
+        The sampled population texts, in their original order.
+    """
     pop = getattr(ctx, "population", None)
     if pop is None or not len(pop):
         raise SettingsError("RMIA (rmia) needs known non-member texts: give {population}", options=("population",))
@@ -294,24 +307,59 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     if st["n_z"] is not None and st["n_z"] < len(z_texts):
         idx = np.sort(np.random.default_rng(st["seed"]).permutation(len(z_texts))[: st["n_z"]])
         z_texts = [z_texts[i] for i in idx]
-    t0 = time.time()
-    target = ctx.target
+    return z_texts
+
+
+def _reference_list(ctx, st: dict) -> tuple[list[tuple[str | None, set[str] | None]], str]:
+    """The reference models RMIA reads: ``references=`` folders (checked before any pass), else the run's reference.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        The run's context (its ``reference``).
+    st : dict
+        The checked parameters (:func:`_settings`).
+
+    Returns
+    -------
+    tuple
+        ``(refs, variant)``: ``[(spec, members)]`` (``(None, None)`` for the run's own reference) and the
+        variant's description.
+    """
     if st["references"]:
         from ..models import resolve_spec
 
         refs = expand_references(st["references"])
         for spec, _ in refs:  # a missing folder or file: one-line error before any model pass
             resolve_spec(spec)
-        variant = f"{len(refs)} reference model(s)"
-    else:
-        if ctx.reference is None:
-            raise SettingsError("RMIA (rmia) without references= needs a reference model ({reference})",
-                                options=("reference",))
-        refs = [(None, None)]
-        variant = "offline, the run's reference model"
+        return refs, f"{len(refs)} reference model(s)"
+    if ctx.reference is None:
+        raise SettingsError("RMIA (rmia) without references= needs a reference model ({reference})",
+                            options=("reference",))
+    return [(None, None)], "offline, the run's reference model"
 
-    x_stats = inputs.target
-    z_stats = ctx.compute(target, z_texts, label="RMIA population pass (target)")
+
+def _reference_passes(inputs: AttackInputs, ctx, refs, z_texts: list[str]) -> tuple[list, list, list, list[dict]]:
+    """Each reference model's passes on the audited and the population texts, one model in memory at a time.
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The audited texts.
+    ctx : RunContext
+        The run's context (``compute``, ``reference``, ``target``, ``progress``).
+    refs : list of tuple
+        From :func:`_reference_list`.
+    z_texts : list of str
+        The population texts.
+
+    Returns
+    -------
+    tuple
+        ``(ref_stats, seen_x, seen_z, described)``: ``[(stats on x, stats on z)]`` per reference, which audited
+        and population texts each reference trained on, and a description of each reference.
+    """
+    target = ctx.target
     ref_stats, seen_x, seen_z, described = [], [], [], []
     x_hash = [text_hash(t) for t in inputs.texts]
     z_hash = [text_hash(t) for t in z_texts]
@@ -332,10 +380,29 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
                           "population_texts_seen": int(seen_z[-1].sum()), "audited_texts_seen": int(seen_x[-1].sum())})
         if spec is not None:
             del lm  # one reference model in memory at a time
-    # one unit for every likelihood: per scored token, or per byte when a tokenizer differs
+    return ref_stats, seen_x, seen_z, described
+
+
+def _likelihood_table(x_stats, z_stats, ref_stats, seen_x, seen_z, described: list[dict], first_token: bool) -> dict:
+    """The likelihoods RMIA scores from, in one unit (per scored token, or per byte when a tokenizer differs).
+
+    Parameters
+    ----------
+    x_stats, z_stats : list of TokenStats
+        The target's statistics of the audited and the population texts.
+    ref_stats, seen_x, seen_z, described
+        From :func:`_reference_passes`.
+    first_token : bool
+        Whether each text's first token is scored.
+
+    Returns
+    -------
+    dict
+        ``px``, ``pz``, ``ref_x``, ``ref_z``, ``seen_x``, ``seen_z``, ``recorded`` (``inputs.extra["rmia"]``).
+    """
     per_byte = not all(d["same_tokenizer"] for d in described)
-    ft = inputs.first_token
-    inputs.extra["rmia"] = {
+    ft = first_token
+    return {
         "px": likelihoods(x_stats, ft, per_byte),
         "pz": likelihoods(z_stats, ft, per_byte),
         "ref_x": np.stack([likelihoods(rx, ft, per_byte) for rx, _ in ref_stats], 1),
@@ -343,18 +410,99 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         "seen_x": np.stack(seen_x, 1), "seen_z": np.stack(seen_z, 1),
         "recorded": [d["membership_record"] for d in described],
     }
-    d = inputs.extra["rmia"]
-    notes = []
-    if any(r["audited_texts_seen"] for r in described):
-        notes.append("some reference models trained on audited texts: Pr(x) of those texts uses only the "
-                     "references that did not (or, with online=True, the online estimate)")
+
+
+def _tuned_a(d: dict, st: dict, described: list[dict], notes: list[str]) -> tuple[float, dict | None]:
+    """The ``a`` of the run: given, or tuned on a paired reference (Privacy Meter's default), else the fallback.
+
+    Parameters
+    ----------
+    d : dict
+        The likelihood table (:func:`_likelihood_table`); a tuned ``a`` is stored in it.
+    st : dict
+        The checked parameters.
+    described : list of dict
+        The references (their names).
+    notes : list of str
+        Receives the note when ``a`` could not be tuned.
+
+    Returns
+    -------
+    tuple
+        ``(a, tuning)``; ``tuning`` is None when ``a`` was given.
+    """
     tuning = None
     if st["a"] is None:  # Privacy Meter's default: tune a on a paired reference
         tuning = tune_a(d, st, [r["model"] for r in described])
         d["a"] = tuning.get("a", FALLBACK_A)
         if "reason" in tuning:
             notes.append(f"a = {FALLBACK_A} (not tuned: {tuning['reason']})")
-    a = _a(st, d)
+    return _a(st, d), tuning
+
+
+def _loss_like_warning(d: dict, a: float, rho: float, a_source: str) -> str:
+    """The warning when RMIA ranks the audited texts like LOSS (Spearman ``rho`` with the target's likelihood).
+
+    Parameters
+    ----------
+    d : dict
+        The likelihood table (its ``px``).
+    a : float
+        The ``a`` used.
+    rho : float
+        Spearman correlation with the target's likelihood alone.
+    a_source : str
+        ``"given"``, ``"tuned"`` or ``"fallback"``.
+
+    Returns
+    -------
+    str
+    """
+    med = float(np.nanmedian(d["px"]))
+    tip = ("Privacy Meter tunes a on a paired reference model: give 3+ references from make-references "
+           "(--param rmia.references=DIR) and leave a unset" if a_source != "tuned"
+           else "a was tuned on the paired reference")
+    return (f"with a = {a}, RMIA ranks the audited texts like LOSS (Spearman {rho:.3f} with the "
+            f"target's likelihood alone): sequence likelihoods (median {med:.3g}) are small next to "
+            f"(1 - a)/2 = {(1 - a) / 2:.2f}, so the references barely count. {tip}; "
+            "--param rmia.a=1 keeps the reference ratio")
+
+
+def prepare(inputs: AttackInputs, ctx, **params) -> dict:
+    """RMIA's preparation: the population sample, the target's and every reference's passes, the likelihoods.
+
+    Stores the likelihood table in ``inputs.extra["rmia"]`` (what :func:`score` reads) and tunes ``a`` when it
+    is not given (Zarifzadeh et al. 2024, §3; Privacy Meter's default).
+
+    Parameters
+    ----------
+    inputs : AttackInputs
+        The audited texts and the target's statistics.
+    ctx : RunContext
+        The run's context: ``population``, ``reference``, ``target``, ``compute``, ``progress``.
+    **params
+        RMIA's parameters (``a``, ``gamma``, ``n_z``, ``references``, ``online``, ``out_refs``, ``seed``).
+
+    Returns
+    -------
+    dict
+        What the run records: ``variant``, ``n_z``, ``references``, ``per_byte``, ``a``, ``a_source``
+        (``a_tuning``), ``seconds``, ``spearman_with_target_likelihood``, ``notes`` and ``warning`` when any.
+    """
+    st = _settings(params)
+    z_texts = _population_sample(ctx, st)
+    t0 = time.time()
+    refs, variant = _reference_list(ctx, st)
+    z_stats = ctx.compute(ctx.target, z_texts, label="RMIA population pass (target)")
+    ref_stats, seen_x, seen_z, described = _reference_passes(inputs, ctx, refs, z_texts)
+    per_byte = not all(r["same_tokenizer"] for r in described)
+    d = inputs.extra["rmia"] = _likelihood_table(inputs.target, z_stats, ref_stats, seen_x, seen_z, described,
+                                                 inputs.first_token)
+    notes = []
+    if any(r["audited_texts_seen"] for r in described):
+        notes.append("some reference models trained on audited texts: Pr(x) of those texts uses only the "
+                     "references that did not (or, with online=True, the online estimate)")
+    a, tuning = _tuned_a(d, st, described, notes)
     mx = marginal(d["ref_x"], d["seen_x"], a, st["online"], st["out_refs"])
     n_zero = int((np.isfinite(mx) & (mx <= 0) & np.isfinite(d["px"])).sum())
     if n_zero:
@@ -367,14 +515,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
            "seconds": round(time.time() - t0, 2), "spearman_with_target_likelihood": rho,
            **({"notes": notes} if notes else {})}
     if rho is not None and rho >= LOSS_LIKE:
-        med = float(np.nanmedian(d["px"]))
-        tip = ("Privacy Meter tunes a on a paired reference model: give 3+ references from make-references "
-               "(--param rmia.references=DIR) and leave a unset" if out["a_source"] != "tuned"
-               else "a was tuned on the paired reference")
-        out["warning"] = (f"with a = {a}, RMIA ranks the audited texts like LOSS (Spearman {rho:.3f} with the "
-                          f"target's likelihood alone): sequence likelihoods (median {med:.3g}) are small next to "
-                          f"(1 - a)/2 = {(1 - a) / 2:.2f}, so the references barely count. {tip}; "
-                          "--param rmia.a=1 keeps the reference ratio")
+        out["warning"] = _loss_like_warning(d, a, rho, out["a_source"])
     return out
 
 
@@ -396,6 +537,8 @@ def loss_likeness(d: dict, st: dict) -> float | None:
 @register("rmia", "RMIA", citation="Zarifzadeh et al. 2024 §3", defaults=DEFAULTS, prepare=prepare, population_ok=False,
           requires=requires, domains=DOMAINS)
 def score(inputs: AttackInputs, **params) -> np.ndarray:
+    """RMIA's score of every audited text: the share of population texts z it dominates (Zarifzadeh et al. 2024,
+    §3), from the likelihoods :func:`prepare` stored."""
     st = _settings(params)
     d = inputs.extra.get("rmia")
     if d is None or len(d["px"]) != len(inputs.texts):

@@ -4,6 +4,11 @@ See the package docstring (``mia_core.mlm``) for the method; this module checks 
 models share a tokenizer (§2.2), wires masking, energies, thresholds and leak features
 together, and returns an :class:`MlmAuditResult` (the project's one result type,
 :class:`mia_core.results.AuditResult`), which prints the CLI's report and writes its files.
+
+The audit runs as named stages: :func:`check_inputs` and :func:`text_sets` (settings and texts, no model),
+:func:`load_models` (the shared tokenizer), :func:`energy_passes` (one set of masks, both models),
+:func:`attack_scores`, :func:`threshold_metrics` (population threshold, groups, ``mu``), :func:`leak_stage` and
+:func:`assemble_result`; :func:`run_stages` runs those that read the models, :func:`run_mlm_audit` all of them.
 """
 from __future__ import annotations
 
@@ -205,7 +210,8 @@ class MlmAuditResult(AuditResult):
 
 
 # --------------------------------------------------------------------------------------
-# the audit
+# the audit, as stages: settings and texts (no model) -> models -> energies -> scores -> thresholds
+# (-> groups) -> leak features -> result
 # --------------------------------------------------------------------------------------
 def _as_model(m, device, dtype, trust_remote_code, progress) -> MaskedLM:
     if isinstance(m, MaskedLM):
@@ -276,6 +282,389 @@ def _not_verified(models: dict) -> list[str]:
     return not_verified_notes(models)
 
 
+def _k(recipe, k):
+    """``K`` as the recipe gives it (``k`` None) or as given; None for an unknown recipe (refused by the checks)."""
+    if k is None and isinstance(recipe, str) and recipe in RECIPES:
+        return recipe_k(recipe)
+    return k
+
+
+@dataclass
+class MlmSettings:
+    """The checked settings of a masked-LM audit (:func:`check_inputs`' settings, ``k`` resolved by the recipe)."""
+
+    k: int
+    seed: int = 0
+    rate: float = DEFAULT_RATE
+    alpha: float = DEFAULT_ALPHA
+    recipe: str = DEFAULT_RECIPE
+    batch_tokens: int = 8192
+    n_bootstrap: int = 1000
+    cache: bool = True
+
+
+@dataclass
+class MlmTexts:
+    """The texts of a masked-LM audit (:func:`text_sets`): evaluated (members, then non-members), population,
+    training samples; their ids and groups."""
+
+    members: list[str]
+    nonmembers: list[str]
+    population: list[str]
+    train: list[str]
+    ids: list[str]  # one per evaluated text
+    groups: list[str] | None  # one per evaluated text, or None
+    population_groups: list[str] | None
+
+    @property
+    def evaluated(self) -> list[str]:
+        """Members, then non-members."""
+        return self.members + self.nonmembers
+
+    @property
+    def labels(self) -> np.ndarray:
+        """1 for a member, 0 for a non-member, in the order of :attr:`evaluated`."""
+        return np.r_[np.ones(len(self.members), dtype=np.int64), np.zeros(len(self.nonmembers), dtype=np.int64)]
+
+    @property
+    def n_scored(self) -> int:
+        """Evaluated plus population texts (those the reference scores too)."""
+        return len(self.members) + len(self.nonmembers) + len(self.population)
+
+
+def text_sets(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], *,
+              settings: MlmSettings, train_samples: Sequence[str] | None = None, member_ids=None, nonmember_ids=None,
+              member_groups=None, nonmember_groups=None, population_groups=None) -> MlmTexts:
+    """The audit's texts checked (:func:`check_inputs`), with their ids and groups; no model is loaded.
+
+    Parameters
+    ----------
+    members, nonmembers, population : sequence of str
+        The evaluated texts and the population (known non-members, disjoint from them).
+    settings : MlmSettings
+        The settings :func:`check_inputs` checks with the texts.
+    train_samples : sequence of str, optional
+        Known training texts (the loss attack's ``mu`` threshold, §3.4).
+    member_ids, nonmember_ids : sequence, optional
+        The evaluated texts' ids (default ``m0001``..., ``n0001``...).
+    member_groups, nonmember_groups, population_groups : sequence, optional
+        One group id per text (§4.2; a missing id makes the text its own group).
+
+    Returns
+    -------
+    MlmTexts
+
+    Raises
+    ------
+    DataError, SettingsError
+        As :func:`check_inputs`; ids or groups that do not match the texts.
+    """
+    s = settings
+    mem, non, pop = check_inputs(members, nonmembers, population, alpha=s.alpha, k=s.k, seed=s.seed, rate=s.rate,
+                                 recipe=s.recipe)
+    train = _texts("training samples", train_samples) if train_samples is not None else []
+    ids = list(member_ids) if member_ids is not None else [f"m{i + 1:04d}" for i in range(len(mem))]
+    ids += list(nonmember_ids) if nonmember_ids is not None else [f"n{i + 1:04d}" for i in range(len(non))]
+    if len(ids) != len(mem) + len(non):
+        raise DataError("give one id per member and per non-member text.")
+    mg = _groups("members", member_groups, len(mem), "_m")
+    ng = _groups("non-members", nonmember_groups, len(non), "_n")
+    if (mg is None) != (ng is None):
+        raise DataError("give groups for both the members and the non-members (or for neither).")
+    return MlmTexts(members=mem, nonmembers=non, population=pop, train=train, ids=ids,
+                    groups=None if mg is None else mg + ng,
+                    population_groups=_groups("population texts", population_groups, len(pop), "_p"))
+
+
+def load_models(target, reference, *, device: str = "auto", dtype: str = "fp32", trust_remote_code: bool = False,
+                vocab_only: bool = False, progress: Progress = noop) -> tuple[MaskedLM, MaskedLM, list[str]]:
+    """The target and the reference loaded (or as given), checked to share a tokenizer (§2.2).
+
+    Parameters
+    ----------
+    target, reference : MaskedLM or str
+        Loaded models or specs for :func:`~mia_core.models.load_masked_lm`.
+    device, dtype, trust_remote_code
+        How they load.
+    vocab_only : bool
+        Accept the same vocabulary with another text normalisation (:func:`check_same_tokenizer`).
+    progress : callable
+        This stage reports 0 to 0.1.
+
+    Returns
+    -------
+    tuple
+        ``(target, reference, warnings)``.
+    """
+    t = _as_model(target, device, dtype, trust_remote_code, _sub(progress, 0.0, 0.05))
+    r = _as_model(reference, device, dtype, trust_remote_code, _sub(progress, 0.05, 0.1))
+    return t, r, check_same_tokenizer(t, r, vocab_only=vocab_only)
+
+
+@dataclass
+class Energies:
+    """Both models' energies on one set of masks (:func:`energy_passes`); NaN for the reference on the training
+    samples (the loss attack alone reads them)."""
+
+    plan: MaskPlan
+    target: np.ndarray
+    reference: np.ndarray
+    max_length: int
+    warnings: list[str] = field(default_factory=list)
+
+
+def energy_passes(t: MaskedLM, r: MaskedLM, texts: MlmTexts, settings: MlmSettings,
+                  progress: Progress = noop) -> Energies:
+    """Tokenise once with the target's tokenizer, draw the K masks (§2.3), and score them under both models.
+
+    Parameters
+    ----------
+    t, r : MaskedLM
+        The target and the reference.
+    texts : MlmTexts
+        Evaluated, population and training texts (the reference skips the training samples).
+    settings : MlmSettings
+        ``k``, ``seed``, ``rate``, ``recipe``, ``batch_tokens``, ``cache``.
+    progress : callable
+        This stage reports 0.1 to 0.95.
+
+    Returns
+    -------
+    Energies
+        With a warning when texts were truncated to the models' maximum length.
+    """
+    s = settings
+    warnings: list[str] = []
+    max_len = min(t.max_length, r.max_length)
+    all_texts = texts.evaluated + texts.population + texts.train
+    plan = plan_masks(t.tokenizer, all_texts, k=s.k, seed=s.seed, rate=s.rate, max_length=max_len, recipe=s.recipe)
+    if plan.n_truncated:
+        warnings.append(f"{plan.n_truncated} text{'s' if plan.n_truncated != 1 else ''} longer than {max_len} "
+                        f"tokens {'were' if plan.n_truncated != 1 else 'was'} truncated: only the first "
+                        f"{max_len} tokens (special tokens included) are scored.")
+    e_t = energies(t, k=s.k, seed=s.seed, rate=s.rate, batch_tokens=s.batch_tokens, cache=s.cache, plan=plan,
+                   progress=_sub(progress, 0.1, 0.55))
+    # the reference is not needed for the training samples (loss attack only)
+    plan_r = _subplan(plan, range(texts.n_scored))
+    e_r = np.r_[energies(r, k=s.k, seed=s.seed, rate=s.rate, batch_tokens=s.batch_tokens, cache=s.cache, plan=plan_r,
+                         progress=_sub(progress, 0.55, 0.95)), np.full(len(texts.train), np.nan)]
+    return Energies(plan=plan, target=e_t, reference=e_r, max_length=max_len, warnings=warnings)
+
+
+def attack_scores(e: Energies, recipe: str) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Both attacks' scores on every text: the likelihood ratio ``-(E_target - E_reference)`` and the loss.
+
+    §3.4: the loss baseline is the target's mean loss per masked token: E / l with the "sum" recipe (that
+    energy sums over the l masked tokens of each pattern, so it grows with the text's length), E itself with the
+    "released" one (already a mean per masked token).
+
+    Parameters
+    ----------
+    e : Energies
+        Both models' energies.
+    recipe : str
+        The energy recipe.
+
+    Returns
+    -------
+    tuple
+        ``({"likelihood_ratio": ..., "loss": ...}, loss per masked token)``.
+    """
+    n_mask = e.plan.n_masked
+    per_token = RECIPES[recipe]["energy"] == "mean"
+    with np.errstate(invalid="ignore", divide="ignore"):
+        loss_t = np.where(n_mask > 0, e.target if per_token else e.target / np.maximum(n_mask, 1), np.nan)
+    return {"likelihood_ratio": -(e.target - e.reference), "loss": -loss_t}, loss_t
+
+
+def _group_metrics(s: np.ndarray, labels: np.ndarray, texts: MlmTexts, thr: float, settings: MlmSettings) -> dict:
+    """One attack's group-level figures (§4.2): mean score per group, the threshold from the population groups
+    (or, without them, the text-level population threshold)."""
+    from .. import metrics as M
+
+    n_eval = len(labels)
+    ev, pv = slice(0, n_eval), slice(n_eval, texts.n_scored)
+    alpha = settings.alpha
+    gids, gs, gl = M.group_scores(s[ev], labels, texts.groups, how="mean")
+    gm = M.evaluate(gl, gs, n_bootstrap=settings.n_bootstrap, seed=settings.seed)
+    if texts.population_groups is not None:
+        _, pgs, _ = M.group_scores(s[pv], np.zeros(len(texts.population), dtype=np.int64), texts.population_groups,
+                                   how="mean")
+        gthr, how = M.population_threshold(pgs, alpha), "population groups"
+        npop = int(np.sum(~np.isnan(pgs)))
+    else:
+        gthr, how, npop = thr, "population texts (no population groups given)", int(np.sum(~np.isnan(s[pv])))
+    gm["population_threshold"] = {**M.decisions_at(gl, gs, gthr), "alpha": float(alpha),
+                                  "threshold_from": how, "n_population": npop}
+    gm["n_groups"] = len(gids)
+    return gm
+
+
+def threshold_metrics(scores: dict[str, np.ndarray], loss_t: np.ndarray, texts: MlmTexts,
+                      settings: MlmSettings) -> tuple[dict, dict | None, dict[str, np.ndarray]]:
+    """AUC and TPR with CIs, and the decisions at the population threshold (§2.4), per attack and per group.
+
+    Parameters
+    ----------
+    scores : dict
+        :func:`attack_scores`' scores (evaluated, population, training texts in a row).
+    loss_t : numpy.ndarray
+        The loss per masked token (the ``mu`` threshold's, §3.4, with training samples).
+    texts : MlmTexts
+        Labels, groups, the population's size and the training samples.
+    settings : MlmSettings
+        ``alpha``, ``n_bootstrap``, ``seed``.
+
+    Returns
+    -------
+    tuple
+        ``(metrics, group_metrics, flagged)``: ``group_metrics`` None without groups; ``flagged[attack]`` the
+        evaluated texts at or above the population threshold.
+    """
+    from .. import metrics as M
+
+    labels = texts.labels
+    ev, pv = slice(0, len(labels)), slice(len(labels), texts.n_scored)
+    alpha = settings.alpha
+    metrics, group_metrics, flagged = {}, ({} if texts.groups is not None else None), {}
+    for name, s in scores.items():
+        m = M.evaluate(labels, s[ev], n_bootstrap=settings.n_bootstrap, seed=settings.seed)
+        thr = M.population_threshold(s[pv], alpha)
+        m["population_threshold"] = {**M.decisions_at(labels, s[ev], thr), "alpha": float(alpha),
+                                     "n_population": int(np.sum(~np.isnan(s[pv])))}
+        flagged[name] = np.where(np.isnan(s[ev]), False, s[ev] >= thr)
+        metrics[name] = m
+        if texts.groups is not None:
+            group_metrics[name] = _group_metrics(s, labels, texts, thr, settings)
+    if texts.train:
+        mu = float(np.nanmean(loss_t[texts.n_scored:]))
+        metrics["loss"]["mu_threshold"] = {**M.decisions_at(labels, scores["loss"][ev], -mu), "mu": mu,
+                                           "n_train_samples": len(texts.train)}
+    return metrics, group_metrics, flagged
+
+
+def leak_stage(plan: MaskPlan, texts: MlmTexts, metrics: dict, flagged: dict) -> dict:
+    """§4.6: which members leak: the features of the members each attack flags at the population threshold
+    against those it misses.
+
+    Parameters
+    ----------
+    plan : MaskPlan
+        The tokenisation (token counts over the evaluated and population texts).
+    texts : MlmTexts
+        The members.
+    metrics, flagged
+        :func:`threshold_metrics`' metrics and flags.
+
+    Returns
+    -------
+    dict
+        ``{attack: {"flagged": {feature: mean}, "unflagged": {...}, ..., "threshold": ...}}``.
+    """
+    freq = token_counts(plan, range(texts.n_scored))
+    n_mem = len(texts.members)
+    member_idx = np.arange(n_mem)
+    return {name: {**_leak_table(plan, member_idx, flagged[name][:n_mem], freq),
+                   "threshold": metrics[name]["population_threshold"]["threshold"]}
+            for name in flagged}
+
+
+def _score_rows(texts: MlmTexts, e: Energies, scores: dict, flagged: dict) -> pd.DataFrame:
+    """One row per evaluated text (``MlmAuditResult.scores``)."""
+    rows, labels, plan = [], texts.labels, e.plan
+    for i in range(len(labels)):
+        row = {"text_id": texts.ids[i], "label": int(labels[i]), "text_hash": plan.hashes[i]}
+        if texts.groups is not None:
+            row["group"] = texts.groups[i]
+        row.update({"n_tokens": int(plan.n_tokens[i]), "n_masked": int(plan.n_masked[i]),
+                    "likelihood_ratio": float(scores["likelihood_ratio"][i]),
+                    "loss": float(scores["loss"][i]),
+                    "energy_target": float(e.target[i]), "energy_reference": float(e.reference[i]),
+                    "flagged_likelihood_ratio": bool(flagged["likelihood_ratio"][i]),
+                    "flagged_loss": bool(flagged["loss"][i])})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def assemble_result(t: MaskedLM, r: MaskedLM, texts: MlmTexts, e: Energies, scores: dict, loss_t: np.ndarray,
+                    measured: tuple[dict, dict | None, dict], settings: MlmSettings,
+                    warnings: list[str]) -> MlmAuditResult:
+    """The stages' results as one :class:`MlmAuditResult`.
+
+    Parameters
+    ----------
+    t, r : MaskedLM
+        The models (described in the result).
+    texts, e, scores, loss_t
+        The texts, energies, scores and loss per masked token.
+    measured : tuple
+        :func:`threshold_metrics`' ``(metrics, group_metrics, flagged)``.
+    settings : MlmSettings
+        Recorded in ``settings``.
+    warnings : list of str
+        The earlier stages' warnings (the not-verified notes are added).
+
+    Returns
+    -------
+    MlmAuditResult
+    """
+    metrics, group_metrics, flagged = measured
+    n_eval, ne = len(texts.labels), texts.n_scored
+    ev, pv = slice(0, n_eval), slice(n_eval, ne)
+    s = settings
+    return MlmAuditResult(
+        metrics=metrics,
+        group_metrics=group_metrics,
+        scores=_score_rows(texts, e, scores, flagged),
+        population_scores={n: v[pv].tolist() for n, v in scores.items()},
+        leak_features=leak_stage(e.plan, texts, metrics, flagged),
+        energies={"target": e.target[ev].tolist(), "reference": e.reference[ev].tolist(),
+                  "population_target": e.target[pv].tolist(), "population_reference": e.reference[pv].tolist(),
+                  "train_target": e.target[ne:].tolist(), "train_loss_per_token": loss_t[ne:].tolist()},
+        settings={"recipe": s.recipe, "k": int(s.k), "seed": int(s.seed), "rate": float(s.rate),
+                  "alpha": float(s.alpha), "max_length": int(e.max_length), "batch_tokens": int(s.batch_tokens),
+                  "n_members": len(texts.members), "n_nonmembers": len(texts.nonmembers),
+                  "n_population": len(texts.population), "n_train_samples": len(texts.train)},
+        models={"target": t.describe(), "reference": r.describe()},
+        warnings=warnings + _not_verified({"target": t.describe(), "reference": r.describe()}),
+        plan=e.plan,
+    )
+
+
+def run_stages(texts: MlmTexts, target, reference, settings: MlmSettings, *, device: str = "auto",
+               dtype: str = "fp32", trust_remote_code: bool = False, vocab_only: bool = False,
+               progress: Progress | None = None) -> MlmAuditResult:
+    """The stages that read the models, in a row: load -> energies -> scores -> thresholds -> leaks -> result.
+
+    Parameters
+    ----------
+    texts : MlmTexts
+        From :func:`text_sets`.
+    target, reference : MaskedLM or str
+        The models, or specs to load.
+    settings : MlmSettings
+        The checked settings.
+    device, dtype, trust_remote_code, vocab_only
+        As :func:`load_models`.
+    progress : callable, optional
+        ``progress(message, fraction)``.
+
+    Returns
+    -------
+    MlmAuditResult
+    """
+    progress = progress or noop
+    t, r, warnings = load_models(target, reference, device=device, dtype=dtype, trust_remote_code=trust_remote_code,
+                                 vocab_only=vocab_only, progress=progress)
+    e = energy_passes(t, r, texts, settings, progress)
+    progress("metrics: AUC, thresholds, bootstrap", 0.95)
+    scores, loss_t = attack_scores(e, settings.recipe)
+    measured = threshold_metrics(scores, loss_t, texts, settings)
+    result = assemble_result(t, r, texts, e, scores, loss_t, measured, settings, warnings + e.warnings)
+    progress("metrics: done", 1.0)
+    return result
+
+
 def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population: Sequence[str], target, reference, *,
                   k: int | None = None, seed: int = 0, rate: float = DEFAULT_RATE, alpha: float = DEFAULT_ALPHA,
                   recipe: str = DEFAULT_RECIPE,
@@ -286,145 +675,46 @@ def run_mlm_audit(members: Sequence[str], nonmembers: Sequence[str], population:
                   progress: Progress | None = None) -> MlmAuditResult:
     """The masked-LM audit of Mireshghallah et al. 2022 on members vs non-members.
 
-    ``target``/``reference``: :class:`MaskedLM` objects or specs for :func:`load_masked_lm`;
-    they must share a tokenizer (``SettingsError`` otherwise; ``vocab_only`` accepts the same
-    vocabulary with different text normalisation, see :func:`check_same_tokenizer`). ``population``: texts known not
-    to be in the target's training data, **disjoint** from the evaluated texts (``DataError``
-    otherwise), used only to set the thresholds (§2.4): a fraction ``alpha`` of the population
-    is flagged. ``train_samples``: optional known training texts for the loss attack's
-    ``mu`` threshold (§3.4: their mean loss per masked token; member iff a text's loss is at most
-    ``mu``; they may include the members).
+    The texts and settings are checked before any model loads (:func:`text_sets`), then :func:`run_stages`.
+    Group level (§4.2): a group's score is the mean of its texts' scores; its threshold flags ``alpha`` of the
+    *population groups* when ``population_groups`` is given, else the text-level threshold applies to the means.
 
-    ``recipe`` (``mia_core.mlm.masking.RECIPES``): ``"sum"`` (default; ``l = ceil(0.15 T)``, ``K = 10``,
-    energy summed over the masked tokens) or ``"released"`` (the authors' released code as issue 28
-    describes it: ``l = int(0.15 T)`` (at least 1), ``K = 20``, energy = mean loss per masked token).
-    ``k`` None takes the recipe's ``K``; an explicit ``k`` wins. The recipe is recorded in ``settings``.
+    Parameters
+    ----------
+    members, nonmembers : sequence of str
+        The evaluated texts.
+    population : sequence of str
+        Texts known not to be in the target's training data, **disjoint** from the evaluated texts (``DataError``
+        otherwise), used only to set the thresholds (§2.4): a fraction ``alpha`` of the population is flagged.
+    target, reference : MaskedLM or str
+        Models or specs for :func:`load_masked_lm`; they must share a tokenizer (``SettingsError`` otherwise;
+        ``vocab_only`` accepts the same vocabulary with another normalisation, :func:`check_same_tokenizer`).
+    k, seed, rate, recipe
+        ``recipe`` (``RECIPES``): ``"sum"`` (default; ``l = ceil(0.15 T)``, ``K = 10``, energy summed over the
+        masked tokens) or ``"released"`` (the authors' released code as issue 28 describes it: ``l = int(0.15
+        T)``, at least 1, ``K = 20``, mean loss per masked token); ``k`` None: the recipe's ``K``.
+    alpha : float
+        The share of the population flagged.
+    member_groups, nonmember_groups, population_groups : sequence, optional
+        One group id per text (a missing id makes the text its own group).
+    train_samples : sequence of str, optional
+        Known training texts for the loss attack's ``mu`` threshold (§3.4; member iff loss <= ``mu``).
+    member_ids, nonmember_ids : sequence, optional
+        Ids of the evaluated texts.
+    batch_tokens, n_bootstrap, cache, device, dtype, trust_remote_code, progress
+        Padded tokens per pass, bootstrap resamples, the energy cache, how the models load, the progress callback.
 
-    Group level (§4.2): with ``member_groups``/``nonmember_groups`` (one id per text; a missing
-    id makes the text its own group) a group's score is the mean of its texts' scores. Its
-    threshold flags ``alpha`` of the *population groups* when ``population_groups`` is given,
-    else the text-level population threshold is applied to the group means.
-
-    Returns an :class:`MlmAuditResult`: ``metrics`` (``{"likelihood_ratio": evaluate(...) +
-    {"population_threshold": decisions, "alpha"}, "loss": ... (+ "mu_threshold" with
-    train_samples)}``), ``group_metrics`` (``{attack: ...}`` or ``None``), ``scores`` (a DataFrame,
-    one row per evaluated text: ``text_id``, ``label``, ``text_hash``, [``group``], ``n_tokens``,
-    ``n_masked``, ``likelihood_ratio``, ``loss`` (``-E/l``; ``-E`` with ``"released"``), ``energy_target``,
-    ``energy_reference``,
-    ``flagged_likelihood_ratio``, ``flagged_loss``), ``population_scores``, ``leak_features``,
-    ``energies``, ``settings``, ``models``, ``warnings`` and ``plan`` (the tokenisation and masks
-    both models scored; not JSON).
+    Returns
+    -------
+    MlmAuditResult
+        ``metrics``, ``group_metrics``, ``scores`` (one row per evaluated text; ``loss`` is ``-E/l``, ``-E`` with
+        ``"released"``), ``population_scores``, ``leak_features``, ``energies``, ``settings``, ``models``,
+        ``warnings`` and ``plan`` (the tokenisation and masks both models scored; not JSON).
     """
-    from .. import metrics as M
-
-    progress = progress or noop
-    mem, non, pop = check_inputs(members, nonmembers, population, alpha=alpha, k=k, seed=seed, rate=rate,
-                                 recipe=recipe)
-    k = recipe_k(recipe, k)
-    train = _texts("training samples", train_samples) if train_samples is not None else []
-    eval_texts = mem + non
-    labels = np.r_[np.ones(len(mem), dtype=np.int64), np.zeros(len(non), dtype=np.int64)]
-    ids = list(member_ids) if member_ids is not None else [f"m{i + 1:04d}" for i in range(len(mem))]
-    ids += list(nonmember_ids) if nonmember_ids is not None else [f"n{i + 1:04d}" for i in range(len(non))]
-    if len(ids) != len(eval_texts):
-        raise DataError("give one id per member and per non-member text.")
-    mg = _groups("members", member_groups, len(mem), "_m")
-    ng = _groups("non-members", nonmember_groups, len(non), "_n")
-    if (mg is None) != (ng is None):
-        raise DataError("give groups for both the members and the non-members (or for neither).")
-    groups = None if mg is None else mg + ng
-    pg = _groups("population texts", population_groups, len(pop), "_p")
-
-    t = _as_model(target, device, dtype, trust_remote_code, _sub(progress, 0.0, 0.05))
-    r = _as_model(reference, device, dtype, trust_remote_code, _sub(progress, 0.05, 0.1))
-    warnings: list[str] = check_same_tokenizer(t, r, vocab_only=vocab_only)
-    max_len = min(t.max_length, r.max_length)
-    all_texts = eval_texts + pop + train
-    plan = plan_masks(t.tokenizer, all_texts, k=k, seed=seed, rate=rate, max_length=max_len, recipe=recipe)
-    if plan.n_truncated:
-        warnings.append(f"{plan.n_truncated} text{'s' if plan.n_truncated != 1 else ''} longer than {max_len} "
-                        f"tokens {'were' if plan.n_truncated != 1 else 'was'} truncated: only the first "
-                        f"{max_len} tokens (special tokens included) are scored.")
-    e_t = energies(t, k=k, seed=seed, rate=rate, batch_tokens=batch_tokens, cache=cache, plan=plan,
-                   progress=_sub(progress, 0.1, 0.55))
-    # the reference is not needed for the training samples (loss attack only)
-    ne = len(eval_texts) + len(pop)
-    plan_r = _subplan(plan, range(ne))
-    e_r = np.r_[energies(r, k=k, seed=seed, rate=rate, batch_tokens=batch_tokens, cache=cache, plan=plan_r,
-                         progress=_sub(progress, 0.55, 0.95)), np.full(len(train), np.nan)]
-    progress("metrics: AUC, thresholds, bootstrap", 0.95)
-
-    n_eval = len(eval_texts)
-    ev, pv = slice(0, n_eval), slice(n_eval, ne)
-    # §3.4: the loss baseline is the target's mean loss per masked token: E / l with the "sum" recipe
-    # (that energy sums over the l masked tokens of each pattern, so it grows with the text's length),
-    # E itself with the "released" one (already a mean per masked token)
-    n_mask = plan.n_masked
-    per_token = RECIPES[recipe]["energy"] == "mean"
-    with np.errstate(invalid="ignore", divide="ignore"):
-        loss_t = np.where(n_mask > 0, e_t if per_token else e_t / np.maximum(n_mask, 1), np.nan)
-    scores_all = {"likelihood_ratio": -(e_t - e_r), "loss": -loss_t}
-    metrics, group_metrics = {}, ({} if groups is not None else None)
-    flagged = {}
-    for name, s in scores_all.items():
-        m = M.evaluate(labels, s[ev], n_bootstrap=n_bootstrap, seed=seed)
-        thr = M.population_threshold(s[pv], alpha)
-        m["population_threshold"] = {**M.decisions_at(labels, s[ev], thr), "alpha": float(alpha),
-                                     "n_population": int(np.sum(~np.isnan(s[pv])))}
-        flagged[name] = np.where(np.isnan(s[ev]), False, s[ev] >= thr)
-        metrics[name] = m
-        if groups is not None:
-            gids, gs, gl = M.group_scores(s[ev], labels, groups, how="mean")
-            gm = M.evaluate(gl, gs, n_bootstrap=n_bootstrap, seed=seed)
-            if pg is not None:
-                _, pgs, _ = M.group_scores(s[pv], np.zeros(len(pop), dtype=np.int64), pg, how="mean")
-                gthr, how = M.population_threshold(pgs, alpha), "population groups"
-                npop = int(np.sum(~np.isnan(pgs)))
-            else:
-                gthr, how, npop = thr, "population texts (no population groups given)", int(np.sum(~np.isnan(s[pv])))
-            gm["population_threshold"] = {**M.decisions_at(gl, gs, gthr), "alpha": float(alpha),
-                                          "threshold_from": how, "n_population": npop}
-            gm["n_groups"] = len(gids)
-            group_metrics[name] = gm
-    if train:
-        mu = float(np.nanmean(loss_t[ne:]))
-        metrics["loss"]["mu_threshold"] = {**M.decisions_at(labels, scores_all["loss"][ev], -mu), "mu": mu,
-                                           "n_train_samples": len(train)}
-
-    # §4.6: which members leak, at the population threshold
-    freq = token_counts(plan, range(ne))
-    member_idx = np.arange(len(mem))
-    leaks = {name: {**_leak_table(plan, member_idx, flagged[name][:len(mem)], freq),
-                    "threshold": metrics[name]["population_threshold"]["threshold"]}
-             for name in scores_all}
-
-    rows = []
-    for i in range(n_eval):
-        row = {"text_id": ids[i], "label": int(labels[i]), "text_hash": plan.hashes[i]}
-        if groups is not None:
-            row["group"] = groups[i]
-        row.update({"n_tokens": int(plan.n_tokens[i]), "n_masked": int(n_mask[i]),
-                    "likelihood_ratio": float(scores_all["likelihood_ratio"][i]),
-                    "loss": float(scores_all["loss"][i]),
-                    "energy_target": float(e_t[i]), "energy_reference": float(e_r[i]),
-                    "flagged_likelihood_ratio": bool(flagged["likelihood_ratio"][i]),
-                    "flagged_loss": bool(flagged["loss"][i])})
-        rows.append(row)
-    progress("metrics: done", 1.0)
-    return MlmAuditResult(
-        metrics=metrics,
-        group_metrics=group_metrics,
-        scores=pd.DataFrame(rows),
-        population_scores={n: s[pv].tolist() for n, s in scores_all.items()},
-        leak_features=leaks,
-        energies={"target": e_t[ev].tolist(), "reference": e_r[ev].tolist(),
-                  "population_target": e_t[pv].tolist(), "population_reference": e_r[pv].tolist(),
-                  "train_target": e_t[ne:].tolist(), "train_loss_per_token": loss_t[ne:].tolist()},
-        settings={"recipe": recipe, "k": int(k), "seed": int(seed), "rate": float(rate), "alpha": float(alpha),
-                  "max_length": int(max_len), "batch_tokens": int(batch_tokens),
-                  "n_members": len(mem), "n_nonmembers": len(non), "n_population": len(pop),
-                  "n_train_samples": len(train)},
-        models={"target": t.describe(), "reference": r.describe()},
-        warnings=warnings + _not_verified({"target": t.describe(), "reference": r.describe()}),
-        plan=plan,
-    )
+    settings = MlmSettings(k=_k(recipe, k), seed=seed, rate=rate, alpha=alpha,
+                           recipe=recipe, batch_tokens=batch_tokens, n_bootstrap=n_bootstrap, cache=cache)
+    texts = text_sets(members, nonmembers, population, settings=settings, train_samples=train_samples,
+                      member_ids=member_ids, nonmember_ids=nonmember_ids, member_groups=member_groups,
+                      nonmember_groups=nonmember_groups, population_groups=population_groups)
+    return run_stages(texts, target, reference, settings, device=device, dtype=dtype,
+                      trust_remote_code=trust_remote_code, vocab_only=vocab_only, progress=progress)

