@@ -121,9 +121,8 @@ class Settings:
 
 
 def book_demo_available(demo) -> bool:
-    from mia_core.demo import DEMO_DIR
-
-    return bool(demo) and (DEMO_DIR / "documents.json").is_file()
+    """The book demo can be offered: the demo (``mia_core.api.inference.inference_demo``) has its documents."""
+    return bool(demo) and bool(demo.get("books"))
 
 
 # ------------------------------------------------------------------ reading the sets
@@ -131,38 +130,40 @@ def _lines(text: str) -> list[str]:
     return [t.strip() for t in (text or "").splitlines() if t.strip()]
 
 
-def _read_text_sets(src: Source, demo) -> tuple[list[str], list[str]]:
-    from mia_core.data import read_texts
+def _read_text_sets(src: Source, demo):
+    """The texts: the demo (one text per line) or uploads, read by the API's reader; pasted texts one per line.
+    The text readers' notes are not kept (the page never showed them)."""
+    from mia_core.api.inference import InferenceSets, read_inference_sets
 
     if src.source in ("demo", "demo_null"):
         if not demo:
             raise DataError("the demo set is not available in this installation.")
-        read = lambda role: [r.text for r in read_texts(demo[role], mode="lines")]  # noqa: E731
-        return read("population" if src.source == "demo_null" else "members"), read("nonmembers")
-    if src.source == "paste":
-        return _lines(src.suspect_text), _lines(src.validation_text)
-    if not src.suspect_files or not src.validation_files:
+        sets = read_inference_sets(demo=src.source, mode="lines")
+    elif src.source == "paste":
+        sets = InferenceSets(_lines(src.suspect_text), _lines(src.validation_text))
+    elif not src.suspect_files or not src.validation_files:
         raise DataError("upload the suspect and the validation files.")
-    return ([r.text for f in src.suspect_files for r in read_texts(f)],
-            [r.text for f in src.validation_files for r in read_texts(f)])
+    else:
+        sets = read_inference_sets(list(src.suspect_files), list(src.validation_files))
+    sets.notes = []
+    return sets
 
 
-def _read_book_sets(src: Source, demo) -> tuple[list, list]:
-    """Suspect and validation books (``mia_core.documents.Document``): the CLI's ``--books --demo`` (members
-    vs non-members), ``--demo-null`` (non-members[::2] vs non-members[1::2]: each novel on both sides, never
-    trained on), or uploads read as the Document audit page reads them."""
-    from mia_core.documents import demo_documents, load_documents
+def _read_book_sets(src: Source, demo):
+    """Suspect and validation books (``mia_core.documents.Document``) through the API's reader: the CLI's
+    ``--books --demo`` (members vs non-members), ``--demo-null`` (non-members[::2] vs non-members[1::2]: each novel
+    on both sides, never trained on), or uploads read as the Document audit page reads them (the reader's notes,
+    e.g. a book read as Windows-1252, kept)."""
+    from mia_core.api.inference import read_inference_sets
 
     if src.source in ("demo", "demo_null"):
         if not book_demo_available(demo):
             raise DataError("the book demo is not available in this installation.")
-        members, nonmembers = demo_documents()
-        return (nonmembers[::2], nonmembers[1::2]) if src.source == "demo_null" else (members, nonmembers)
+        return read_inference_sets(demo=src.source, books=True)
     for role, files in (("suspect", src.suspect_files), ("validation", src.validation_files)):
         if not files:
             raise DataError(f"upload the {role} books: .txt files (one book per file) or a .zip of them.")
-    return (load_documents(list(src.suspect_files), strip=src.strip),
-            load_documents(list(src.validation_files), strip=src.strip))
+    return read_inference_sets(list(src.suspect_files), list(src.validation_files), books=True, strip=src.strip)
 
 
 def model_specs(src: Source, demo, panel) -> tuple[str | None, str | None]:
@@ -172,25 +173,27 @@ def model_specs(src: Source, demo, panel) -> tuple[str | None, str | None]:
     return target, (panel.reference_spec or None)
 
 
-def read_sets(src: Source, demo) -> tuple[list, list]:
-    """The two sets: texts (strings) or books (Documents). ``MiaError``, one line, for bad input."""
+def read_sets(src: Source, demo):
+    """The two sets (``mia_core.api.inference.InferenceSets``): texts (strings) or books (Documents), with the
+    readers' notes the page keeps. ``MiaError``, one line, for bad input."""
     return _read_book_sets(src, demo) if src.unit == "books" else _read_text_sets(src, demo)
 
 
-def check_sets(src: Source, suspect, validation, settings: Settings, reference: bool) -> list[str]:
-    """Every check that needs no model (settings, sizes, overlap, features), one line each; returns notes."""
-    from mia_core.dataset_inference import check_inputs, parse_features
-    from mia_core.dataset_inference.audit import check_test_settings
-    from mia_core.dataset_inference.books import check_books
+def prepare(src: Source, settings: Settings, demo, panel):
+    """The run's request (``mia_core.api.inference.prepare_inference``): the sets read and every check that needs
+    no model made once (settings, sizes, overlap, features, the books' passages), one line each, before any model
+    loads. Returns ``(request, sets)``."""
+    from mia_core.api.inference import prepare_inference
 
-    if src.unit == "texts":
-        return check_inputs(suspect, validation, features=settings.features, reference=reference,
-                            alpha=settings.alpha, folds=settings.folds, n_permutations=settings.perms)[3]
-    check_test_settings(alpha=settings.alpha, folds=settings.folds, n_permutations=settings.perms)
-    parse_features(settings.features, reference=reference, population=False)
-    notes = [n for d in [*suspect, *validation] for n in ((d.strip or {}).get("notes") or [])]
-    return notes + check_books(suspect, validation, passage_words=settings.passage_words,
-                               max_passages=settings.max_passages)
+    sets = read_sets(src, demo)
+    target, reference = model_specs(src, demo, panel)
+    request = prepare_inference(
+        sets.suspect, sets.validation, model=target, reference=reference, books=src.unit == "books",
+        features=settings.features, alpha=float(settings.alpha), folds=int(settings.folds),
+        n_permutations=int(settings.perms), seed=int(settings.seed), correction=settings.correction,
+        passage_words=int(settings.passage_words), max_passages=int(settings.max_passages), read_notes=sets.notes,
+        dtype=panel.dtype, device=panel.device, trust_remote_code=panel.trust_remote_code)
+    return request, sets
 
 
 # ------------------------------------------------------------------ which inputs a result came from
@@ -240,29 +243,21 @@ def describe(src: Source, suspect, validation, target: str | None, reference: st
 # ------------------------------------------------------------------ the run
 def estimate(src: Source, settings: Settings, demo, panel) -> str:
     """The line shown before Run: the features' passes over both sets (texts, or every book's passages) at this
-    machine's measured speed (``mia_core.api.plan_run``) and the permutation tests; empty until both sets are
-    there, and for uploads over 5 MB (they would be re-read on every change of the page)."""
-    from mia_core.api import plan_run
-    from mia_core.dataset_inference import parse_features
-    from mia_core.dataset_inference.significance import estimate_seconds
+    machine's measured speed and the permutation tests (``mia_core.api.inference.estimate_inference``); empty
+    until both sets are there, and for uploads over 5 MB (they would be re-read on every change of the page)."""
+    from mia_core.api.inference import estimate_inference
     from dashboard.ui import fmt_seconds
 
     if sum(getattr(f, "size", 0) or 0 for f in [*src.suspect_files, *src.validation_files]) > ESTIMATE_MAX_BYTES:
         return ""
     try:
-        s_, v_ = read_sets(src, demo)
-        fams = parse_features(settings.features, reference=bool(panel.reference_spec), population=False)
-        if src.unit == "books":
-            from mia_core.dataset_inference.books import equal_passages
-
-            cut, _ = equal_passages([*s_, *v_], settings.passage_words, settings.max_passages)
-            texts = [p for c in cut for p in c]
-        else:
-            texts = s_ + v_
-        plan = plan_run(fams, texts=texts, check_inputs=False)
+        sets = read_sets(src, demo)
+        plan, tests = estimate_inference(sets.suspect, sets.validation, books=src.unit == "books",
+                                         features=settings.features, reference=bool(panel.reference_spec),
+                                         n_permutations=int(settings.perms), passage_words=settings.passage_words,
+                                         max_passages=settings.max_passages)
     except (MiaError, ValueError):
         return ""
-    tests = estimate_seconds(len(s_) + len(v_), n_permutations=int(settings.perms))
     line = plan.estimate.split(" Lowercase (not ticked")[0]
     if src.unit == "books":  # the passes are over the books' passages
         line = line.replace(" texts ×", " passages ×", 1).replace("texts scored before", "passages scored before")
@@ -271,47 +266,37 @@ def estimate(src: Source, settings: Settings, demo, panel) -> str:
 
 
 def start(reg, src: Source, settings: Settings, demo, panel, sig: dict) -> None:
-    """Run pressed: the sets read and every model-free check made (one line on the page, before any model
+    """Run pressed: the request prepared (:func:`prepare`: one line on the page for bad input, before any model
     loads), the models loaded, the test started as a background job of this session."""
     from dashboard.loaders import load_model
     from dashboard.ui import md_text, start_job
 
     st.session_state.pop(RESULT_KEY, None)
-    suspect, validation = read_sets(src, demo)
-    target_spec, reference_spec = model_specs(src, demo, panel)
-    notes = check_sets(src, suspect, validation, settings, reference_spec is not None)
-    for n in notes if src.unit == "books" else []:  # e.g. a book read as Windows-1252
+    request, sets = prepare(src, settings, demo, panel)
+    for n in request.read_notes:  # e.g. a book read as Windows-1252
         st.caption(md_text(n))
     with st.spinner("loading the models"):  # here, so that a model that does not load is one line on the page
-        target = load_model(target_spec, panel.dtype, "none", panel.device, panel.trust_remote_code)
-        reference = load_model(reference_spec, panel.dtype, "none", panel.device, panel.trust_remote_code) \
-            if reference_spec else None
-    inputs = describe(src, suspect, validation, getattr(target, "name", None) or target_spec, reference_spec)
-    work = _work(src.unit, suspect, validation, target, reference, settings, inputs, sig,
-                 notes if src.unit == "books" else [])
-    start_job(reg, "di", f"Dataset inference: {len(suspect)} suspect vs {len(validation)} validation {src.unit}",
-              work, state_key="di_job")
+        target = load_model(request.model, panel.dtype, "none", panel.device, panel.trust_remote_code)
+        reference = load_model(request.reference, panel.dtype, "none", panel.device, panel.trust_remote_code) \
+            if request.reference else None
+    inputs = describe(src, sets.suspect, sets.validation, getattr(target, "name", None) or request.model,
+                      request.reference)
+    start_job(reg, "di", f"Dataset inference: {len(sets.suspect)} suspect vs {len(sets.validation)} validation "
+              f"{src.unit}", _work(request, target, reference, inputs, sig), state_key="di_job")
 
 
-def _work(unit: str, suspect, validation, target, reference, settings: Settings, inputs: dict, sig: dict,
-          read_notes: list):
-    """The background job: the test over texts or books; returns what the page stores as its result."""
+def _work(request, target, reference, inputs: dict, sig: dict):
+    """The background job: the prepared request run on the loaded models
+    (``mia_core.api.inference.execute_inference``, on the checks already made); returns what the page stores as
+    its result."""
     def work(progress):
         import time
 
-        from mia_core.dataset_inference import run_dataset_inference
-        from mia_core.dataset_inference.books import run_book_inference
+        from mia_core.api.inference import execute_inference
 
         t0 = time.time()
-        common = dict(reference=reference, features=settings.features, alpha=float(settings.alpha),
-                      folds=int(settings.folds), n_permutations=int(settings.perms), seed=int(settings.seed),
-                      correction=settings.correction, progress=lambda m, f: progress(f"dataset inference: {m}", f))
-        if unit == "books":
-            res = run_book_inference(suspect, validation, target, passage_words=int(settings.passage_words),
-                                     max_passages=int(settings.max_passages), **common)
-            res.report[:0] = [n for n in read_notes if n not in res.report]  # kept with the result, as the CLI does
-        else:
-            res = run_dataset_inference(suspect, validation, target, **common)
+        res = execute_inference(request, target=target, reference=reference,
+                                progress=lambda m, f: progress(f"dataset inference: {m}", f))
         return {"result": res, "seconds": time.time() - t0, "model": inputs["model"], "inputs": inputs,
                 "signature": sig}
     return work

@@ -4,7 +4,8 @@ Inference: Did you train on my dataset?", NeurIPS.)
 A suspect set and a validation set of the same distribution, known not to be trained on, as texts or as
 books; MIA features of every text (or every book's passages); one p-value: the one-sided permutation test
 (primary) beside the paper's split t-test (texts), with the IID guard (the blind baseline), a self-check, and
-each suspect text's or book's own adjusted p-value. Page logic: ``dashboard.dataset_inference``; engine:
+each suspect text's or book's own adjusted p-value. Page logic: ``dashboard.dataset_inference``; the run is built
+through the front door ``mia_core.api.inference`` (``prepare_inference`` / ``execute_inference``); engine:
 ``mia_core.dataset_inference``.
 """
 from __future__ import annotations
@@ -15,7 +16,7 @@ from dashboard import dataset_inference as DI
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
 from dashboard.ui import follow_job, page_setup, show_error
-from mia_core.dataset_inference import DEFAULT_ALPHA
+from mia_core.api.inference import DEFAULT_ALPHA, inference_demo
 from mia_core.errors import MiaError
 
 page_setup("Dataset inference", ":material/dataset:")
@@ -38,12 +39,7 @@ st.markdown(
 
 # ------------------------------------------------------------------ data
 st.subheader("1 · Texts or books")
-try:
-    from mia_core.demo import demo_paths
-
-    demo = demo_paths()
-except (ImportError, MiaError):
-    demo = None
+demo = inference_demo()  # None when the demo is not installed
 unit = DI.kept(st.radio, "Unit of the test", "di_unit", "texts", options=list(DI.UNITS), horizontal=True,
                format_func=DI.UNITS.get,
                help="Texts: each text is one unit. Books: one book per file, cut into passages; the book is the unit.")
