@@ -2,7 +2,8 @@
 
 Reads member and non-member documents (folders of ``.txt``, ``.zip`` of ``.txt``, single
 files; Project Gutenberg headers/footers are stripped unless ``--no-strip``), runs
-:func:`mia_core.documents.run_document_audit` and prints a table of mean ± std AUC and TPR
+the document audit through the API (:func:`mia_core.api.documents.prepare_documents`,
+:func:`~mia_core.api.documents.execute_documents`) and prints a table of mean ± std AUC and TPR
 at 1 %/10 % FPR per normalisation × feature extractor, the scaled sequence-level
 baselines and the partial-document curve (the paper's MaxNormTF + HistFE and this audit's best
 full-document pipeline, re-trained at each length). ``--out DIR`` writes ``document_metrics.json``,
@@ -14,14 +15,15 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..api.documents import DEFAULT_GENERATOR
 from ..errors import SettingsError, safe_lines
-from ..neighbours.base import DEFAULT_GENERATOR
 from ..outputs import check_output_dir, final_path, staged_output
 from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      positive_int)
 
 
 def register(subparsers) -> None:
+    """Add ``mia documents`` and its options to the command parser."""
     p = subparsers.add_parser(
         "documents",
         help="document-level membership inference for books (Meeus et al. 2024)",
@@ -93,9 +95,9 @@ def _lengths(s: str) -> tuple[int, ...]:
 
 
 def run(args) -> int:
-    from ..documents import (check_document_overlap, load_documents, make_folds, parse_features, parse_normalizations,
-                             run_document_audit)
-    from ..models import load_causal_lm
+    """``mia documents``: the request built through the API (:func:`mia_core.api.documents.prepare_documents`), the
+    report printed, the files written into ``--out`` in one rename."""
+    from ..api.documents import check_document_settings, execute_documents, load_document_models, prepare_documents
 
     if args.out:
         check_output_dir(args.out, overwrite=args.overwrite)
@@ -103,43 +105,30 @@ def run(args) -> int:
     if args.neighbours.strip().isdigit():
         raise SettingsError("--neighbours names the neighbour generator (offline, masked-lm:MODEL, t5:MODEL); "
                             "the number of neighbours per sequence is --n-neighbours")
-    norms = parse_normalizations(args.normalization)
-    feats = parse_features(args.features)
+    check_document_settings(normalizations=args.normalization, features=args.features)  # one line, before any read
     lengths = _lengths(args.partial_lengths)
-    strip = not args.no_strip
     if args.demo:
-        from ..demo import demo_paths
-        from ..documents.books import demo_documents
-
         refuse_data_with_demo(args)
-        members, nonmembers = demo_documents()
-        if args.model in (None, "smollm2"):
-            args.model = str(demo_paths()["target"])
     elif not (args.members and args.nonmembers):
         raise SettingsError("give --members and --nonmembers (folders, .zip or .txt files), or --demo")
-    else:
-        members = load_documents(args.members, strip=strip)
-        nonmembers = load_documents(args.nonmembers, strip=strip)
-    check_document_overlap(members, nonmembers)
-    make_folds([1] * len(members) + [0] * len(nonmembers), args.folds, args.seed)  # too few documents: before loading
-    n_strip = sum(1 for d in members + nonmembers if d.strip.get("stripped"))
-    print(f"{len(members)} member and {len(nonmembers)} non-member documents"
+    request = prepare_documents(
+        demo=args.demo, member_files=args.members, nonmember_files=args.nonmembers, strip=not args.no_strip,
+        model=args.model, reference=args.reference or None, dtype=args.dtype, quantize=args.quantize,
+        device=args.device, trust_remote_code=args.trust_remote_code, reference_dtype="auto",
+        cache=not args.no_cache, context=args.context, normalizations=args.normalization, features=args.features,
+        folds=args.folds, n_bins=args.bins, agg_count=args.agg_count, hist_outside=args.hist_outside, seed=args.seed,
+        partial_lengths=lengths, partial_position=args.partial_position,
+        partial_dictionaries=args.partial_dictionaries, baselines=not args.no_baselines,
+        baseline_max_sequences=args.max_sequences or None,
+        baseline_neighbours={"n": args.n_neighbours, "generator": args.neighbours} if args.n_neighbours else False,
+        n_estimators=args.trees, batch_tokens=args.batch_tokens)
+    n_strip = request.n_stripped
+    print(f"{len(request.members)} member and {len(request.nonmembers)} non-member documents"
           + (f"; Gutenberg header/footer removed from {n_strip}" if n_strip else ""), file=sys.stderr)
     start_engine(args)
-    lm = load_causal_lm(args.model, dtype=args.dtype, quantize=args.quantize, device=args.device,
-                        trust_remote_code=args.trust_remote_code)
-    ref = load_causal_lm(args.reference, device=args.device, trust_remote_code=args.trust_remote_code) \
-        if args.reference else None
+    target, reference = load_document_models(request)
     with ProgressBar(disable=args.quiet) as bar:
-        res = run_document_audit(
-            members, nonmembers, lm, reference=ref, context=args.context, normalizations=norms, features=feats,
-            folds=args.folds, n_bins=args.bins, agg_count=args.agg_count, hist_outside=args.hist_outside,
-            seed=args.seed, partial_lengths=lengths,
-            partial_position=args.partial_position, partial_dictionaries=args.partial_dictionaries,
-            baselines=not args.no_baselines, baseline_max_sequences=args.max_sequences or None,
-            baseline_neighbours={"n": args.n_neighbours, "generator": args.neighbours} if args.n_neighbours else False,
-            n_estimators=args.trees, batch_tokens=args.batch_tokens, use_cache=not args.no_cache, progress=bar,
-        )
+        res = execute_documents(request, target=target, reference=reference, progress=bar)
     print(safe_lines(res.summary_text()))
     if args.out:
         # written into a temporary sibling of --out, published in one rename at the end

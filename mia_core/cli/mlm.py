@@ -1,7 +1,8 @@
 """``mia mlm``: audit a masked LM (BERT, RoBERTa, ...) with a reference model.
 
-Runs :func:`mia_core.mlm.run_mlm_audit` (Mireshghallah et al. 2022): the likelihood-ratio
-attack (target energy minus reference energy) and the loss baseline (target energy alone),
+Runs the masked-LM audit (Mireshghallah et al. 2022) through the API (:func:`mia_core.api.mlm.prepare_mlm`,
+:func:`~mia_core.api.mlm.execute_mlm`): the likelihood-ratio attack (target energy minus reference energy) and
+the loss baseline (target energy alone),
 with thresholds that flag ``--alpha`` of a population set of known non-members. Writes
 ``OUT/scores.csv`` (one row per evaluated text) and ``OUT/metrics.json``; prints the AUC
 table, precision/recall at the population threshold, group-level figures when a group column
@@ -21,6 +22,7 @@ from .common import (input_path, add_engine_args, start_engine, refuse_data_with
 
 
 def register(subparsers) -> None:
+    """Add ``mia mlm`` and its options to the command parser."""
     p = subparsers.add_parser(
         "mlm",
         help="masked-LM audit: likelihood ratio vs a reference MLM, population threshold (Mireshghallah et al. 2022)",
@@ -67,27 +69,18 @@ def register(subparsers) -> None:
     p.set_defaults(func=cmd_mlm)
 
 
-def _read_set(paths, args, notes: list[str], role: str):
-    """Records of one or more files; the group column is used when the files have it."""
-    from ..data import read_population
-
-    return read_population(paths, mode=args.mode, text_column=args.text_column, group_column=args.group_column,
-                           notes=notes, role=role)
-
-
 def cmd_mlm(args) -> int:
-    from ..data import load_dataset
-    from ..mlm import check_recipe, run_mlm_audit
+    """``mia mlm``: the request built through the API (:func:`mia_core.api.mlm.prepare_mlm`), the report printed,
+    ``scores.csv`` and ``metrics.json`` written into ``--out`` in one rename."""
+    from ..api.mlm import check_recipe, execute_mlm, mlm_demo, prepare_mlm, read_mlm_files
 
     t0 = time.time()
     check_recipe(args.recipe)  # one line, before any file is read or model loaded
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)
     if args.demo:
-        from ..demo import mlm_demo_paths
-
         refuse_data_with_demo(args)
-        demo = mlm_demo_paths()
+        demo = mlm_demo(required=True)
         args.members, args.nonmembers, args.mode = [demo["members"]], [demo["nonmembers"]], "lines"
         args.population = args.population or [demo["population"]]
         args.model = args.model or str(demo["target"])
@@ -97,34 +90,23 @@ def cmd_mlm(args) -> int:
     for opt in ("model", "reference", "population"):
         if not getattr(args, opt):
             raise SettingsError(f"give --{opt} (or --demo)")
-    ds = load_dataset(members=args.members, nonmembers=args.nonmembers, labelled=args.labelled, mode=args.mode,
-                      text_column=args.text_column, label_column=args.label_column, group_column=args.group_column)
-    notes = list(ds.report)
-    pop = _read_set(args.population, args, notes, "population")
-    train = _read_set(args.train_samples, args, notes, "training samples") if args.train_samples else None
-    print_notes(notes)
-    lab = ds.labels
-    mi = [i for i in range(len(ds)) if lab[i] == 1]
-    ni = [i for i in range(len(ds)) if lab[i] == 0]
-    groups = ds.groups
-    pop_groups = None
-    if args.group_column and any(r.group is not None for r in pop):
-        pop_groups = [r.group for r in pop]
+    sets = read_mlm_files(members=args.members, nonmembers=args.nonmembers, labelled=args.labelled,
+                          population=args.population, train_samples=args.train_samples, mode=args.mode,
+                          text_column=args.text_column, label_column=args.label_column,
+                          group_column=args.group_column)
+    print_notes(sets["notes"])
+    request = prepare_mlm(
+        model=args.model, reference=args.reference, k=args.masks, seed=args.seed, rate=args.mask_rate,
+        alpha=args.alpha, recipe=args.recipe, batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap,
+        cache=not args.no_cache, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
+        vocab_only=args.vocab_match_only, **sets)
     start_engine(args)
     with ProgressBar(disable=args.quiet) as bar:
-        res = run_mlm_audit(
-            [ds.texts[i] for i in mi], [ds.texts[i] for i in ni], [r.text for r in pop], args.model, args.reference,
-            k=args.masks, seed=args.seed, rate=args.mask_rate, alpha=args.alpha, recipe=args.recipe,
-            member_groups=None if groups is None else [groups[i] for i in mi],
-            nonmember_groups=None if groups is None else [groups[i] for i in ni],
-            population_groups=pop_groups, train_samples=None if train is None else [r.text for r in train],
-            member_ids=[ds.ids[i] for i in mi], nonmember_ids=[ds.ids[i] for i in ni],
-            batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap, cache=not args.no_cache,
-            device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
-            vocab_only=args.vocab_match_only, progress=bar)
+        res = execute_mlm(request, progress=bar)
     print(safe_lines(res.summary_text()))
     # written into a temporary sibling of --out, published in one rename at the end
     with staged_output(args.out, overwrite=args.overwrite) as tmp:
-        paths = {k: final_path(v, tmp, args.out) for k, v in res.save(tmp, extra={"data_notes": notes}).items()}
+        paths = {k: final_path(v, tmp, args.out)
+                 for k, v in res.save(tmp, extra={"data_notes": request.notes}).items()}
     print(f"\nwrote {paths['scores']} and {paths['metrics']} in {time.time() - t0:.0f}s")
     return 0

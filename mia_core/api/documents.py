@@ -1,0 +1,380 @@
+"""The document-level audit's front door (Meeus et al. 2024), and ``audit_documents`` / ``audit_mlm``, the two
+audits' entries in the API.
+
+:func:`prepare_documents` does everything that needs no model, the same way for the CLI (``mia documents``), the
+API (:func:`audit_documents`) and the dashboard's Document audit page: it resolves the model specs (the demo
+target for the bundled demo), reads the books (or takes them as given), checks every setting
+(:func:`mia_core.documents.stages.check_settings`) and the books (:func:`~mia_core.documents.stages.document_set`:
+overlap, enough books for the folds, the partial-document settings), and returns a :class:`DocumentRequest`;
+:func:`execute_documents` then loads the models and runs the stages. The masked-LM audit's front door is
+:mod:`mia_core.api.mlm` (:func:`prepare_mlm`, :func:`execute_mlm`, :func:`audit_mlm`, re-exported here).
+"""
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, field
+
+from ..errors import SettingsError
+
+from .checks import (_bool, _callable, _choice, _column, _device, _documents, _dtype, _int, _kwargs, _model_spec,
+                     _n_jobs, _names, _neighbours, _pairs, _seed, _whole_list)
+from .mlm import MlmRequest, audit_mlm, execute_mlm, mlm_demo, prepare_mlm, read_mlm_files  # noqa: F401
+from ..neighbours.base import DEFAULT_GENERATOR  # noqa: F401 - the CLI's default neighbour generator
+
+_DOCUMENT_CHECKS = {
+    "context": lambda v: _int("context", v, 2),
+    "normalizations": lambda v: _names("normalizations", v, optional=False),
+    "features": lambda v: _names("features", v, optional=False),
+    "folds": lambda v: _int("folds", v, 2),
+    "n_bins": lambda v: _int("n_bins", v, 1),
+    "agg_count": lambda v: _bool("agg_count", v),
+    "hist_outside": lambda v: _choice("hist_outside", v, ("clip", "drop")),
+    "seed": _seed,
+    "partial_lengths": lambda v: _whole_list("partial_lengths", v, 1),
+    "partial_pipelines": lambda v: _pairs("partial_pipelines", v),
+    "partial_position": lambda v: _choice("partial_position", v, ("start", "random")),
+    "partial_dictionaries": lambda v: _choice("partial_dictionaries", v, ("partial", "full")),
+    "baselines": lambda v: _bool("baselines", v),
+    "baseline_attacks": lambda v: _names("baseline_attacks", v, optional=False),
+    "baseline_seq_len": lambda v: _int("baseline_seq_len", v, 2),
+    "baseline_max_sequences": lambda v: _int("baseline_max_sequences", v, 1, optional=True),
+    "baseline_neighbours": _neighbours,
+    "n_estimators": lambda v: _int("n_estimators", v, 1, optional=True),
+    "n_jobs": lambda v: _n_jobs(v),
+    "batch_tokens": lambda v: _int("batch_tokens", v, 1, optional=True),
+    "use_cache": lambda v: _bool("use_cache", v),
+    "cache": lambda v: _bool("cache", v),
+    "progress": lambda v: _callable("progress", v),
+}
+# run_document_audit's own parameters that are not settings of the request
+_NOT_SETTINGS = ("member_docs", "nonmember_docs", "lm", "reference", "use_cache", "progress")
+
+
+def _declared(extra: tuple[str, ...] = ()):
+    """A stand-in with run_document_audit's settings as keywords (plus ``extra``): what ``_kwargs`` lists."""
+    from ..documents.audit import run_document_audit
+
+    sig = inspect.signature(run_document_audit)
+    params = [p for n, p in sig.parameters.items() if n not in _NOT_SETTINGS]
+    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in extra]
+
+    def settings(**kw):
+        """The settings' names."""
+    settings.__signature__ = sig.replace(parameters=params)
+    return settings
+
+
+@dataclass
+class DocumentRequest:
+    """A checked document audit: everything :func:`execute_documents` needs, nothing loaded yet.
+
+    Attributes
+    ----------
+    members, nonmembers : list of mia_core.documents.Document
+        The books, read.
+    model, reference : str or LoadedModel or None
+        The target's spec (None: the embedded SmolLM2; the demo target with ``demo``) and the reference's.
+    settings : dict
+        The keywords of :func:`mia_core.documents.run_document_audit`, checked (``use_cache`` for the cache).
+    load : dict
+        How the models load: ``dtype``, ``device``, ``quantize``, ``trust_remote_code``, ``reference_dtype``.
+    """
+
+    members: list
+    nonmembers: list
+    model: object = None
+    reference: object = None
+    settings: dict = field(default_factory=dict)
+    load: dict = field(default_factory=dict)
+
+    @property
+    def n_stripped(self) -> int:
+        """Books whose Project Gutenberg header or footer was removed."""
+        return sum(1 for d in self.members + self.nonmembers if (d.strip or {}).get("stripped"))
+
+    @property
+    def reading_notes(self) -> list[str]:
+        """What reading the books noted (e.g. a book read as Windows-1252)."""
+        return [n for d in self.members + self.nonmembers for n in ((d.strip or {}).get("notes") or [])]
+
+
+def check_document_settings(**settings):
+    """A document audit's settings checked, nothing read or loaded (what :func:`prepare_documents` checks first).
+
+    Parameters
+    ----------
+    **settings
+        Keywords of :func:`mia_core.documents.run_document_audit` (``normalizations``, ``features``, ``context``...).
+
+    Returns
+    -------
+    mia_core.documents.stages.DocumentOptions
+
+    Raises
+    ------
+    SettingsError
+        A wrong type or value, an unknown normalisation or feature extractor, an unknown keyword.
+    """
+    from ..documents.stages import check_settings
+
+    return check_settings(**_kwargs("prepare_documents", _declared(), settings, _DOCUMENT_CHECKS))
+
+
+def read_documents(files, *, strip: bool = True) -> list:
+    """Books from folders, .zip or .txt files (paths or uploads), as ``mia documents --members`` reads them.
+
+    Parameters
+    ----------
+    files : path or upload, or a list of them
+        What to read (:func:`mia_core.documents.load_documents`).
+    strip : bool
+        Remove Project Gutenberg headers and footers.
+
+    Returns
+    -------
+    list of mia_core.documents.Document
+    """
+    from ..documents import load_documents
+
+    return load_documents(files, strip=strip)
+
+
+def document_demo() -> dict | None:
+    """The bundled demo's files (``mia_core.demo.installed_demo``: its ``target`` among them), or None.
+
+    Returns
+    -------
+    dict or None
+    """
+    from ..demo import installed_demo
+
+    return installed_demo()
+
+
+def document_choices() -> dict:
+    """What a front end offers for a document audit: the defaults and the normalisations' labels.
+
+    Returns
+    -------
+    dict
+        ``context``, ``n_bins``, ``partial_lengths`` (the defaults) and ``normalizations`` (``{name: label}``,
+        §4.2, in the paper's order).
+    """
+    from ..documents import DEFAULT_BINS, DEFAULT_CONTEXT, DEFAULT_LENGTHS, NORMALIZATIONS
+    from ..documents.normalization import LABELS
+
+    return {"context": DEFAULT_CONTEXT, "n_bins": DEFAULT_BINS, "partial_lengths": DEFAULT_LENGTHS,
+            "normalizations": {n: LABELS.get(n, n) for n in NORMALIZATIONS}}
+
+
+def _books(value, files, what: str, *, strip: bool, text_column: str | None):
+    """Books given (Documents, texts, paths, a DataFrame: the API's reading), or ``files`` read by
+    :func:`read_documents`."""
+    if files:
+        return read_documents(files, strip=strip)
+    return _documents(value, what, text_column=text_column)
+
+
+def prepare_documents(members=None, nonmembers=None, *, model=None, reference=None, demo: bool = False,
+                      member_files=None, nonmember_files=None, strip: bool = True, text_column: str | None = None,
+                      dtype: str = "auto", device: str = "auto", quantize: str = "none",
+                      trust_remote_code: bool = False, reference_dtype: str | None = None, cache: bool = True,
+                      check_folds: bool = True, **settings) -> DocumentRequest:
+    """Everything a document audit needs, checked before any model loads.
+
+    Parameters
+    ----------
+    members, nonmembers
+        Lists of :class:`mia_core.documents.Document`, of texts, or of paths (all of one kind), or a pandas
+        DataFrame (one book per row of ``text_column``).
+    model, reference : str or LoadedModel, optional
+        The target (None: the embedded SmolLM2, or the demo target with ``demo``) and the reference-model
+        baseline's reference.
+    demo : bool
+        The bundled demo's 20 member and 20 non-member documents (and its target unless ``model`` names another).
+    member_files, nonmember_files : list, optional
+        Folders, .zip or .txt files (paths or uploads) read as ``mia documents --members`` reads them
+        (:func:`read_documents`), instead of ``members`` / ``nonmembers``.
+    strip : bool
+        Remove Project Gutenberg headers and footers from the books read from ``*_files``.
+    text_column : str, optional
+        The text column of DataFrames.
+    dtype, device, quantize, trust_remote_code
+        How the target loads (:func:`mia_core.models.load_causal_lm`).
+    reference_dtype : str, optional
+        The reference's dtype (None: ``dtype``).
+    cache : bool
+        Read and write the statistics cache.
+    check_folds : bool
+        Check here that every fold gets members and non-members (False: the audit checks it when it starts,
+        after the models load, as :func:`audit_documents` did before this front door; the books are still
+        checked for overlap).
+    **settings
+        The keywords of :func:`mia_core.documents.run_document_audit` (``context``, ``normalizations``,
+        ``features``, ``folds``, ``n_bins``, ``partial_lengths``...), each checked; an unknown one is refused.
+
+    Returns
+    -------
+    DocumentRequest
+
+    Raises
+    ------
+    SettingsError, DataError
+        A wrong type or value, an unknown keyword, a book in both sets, too few books for the folds.
+    """
+    from ..documents.stages import check_settings, document_set
+    from ..models.causal import QUANTIZE
+
+    model, reference = _model_spec("model", model), _model_spec("reference", reference)
+    dtype, device, text_column = _dtype(dtype), _device(device), _column("text_column", text_column)
+    quantize, trust_remote_code = _choice("quantize", quantize, QUANTIZE), _bool("trust_remote_code", trust_remote_code)
+    if _bool("demo", demo) and any(x is not None for x in (members, nonmembers, member_files, nonmember_files)):
+        raise SettingsError("the demo brings its own members and non-members; do not give them too")
+    settings = _kwargs("prepare_documents", _declared(), settings, _DOCUMENT_CHECKS)
+    settings["use_cache"] = _bool("cache", cache)
+    options = check_settings(**settings)
+    if demo:
+        from ..demo import demo_paths
+        from ..documents import demo_documents
+
+        docs = list(demo_documents())
+        if model in (None, "smollm2"):
+            model = str(demo_paths()["target"])
+    else:
+        docs = [_books(members, member_files, "members", strip=strip, text_column=text_column),
+                _books(nonmembers, nonmember_files, "nonmembers", strip=strip, text_column=text_column)]
+    document_set(docs[0], docs[1], options, check_folds=check_folds)
+    return DocumentRequest(members=docs[0], nonmembers=docs[1], model=model, reference=reference, settings=settings,
+                           load={"dtype": dtype, "device": device, "quantize": quantize,
+                                 "trust_remote_code": trust_remote_code,
+                                 "reference_dtype": dtype if reference_dtype is None else reference_dtype})
+
+
+def load_document_models(request: DocumentRequest):
+    """The target and (when given) the reference of ``request``, loaded (or as given).
+
+    Returns
+    -------
+    tuple
+        ``(target, reference)``; ``reference`` is None when the request has none.
+    """
+    from .. import models  # looked up here: models.load_causal_lm is what loads
+
+    def load(spec, **kw):
+        if isinstance(spec, models.LoadedModel):
+            return spec
+        return models.load_causal_lm(spec, device=request.load.get("device", "auto"),
+                                     trust_remote_code=request.load.get("trust_remote_code", False), **kw)
+
+    target = load(request.model, dtype=request.load.get("dtype", "auto"), quantize=request.load.get("quantize", "none"))
+    reference = None
+    if request.reference is not None:
+        reference = load(request.reference, dtype=request.load.get("reference_dtype", "auto"))
+    return target, reference
+
+
+def execute_documents(request: DocumentRequest, *, target=None, reference=None, progress=None):
+    """Run a prepared document audit: load the models (unless given), then every stage.
+
+    Parameters
+    ----------
+    request : DocumentRequest
+        From :func:`prepare_documents`.
+    target, reference : LoadedModel, optional
+        Already loaded models (the dashboard's); loaded from the request's specs otherwise.
+    progress : callable, optional
+        ``progress(message, fraction)``.
+
+    Returns
+    -------
+    mia_core.documents.DocumentAuditResult
+    """
+    from .. import documents  # looked up here: documents.run_document_audit is what is called
+
+    if target is None:
+        target, loaded_ref = load_document_models(request)
+        reference = loaded_ref if reference is None else reference
+    return documents.run_document_audit(request.members, request.nonmembers, target, reference=reference,
+                                        progress=progress, **request.settings)
+
+
+def demo_books() -> tuple[list, list]:
+    """The bundled demo's 20 member and 20 non-member documents (five passages each of five public-domain novels).
+
+    Returns
+    -------
+    tuple
+        ``(members, nonmembers)``, lists of :class:`mia_core.documents.Document`.
+    """
+    from ..documents import demo_documents
+
+    members, nonmembers = demo_documents()
+    return members, nonmembers
+
+
+def document_precision(request: DocumentRequest, model, *, device: str = "auto", progress=None):
+    """The audit re-run at fp32 / bf16 / int8 / int4 (Meeus et al. 2024, §6.4, Table 5) on the request's books.
+
+    Parameters
+    ----------
+    request : DocumentRequest
+        The books and the settings (context, folds, bins, seed, trees, AggFE's and HistFE's options).
+    model : str
+        The target's spec (loaded once per precision).
+    device : str
+        Where it loads.
+    progress : callable, optional
+        ``progress(message, fraction)``.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per precision (:func:`mia_core.documents.precision_table`).
+    """
+    from .. import documents
+
+    s = request.settings
+    kw = {k: s[k] for k in ("context", "folds", "n_bins", "seed", "n_estimators", "agg_count", "hist_outside")
+          if k in s}
+    return documents.precision_table(model, request.members, request.nonmembers, device=device, progress=progress,
+                                     **kw)
+
+
+def audit_documents(members=None, nonmembers=None, model=None, *, reference=None, dtype: str = "auto",
+                    device: str = "auto", text_column: str | None = None, cache: bool = True, progress=None,
+                    **kwargs):
+    """Document-level membership inference on whole books (Meeus et al. 2024, USENIX Security).
+
+    Parameters
+    ----------
+    members, nonmembers
+        Lists of :class:`mia_core.documents.Document`, of texts, or of paths (files or folders, read as
+        ``mia documents`` reads them; all of one kind), or a pandas DataFrame (one book per row of its text
+        column, ``text_column`` or found as in a .csv file).
+    model, reference : str or LoadedModel, optional
+        The target (None: the embedded SmolLM2) and the reference-model baseline's reference.
+    dtype, device, text_column, cache, progress
+        How the models load, the DataFrames' text column, the statistics cache (``use_cache``, its older name,
+        is accepted too), ``progress(message, fraction)``.
+    **kwargs
+        The keywords of :func:`mia_core.documents.run_document_audit` (``normalizations``, ``features``,
+        ``folds``, ``n_bins``, ``agg_count``, ``hist_outside``, ``partial_lengths``, ...); each is checked, and an
+        unknown one refused, before anything is read or loaded (one line naming it).
+
+    Returns
+    -------
+    mia_core.documents.DocumentAuditResult
+        ``.metrics``, ``.scores``, ``.summary_text()``, ``.save(dir)``.
+
+    References
+    ----------
+    Meeus, Jain, Rei & de Montjoye 2024, "Did the Neurons Read your Book? Document-level Membership
+    Inference for Large Language Models", USENIX Security.
+    """
+    kwargs = _kwargs("audit_documents", _declared(("use_cache",)), kwargs, _DOCUMENT_CHECKS)
+    if "use_cache" in kwargs:  # the older name of cache
+        cache = kwargs.pop("use_cache")
+    progress = _callable("progress", progress)
+    request = prepare_documents(members, nonmembers, model=model, reference=reference, dtype=dtype, device=device,
+                                text_column=text_column, cache=cache, check_folds=False, **kwargs)
+    return execute_documents(request, progress=progress)

@@ -1,0 +1,87 @@
+"""The front door of the document-level and masked-LM audits (issue 39): ``prepare_documents`` / ``prepare_mlm``
+check every setting and build the sets before any model loads, and return a request; ``audit_documents`` and
+``audit_mlm`` go through them. No model is loaded here: every load and the masked-LM audit are stopped
+(``helpers.stop_model_loads``)."""
+from __future__ import annotations
+
+import pytest
+
+from helpers import Reached, stop_model_loads
+from mia_core.api.documents import (DocumentRequest, audit_documents, check_document_settings, prepare_documents)
+from mia_core.api.mlm import MlmRequest, audit_mlm, prepare_mlm, read_mlm_files
+from mia_core.errors import DataError, SettingsError
+
+BOOKS = [f"Book {i}: " + " ".join(f"word{i}_{j}" for j in range(60)) for i in range(6)]
+OTHER = [f"Other {i}: " + " ".join(f"term{i}_{j}" for j in range(60)) for i in range(6)]
+MEM = [f"The {w} walked to the harbour and counted the boats." for w in ("miller", "baker", "clerk", "sailor")]
+NON = [f"A quiet rain fell on the {w} over the northern hills." for w in ("fox", "owl", "hare", "deer")]
+POP = [f"Letters from home reached the {w} in the spring." for w in ("smith", "weaver", "tailor", "cooper")]
+
+
+@pytest.fixture
+def stopped(monkeypatch):
+    """Every model load and the masked-LM audit raise ``Reached``."""
+    stop_model_loads(monkeypatch)
+
+
+def test_prepare_documents_checks_and_reads_before_any_model(stopped):
+    req = prepare_documents(BOOKS[:3], OTHER[:3], folds=3, normalizations="maxnorm-tf", features="hist",
+                            partial_lengths=[10], n_estimators=5)
+    assert isinstance(req, DocumentRequest)
+    assert [d.text for d in req.members] == BOOKS[:3] and [d.text for d in req.nonmembers] == OTHER[:3]
+    assert req.settings["folds"] == 3 and req.settings["use_cache"] is True and req.model is None
+    assert req.load["reference_dtype"] == req.load["dtype"] == "auto"
+    with pytest.raises(SettingsError, match="fold"):  # 2 + 2 books cannot make 3 folds: said before any load
+        prepare_documents(BOOKS[:2], OTHER[:2], folds=3)
+    with pytest.raises(DataError, match="both"):
+        prepare_documents(BOOKS[:3], BOOKS[2:5], folds=2)
+    with pytest.raises(SettingsError, match="normali"):
+        prepare_documents(BOOKS[:3], OTHER[:3], folds=2, normalizations="no-such-norm")
+    with pytest.raises(SettingsError, match="demo"):
+        prepare_documents(BOOKS[:3], OTHER[:3], demo=True)
+    with pytest.raises(SettingsError, match="prepare_documents"):
+        prepare_documents(BOOKS[:3], OTHER[:3], no_such_option=1)
+    with pytest.raises(SettingsError, match="feature extractor 'nothing'"):
+        check_document_settings(features="both,nothing")
+
+
+def test_audit_documents_takes_cache_and_its_old_name(stopped):
+    for kw in ({"cache": False}, {"use_cache": False}):
+        with pytest.raises(Reached):  # checked and read, stopped at the model load
+            audit_documents(BOOKS[:3], OTHER[:3], folds=3, **kw)
+    with pytest.raises(SettingsError, match="use_cache"):
+        audit_documents(BOOKS[:3], OTHER[:3], use_cache="no")
+
+
+def test_prepare_mlm_checks_the_texts_before_any_model(stopped):
+    req = prepare_mlm(MEM, NON, POP, model="bert-a", reference="bert-b", recipe="released", seed=3)
+    assert isinstance(req, MlmRequest) and req.k == 20 and req.settings["seed"] == 3
+    assert (req.members, req.nonmembers, req.population) == (MEM, NON, POP)
+    with pytest.raises(DataError, match="population"):
+        prepare_mlm(MEM, NON, MEM[:2], model="bert-a", reference="bert-b")
+    with pytest.raises(DataError, match="group"):
+        prepare_mlm(MEM, NON, POP, model="bert-a", reference="bert-b", member_groups=["a"] * 4)
+    with pytest.raises(SettingsError, match="model"):
+        prepare_mlm(MEM, NON, POP, reference="bert-b")
+
+
+def test_audit_mlm_takes_the_models_as_keywords_or_positional(stopped):
+    with pytest.raises(Reached):
+        audit_mlm(MEM, NON, POP, model="bert-a", reference="bert-b", dtype="fp32", device="cpu")
+    with pytest.raises(Reached):
+        audit_mlm(MEM, NON, POP, "bert-a", "bert-b")
+    with pytest.raises(SettingsError, match="dtype"):
+        audit_mlm(MEM, NON, POP, model="bert-a", reference="bert-b", dtype="fp64")
+
+
+def test_read_mlm_files_splits_members_ids_and_groups(tmp_path):
+    table = tmp_path / "labelled.csv"
+    rows = [("text", "label", "group")] + [(t, 1, f"g{i % 2}") for i, t in enumerate(MEM)] + \
+        [(t, 0, f"h{i % 2}") for i, t in enumerate(NON)]
+    table.write_text("\n".join(",".join(map(str, r)) for r in rows) + "\n")
+    pop = tmp_path / "pop.txt"
+    pop.write_text("\n".join(POP) + "\n")
+    read = read_mlm_files(labelled=[str(table)], population=[str(pop)], group_column="group", mode="lines")
+    assert read["members"] == MEM and read["nonmembers"] == NON and read["population"] == POP
+    assert read["member_groups"] == ["g0", "g1", "g0", "g1"] and len(read["member_ids"]) == 4
+    assert read["train_samples"] is None and "population_groups" not in read
