@@ -1,0 +1,67 @@
+"""The Run button and background job of an audit page (Document audit, Masked-LM audit): one block for both.
+
+:func:`audit_job` draws the Run button (disabled while this session's audit runs); when it is pressed it clears
+the page's earlier results, builds the job (the page's cheap checks, the engine, the models: every bad input is
+one red line before anything runs in the background) and starts it; while the job runs it shows its live
+progress; once it is done it returns the finished job, once.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import streamlit as st
+
+from mia_core.errors import MiaError
+
+from .jobs import registry
+from .ui import follow_job, show_error, start_job
+
+RUN_HELP = "Runs in the background, with its elapsed time and time left; the results appear below."
+
+
+@dataclass
+class AuditJob:
+    """What a page's Run button starts: ``work(progress)`` under ``title`` on ``engine`` (None: this process)."""
+
+    title: str
+    work: Callable
+    engine: object = None
+
+
+def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], build: Callable[[], AuditJob]):
+    """The Run button, its background job and the job's progress; the finished job, once.
+
+    Parameters
+    ----------
+    prefix : str
+        The page's session-state prefix: ``{prefix}_job`` (this session's job id), ``{prefix}_go`` (the button),
+        ``{prefix}_acked`` (the jobs already taken).
+    kind : str
+        The job's kind in the registry (``"documents"``, ``"mlm"``).
+    button : str
+        The button's label.
+    clear : sequence of str
+        Session-state keys of the earlier results, removed when the button is pressed.
+    build : callable
+        ``build()`` -> :class:`AuditJob`, called when the button is pressed; a ``MiaError`` it raises is shown
+        as one red line and nothing starts.
+
+    Returns
+    -------
+    Job or None
+        The job, once, when it is done (its ``result`` is what ``work`` returned); None otherwise.
+    """
+    reg = registry()
+    job = reg.get(st.session_state.get(f"{prefix}_job"))  # this session's audit, running in the background
+    busy = job is not None and job.running
+    go_ = st.button(button, type="primary", key=f"{prefix}_go", disabled=busy, help=RUN_HELP)
+    if go_ and not busy:
+        for key in clear:
+            st.session_state.pop(key, None)
+        try:
+            built = build()
+            start_job(reg, kind, built.title, built.work, state_key=f"{prefix}_job", engine=built.engine)
+        except MiaError as e:
+            show_error(e)
+    return follow_job(reg, job, f"{prefix}_acked")
