@@ -117,23 +117,31 @@ class NeighbourGenerator:
 
     def generate(self, texts: Sequence[str], *, use_cache: bool = True, progress: Progress = noop,
                  label: str = "neighbours") -> list[list[Neighbour]]:
-        """Neighbours of every text (cached); a text too short to vary gets fewer or none."""
+        """Neighbours of every text (cached); a text too short to vary gets fewer or none.
+
+        Parameters
+        ----------
+        texts : sequence of str
+            The texts, duplicates allowed (each distinct text is varied once).
+        use_cache : bool
+            Read and write the disk cache (namespace ``neighbours``).
+        progress : Progress
+            Progress callback.
+        label : str
+            What the progress messages call this step.
+
+        Returns
+        -------
+        list of list of Neighbour
+            The neighbours of each text, in order.
+        """
         cache = ArrayCache("neighbours", self.cache_settings(), enabled=use_cache)
-        out: list[list[Neighbour] | None] = [None] * len(texts)
-        todo: dict[str, list[int]] = {}
-        for i, t in enumerate(texts):
-            h = text_hash(t)
-            got = cache.get(h) if h not in todo else None
-            if got is not None:
-                out[i] = from_arrays(got)
-            else:
-                todo.setdefault(h, []).append(i)
+        look = cache.lookup([text_hash(t) for t in texts], from_arrays)
         self.last_cache = cache
-        if not todo:
+        if not look.missing:
             progress(f"{label}: all {len(texts)} texts cached", 1.0)
-            return out  # type: ignore[return-value]
-        keys = list(todo)
-        firsts = [todo[h][0] for h in keys]
+            return look.results
+        keys = list(look.missing)
 
         def sub(msg: str, frac: float) -> None:
             progress(f"{label}: {msg}", frac)
@@ -142,17 +150,16 @@ class NeighbourGenerator:
 
         def store(k: int, t_a: int, t_b: int, arrays: dict) -> bool:
             cache.put(keys[k], arrays)
-            for i in todo[keys[k]]:
-                out[i] = from_arrays(arrays)
+            look.fill(keys[k], from_arrays(arrays))
             return True
 
         # on this process or on Ray workers (each building this generator once); stored here as they come
         engine = current_engine()
-        items = [{"idx": k, "text": texts[i]} for k, i in enumerate(firsts)]
+        items = [{"idx": k, "text": texts[look.first(h)]} for k, h in enumerate(keys)]
         units = engine.cut(items, [len(it["text"].split()) for it in items])  # a unit's cost: its words
         engine.map(NeighbourWorkload(self), units, store, progress=sub, label="made")
-        progress(f"{label}: done ({len(keys)} texts, {len(texts) - sum(map(len, todo.values()))} cached)", 1.0)
-        return out  # type: ignore[return-value]
+        progress(f"{label}: done ({len(keys)} texts, {look.n_cached} cached)", 1.0)
+        return look.results
 
     def _generate(self, texts: list[str], progress: Progress) -> list[list[Neighbour]]:  # pragma: no cover
         raise NotImplementedError

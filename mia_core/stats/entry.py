@@ -1,6 +1,6 @@
 """The entry point: :func:`compute_stats`, one forward pass per text, cached on disk.
 
-Results are cached on disk (``mia_core.cache``) keyed by model identity, settings and text hash
+Results are cached on disk (``mia_core.cache``, :meth:`ArrayCache.lookup <mia_core.cache.ArrayCache.lookup>`) keyed by model identity, settings and text hash
 (:func:`.settings.cache_settings`), so a re-run of any attack on cached texts makes no model call.
 The texts the cache lacks go to the current engine (:mod:`mia_core.engines`: this process or Ray
 workers) as a :class:`.workload.TokenStatsWorkload`; each is stored as soon as it is complete, and
@@ -53,43 +53,55 @@ def compute_stats(
     progress: Progress = noop,
     label: str = "token statistics",
 ) -> list[TokenStats]:
-    """Per-token statistics for every text (cached). Empty texts give zero-length stats."""
+    """Per-token statistics for every text (cached). Empty texts give zero-length stats.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The causal LM.
+    texts : sequence of str
+        The texts, duplicates allowed (each distinct text is computed once).
+    settings : StatsSettings, optional
+        Window, prefix, batch budget...; None: the defaults.
+    use_cache : bool
+        Read and write the disk cache (namespace ``stats``).
+    progress : Progress
+        Progress callback.
+    label : str
+        What the progress messages call this pass.
+
+    Returns
+    -------
+    list of TokenStats
+        One per text, in order.
+    """
     st = settings or StatsSettings()
     cache = ArrayCache("stats", cache_settings(lm, st), enabled=use_cache)
-    results: list[TokenStats | None] = [None] * len(texts)
     hashes = [text_hash(t) for t in texts]
-    todo: dict[str, list[int]] = {}
-    for i, (t, h) in enumerate(zip(texts, hashes)):
-        got = cache.get(h, lambda a, t=t: entry_problem(lm, t, a, st)) if h not in todo else None
-        if got is not None:
-            results[i] = TokenStats.from_arrays(got)
-        else:
-            todo.setdefault(h, []).append(i)
+    look = cache.lookup(hashes, TokenStats.from_arrays, lambda i, a: entry_problem(lm, texts[i], a, st))
+    todo = look.missing
     compute_stats.last_cache = cache  # for tests/benchmarks: hits and misses of the last call
     if not todo:
         progress(f"{label}: all {len(texts)} texts cached", 1.0)
-        return results  # type: ignore[return-value]
+        return look.results
 
     def store(i: int, s: TokenStats) -> None:
-        h = hashes[i]
-        cache.put(h, s.to_arrays())
-        for k in todo[h]:
-            results[k] = s
+        cache.put(hashes[i], s.to_arrays())
+        look.fill(hashes[i], s)
 
     # a long text's windows done so far: its partial entry, resumed from on any engine
     partial = Partials(lambda i: cache.get_partial(hashes[i]), lambda i, a: cache.put_partial(hashes[i], a),
                        lambda i: cache.drop_partial(hashes[i]))
     engine = current_engine()
     t_start = time.time()
-    tokens = run_on_engine(engine, lm, {idxs[0]: texts[idxs[0]] for idxs in todo.values()}, st, store,
+    tokens = run_on_engine(engine, lm, {look.first(h): texts[look.first(h)] for h in todo}, st, store,
                            partial=partial, progress=progress, label=label)
     if use_cache and engine.in_process:  # this machine's speed, for the estimate shown before a run
         from ..estimate import record
 
         record(tokens, time.time() - t_start, lm.n_params, lm.device)
-    progress(f"{label}: done ({len(todo)} texts scored, {len(texts) - sum(len(v) for v in todo.values())} cached)",
-             1.0)
-    return results  # type: ignore[return-value]
+    progress(f"{label}: done ({len(todo)} texts scored, {look.n_cached} cached)", 1.0)
+    return look.results
 
 
 compute_stats.last_cache = None  # type: ignore[attr-defined]
