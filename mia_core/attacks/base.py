@@ -152,8 +152,26 @@ REGISTRY: dict[str, Attack] = {}  # in registration order (attacks/__init__.py i
 def register(name, label: str | None = None, *, needs: tuple = ("target",), citation: str = "", defaults=None,
              domains=None, prepare=None, requires=None, population_ok: bool = True):
     """Register an attack: ``@register("loss", "LOSS", citation=...)`` on its module's ``score`` function (the
-    one line an attack file needs), or ``register(Attack(...))``. Every parameter must have a declared domain
-    (``DOMAINS`` in the attack's module, ``attacks.domains``) and its default must lie in it."""
+    one line an attack file needs), or ``register(Attack(...))``.
+
+    Every parameter must have a declared domain (``DOMAINS`` in the attack's module, ``attacks.domains``) and
+    its default must lie in it. A name is registered once: a second attack under a taken name is refused
+    (``ValueError`` naming both), unless it is the same module's same function again (a module reloaded).
+
+    Parameters
+    ----------
+    name : str or Attack
+        The attack's name (what ``--attacks`` and ``--param NAME.x`` use), or a whole :class:`Attack`.
+    label : str, optional
+        Its name in tables and plots (default: ``name``).
+    needs, citation, defaults, domains, prepare, requires, population_ok
+        The :class:`Attack` fields of the same names (``defaults`` is ``params``).
+
+    Returns
+    -------
+    Attack or callable
+        The registered attack (``register(Attack(...))``), else the decorator, which returns ``score`` itself.
+    """
     if isinstance(name, Attack):
         return _add(name)
 
@@ -165,7 +183,17 @@ def register(name, label: str | None = None, *, needs: tuple = ("target",), cita
     return decorate
 
 
+def origin(attack: Attack) -> str:
+    """Where an attack's ``score`` is defined: ``module.qualname`` (what a registration clash names)."""
+    fn = attack.score
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', type(fn).__name__)}"
+
+
 def _add(attack: Attack) -> Attack:
+    taken = REGISTRY.get(attack.name)
+    if taken is not None and origin(taken) != origin(attack):
+        raise ValueError(f"attack {attack.name!r} is registered twice: by {origin(taken)} and by {origin(attack)}; "
+                         "give one of them another name")
     undeclared = sorted(set(attack.params) ^ set(attack.domains))
     if undeclared:
         raise ValueError(f"attack {attack.name}: parameters and declared domains differ: {', '.join(undeclared)}")
