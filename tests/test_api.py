@@ -102,7 +102,7 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
 def test_audit_mlm_and_documents_take_texts():
     """audit_mlm runs the masked-LM audit on plain lists (the bundled pair, a few texts, K = 2); audit_documents
     turns plain texts, paths or Documents into Documents the same way."""
-    from mia_core.api import _documents
+    from mia_core.api.checks import _documents
     from mia_core.demo import mlm_demo_paths
     from mia_core.documents import Document
 

@@ -207,7 +207,6 @@ def test_every_public_function_is_covered():
 @pytest.fixture
 def seen(monkeypatch):
     """The texts each API function hands on, recorded where the model would be loaded and used."""
-    import mia_core.api as api
     import mia_core.dataset_inference as di
     import mia_core.documents as documents
     import mia_core.mlm as mlm
@@ -225,7 +224,10 @@ def seen(monkeypatch):
 
         return f
 
-    monkeypatch.setattr(api, "_model", lambda spec, **k: ("model", spec))
+    import mia_core.models as models
+
+    # every API path loads its causal LM through mia_core.models.load_causal_lm (looked up when called)
+    monkeypatch.setattr(models, "load_causal_lm", lambda spec, **k: ("model", spec))
     monkeypatch.setattr(pipeline, "score_texts", record("score", lambda texts, *a, **k: list(texts)))
     monkeypatch.setattr(pipeline, "run_attacks", record("audit", lambda ds, *a, **k: (ds.members(), ds.nonmembers())))
     monkeypatch.setattr(di, "run_dataset_inference", record("infer", lambda s, v, *a, **k: (list(s), list(v))))

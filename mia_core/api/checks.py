@@ -1,0 +1,350 @@
+"""The API's argument checks: every public function checks its arguments with these before it reads a file or
+loads a model. A wrong type or value is one :class:`~mia_core.errors.SettingsError` (a setting) or
+:class:`~mia_core.errors.DataError` (texts) line naming the parameter, written ``{name}`` with the name in
+``options`` (``mia_core.errors``: each front end words it its own way).
+"""
+from __future__ import annotations
+
+import inspect
+import math
+import numbers
+import os
+from collections.abc import Iterable, Mapping
+from typing import Sequence
+
+from ..errors import DataError, SettingsError, safe_text
+
+MAX_PERMUTATIONS = 1_000_000  # infer_dataset's n_permutations at most (p-values down to 1e-6; beyond: hours)
+MAX_BOOTSTRAP = 1_000_000  # n_bootstrap at most (the CIs do not gain from more)
+MAX_SEED = 2**32 - 1  # what numpy's legacy seeding and scikit-learn's random_state take
+
+
+def _shown(value, limit: int = 60) -> str:
+    """A value as a message shows it: a short repr for a plain value, "a DataFrame" / "a list" otherwise."""
+    if value is None or isinstance(value, (bool, numbers.Number, str, bytes)):
+        try:
+            s = safe_text(repr(value))
+        except ValueError:  # an integer past Python's digit limit for str()
+            return "a whole number of more than 4,000 digits"
+        return s if len(s) <= limit else s[: limit - 1] + "…"
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
+
+
+def _bad(name: str, want: str, value, cls=SettingsError):
+    return cls(f"{{{name}}} must be {want}, got {_shown(value)}", options=(name,))
+
+
+def _range(noun: str, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool = False) -> str:
+    def f(v):
+        return f"{v:,}" if isinstance(v, int) else f"{v:g}"
+
+    if lo is not None and hi is not None:
+        return f"{noun} in {'(' if lo_open else '['}{f(lo)}, {f(hi)}{')' if hi_open else ']'}"
+    if lo is not None:
+        return f"{noun} {'>' if lo_open else '>='} {f(lo)}"
+    if hi is not None:
+        return f"{noun} {'<' if hi_open else '<='} {f(hi)}"
+    return noun
+
+
+def _int(name: str, value, lo: int | None = None, hi: int | None = None, *, optional: bool = False):
+    """A whole number in [lo, hi] (an integral float such as ``1e4`` is taken); None with ``optional``."""
+    if value is None and optional:
+        return None
+    want = _range("a whole number", lo, hi) + (", or None" if optional else "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _bad(name, want, value)
+    if isinstance(value, numbers.Integral):
+        n = int(value)
+    else:
+        try:
+            v = float(value)
+        except (OverflowError, ValueError):
+            raise _bad(name, want, value) from None
+        if not math.isfinite(v) or not v.is_integer():
+            raise _bad(name, want, value)
+        n = int(v)
+    if (lo is not None and n < lo) or (hi is not None and n > hi):
+        raise _bad(name, want, value)
+    return n
+
+
+def _num(name: str, value, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
+         hi_open: bool = False, optional: bool = False):
+    """A finite number in the range (each end open or closed); None with ``optional``."""
+    if value is None and optional:
+        return None
+    want = _range("a finite number", lo, hi, lo_open=lo_open, hi_open=hi_open) + (", or None" if optional else "")
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise _bad(name, want, value)
+    try:
+        v = float(value)
+    except (OverflowError, ValueError):
+        raise _bad(name, want, value) from None
+    if not math.isfinite(v) or (lo is not None and (v <= lo if lo_open else v < lo)) or (
+            hi is not None and (v >= hi if hi_open else v > hi)):
+        raise _bad(name, want, value)
+    return v
+
+
+def _prob(name: str, value, *, optional: bool = False):
+    """A share strictly between 0 and 1."""
+    return _num(name, value, 0, 1, lo_open=True, hi_open=True, optional=optional)
+
+
+def _seed(value, name: str = "seed") -> int:
+    return _int(name, value, 0, MAX_SEED)
+
+
+def _bool(name: str, value, *, optional: bool = False):
+    if value is None and optional:
+        return None
+    if isinstance(value, bool) or type(value).__name__ == "bool_":  # numpy's too
+        return bool(value)
+    raise _bad(name, "True or False" + (" or None" if optional else ""), value)
+
+
+def _choice(name: str, value, choices: Sequence[str]) -> str:
+    """One of ``choices`` (case and surrounding spaces ignored); returns it as written in ``choices``."""
+    if isinstance(value, str) and value.strip().lower() in choices:
+        return value.strip().lower()
+    raise _bad(name, "one of " + ", ".join(choices), value)
+
+
+def _mapping(name: str, value) -> dict:
+    """A mapping (None: empty), e.g. ``params`` = ``{attack: {name: value}}``."""
+    if value is None:
+        return {}
+    if isinstance(value, Mapping):
+        return dict(value)
+    raise _bad(name, "a mapping" + (" {attack: {name: value}}" if name == "params" else ""), value)
+
+
+def _names(name: str, value, *, optional: bool = True):
+    """Names: a comma list (a string) or a list of strings; None with ``optional`` (the default)."""
+    if value is None and optional:
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, Iterable) and not isinstance(value, (Mapping, bytes, bytearray)):
+        items = list(value)
+        for i, x in enumerate(items):
+            if not isinstance(x, str):
+                raise SettingsError(f"{{{name}}}[{i}] must be a name (a string), got {_shown(x)}", options=(name,))
+        return items
+    raise _bad(name, "a comma list or a list of names (strings)", value)
+
+
+def _column(name: str, value, *, optional: bool = True):
+    if value is None and optional:
+        return None
+    if isinstance(value, str) and value.strip():
+        return value
+    raise _bad(name, "a column name (a non-empty string)" + (" or None" if optional else ""), value)
+
+
+def _callable(name: str, value):
+    if value is None or callable(value):
+        return value
+    raise _bad(name, "a function or None", value)
+
+
+def _device(value, name: str = "device") -> str:
+    """``auto``, ``cpu``, ``cuda``, ``cuda:N``, ``mps`` or ``xpu`` (whether this machine has it is checked when
+    a model loads)."""
+    import re
+
+    from ..models.device import DEVICE_HELP
+
+    if isinstance(value, str) and (value.strip().lower() in ("", "auto")
+                                   or re.fullmatch(r"(cpu|cuda|mps|xpu)(:\d+)?", value.strip().lower())):
+        return value
+    raise _bad(name, DEVICE_HELP, value)
+
+
+def _dtype(value, name: str = "dtype") -> str:
+    from ..models.device import DTYPES
+
+    return _choice(name, value, DTYPES)
+
+
+def _prefix(value):
+    """``"auto"``, ``"always"``, ``"none"`` (True / False: always / none)."""
+    from ..stats.settings import PREFIX_MODES, prefix_mode
+
+    if isinstance(value, (str, bool)) or (isinstance(value, numbers.Integral) and int(value) >= 0):
+        try:
+            prefix_mode(value)
+            return value
+        except SettingsError:
+            pass
+    raise _bad("prefix", "one of " + ", ".join(PREFIX_MODES), value)
+
+
+def _model_spec(name: str, value, *, optional: bool = True, masked: bool = False):
+    """A model spec (a hub id, a local folder or file, ``"smollm2"``) or a loaded model; None with ``optional``."""
+    if value is None and optional:
+        return None
+    if isinstance(value, str) and value.strip():
+        return value
+    if isinstance(value, os.PathLike):
+        return value
+    if not isinstance(value, (str, bytes, numbers.Number)) and value is not None:
+        if masked:
+            from ..models import MaskedLM as Loaded
+        else:
+            from ..models import LoadedModel as Loaded
+        if isinstance(value, Loaded):
+            return value
+    want = ("a hub id, a local folder or a loaded MaskedLM" if masked
+            else "a hub id, a local folder or file, 'smollm2' or a loaded model (LoadedModel)")
+    raise _bad(name, want + (", or None" if optional else ""), value)
+
+
+def _path_or_frame(name: str, value):
+    """A file path, an ``hf:`` spec, a list of paths, or a pandas DataFrame (``labelled``)."""
+    from ..data.sets import is_frame
+
+    if value is None or is_frame(value) or isinstance(value, (str, os.PathLike)):
+        return value
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, os.PathLike)) for v in value):
+        return value
+    raise _bad(name, "a file path, an hf:ID[:config][@split] spec, a list of paths or a pandas DataFrame", value,
+               DataError)
+
+
+def _sequence(name: str, value, *, optional: bool = True):
+    """A list of values (ids, groups): not a string, not a mapping."""
+    if value is None and optional:
+        return None
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes, bytearray, Mapping)):
+        return list(value)
+    raise _bad(name, "a list" + (" or None" if optional else ""), value)
+
+
+def _kwargs(func: str, target, kwargs: dict, checks: dict, *, skip: Sequence[str] = ()) -> dict:
+    """``kwargs`` for ``target``: an unknown keyword is one line (before any model loads), each known one
+    checked by ``checks[name]``."""
+    known = [p for p in inspect.signature(target).parameters if p not in skip]
+    for k in kwargs:
+        if k not in known:
+            raise SettingsError(f"{func}() has no keyword {safe_text(k)!r}; it takes {', '.join(known)}")
+    return {k: checks[k](v) if k in checks else v for k, v in kwargs.items()}
+
+
+def _texts(value, name: str, *, text_column: str | None = None) -> list[str]:
+    """The texts given as ``name``: a list (or any iterable) of strings, a file path or ``hf:`` spec (read as
+    ``mia run`` reads a file), or a pandas DataFrame / Series (read by its text column, found as in a .csv file
+    or named by ``text_column``). None: no texts. Anything else, or a list holding a non-string, is one
+    ``DataError`` line naming ``name`` (and the position)."""
+    from ..data.sets import _shown_path, is_frame, path_exists, read_frame, read_texts
+    from ..data.hub import is_hub_spec
+
+    if value is None:
+        return []
+    if is_frame(value):
+        kind = "DataFrame" if hasattr(value, "columns") else "Series"
+        return [r.text for r in read_frame(value, name=f"{name} (a {kind})", text_column=text_column)]
+    if isinstance(value, (str, os.PathLike)):
+        if isinstance(value, str) and not is_hub_spec(value) and not path_exists(value):
+            raise DataError(f"{{{name}}}: no file or folder named {_shown_path(value)!r} (a string is read as a "
+                            f"file path or an hf:ID spec; to give texts, pass a list of strings)", options=(name,))
+        return [r.text for r in read_texts(value, text_column=text_column)]
+    if isinstance(value, (bytes, bytearray, Mapping)) or not isinstance(value, Iterable):
+        raise DataError(f"{{{name}}} must be texts: give texts (a list of strings), a file path or a pandas DataFrame "
+                        f"with a text column; got {_shown(value)}", options=(name,))
+    items = list(value)  # once: a generator is read here, not exhausted by the check below
+    for i, t in enumerate(items):
+        if not isinstance(t, str):
+            raise DataError(f"{{{name}}}[{i}] is {_shown(t)}, not a text: give texts (strings), a file path or a "
+                            "pandas DataFrame with a text column", options=(name,))
+    return [str(t) for t in items]  # numpy's str_ as str
+
+
+def _documents(items, what: str, *, text_column: str | None = None):
+    """Books: Documents, texts, or paths of files / folders (all of one kind), or a DataFrame's text column."""
+    from ..data.sets import _shown_path, is_frame, path_exists
+    from ..documents import Document, load_documents
+
+    if is_frame(items):
+        return [Document(name=f"{what[0]}{i + 1:04d}", text=t, source=f"{what} row {i + 1}", strip={})
+                for i, t in enumerate(_texts(items, what, text_column=text_column))]
+    if isinstance(items, (str, os.PathLike)):
+        if not path_exists(items):
+            raise DataError(f"{{{what}}}: no file or folder named {_shown_path(items)!r} (a string is read as a "
+                            "path; to give the books' texts, pass a list of strings)", options=(what,))
+        items = [items]
+    elif items is None or isinstance(items, (bytes, bytearray, Mapping)) or not isinstance(items, Iterable):
+        raise DataError(f"{{{what}}} must be books: Documents, texts (strings) or paths of files or folders, in a "
+                        f"list; got {_shown(items)}", options=(what,))
+    items = list(items)
+    for i, d in enumerate(items):
+        if not isinstance(d, (Document, str, os.PathLike)):
+            raise DataError(f"{{{what}}}[{i}] is {_shown(d)}, not a book: give Documents, texts (strings) or paths",
+                            options=(what,))
+    if all(isinstance(d, Document) for d in items):
+        return items
+    if any(isinstance(d, Document) for d in items):
+        i = next(i for i, d in enumerate(items) if not isinstance(d, Document))
+        raise DataError(f"{{{what}}}[{i}] is not a Document while others are: give all Documents, all texts or all "
+                        "paths", options=(what,))
+    exists = [path_exists(d) for d in items]
+    if all(exists):
+        return load_documents([os.fspath(d) for d in items])
+    missing = next(i for i, e in enumerate(exists) if not e)
+    if any(exists) or isinstance(items[missing], os.PathLike):
+        raise DataError(f"{{{what}}}[{missing}]: no file or folder named {_shown_path(items[missing])!r} (give all "
+                        "paths or all texts)", options=(what,))
+    return [Document(name=f"{what[0]}{i + 1:04d}", text=t, source=f"{what} text {i + 1}", strip={})
+            for i, t in enumerate(items)]
+
+
+def _pairs(name: str, value):
+    """None, or a list of (normalisation, feature extractor) pairs of strings."""
+    if value is None:
+        return None
+    items = _sequence(name, value, optional=False)
+    for i, x in enumerate(items):
+        if not (isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(y, str) for y in x)):
+            raise SettingsError(f"{{{name}}}[{i}] must be a pair of names (normalisation, feature extractor), got "
+                                f"{_shown(x)}", options=(name,))
+    return [tuple(x) for x in items]
+
+
+def _whole_list(name: str, value, lo: int):
+    """None, or a list of whole numbers >= ``lo``."""
+    if value is None:
+        return None
+    return [_int(f"{name}[{i}]", x, lo) for i, x in enumerate(_sequence(name, value, optional=False))]
+
+
+def _neighbours(value):
+    if isinstance(value, Mapping):
+        return dict(value)
+    return _bool("baseline_neighbours", value)
+
+
+def _n_jobs(value):
+    """scikit-learn's ``n_jobs``: None, a number of processes >= 1, or -1 (every core)."""
+    if value is None:
+        return None
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) == -1:
+        return -1
+    return _int("n_jobs", value, 1)
+
+
+def _model(spec, *, dtype: str = "auto", device: str = "auto", quantize: str = "none",
+           trust_remote_code: bool = False):
+    """A loaded causal LM from a spec (None: the embedded default), or the model itself."""
+    from ..models import LoadedModel, load_causal_lm
+
+    if isinstance(spec, LoadedModel):
+        return spec
+    return load_causal_lm(spec, dtype=dtype, device=device, quantize=quantize, trust_remote_code=trust_remote_code)
+
+
+def _noop():
+    from ..progress import noop
+
+    return noop

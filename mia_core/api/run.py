@@ -1,0 +1,309 @@
+"""``plan_run``, ``score`` and ``audit``: the members-vs-non-members run's entries in the API, each built through
+the one front door (:mod:`mia_core.api.request`)."""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from ..errors import DataError
+from .checks import (MAX_BOOTSTRAP, _bad, _bool, _callable, _column, _device, _dtype, _int, _mapping, _model_spec,
+                     _names, _noop, _num, _path_or_frame, _prefix, _prob, _seed, _texts)
+
+
+@dataclass
+class RunPlan:
+    """What a run would do (:func:`plan_run`): ``attacks`` to run, ``skipped`` ``{attack: why}``, the
+    model ``passes``, ``warnings``, the ``estimate`` line and its ``seconds`` (None without texts)."""
+
+    attacks: list[str]
+    skipped: dict[str, str] = field(default_factory=dict)
+    passes: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    estimate: str = ""
+    seconds: float | None = None
+
+    def __str__(self) -> str:
+        lines = [f"attacks: {', '.join(self.attacks)}"]
+        lines += [f"skipped {n}: it {why}" for n, why in self.skipped.items()]
+        lines += [f"passes: {', '.join(self.passes)}"] + ([self.estimate] if self.estimate else [])
+        lines += [f"warning: {w}" for w in self.warnings]
+        return "\n".join(lines)
+
+
+def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False, population: Sequence[str] = (),
+             labels: bool = False, params: dict | None = None, n_params: float | None = None, device: str = "cpu",
+             tokenizer=None, modify_variants: Sequence[str] = (), check_inputs: bool = True,
+             text_column: str | None = None) -> RunPlan:
+    """What a run of ``attacks`` would do, before any model loads.
+
+    Parameters
+    ----------
+    attacks : str or list of str, optional
+        Attack names, a comma list, or ``"all"`` (every attack the inputs allow; the others are
+        skipped with the reason). None: the default list (``mia_core.attacks.default_attacks``).
+    texts : list of str, path or DataFrame
+        The texts the run will score (for the estimate; the population counts too). A DataFrame or a
+        Series is read by its text column (``text_column``, else found as in a .csv file).
+    reference : bool
+        Whether a reference model will be given.
+    population : list of str
+        Known non-members (ReCaLL's prefix, RMIA's z, the population threshold).
+    labels : bool
+        Whether labelled training texts will be given (``split`` or a training set: SMIA).
+    params : dict, optional
+        ``{attack: {name: value}}``; every value is checked against its declared domain.
+    n_params, device, tokenizer
+        For the time estimate: the model's parameter count, where it runs, its tokenizer (exact
+        token counts; otherwise estimated from characters).
+    modify_variants : list of str
+        Modified-member variants (SMIA §5.2) that will be evaluated too.
+    check_inputs : bool
+        False: plan the attacks as given without checking that their inputs will be there (a page's
+        estimate of what is ticked; the run itself checks).
+    text_column : str, optional
+        The text column of a table (file or DataFrame) given as ``texts`` or ``population``.
+
+    Returns
+    -------
+    RunPlan
+
+    Raises
+    ------
+    SettingsError
+        An attack named explicitly that cannot run with these inputs, an unknown attack, a parameter
+        outside its domain, or an argument of the wrong type (one line naming it).
+    DataError
+        ``texts`` or ``population`` that are not texts (one line naming the parameter).
+    """
+    from ..attacks import REGISTRY, default_attacks
+    from ..estimate import count_tokens, describe_estimate, estimate_seconds
+    from ..pipeline import plan_attacks
+    from ..formatting import fmt_seconds
+
+    attacks = _names("attacks", attacks)
+    reference, labels = _bool("reference", reference), _bool("labels", labels)
+    params = _mapping("params", params)
+    n_params = _num("n_params", n_params, 0, optional=True)
+    device = _device(device)
+    if tokenizer is not None and not callable(tokenizer):
+        raise _bad("tokenizer", "a tokenizer (callable) or None", tokenizer)
+    modify_variants = _names("modify_variants", modify_variants) or []
+    if isinstance(modify_variants, str):
+        modify_variants = [v for v in modify_variants.split(",") if v.strip()]
+    check_inputs = _bool("check_inputs", check_inputs)
+    text_column = _column("text_column", text_column)
+    texts = _texts(texts, "texts", text_column=text_column)
+    population = _texts(population, "population", text_column=text_column)
+    spec = attacks if attacks is not None else default_attacks(have_reference=reference)
+    have = ({"reference"} if reference else set()) | ({"labels"} if labels else set()) | (
+        {"population"} if len(population) else set())
+    if check_inputs:
+        names, skipped = plan_attacks(spec, have=have, params=params)
+    else:
+        from ..pipeline import parse_attacks
+
+        names, skipped = parse_attacks(spec), {}
+    needs = {n for a in names for n in REGISTRY[a].needs}
+    passes = ["target"] + (["target lower-cased"] if "target_lower" in needs else []) + (
+        ["reference"] if "reference" in needs else [])
+    warnings: list[str] = []
+    texts, pop = list(texts), list(population)
+    estimate, seconds = "", None
+    if texts:
+        n_tok = count_tokens(texts, tokenizer)
+        extra = count_tokens(pop, tokenizer) * len(passes) if pop else 0.0
+        if "neighbours" in needs:
+            n = max(int(REGISTRY[a].kwargs(params).get("n") or 25) for a in names if "neighbours" in REGISTRY[a].needs)
+            extra += 0.6 * n * n_tok  # each neighbour scored from where it differs from its text
+        if modify_variants:
+            extra += len(modify_variants) * n_tok * len(passes) / 2  # only the members are modified
+        estimate = describe_estimate(len(texts), passes, n_tok, n_params, device)
+        seconds = estimate_seconds(n_tok * len(passes), n_params, device)[0]
+        if extra:
+            sec, _ = estimate_seconds(int(extra), n_params, device)
+            seconds += sec
+            parts = (["the population set"] if pop else []) + (["neighbours"] if "neighbours" in needs else []) + (
+                ["modified members"] if modify_variants else [])
+            estimate += f" Plus about {fmt_seconds(sec)} for {', '.join(parts)}."
+        if "lowercase" in REGISTRY and "lowercase" not in names:
+            sec, _ = estimate_seconds(n_tok, n_params, device)
+            estimate += (f" Lowercase (not ticked by default) would add a pass over the lower-cased texts: about "
+                         f"{fmt_seconds(sec)}.")
+    if "rmia" in names and not REGISTRY["rmia"].kwargs(params).get("references"):
+        warnings.append("RMIA with the run's single reference cannot tune a (it needs 3+ make-references models): "
+                        "a = 0.3, which ranks like LOSS at language-model likelihoods")
+    return RunPlan(attacks=names, skipped=skipped, passes=passes, warnings=warnings, estimate=estimate,
+                   seconds=seconds)
+
+
+def score(texts, model=None, attacks=None, reference=None, *, population=None, params: dict | None = None,
+          prefix: str = "auto", first_token: bool | None = None, cache: bool = True, dtype: str = "auto",
+          device: str = "auto", progress=None, text_column: str | None = None):
+    """Membership scores of unlabelled texts, one row per text (higher = more likely a member).
+
+    Parameters
+    ----------
+    texts : list of str, path or DataFrame
+        The texts to score (a path: read as ``mia run`` reads a file; a pandas DataFrame or Series: its
+        text column, ``text_column`` or found as in a .csv file; a column that holds numbers, lists or
+        anything but strings is refused).
+    model : LoadedModel or str, optional
+        The audited causal LM or its spec; None: the embedded SmolLM2-135M.
+    attacks : str or list of str, optional
+        Attack names (None: ``mia_core.attacks.DEFAULT_ATTACKS``, the one-pass attacks LOSS, zlib, Min-K%,
+        Min-K%++; ``ref`` is not added for a reference given). Attacks that learn
+        from labels (SMIA) cannot run without labels; ``ref`` needs ``reference``; ReCaLL and RMIA need
+        ``population``.
+    reference : LoadedModel or str, optional
+        The reference model (for ``ref``, offline ``rmia``).
+    population : list of str, optional
+        Known non-members, disjoint from ``texts``.
+    params : dict, optional
+        ``{attack: {name: value}}`` (``python -m mia_core run --list-params`` lists them).
+    prefix : {"auto", "always", "none"}
+        What is put in front of every text: ``"auto"`` scores texts as the model saw them in training
+        (the tokenizer's own BOS, or nothing for GPT-2-style tokenizers).
+    first_token : bool, optional
+        Force the first text token in or out of the scored tokens (None: from ``prefix``).
+    cache : bool
+        Read and write the on-disk statistics cache.
+    text_column : str, optional
+        The text column of a table (file or DataFrame) given as ``texts`` or ``population``.
+
+    Raises
+    ------
+    SettingsError
+        A setting of the wrong type or out of range: one line naming the parameter, before anything is
+        read or loaded.
+    DataError
+        Texts that are not texts (a list holding a non-string, a column of numbers or lists, a missing
+        file): one line naming the parameter or the file.
+
+    Returns
+    -------
+    pandas.DataFrame
+        ``text_id``, ``text_hash`` and one column per attack; ``df.attrs["report"]`` holds the notes.
+
+    References
+    ----------
+    Yeom et al. 2018 (LOSS); Carlini et al. 2021 (zlib, lowercase, reference); Shi et al. 2024
+    (Min-K%); Zhang et al. 2024 (Min-K%++); and each attack's citation in ``mia_core.attacks``.
+    """
+    from ..attacks import DEFAULT_ATTACKS
+    from ..pipeline import RunConfig, check_config, score_texts
+    from ..stats import StatsSettings
+    from .request import RunRequest, load_models, population_set
+
+    model, reference = _model_spec("model", model), _model_spec("reference", reference)
+    attacks, params = _names("attacks", attacks), _mapping("params", params)
+    prefix, first_token = _prefix(prefix), _bool("first_token", first_token, optional=True)
+    cache, dtype, device = _bool("cache", cache), _dtype(dtype), _device(device)
+    progress, text_column = _callable("progress", progress), _column("text_column", text_column)
+    texts = _texts(texts, "texts", text_column=text_column)
+    if not texts:
+        raise DataError("texts: no texts to score (an empty list)")  # score()'s own parameter: no flag, no widget
+    pop = population_set(texts=_texts(population, "population", text_column=text_column))
+    names = list(DEFAULT_ATTACKS) if attacks is None else attacks.split(",") if isinstance(attacks, str) else attacks
+    cfg = check_config(RunConfig(attacks=[n.strip() for n in names if n.strip()], params=dict(params or {}),
+                                 stats=StatsSettings(prefix=prefix), use_cache=cache, n_bootstrap=0, seed=0,
+                                 score_first_token=first_token))  # before any model
+    request = RunRequest(data=None, model=model, config=cfg, reference=reference,
+                         load={"dtype": dtype, "device": device})
+    target, ref = load_models(request)
+    return score_texts(texts, target, reference=ref, config=cfg, population=pop, progress=progress or _noop())
+
+
+def audit(members=None, nonmembers=None, model=None, attacks=None, reference=None, *, labelled=None,
+          text_column: str | None = None, label_column: str = "label", population=None,
+          params: dict | None = None, split: float | None = None, n_bootstrap: int = 1000, seed: int = 0,
+          prefix: str = "auto", first_token: bool | None = None, blind: bool = True, alpha: float = 0.1,
+          cache: bool = True, dtype: str = "auto", device: str = "auto", progress=None):
+    """Members vs non-members: every attack's scores and metrics (the CLI's ``mia run``).
+
+    Parameters
+    ----------
+    members, nonmembers : list of str, path or DataFrame
+        Texts known to be in (out of) the model's training data (a pandas DataFrame or Series: its text
+        column, ``text_column`` or found as in a .csv file).
+    labelled : path or DataFrame, optional
+        Instead of ``members``/``nonmembers``: one labelled table, the way MIA benchmarks ship them
+        (.csv, .tsv, .jsonl, .json, .parquet, .arrow, .feather, a folder written by
+        ``datasets.Dataset.save_to_disk``, or ``"hf:ID[:config][@split]"``: a hub dataset's parquet
+        conversion, from the local Hugging Face cache when offline), with ``label_column``
+        (1 = member) and ``text_column`` (found by itself when None). WikiMIA's jsonl (``input``,
+        ``label``) needs nothing more, nor does ``"hf:swj0419/WikiMIA:default@WikiMIA_length32"``. A pandas
+        DataFrame is read the same way (its text and label columns).
+    model : LoadedModel or str, optional
+        The audited causal LM or its spec; None: the embedded SmolLM2-135M.
+    attacks : str or list of str, optional
+        Attack names, a comma list, or ``"all"``; None: the default list (the reference attack
+        included when a reference is given).
+    reference : LoadedModel or str, optional
+        The reference model; for a ``make-target`` folder its base is used when none is given.
+    population : list of str or path, optional
+        Known non-members, disjoint from the audited texts: the threshold at ``alpha`` FPR, ReCaLL's
+        prefix, RMIA's z.
+    params : dict, optional
+        ``{attack: {name: value}}``.
+    split : float, optional
+        Share of the labelled texts that attacks which learn (SMIA) train on; every attack is then
+        reported on the held-out rest.
+    n_bootstrap, seed : int
+        Bootstrap resamples for the CIs (0: none; at most 1,000,000) and their seed.
+    prefix, first_token, cache
+        As in :func:`score`.
+    blind : bool
+        Also train the model-free blind baseline (is there a distribution shift a text classifier sees?).
+    alpha : float
+        The population threshold's false-positive rate, in (0, 1).
+
+    Raises
+    ------
+    SettingsError
+        A setting of the wrong type or out of range: one line naming the parameter, before anything is
+        read or loaded.
+    DataError
+        Texts that are not texts (a list holding a non-string, a column of numbers or lists, a missing
+        file): one line naming the parameter or the file.
+
+    Returns
+    -------
+    mia_core.pipeline.RunResult
+        ``.scores`` (DataFrame), ``.metrics`` (``{attack: {"auc", "auc_ci", "tpr_at_fpr", ...}}``),
+        ``.summary_text()``, ``.save(dir)``; :func:`load` reads it back.
+
+    References
+    ----------
+    AUC and TPR at low FPR: Carlini et al. 2022, "Membership Inference Attacks From First Principles".
+    The blind baseline: Das et al. 2024, "Blind Baselines Beat Membership Inference Attacks for
+    Foundation Models".
+    """
+    from ..data import texts_from_strings
+    from .request import execute_run, population_set, prepare_run
+
+    model, reference = _model_spec("model", model), _model_spec("reference", reference)
+    attacks, params = _names("attacks", attacks), _mapping("params", params)
+    labelled = _path_or_frame("labelled", labelled)
+    text_column, label_column = _column("text_column", text_column), _column("label_column", label_column,
+                                                                                optional=False)
+    no_split = isinstance(split, numbers.Real) and not isinstance(split, bool) and split == 0  # 0: no split
+    split = None if no_split else _prob("split", split, optional=True)
+    n_bootstrap, seed = _int("n_bootstrap", n_bootstrap, 0, MAX_BOOTSTRAP), _seed(seed)
+    prefix, first_token = _prefix(prefix), _bool("first_token", first_token, optional=True)
+    blind, alpha, cache = _bool("blind", blind), _prob("alpha", alpha), _bool("cache", cache)
+    dtype, device, progress = _dtype(dtype), _device(device), _callable("progress", progress)
+    if labelled is not None:
+        from ..data import load_dataset
+
+        if members is not None or nonmembers is not None:
+            raise DataError("give either labelled= or members and non-members, not both")
+        ds = load_dataset(labelled=labelled, text_column=text_column, label_column=label_column)
+    else:
+        ds = texts_from_strings(_texts(members, "members", text_column=text_column),
+                                _texts(nonmembers, "nonmembers", text_column=text_column))
+    request = prepare_run(ds, model=model, reference=reference, attacks=attacks, params=params,
+                          population=population_set(texts=_texts(population, "population", text_column=text_column)),
+                          split=split, prefix=prefix, first_token=first_token, cache=cache, n_bootstrap=n_bootstrap,
+                          seed=seed, blind=blind, alpha=alpha, dtype=dtype, device=device)
+    return execute_run(request, progress=progress or _noop())

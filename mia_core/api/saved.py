@@ -1,0 +1,35 @@
+"""``load``: a saved run folder read back."""
+from __future__ import annotations
+
+import os
+
+from ..errors import DataError
+from .checks import _bad
+
+
+def load(path):
+    """A saved run folder read back, as the dashboard's run store reads its runs.
+
+    Parameters
+    ----------
+    path : str or Path
+        A folder written by ``result.save(dir)``, ``mia run --out`` or the run store.
+
+    Returns
+    -------
+    mia_core.runs.StoredRun
+        The :class:`mia_core.pipeline.RunResult` it was (``.scores``, ``.metrics``, ``.config``,
+        ``.models``, ``.timings``, ``.shift``, ``.report``...), plus ``.id`` (the folder's name),
+        ``.meta`` (its ``meta.json`` when the run store wrote it, else ``{}``) and ``.path``.
+
+    Raises
+    ------
+    DataError
+        One line, for a folder that holds no saved run (document and masked-LM folders are not read
+        back yet) or a damaged one: a file a link, not JSON, or of another shape than a run's.
+    """
+    from ..runs import read_run
+
+    if not isinstance(path, (str, os.PathLike)) or (isinstance(path, str) and not path.strip()):
+        raise _bad("path", "the path of a saved run's folder", path, DataError)
+    return read_run(path)
