@@ -49,6 +49,14 @@ VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed"
 # an Intel Xeon with AVX-512 differ by up to 1.5e-5 relative (Min-K%++) and 1.9e-6 absolute (a per-token
 # rarity-normalised value of -0.055). Was 1e-5 / 1e-6 (and 1e-7 before that), which the Intel run missed.
 RTOL, ATOL = 1e-4, 5e-6
+# Dataset inference fits a logistic regression on those features and reports what it fits (weights, combined
+# scores, t statistics, p-values), which carries the per-token rounding further: measured, the ``infer`` files
+# made on an Intel Xeon (AVX-512) and re-made on an AMD EPYC (AVX2) at the same commit differ by up to 6e-3
+# relative in a weight of 0.004 (2e-5 absolute), 1.3e-3 in a t statistic, 1e-3 relative / 4e-5 absolute in a
+# combined score near 0. Those runs' floats are compared at 1e-2 / 1e-4; the verdict, the decisions, the ids
+# and every count are still compared exactly.
+FITTED_RUNS = {"infer", "books"}
+RTOL_FITTED, ATOL_FITTED = 1e-2, 1e-4
 
 
 # ----------------------------------------------------------------------------- fixtures
@@ -178,19 +186,19 @@ def _strip(o):
     return o
 
 
-def _compare(a, b, where: str, diffs: list[str]) -> None:
-    if len(diffs) > 20:
+def _compare(a, b, where: str, diffs: list[str], tol: tuple[float, float] = (RTOL, ATOL)) -> None:
+    if len(diffs) > int(os.environ.get("GOLDEN_MAX_DIFFS", 20)):
         return
     if isinstance(a, dict) and isinstance(b, dict):
         if set(a) != set(b):
             diffs.append(f"{where}: keys differ: only golden {sorted(set(a) - set(b))}, only new {sorted(set(b) - set(a))}")
         for k in set(a) & set(b):
-            _compare(a[k], b[k], f"{where}.{k}", diffs)
+            _compare(a[k], b[k], f"{where}.{k}", diffs, tol)
     elif isinstance(a, list) and isinstance(b, list):
         if len(a) != len(b):
             diffs.append(f"{where}: length {len(a)} vs {len(b)}")
         for i, (x, y) in enumerate(zip(a, b)):
-            _compare(x, y, f"{where}[{i}]", diffs)
+            _compare(x, y, f"{where}[{i}]", diffs, tol)
     elif isinstance(a, bool) or isinstance(b, bool) or isinstance(a, str) or isinstance(b, str) or a is None or b is None:
         if a != b:
             diffs.append(f"{where}: {a!r} vs {b!r}")
@@ -198,7 +206,7 @@ def _compare(a, b, where: str, diffs: list[str]) -> None:
         fa, fb = float(a), float(b)
         if math.isnan(fa) and math.isnan(fb):
             return
-        if not math.isclose(fa, fb, rel_tol=RTOL, abs_tol=ATOL):
+        if not math.isclose(fa, fb, rel_tol=tol[0], abs_tol=tol[1]):
             diffs.append(f"{where}: {a!r} vs {b!r}")
     elif a != b:
         diffs.append(f"{where}: {a!r} vs {b!r}")
@@ -266,8 +274,9 @@ def differences(golden: Path, new: Path) -> list[str]:
     gf, nf = compared_files(golden), compared_files(new)
     if gf != nf:
         diffs.append(f"files differ: only golden {sorted(set(gf) - set(nf))}, only new {sorted(set(nf) - set(gf))}")
+    tol = (RTOL_FITTED, ATOL_FITTED) if golden.name in FITTED_RUNS else (RTOL, ATOL)
     for rel in sorted(set(gf) & set(nf)):
-        _compare(_read_output(golden, rel), _read_output(new, rel), str(rel), diffs)
+        _compare(_read_output(golden, rel), _read_output(new, rel), str(rel), diffs, tol)
     return diffs
 
 

@@ -88,7 +88,7 @@ def test_the_demo_texts_and_the_population_are_read_through_one_function(tmp_pat
 
 
 def test_param_items_are_read_as_mia_run_reads_them():
-    from mia_core.api.params import parse_param_items
+    from mia_core.cli.common import parse_params as parse_param_items
 
     assert parse_param_items(["min_k.k=0.1", "dc_pdd.a=0.5"]) == {"min_k": {"k": 0.1}, "dc_pdd": {"a": 0.5}}
     assert parse_param_items(None) == {}

@@ -290,8 +290,10 @@ def test_a_cache_write_that_fails_stops_with_one_line_and_a_partial_entry_is_bes
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
         real(path, data)
 
-    real = C._write_atomic
-    monkeypatch.setattr(C, "_write_atomic", full)
+    import mia_core.cache.store as store
+
+    real = store._write_atomic
+    monkeypatch.setattr(store, "_write_atomic", full)
     c = C.ArrayCache("stats", {"model": "full-disk-test"})
     assert c.put_partial("ab" + "0" * 30, {"a": np.arange(3)}) is False
     (tmp_path / "m.txt").write_text("The cat sat on the mat today.\nA dog ran in the park at noon.\n")

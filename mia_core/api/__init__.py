@@ -40,7 +40,6 @@ from .documents import DocumentRequest, audit_documents, execute_documents, load
 from .inference import (InferenceRequest, InferenceSets, estimate_inference, execute_inference, infer_dataset,
                         inference_demo, prepare_inference, read_inference_sets)
 from .mlm import MlmRequest, audit_mlm, execute_mlm, prepare_mlm, read_mlm_files
-from .params import parse_param_items
 from .request import RunRequest, execute_run, load_models, population_set, prepare_run, reference_spec  # noqa: F401
 from .run import RunPlan, audit, plan_run, score
 from .saved import load
@@ -51,4 +50,4 @@ FRONT_DOOR = ["RunRequest", "execute_run", "load_models", "population_set", "pre
               "DocumentRequest", "prepare_documents", "load_document_models", "execute_documents",
               "MlmRequest", "prepare_mlm", "read_mlm_files", "execute_mlm",
               "InferenceRequest", "InferenceSets", "read_inference_sets", "prepare_inference", "execute_inference",
-              "estimate_inference", "inference_demo", "parse_param_items"]
+              "estimate_inference", "inference_demo"]

@@ -179,7 +179,7 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
                       member_files=None, nonmember_files=None, strip: bool = True, text_column: str | None = None,
                       dtype: str = "auto", device: str = "auto", quantize: str = "none",
                       trust_remote_code: bool = False, reference_dtype: str | None = None, cache: bool = True,
-                      check_folds: bool = True, **settings) -> DocumentRequest:
+                      **settings) -> DocumentRequest:
     """Everything a document audit needs, checked before any model loads.
 
     Parameters
@@ -205,10 +205,6 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
         The reference's dtype (None: ``dtype``).
     cache : bool
         Read and write the statistics cache.
-    check_folds : bool
-        Check here that every fold gets members and non-members (False: the audit checks it when it starts,
-        after the models load, as :func:`audit_documents` did before this front door; the books are still
-        checked for overlap).
     **settings
         The keywords of :func:`mia_core.documents.run_document_audit` (``context``, ``normalizations``,
         ``features``, ``folds``, ``n_bins``, ``partial_lengths``...), each checked; an unknown one is refused.
@@ -243,7 +239,7 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
     else:
         docs = [_books(members, member_files, "members", strip=strip, text_column=text_column),
                 _books(nonmembers, nonmember_files, "nonmembers", strip=strip, text_column=text_column)]
-    document_set(docs[0], docs[1], options, check_folds=check_folds)
+    document_set(docs[0], docs[1], options)
     return DocumentRequest(members=docs[0], nonmembers=docs[1], model=model, reference=reference, settings=settings,
                            load={"dtype": dtype, "device": device, "quantize": quantize,
                                  "trust_remote_code": trust_remote_code,
@@ -376,5 +372,5 @@ def audit_documents(members=None, nonmembers=None, model=None, *, reference=None
         cache = kwargs.pop("use_cache")
     progress = _callable("progress", progress)
     request = prepare_documents(members, nonmembers, model=model, reference=reference, dtype=dtype, device=device,
-                                text_column=text_column, cache=cache, check_folds=False, **kwargs)
+                                text_column=text_column, cache=cache, **kwargs)
     return execute_documents(request, progress=progress)

@@ -288,7 +288,7 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
     features, alpha, folds, n_permutations, seed, params, prefix, cache, passage_words, max_passages,
     correction, combination
         As :func:`infer_dataset` takes them (``params``: ``{attack: {name: value}}``, already checked against
-        the attacks' domains, e.g. by :func:`mia_core.api.params.parse_param_items`).
+        the attacks' domains, e.g. by :func:`mia_core.cli.common.parse_params`).
     read_notes : list of str
         The readers' notes (:attr:`InferenceSets.notes`), kept first among the result's notes.
     dtype, device, trust_remote_code

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import SettingsError
+from ..errors import SettingsError, Worded
 
 
 @dataclass
@@ -122,7 +122,8 @@ def _planned(attacks, *, reference, population, labels: bool, params: dict, quan
     plan = plan_run(attacks, reference=reference is not None, labels=labels, population=pop, params=params)
     names, skipped = list(plan.attacks), dict(plan.skipped)
     if quantize != "none" and "gradnorm" in names:  # no gradients through bitsandbytes weights
-        why = f"needs gradients, which a {{quantize}} {quantize} model does not give (use {{quantize}} none)"
+        why = Worded(f"needs gradients, which a {{quantize}} {quantize} model does not give (use {{quantize}} none)",
+                     ("quantize",))
         if "all" not in (attacks if isinstance(attacks, list) else str(attacks).split(",")):
             raise SettingsError(f"gradnorm {why}", options=("quantize",))
         names.remove("gradnorm")

@@ -3,8 +3,7 @@ per text, verified on every read; ``ArrayCache.lookup`` gives an owner what is c
 its housekeeping (:mod:`.housekeeping`: what ``mia cache`` shows and clears, only what the cache recognises as
 its own).
 
-Every name that ``mia_core.cache`` offered as one module is here, so imports and tests that patch
-``mia_core.cache._write_atomic`` keep working.
+Every name that ``mia_core.cache`` offered as one module is here, so imports keep working.
 """
 from __future__ import annotations
 
@@ -26,7 +25,7 @@ from .housekeeping import (  # noqa: F401 - private names: tests and the CLI rea
     clear_cache,
     plan_clear,
 )
-from .store import (  # noqa: F401 - private names: tests patch _write_atomic here
+from .store import (  # noqa: F401 - private names: tests read them here
     ENTRY,
     NAMESPACES,
     _NOTES,

@@ -30,7 +30,6 @@ import io
 import json
 import logging
 import os
-import sys
 import tempfile
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -142,7 +141,7 @@ class ArrayCache:
                 self.dir.mkdir(parents=True, exist_ok=True)
                 meta = self.dir / "settings.json"
                 if not meta.exists():  # several processes (Ray drivers on a shared folder) may race here
-                    _writer()(meta, json.dumps(settings, indent=2, sort_keys=True, default=str).encode())
+                    _write_atomic(meta, json.dumps(settings, indent=2, sort_keys=True, default=str).encode())
             except OSError as e:
                 raise SettingsError(f"the cache folder {self.dir} is not usable ({e.strerror or type(e).__name__}): "
                                     "fix it, or set MIA_CACHE_DIR to another folder") from None
@@ -260,7 +259,7 @@ class ArrayCache:
                 "shapes": {k: list(v.shape) for k, v in arrays.items()}}
         buf = io.BytesIO()
         np.savez(buf, **arrays, **{ENTRY: np.array(json.dumps(meta, sort_keys=True))})
-        _writer()(p, buf.getvalue())
+        _write_atomic(p, buf.getvalue())
 
     # partial results of long texts (resumable scoring)
     def get_partial(self, h: str) -> dict[str, np.ndarray] | None:
@@ -290,12 +289,6 @@ class ArrayCache:
             p = self._path(h, ".partial.npz")
             if p.is_file():  # ours (a folder in its place is not)
                 p.unlink(missing_ok=True)
-
-
-def _writer() -> Callable[[Path, bytes], None]:
-    """:func:`_write_atomic` as the package ``mia_core.cache`` holds it: tests replace it there (a full
-    disk). Shim (issue 39): removed when those tests patch ``mia_core.cache.store._write_atomic``."""
-    return getattr(sys.modules.get("mia_core.cache"), "_write_atomic", _write_atomic)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

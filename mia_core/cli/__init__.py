@@ -57,6 +57,7 @@ OPTION_FLAGS = {
     "smia.load": "--smia-load",
     "smia.save": "--smia-save",
     "n_permutations": "--permutations",
+    "n_bootstrap": "--bootstrap",
 }
 
 

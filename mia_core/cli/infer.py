@@ -8,7 +8,7 @@ p-value (primary), the paper's split t-test, the null check and the verdict. ``-
 
 A thin parser: the sets are read, checked and run through the API's front door
 (``mia_core.api.inference``: ``read_inference_sets``, ``prepare_inference``, ``execute_inference``), the
-``--param`` items read by ``mia_core.api.params.parse_param_items``.
+``--param`` items read by ``mia_core.cli.common.parse_params``.
 """
 from __future__ import annotations
 
@@ -100,7 +100,7 @@ def run(args) -> int:
     """``mia infer-dataset``: the request built through the API (every model-free check once, one line each, before
     any model loads), its notes printed, then run with a progress bar and reported."""
     from ..api.inference import execute_inference, prepare_inference
-    from ..api.params import parse_param_items
+    from .common import parse_params
 
     t_start = time.time()
     sets = _sets(args)
@@ -109,7 +109,7 @@ def run(args) -> int:
     request = prepare_inference(
         sets.suspect, sets.validation, model=args.model or sets.target, reference=args.reference,
         population=sets.population, books=args.books, features=args.features, alpha=args.alpha, folds=args.folds,
-        n_permutations=args.permutations, seed=args.seed, params=parse_param_items(args.param),
+        n_permutations=args.permutations, seed=args.seed, params=parse_params(args.param),
         prefix=args.prefix, cache=not args.no_cache, passage_words=args.passage_words,
         max_passages=args.max_passages, correction=args.correction, combination=args.combination,
         read_notes=read, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code)

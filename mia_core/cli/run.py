@@ -22,11 +22,11 @@ import json
 import time
 from pathlib import Path
 
-from ..attacks import DEFAULT_ATTACKS, REGISTRY, default_attacks
+from ..attacks import DEFAULT_ATTACKS, REGISTRY
 from ..errors import SettingsError, in_words
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
 from ..outputs import check_output_dir, final_path, staged_output
-from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
+from .common import (parse_params, input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
                      unit_interval_open_right)
 from .quiet import without_printed_notes
@@ -155,9 +155,8 @@ def _variants(spec: str | None) -> list[str]:
     return out
 
 
-def _neighbour_params(args, cfg, params):
-    """Neighbour and SMIA parameters into the run configuration; returns the separate SMIA
-    training set, if one was given."""
+def _neighbour_params(args, params) -> None:
+    """The neighbour and SMIA flags into ``params`` (``neighbourhood`` and ``smia``), checked."""
     from ..attacks.smia import DOMAINS as SMIA_DOMAINS, check_saved
 
     nb = NeighbourSettings(generator=args.neighbours, n=args.n_neighbours, m=args.m_words, dropout=args.dropout,
@@ -173,22 +172,22 @@ def _neighbour_params(args, cfg, params):
     params["neighbourhood"] = dict(nb)
     params["smia"] = {**nb, "embedder": args.embedder, "save": save, "load": load,
                       "epochs": args.smia_epochs, "preset": args.smia_preset}
-    if args.split is not None:
-        cfg.split = args.split
-        cfg.split_seed = args.seed if args.split_seed is None else args.split_seed
-    _variants(args.modify)
-    if args.train_members or args.train_nonmembers:
-        if not (args.train_members and args.train_nonmembers):
-            raise SettingsError("give both --train-members and --train-nonmembers")
-        if args.split is not None:
-            raise SettingsError("give either a training set (--train-members/--train-nonmembers) or --split, not both")
-        from ..data import load_dataset
 
-        train = load_dataset(members=args.train_members, nonmembers=args.train_nonmembers, mode=args.mode,
-                             text_column=args.text_column)
-        print_notes(train.report, "note (training set)")
-        return train
-    return None
+
+def _training_set(args):
+    """SMIA's separate training set (``--train-members`` / ``--train-nonmembers``), or None."""
+    if not (args.train_members or args.train_nonmembers):
+        return None
+    if not (args.train_members and args.train_nonmembers):
+        raise SettingsError("give both --train-members and --train-nonmembers")
+    if args.split is not None:
+        raise SettingsError("give either a training set (--train-members/--train-nonmembers) or --split, not both")
+    from ..data import load_dataset
+
+    train = load_dataset(members=args.train_members, nonmembers=args.train_nonmembers, mode=args.mode,
+                         text_column=args.text_column)
+    print_notes(train.report, "note (training set)")
+    return train
 
 
 # ----------------------------------------------------------------------------- the command
@@ -206,111 +205,62 @@ def list_params() -> str:
     return "\n".join(lines)
 
 
-def parse_params(items: list[str], params: dict) -> dict:
-    """``--param ATTACK.NAME=VALUE`` items into ``params`` ({attack: {name: value}}), each value
-    checked against the parameter's declared domain and coerced to its type (``attacks.domains``);
-    unknown attacks or names and values outside the domain are refused, one line each."""
-    for item in items or []:
-        head, eq, value = item.partition("=")
-        attack, dot, key = head.strip().partition(".")
-        attack, key = attack.strip(), key.strip()
-        if not eq or not dot or not attack or not key:
-            raise SettingsError(f"--param {item!r}: write ATTACK.NAME=VALUE, e.g. --param min_k.k=0.1")
-        if attack not in REGISTRY:
-            raise SettingsError(f"--param {item!r}: unknown attack {attack!r}; choose from {', '.join(REGISTRY)}")
-        a = REGISTRY[attack]
-        if key not in a.params:
-            known = ", ".join(a.params) or "none"
-            raise SettingsError(f"--param {item!r}: {attack} has no parameter {key!r} (its parameters: {known})")
-        params.setdefault(attack, {})[key] = a.domains[key].check(value, f"--param {attack}.{key}")
-    return params
+def _params(args) -> dict:
+    """Every attack parameter the flags set: ``--k``, the neighbour and SMIA flags, then ``--param`` items."""
+    params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
+    _neighbour_params(args, params)
+    _variants(args.modify)
+    return parse_params(args.param, params)
 
 
-def _reference_spec(args) -> str | None:
-    """The reference model the run would load: --reference, else the base of a make-target
-    folder (read from its record, nothing loaded)."""
-    if args.reference:
-        return args.reference
-    try:
-        from ..models.causal import TARGET_MARKER, resolve_spec
+def _request(args):
+    """The run's request through the API's front door (:func:`mia_core.api.request.prepare_run`): every
+    setting, the inputs, the population and the plan checked before any model loads."""
+    from ..api.request import prepare_run
+    from ..pipeline import parse_attacks
 
-        ms = resolve_spec(args.model)
-        if ms.kind == "target":
-            return json.loads((Path(ms.location) / TARGET_MARKER).read_text()).get("base")
-    except Exception:  # noqa: BLE001 - an unreadable target is reported when it is loaded
-        return None
-    return None
+    parse_attacks(args.attacks or ",".join(DEFAULT_ATTACKS))
+    check_output_dir(args.out, overwrite=args.overwrite)
+    check_machine(args)
+    params = _params(args)
+    train = _training_set(args)
+    ds, population = _load_inputs(args)
+    print_notes(ds.report)
+    request = prepare_run(
+        ds, model=args.model, reference=args.reference, attacks=args.attacks, params=params, population=population,
+        train=train, split=args.split, split_seed=args.split_seed, prefix="none" if args.no_prefix else args.prefix,
+        context=args.context, batch_tokens=args.batch_tokens, first_token=args.score_first_token,
+        cache=not args.no_cache, n_bootstrap=args.bootstrap, seed=args.seed, blind=not args.no_blind,
+        alpha=args.alpha, dtype=args.dtype, device=args.device, quantize=args.quantize,
+        trust_remote_code=args.trust_remote_code)
+    # the reasons as flags, in the notes and in the run's record
+    request.skipped = {n: in_words(why, getattr(args, "option_flags", None)) for n, why in request.skipped.items()}
+    return request
 
 
 def cmd_run(args) -> int:
-    from ..models import load_causal_lm
-    from ..attacks.neighbourhood import run_coupling_warning
-    from ..api import plan_run
-    from ..pipeline import RunConfig, check_population, parse_attacks, run_attacks, uses_reference
-    from ..stats import StatsSettings
+    """``mia run``: the request built through the API (every check one line before any model loads), the models
+    loaded with a progress bar, the passes run (:func:`mia_core.api.request.execute_run`), the report printed and
+    the run's files published in one rename."""
+    from ..api.request import execute_run, load_models
 
     t_start = time.time()
     if args.list_params:
         print(list_params())
         return 0
-    # every settings and output check first (cheap), then the inputs, the models last
-    parse_attacks(args.attacks or ",".join(DEFAULT_ATTACKS))
-    check_output_dir(args.out, overwrite=args.overwrite)
-    check_machine(args)
-    _variants(args.modify)
-    params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
-    cfg = RunConfig(
-        attacks=[a.strip() for a in (args.attacks or ",".join(DEFAULT_ATTACKS)).split(",") if a.strip()],
-        params=params,
-        stats=StatsSettings(context=args.context, prefix="none" if args.no_prefix else args.prefix,
-                            batch_tokens=args.batch_tokens),
-        use_cache=not args.no_cache,
-        n_bootstrap=args.bootstrap,
-        seed=args.seed,
-        population_alpha=args.alpha,
-        blind=not args.no_blind,
-        score_first_token=args.score_first_token,
-    )
-    train = _neighbour_params(args, cfg, params)
-    parse_params(args.param, params)
-    ds, population = _load_inputs(args)
-    print_notes(ds.report)
-    check_population(population, list(ds.texts) + (list(train.texts) if train is not None else []))
-    ref_spec = _reference_spec(args)
-    if args.attacks is None:  # the dashboard's default: the same tables from both
-        args.attacks = ",".join(default_attacks(have_reference=bool(ref_spec)))
-        cfg.attacks = args.attacks.split(",")
-    plan = plan_run(args.attacks, reference=bool(ref_spec), labels=train is not None or bool(cfg.split),
-                    population=list(population.texts) if population is not None else (), params=params)
-    attacks = plan.attacks
-    skipped = {n: in_words(why, getattr(args, "option_flags", None)) for n, why in plan.skipped.items()}  # as flags
-    if args.quantize != "none" and "gradnorm" in attacks:  # no gradients through bitsandbytes weights
-        why = f"needs gradients, which a --quantize {args.quantize} model does not give (use --quantize none)"
-        if "all" not in cfg.attacks:
-            raise SettingsError(f"gradnorm {why}")
-        attacks.remove("gradnorm")
-        skipped["gradnorm"] = why
-    cfg.attacks = list(attacks)  # the plan; what was skipped is added to the report below
-    print_notes([f"skipping {n}: it {why}" for n, why in skipped.items()])
+    request = _request(args)
+    print_notes([f"skipping {n}: it {why}" for n, why in request.skipped.items()])
     start_engine(args)
     bar = ProgressBar(disable=args.quiet)
-    target = load_causal_lm(
-        args.model, dtype=args.dtype, quantize=args.quantize, device=args.device,
-        trust_remote_code=args.trust_remote_code, progress=bar,
-    )
-    reference = None
-    if uses_reference(attacks, params):
-        reference = load_causal_lm(ref_spec, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code, progress=bar)
-    printed = list(ds.report)
-    coupled = run_coupling_warning(attacks, params, target)
-    if coupled:
+    target, reference = load_models(request, progress=bar)
+    printed = list(request.data.report)
+
+    def warn(coupled: str) -> None:
         bar.close()  # the next stage opens a new bar
         print_notes([coupled], "warning")
         printed.append(coupled)
-    result = run_attacks(ds, target, reference=reference, config=cfg, train=train, population=population, progress=bar)
-    if skipped:
-        result.config["skipped"] = skipped
-        result.report += [f"skipped {REGISTRY[n].label} ({n}): it {why}" for n, why in skipped.items()]
+
+    result = execute_run(request, target=target, reference=reference, progress=bar, warn=warn)
     bar.close()
     print()
     print(without_printed_notes(result.summary_text(), printed))  # the input notes went to stderr above
@@ -321,15 +271,14 @@ def cmd_run(args) -> int:
     # written into a temporary sibling of --out, published in one rename at the end
     with staged_output(args.out, overwrite=args.overwrite) as tmp:
         paths = {k: final_path(v, tmp, out) for k, v in result.save(tmp).items()}
-        _modified(args, ds=ds, target=target, reference=reference, config=cfg, train=train, population=population,
-                  result=result, out=tmp)
+        _modified(args, request, target=target, reference=reference, result=result, out=tmp)
     if args.modify:
         print(f"wrote {out / 'modified.json'}")
     print(f"\nwrote {paths['scores']}, {paths['metrics']} and {paths['run']} in {time.time() - t_start:.0f}s")
     return 0
 
 
-def _modified(args, *, ds, target, reference, config, train, population, result, out) -> None:
+def _modified(args, request, *, target, reference, result, out) -> None:
     """``--modify``: re-run the attacks with one-word-modified members and print the table."""
     variants = _variants(args.modify)
     if not variants:
@@ -337,8 +286,9 @@ def _modified(args, *, ds, target, reference, config, train, population, result,
     from ..modify import run_modified, summary_table
 
     with ProgressBar(disable=args.quiet) as bar:
-        res = run_modified(ds, target, variants=variants, reference=reference, config=config, train=train,
-                           population=population, seed=args.seed, progress=bar, verbatim=result.metrics)
+        res = run_modified(request.data, target, variants=variants, reference=reference, config=request.config,
+                           train=request.train, population=request.population, seed=args.seed, progress=bar,
+                           verbatim=result.metrics)
     print("\nmodified members (SMIA §5.2):")
     print(summary_table(res))
     slim = {k: ({a: {kk: vv for kk, vv in m.items() if kk != "roc"} for a, m in v.items()}

@@ -34,7 +34,7 @@ def _args(fn: str) -> dict:
         "score": {"texts": TEXTS},
         "audit": {"members": TEXTS[:6], "nonmembers": OTHER[:6]},
         "infer_dataset": {"suspect": TEXTS, "validation": OTHER},
-        "audit_documents": {"members": TEXTS[:4], "nonmembers": OTHER[:4]},
+        "audit_documents": {"members": TEXTS[:4], "nonmembers": OTHER[:4], "folds": 2},
         "audit_mlm": {"members": TEXTS[:4], "nonmembers": OTHER[:4], "population": OTHER[4:], "model": "bert-a",
                       "reference": "bert-b"},
         "load": {"path": "no-such-run-folder"},
@@ -261,7 +261,7 @@ def test_a_dataframe_or_series_is_read_by_its_text_column(seen):
     labelled = pd.DataFrame({"text": TEXTS[:4] + OTHER[:4], "label": [1] * 4 + [0] * 4})
     _call(seen, "audit", labelled=labelled, attacks="loss", blind=False)
     assert seen["audit"] == (TEXTS[:4], OTHER[:4])
-    _call(seen, "audit_documents", pd.DataFrame({"text": TEXTS[:4]}), pd.DataFrame({"text": OTHER[:4]}))
+    _call(seen, "audit_documents", pd.DataFrame({"text": TEXTS[:4]}), pd.DataFrame({"text": OTHER[:4]}), folds=2)
     assert seen["documents"] == (TEXTS[:4], OTHER[:4])
     _call(seen, "audit_mlm", pd.DataFrame({"text": TEXTS[:4]}), pd.Series(OTHER[:4]), pd.DataFrame({"text": OTHER[4:]}),
           "bert-a", "bert-b")
@@ -360,7 +360,7 @@ def test_a_book_text_longer_than_a_file_name_is_a_text(seen):
     """audit_documents / infer_dataset(books=True) take texts or paths: a long text is a text (it used to be
     looked up as a file, which raised OSError: File name too long)."""
     books = ["word " * 2000, "other " * 2000]
-    _call(seen, "audit_documents", books, ["third " * 2000, "fourth " * 2000])
+    _call(seen, "audit_documents", books, ["third " * 2000, "fourth " * 2000], folds=2)
     assert seen["documents"][0] == books
 
 
