@@ -16,7 +16,6 @@ from mia_core.attacks import REGISTRY, check_params
 from mia_core.data import Dataset, load_dataset, read_population, texts_from_strings
 from mia_core.errors import DataError, SettingsError
 from mia_core.pipeline import RunConfig
-from mia_core.stats import StatsSettings
 
 UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 MIN_WORDS = 3  # texts shorter than this are flagged as too short to say much
@@ -91,13 +90,18 @@ def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembe
     return CalibrationInputs(ds, pop, info, notes)
 
 
-def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int, seed: int,
-                 context: int | None, blind: bool, dataset: Dataset, reference, population: Dataset | None = None
-                 ) -> RunConfig:
-    """Validate the settings against the data and models; a RunConfig or a clear SettingsError.
+def build_request(attacks, params: dict, *, split: float | None, n_bootstrap: int, seed: int,
+                  context: int | None, blind: bool, dataset: Dataset, reference, population: Dataset | None = None,
+                  model=None, first_token: bool | None = None, quantize: str = "none"):
+    """The page's run through the front door (:func:`mia_core.api.request.prepare_run`, as the CLI's ``mia run``
+    and :func:`mia_core.audit` build theirs), after the page's own checks in its own words; a
+    :class:`~mia_core.api.request.RunRequest` or a clear one-line error, before any model loads.
 
-    ``reference``: the reference model, or anything not None when one will be loaded (the
-    page checks before loading models)."""
+    ``reference``: the reference model, or anything not None when one will be loaded (the page checks before
+    loading models); ``model``: the target (a loaded model or its spec), for a ``make-target`` folder's base;
+    ``first_token``: True scores each text's first token, None as the model was trained."""
+    from mia_core.api.request import prepare_run
+
     attacks = list(attacks)
     if not attacks:
         raise SettingsError("choose at least one attack.")
@@ -130,8 +134,15 @@ def build_config(attacks, params: dict, *, split: float | None, n_bootstrap: int
         raise SettingsError("the number of bootstrap resamples cannot be negative.")
     if context is not None and context < 16:
         raise SettingsError("the context window must be at least 16 tokens (0 = the model's default).")
-    return RunConfig(attacks=attacks, params=params, stats=StatsSettings(context=context), n_bootstrap=int(n_bootstrap),
-                     seed=int(seed), split=split, blind=bool(blind))
+    return prepare_run(dataset, model=model, reference=reference, attacks=attacks, params=params,
+                       population=population, split=split, context=context, first_token=first_token,
+                       n_bootstrap=int(n_bootstrap), seed=int(seed), blind=bool(blind), quantize=quantize)
+
+
+def build_config(attacks, params: dict, **settings) -> RunConfig:
+    """The checked configuration of :func:`build_request` (same arguments): a RunConfig or a clear one-line
+    error."""
+    return build_request(attacks, params, **settings).config
 
 
 def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: float | None = None,
@@ -150,10 +161,11 @@ def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: 
     return plan.estimate
 
 
-def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *, name: str | None = None,
+def make_job(request, inputs: CalibrationInputs, target, reference, *, name: str | None = None,
              modify_variants=None):
-    """The background work: run the attacks, optionally the modified-member comparison
-    (``mia_core.modify.run_modified``, SMIA §5.2), and save the run.
+    """The background work: the request's passes (:func:`mia_core.api.request.execute_run` on the models the page
+    loaded), optionally the modified-member comparison (``mia_core.modify.run_modified``, SMIA §5.2), and the run
+    saved.
 
     Returns a function ``work(progress) -> {"id": run id, "unchanged": bool}`` for
     ``dashboard.jobs.JobRegistry.start`` (``unchanged``: a re-run identical to the newest saved run, which
@@ -162,22 +174,21 @@ def make_job(inputs: CalibrationInputs, target, reference, config: RunConfig, *,
     from dataclasses import replace
 
     from mia_core import runs
-    from mia_core.pipeline import run_attacks
+    from mia_core.api.request import execute_run
 
     def work(progress):
-        result = run_attacks(inputs.dataset, target, reference=reference, config=config,
-                             population=inputs.population, progress=progress,
+        result = execute_run(request, target=target, reference=reference, progress=progress,
                              partial=getattr(progress, "partial", None))
         result.report = list(dict.fromkeys(inputs.notes + list(result.report)))
         if modify_variants:
             from mia_core.modify import run_modified
 
             # the blind baseline does not change with one-word edits worth re-running per variant
+            config = request.config
             result.extra["modified"] = run_modified(
-                inputs.dataset, target, variants=list(modify_variants), reference=reference,
+                request.data, target, variants=list(modify_variants), reference=reference,
                 config=replace(config, blind=False), seed=config.seed, progress=progress, verbatim=result.metrics)
         stored = runs.save_run(result, name=name or None, data=inputs.data_info)
         return {"id": stored.id, "unchanged": bool(stored.meta.get("unchanged"))}
 
     return work
-

@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.calibration import (
-    UPLOAD_TYPES, build_config, learning_attacks, make_job, read_inputs, run_estimate,
+    UPLOAD_TYPES, build_request, learning_attacks, make_job, read_inputs, run_estimate,
 )
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
@@ -23,7 +23,6 @@ from mia_core import plots, runs
 from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
-from mia_core.pipeline import uses_reference
 from mia_core.demo import demo_reference, installed_demo
 from mia_core.modify import VARIANTS as MODIFY_VARIANTS
 
@@ -206,10 +205,11 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
             inputs.population = None  # the demo's population costs passes; only scored when asked for
         if not chosen:  # cheap settings first, before any model is loaded
             raise SettingsError("choose at least one attack.")
-        cfg = build_config(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
-                           blind=blind, dataset=inputs.dataset, population=inputs.population,
-                           reference=demo_reference(demo) if use_demo_models else panel.reference)
-        cfg.score_first_token = True if first_token else None  # None: as the model was trained (stats)
+        request = build_request(chosen, params, split=split, n_bootstrap=n_boot, seed=seed, context=ctx or None,
+                                blind=blind, dataset=inputs.dataset, population=inputs.population,
+                                reference=demo_reference(demo) if use_demo_models else panel.reference,
+                                model=str(demo["target"]) if use_demo_models else panel.target,
+                                first_token=True if first_token else None, quantize=panel.quantize)
         engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         if use_demo_models:
             target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
@@ -225,8 +225,8 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
         coupled = run_coupling_warning(chosen, params, target)
         if coupled:
             st.warning(coupled)
-        work = make_job(inputs, target, reference if uses_reference(chosen, params) else None,
-                        cfg, name=run_name.strip() or None, modify_variants=modify_variants)
+        work = make_job(request, inputs, target, reference if request.reference is not None else None,
+                        name=run_name.strip() or None, modify_variants=modify_variants)
         start_job(reg, "calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
                   f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work, engine=engine)
     except MiaError as e:

@@ -211,8 +211,10 @@ def test_calibration_page_uses_the_same_check():
     from mia_core.data import texts_from_strings
 
     ds = texts_from_strings(MEMBERS.splitlines(), NONMEMBERS.splitlines())
+    population = texts_from_strings(["A population text that is in neither audited set."],
+                                    ["Another known non-member, also disjoint from both sets."])
     kw = dict(split=None, n_bootstrap=0, seed=0, context=None, blind=False, dataset=ds, reference=object(),
-              population=ds)
+              population=population)
     for attack, name, value in (("rmia", "gamma", float("inf")), ("min_k", "k", float("nan")),
                                 ("recall", "prefix", "/dev/zero"), ("dc_pdd", "a", -1.0)):
         with pytest.raises(SettingsError) as e:
