@@ -31,6 +31,39 @@ class RunPlan:
         return "\n".join(lines)
 
 
+def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[str], *, params: dict,
+              n_params, device: str, tokenizer, modify_variants) -> tuple[str, float | None]:
+    """The estimate line and its seconds: the texts x the passes at this machine's measured speed, plus the
+    population, the neighbours and the modified members; ``("", None)`` without texts."""
+    from ..attacks import REGISTRY
+    from ..estimate import count_tokens, describe_estimate, estimate_seconds
+    from ..formatting import fmt_seconds
+
+    if not texts:
+        return "", None
+    needs = {n for a in names for n in REGISTRY[a].needs}
+    n_tok = count_tokens(texts, tokenizer)
+    extra = count_tokens(pop, tokenizer) * len(passes) if pop else 0.0
+    if "neighbours" in needs:
+        n = max(int(REGISTRY[a].kwargs(params).get("n") or 25) for a in names if "neighbours" in REGISTRY[a].needs)
+        extra += 0.6 * n * n_tok  # each neighbour scored from where it differs from its text
+    if modify_variants:
+        extra += len(modify_variants) * n_tok * len(passes) / 2  # only the members are modified
+    estimate = describe_estimate(len(texts), passes, n_tok, n_params, device)
+    seconds = estimate_seconds(n_tok * len(passes), n_params, device)[0]
+    if extra:
+        sec, _ = estimate_seconds(int(extra), n_params, device)
+        seconds += sec
+        parts = (["the population set"] if pop else []) + (["neighbours"] if "neighbours" in needs else []) + (
+            ["modified members"] if modify_variants else [])
+        estimate += f" Plus about {fmt_seconds(sec)} for {', '.join(parts)}."
+    if "lowercase" in REGISTRY and "lowercase" not in names:
+        sec, _ = estimate_seconds(n_tok, n_params, device)
+        estimate += (f" Lowercase (not ticked by default) would add a pass over the lower-cased texts: about "
+                     f"{fmt_seconds(sec)}.")
+    return estimate, seconds
+
+
 def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False, population: Sequence[str] = (),
              labels: bool = False, params: dict | None = None, n_params: float | None = None, device: str = "cpu",
              tokenizer=None, modify_variants: Sequence[str] = (), check_inputs: bool = True,
@@ -77,9 +110,7 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
         ``texts`` or ``population`` that are not texts (one line naming the parameter).
     """
     from ..attacks import REGISTRY, default_attacks
-    from ..estimate import count_tokens, describe_estimate, estimate_seconds
     from ..pipeline import plan_attacks
-    from ..formatting import fmt_seconds
 
     attacks = _names("attacks", attacks)
     reference, labels = _bool("reference", reference), _bool("labels", labels)
@@ -91,13 +122,11 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
     modify_variants = _names("modify_variants", modify_variants) or []
     if isinstance(modify_variants, str):
         modify_variants = [v for v in modify_variants.split(",") if v.strip()]
-    check_inputs = _bool("check_inputs", check_inputs)
-    text_column = _column("text_column", text_column)
+    check_inputs, text_column = _bool("check_inputs", check_inputs), _column("text_column", text_column)
     texts = _texts(texts, "texts", text_column=text_column)
     population = _texts(population, "population", text_column=text_column)
     spec = attacks if attacks is not None else default_attacks(have_reference=reference)
-    have = ({"reference"} if reference else set()) | ({"labels"} if labels else set()) | (
-        {"population"} if len(population) else set())
+    have = {k for k, on in (("reference", reference), ("labels", labels), ("population", len(population))) if on}
     if check_inputs:
         names, skipped = plan_attacks(spec, have=have, params=params)
     else:
@@ -108,28 +137,8 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
     passes = ["target"] + (["target lower-cased"] if "target_lower" in needs else []) + (
         ["reference"] if "reference" in needs else [])
     warnings: list[str] = []
-    texts, pop = list(texts), list(population)
-    estimate, seconds = "", None
-    if texts:
-        n_tok = count_tokens(texts, tokenizer)
-        extra = count_tokens(pop, tokenizer) * len(passes) if pop else 0.0
-        if "neighbours" in needs:
-            n = max(int(REGISTRY[a].kwargs(params).get("n") or 25) for a in names if "neighbours" in REGISTRY[a].needs)
-            extra += 0.6 * n * n_tok  # each neighbour scored from where it differs from its text
-        if modify_variants:
-            extra += len(modify_variants) * n_tok * len(passes) / 2  # only the members are modified
-        estimate = describe_estimate(len(texts), passes, n_tok, n_params, device)
-        seconds = estimate_seconds(n_tok * len(passes), n_params, device)[0]
-        if extra:
-            sec, _ = estimate_seconds(int(extra), n_params, device)
-            seconds += sec
-            parts = (["the population set"] if pop else []) + (["neighbours"] if "neighbours" in needs else []) + (
-                ["modified members"] if modify_variants else [])
-            estimate += f" Plus about {fmt_seconds(sec)} for {', '.join(parts)}."
-        if "lowercase" in REGISTRY and "lowercase" not in names:
-            sec, _ = estimate_seconds(n_tok, n_params, device)
-            estimate += (f" Lowercase (not ticked by default) would add a pass over the lower-cased texts: about "
-                         f"{fmt_seconds(sec)}.")
+    estimate, seconds = _estimate(names, passes, list(texts), list(population), params=params, n_params=n_params,
+                                  device=device, tokenizer=tokenizer, modify_variants=modify_variants)
     if "rmia" in names and not REGISTRY["rmia"].kwargs(params).get("references"):
         warnings.append("RMIA with the run's single reference cannot tune a (it needs 3+ make-references models): "
                         "a = 0.3, which ranks like LOSS at language-model likelihoods")
@@ -279,31 +288,40 @@ def audit(members=None, nonmembers=None, model=None, attacks=None, reference=Non
     The blind baseline: Das et al. 2024, "Blind Baselines Beat Membership Inference Attacks for
     Foundation Models".
     """
-    from ..data import texts_from_strings
     from .request import execute_run, population_set, prepare_run
 
     model, reference = _model_spec("model", model), _model_spec("reference", reference)
     attacks, params = _names("attacks", attacks), _mapping("params", params)
-    labelled = _path_or_frame("labelled", labelled)
-    text_column, label_column = _column("text_column", text_column), _column("label_column", label_column,
-                                                                                optional=False)
-    no_split = isinstance(split, numbers.Real) and not isinstance(split, bool) and split == 0  # 0: no split
-    split = None if no_split else _prob("split", split, optional=True)
-    n_bootstrap, seed = _int("n_bootstrap", n_bootstrap, 0, MAX_BOOTSTRAP), _seed(seed)
-    prefix, first_token = _prefix(prefix), _bool("first_token", first_token, optional=True)
-    blind, alpha, cache = _bool("blind", blind), _prob("alpha", alpha), _bool("cache", cache)
-    dtype, device, progress = _dtype(dtype), _device(device), _callable("progress", progress)
-    if labelled is not None:
-        from ..data import load_dataset
-
-        if members is not None or nonmembers is not None:
-            raise DataError("give either labelled= or members and non-members, not both")
-        ds = load_dataset(labelled=labelled, text_column=text_column, label_column=label_column)
-    else:
-        ds = texts_from_strings(_texts(members, "members", text_column=text_column),
-                                _texts(nonmembers, "nonmembers", text_column=text_column))
+    text_column = _column("text_column", text_column)
+    settings = _audit_settings(split=split, n_bootstrap=n_bootstrap, seed=seed, prefix=prefix, first_token=first_token,
+                               blind=blind, alpha=alpha, cache=cache, dtype=dtype, device=device)
+    progress = _callable("progress", progress)
+    ds = _audit_data(members, nonmembers, labelled, text_column=text_column,
+                     label_column=_column("label_column", label_column, optional=False))
     request = prepare_run(ds, model=model, reference=reference, attacks=attacks, params=params,
                           population=population_set(texts=_texts(population, "population", text_column=text_column)),
-                          split=split, prefix=prefix, first_token=first_token, cache=cache, n_bootstrap=n_bootstrap,
-                          seed=seed, blind=blind, alpha=alpha, dtype=dtype, device=device)
+                          **settings)
     return execute_run(request, progress=progress or _noop())
+
+
+def _audit_settings(*, split, n_bootstrap, seed, prefix, first_token, blind, alpha, cache, dtype, device) -> dict:
+    """:func:`audit`'s run settings checked (one line naming a wrong one), as :func:`prepare_run` takes them."""
+    no_split = isinstance(split, numbers.Real) and not isinstance(split, bool) and split == 0  # 0: no split
+    return {"split": None if no_split else _prob("split", split, optional=True),
+            "n_bootstrap": _int("n_bootstrap", n_bootstrap, 0, MAX_BOOTSTRAP), "seed": _seed(seed),
+            "prefix": _prefix(prefix), "first_token": _bool("first_token", first_token, optional=True),
+            "blind": _bool("blind", blind), "alpha": _prob("alpha", alpha), "cache": _bool("cache", cache),
+            "dtype": _dtype(dtype), "device": _device(device)}
+
+
+def _audit_data(members, nonmembers, labelled, *, text_column, label_column):
+    """:func:`audit`'s members and non-members: one labelled table, or the two sets (texts, paths, DataFrames)."""
+    from ..data import load_dataset, texts_from_strings
+
+    labelled = _path_or_frame("labelled", labelled)
+    if labelled is not None:
+        if members is not None or nonmembers is not None:
+            raise DataError("give either labelled= or members and non-members, not both")
+        return load_dataset(labelled=labelled, text_column=text_column, label_column=label_column)
+    return texts_from_strings(_texts(members, "members", text_column=text_column),
+                              _texts(nonmembers, "nonmembers", text_column=text_column))
