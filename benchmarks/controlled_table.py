@@ -52,7 +52,7 @@ def main() -> None:
         (work / f"{name}.txt").write_text("\n".join(texts) + "\n")
     target = args.target
     if target is None:
-        from mia_core.finetune import make_target
+        from mia_core.targets import make_target
 
         target = str(work / "target")
         make_target(mem, base="smollm2", out_dir=target, epochs=1, heldout_texts=non, seed=0)

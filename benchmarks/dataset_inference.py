@@ -52,7 +52,7 @@ def main() -> None:
     mem, held = _texts(400)
     target_dir = args.target
     if target_dir is None:
-        from mia_core.finetune import make_target
+        from mia_core.targets import make_target
 
         target_dir = str(Path(tempfile.mkdtemp(prefix="mia-di-target-")) / "target")
         make_target(mem, base="smollm2", out_dir=target_dir, epochs=1, heldout_texts=held, seed=0)

@@ -56,7 +56,7 @@ def main() -> None:
 
     from mia_core.dataset_inference import run_dataset_inference
     from mia_core.dataset_inference.significance import permutation_test
-    from mia_core.finetune import make_target
+    from mia_core.targets import make_target
     from mia_core.models import load_causal_lm
 
     print(f"CPU: {_cpu()}, {os.cpu_count()} logical CPUs; fp32 matmul roof {_roof():.0f} GFLOP/s", flush=True)

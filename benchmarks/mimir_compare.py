@@ -33,7 +33,7 @@ text with ``mia_core`` for every attack both have:
   (``a = 0.01``), raw score ``-mean(alpha)``, negated by ``get_roc_metrics``: member score
   ``mean(alpha)``. ``f`` is MIMIR's float32 Laplace smoothing ``(1 + c) / (sum(c) + len(c))``
   over ``len(tokenizer)`` ids (one more than the vocabulary: MIMIR adds a ``[PAD]`` token). The
-  counts ``c`` are ``mia_core``'s (``mia_core.token_frequency``, the bundled corpus or
+  counts ``c`` are ``mia_core``'s (``mia_core.stats.token_frequency``, the bundled corpus or
   ``--corpus``), so that only the formula is compared: MIMIR counts 15 C4 files with
   ``fre_dis[input_ids] += 1``, which counts a token once per *document* (a repeated index in
   a tensor's ``+=`` is written once), where the official DC-PDD code and ``mia_core`` count
@@ -364,7 +364,7 @@ def main() -> None:
     from mia_core.demo import demo_dataset, demo_paths
     from mia_core.models import load_causal_lm
     from mia_core.stats import StatsSettings, resolve_prefix
-    from mia_core.token_frequency import frequency_table
+    from mia_core.stats.token_frequency import frequency_table
 
     torch.set_num_threads(args.threads)
     print(f"CPU: {cpu_name()}, {os.cpu_count()} cores; torch {torch.__version__}, {torch.get_num_threads()} thread(s)")

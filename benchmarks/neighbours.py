@@ -147,7 +147,7 @@ def main() -> None:
               f"(sharing prefixes is {t_plain / t_score:.2f}x faster)")
 
         # the Inspect page's path (dashboard.inspect.inspect_neighbours) for one paragraph
-        from mia_core.embeddings import neighbour_similarities
+        from mia_core.stats.embeddings import neighbour_similarities
 
         def inspect_path(text):
             t = time.perf_counter()

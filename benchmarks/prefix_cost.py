@@ -44,7 +44,7 @@ def main() -> None:
     from cache_verify import _cpu, _roof  # the same CPU name and roof as the other benchmarks
 
     from mia_core.data import texts_from_strings
-    from mia_core.finetune import make_target
+    from mia_core.targets import make_target
     from mia_core.models import load_causal_lm
     from mia_core.pipeline import RunConfig, run_attacks
     from mia_core.stats import StatsSettings

@@ -1,6 +1,6 @@
 """Blind baseline on WikiMIA and WikiMIA-24: how well do the sets separate without the model?
 
-Runs :func:`mia_core.shift.blind_baseline` (TF-IDF word + character n-grams, logistic
+Runs :func:`mia_core.metrics.blind_baseline.blind_baseline` (TF-IDF word + character n-grams, logistic
 regression, stratified 5-fold out-of-fold scores; the language model is never loaded) on
 each length split of WikiMIA (Shi et al. 2024) and WikiMIA-24 (Fu et al. 2024), read from
 ``/work/shared/data/wikimia/WikiMIA{,-24}_length{32,64,128,256}.jsonl`` (fields ``input``
@@ -8,7 +8,7 @@ and ``label``, 1 = member), and prints
 
     split | n members | n non-members | blind AUC [95% CI] | TPR@1% FPR | TPR@5% FPR
 
-plus a second table of model-free cues from :func:`mia_core.shift.overlap_stats` (mean
+plus a second table of model-free cues from :func:`mia_core.data.overlap.overlap_stats` (mean
 length per set, KS p-value, share of texts mentioning a year >= the cut-off, 13-gram
 overlap). Nothing from the data is copied into the project; ``--json`` writes figures only
 (no text).
@@ -23,7 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from mia_core.shift import blind_baseline, overlap_stats
+from mia_core.data.overlap import overlap_stats
+from mia_core.metrics.blind_baseline import blind_baseline
 
 DATA_DIR = Path("/work/shared/data/wikimia")
 SPLITS = [f"WikiMIA_length{n}" for n in (32, 64, 128, 256)] + [f"WikiMIA-24_length{n}" for n in (32, 64, 128, 256)]

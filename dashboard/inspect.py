@@ -187,7 +187,7 @@ def inspect_neighbours(lm, text: str, settings, *, progress, first_token: bool =
     Losses follow the first-token rule (``first_token``; ``mia_core.attacks.base``), as the
     neighbourhood attack computes them."""
     from mia_core.attacks.base import scored_tokens
-    from mia_core.embeddings import neighbour_similarities
+    from mia_core.stats.embeddings import neighbour_similarities
     from mia_core.neighbours import generate_neighbours
     from mia_core.stats import compute_stats
 

@@ -141,8 +141,8 @@ def load_with_progress(spec: str, dtype: str = "auto", quantize: str = "none", d
 @st.cache_data(show_spinner=False, max_entries=8)
 def token_counts(model_identity: str, corpus_key: str, _tokenizer, _texts: tuple[str, ...], vocab_size: int) -> np.ndarray:
     """Token counts of a reference corpus under a model's tokenizer, one per id below ``vocab_size``
-    (``mia_core.token_frequency.count_tokens``, DC-PDD's counter; cached by model and corpus hash)."""
-    from mia_core.token_frequency import count_tokens
+    (``mia_core.stats.token_frequency.count_tokens``, DC-PDD's counter; cached by model and corpus hash)."""
+    from mia_core.stats.token_frequency import count_tokens
 
     counts = count_tokens(_tokenizer, list(_texts))[:vocab_size]
     return np.pad(counts, (0, vocab_size - len(counts)))

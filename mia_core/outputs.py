@@ -35,7 +35,7 @@ from .errors import SettingsError, Worded
 
 _TMP_PREFIX = ".mia-tmp-"
 OUTPUT_MARKER = ".mia-output.json"  # in every folder the tool publishes: what --overwrite may replace
-# the records of the folders make-target and make-references write (mia_core.finetune) mark them too
+# the records of the folders make-target and make-references write (mia_core.targets) mark them too
 OWN_MARKERS = (OUTPUT_MARKER, "mia_target.json", "references.json")
 _NAME_ROOM = 40  # characters a staging / kept / backup name adds to --out's name (cut to fit)
 

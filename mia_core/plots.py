@@ -350,7 +350,7 @@ def population_histogram(member_scores: Iterable[float], nonmember_scores: Itera
 def loss_curve(history) -> go.Figure:
     """Mean token loss per epoch on the members (trained on) and the non-members (held out).
 
-    ``history``: the ``history`` of ``mia_core.finetune.make_target``'s training log as a table
+    ``history``: the ``history`` of ``mia_core.targets.make_target``'s training log as a table
     (columns ``epoch``, ``train_loss``, ``heldout_loss``; a column that is absent or all missing is
     not drawn).
     """

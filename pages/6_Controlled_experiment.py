@@ -1,7 +1,7 @@
 """Controlled experiment: build a target model whose training data you know.
 
 Split a corpus (yours or the bundled demo corpus) at random into members, non-members and a
-population, fine-tune a base model on the members only (``mia_core.finetune.make_target``,
+population, fine-tune a base model on the members only (``mia_core.targets.make_target``,
 LoRA or full fine-tuning), then audit it on the calibration page, where membership is ground
 truth. The target folder and the split files are handed over in ``st.session_state``:
 
@@ -171,7 +171,7 @@ if build:
     created: Path | None = None
     try:
         plan = _plan()
-        from mia_core.finetune import make_target
+        from mia_core.targets import make_target
 
         out_root: Path = plan["out_root"]
         if not out_root.exists():

@@ -1,4 +1,4 @@
-"""Controlled targets (mia_core.finetune, ``make-target``): a model fine-tuned on known members
+"""Controlled targets (mia_core.targets, ``make-target``): a model fine-tuned on known members
 must show the membership (LOSS attack AUC well above chance), load back as a target folder
 with its base recorded, and be bit-for-bit reproducible under a seed.
 
@@ -19,7 +19,7 @@ from safetensors.torch import load_file
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.cli import main as cli_main
 from mia_core.errors import DataError, SettingsError
-from mia_core.finetune import TRAINING_LOG, make_target, texts_sha256
+from mia_core.targets import TRAINING_LOG, make_target, texts_sha256
 from mia_core.metrics import evaluate
 from mia_core.models import TARGET_MARKER, load_causal_lm
 from mia_core.stats import compute_stats

@@ -1,7 +1,7 @@
 """GradNorm and RMIA (issue 12) against hand computations on tiny real models, and
 ``make-references`` end to end.
 
-* GradNorm (``mia_core.gradients`` / ``attacks.gradnorm``): the global L2 norm of the gradient
+* GradNorm (``mia_core.stats.gradients`` / ``attacks.gradnorm``): the global L2 norm of the gradient
   of the mean NLL over tokens 2..n equals torch autograd on the raw model with the same
   tokens, also for a text cut into windows and with the first token scored; the model's
   ``requires_grad`` flags are restored and no gradient is left behind.
@@ -29,7 +29,7 @@ from tiny_lm import paragraphs
 
 from mia_core.data import Dataset
 from mia_core.errors import ModelError, SettingsError
-from mia_core.gradients import compute_grad_norms
+from mia_core.stats.gradients import compute_grad_norms
 from mia_core.models import load_causal_lm
 from mia_core.pipeline import RunConfig, run_attacks
 from mia_core.stats import StatsSettings, prefix_token_id

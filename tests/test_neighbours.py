@@ -20,7 +20,7 @@ import numpy as np
 import pytest
 
 from helpers import shared_neighbours_cache
-from mia_core.embeddings import cosine, embed, embedded_embedder_path, neighbour_similarities
+from mia_core.stats.embeddings import cosine, embed, embedded_embedder_path, neighbour_similarities
 from mia_core.errors import SettingsError
 from mia_core.modify import VARIANTS, modify_texts
 from mia_core.neighbours import (

@@ -14,7 +14,7 @@ from tiny_lm import paragraphs
 
 from mia_core import stats as S
 from mia_core.stats import compute as SC
-from mia_core import token_frequency as T
+from mia_core.stats import token_frequency as T
 from mia_core.attacks import REGISTRY
 from mia_core.data import Dataset, texts_from_strings
 from mia_core.errors import DataError, SettingsError

@@ -121,7 +121,8 @@ def test_a_target_is_scored_with_what_it_was_trained_with(models, tmp_path, monk
 
 def test_make_target_trains_as_it_scores(tmp_path, monkeypatch):
     """make-target on a GPT-2-style base trains with no prefix and records it; its windows are the scorer's."""
-    from mia_core.finetune import _windows, make_target
+    from mia_core.targets import make_target
+    from mia_core.targets.recipe import windows as _windows
 
     monkeypatch.setenv("MIA_CACHE_DIR", str(empty_cache(tmp_path / "cache")))
     base = save_tiny_llama(tmp_path / "base")

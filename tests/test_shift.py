@@ -1,4 +1,4 @@
-"""Distribution-shift checks (mia_core.shift): blind baseline, overlap statistics, verdict,
+"""Distribution-shift checks (mia_core.metrics.blind_baseline, mia_core.data.overlap): blind baseline, overlap statistics, verdict,
 length matching and the ``shift`` CLI. No language model is involved anywhere."""
 from __future__ import annotations
 
@@ -11,13 +11,12 @@ from scipy.stats import ks_2samp
 
 from mia_core.cli import main as cli_main
 from mia_core.errors import DataError
-from mia_core.shift import (
+from mia_core.data.overlap import near_duplicate_pairs, overlap_stats
+from mia_core.metrics.blind_baseline import (
     SHIFT_MESSAGE,
     _make_pipeline,
     blind_baseline,
     match_lengths,
-    near_duplicate_pairs,
-    overlap_stats,
     shift_report,
     verdict,
 )
@@ -177,7 +176,7 @@ def test_overlap_finds_exact_and_near_duplicates(paragraphs, verse):
 
 
 def test_near_duplicate_pairs_match_brute_force(paragraphs):
-    from mia_core.shift import _shingles, _words
+    from mia_core.data.overlap import _shingles, _words
 
     rng = np.random.default_rng(1)
     base = [r["text"] for r in paragraphs[:60]]
@@ -302,7 +301,7 @@ def test_top_features_list_equal_weights_by_name_so_every_cpu_shows_the_same_lis
     between CPUs (AVX-512 against AVX2), which changed the blind baseline's 10th n-gram."""
     from types import SimpleNamespace
 
-    from mia_core.shift import _top_features
+    from mia_core.metrics.blind_baseline import _top_features
 
     names = np.array(["word__at her", "word__hat", "word__quiet", "char_wb__ my", "word__remained", "word__my",
                       "word__way", "word__s", "word__eyes"])

@@ -212,7 +212,7 @@ def test_smia_fewer_average_scores_over_the_neighbours_a_text_has(run, setup, mo
     """SMIA takes the neighbourhood attack's fewer: NaN by default, or (fewer=average) the mean network
     output over the neighbours a text has; a text with none stays NaN. The saved network is applied, so
     nothing is trained here."""
-    from mia_core.embeddings import embed, load_embedder
+    from mia_core.stats.embeddings import embed, load_embedder
 
     _, save = run
     ds, cut = fewer_for_one(setup, monkeypatch)

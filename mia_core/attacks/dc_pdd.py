@@ -14,7 +14,7 @@ corpus' token frequencies::
 
 * ``p(x_t | x_<t) = exp(logprob)`` from the one statistics pass (``mia_core.stats``);
 * ``f`` the Laplace-smoothed token frequencies of a reference corpus under the target's
-  tokenizer (``mia_core.token_frequency``): the bundled public-domain Gutenberg corpus by
+  tokenizer (``mia_core.stats.token_frequency``): the bundled public-domain Gutenberg corpus by
   default (the paper used 15 files of C4), or the user's (param ``corpus``, a file or folder);
 * ``a`` the upper bound on a token's contribution (so that one rare token predicted with high
   probability cannot dominate); ``a = 0.01``, the official code's default (``--a 0.01``, also
@@ -75,10 +75,10 @@ def _fingerprint(p: Path):
 
 def check_corpus(corpus: str) -> None:
     """The ``corpus`` a user gave (a file or folder) holds text DC-PDD can count: read as the run will read
-    it (:func:`mia_core.token_frequency.corpus_documents`), so an empty folder, a binary file or a folder of
+    it (:func:`mia_core.stats.token_frequency.corpus_documents`), so an empty folder, a binary file or a folder of
     links out of it is a one-line ``DataError`` with the parameters, before any model loads. A corpus
     already read and unchanged since is not read again."""
-    from ..token_frequency import corpus_documents
+    from ..stats.token_frequency import corpus_documents
 
     key = _fingerprint(Path(str(corpus)).expanduser())
     with _LOCK:
@@ -139,7 +139,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     SettingsError
         A parameter outside its domain.
     """
-    from ..token_frequency import frequency_table
+    from ..stats.token_frequency import frequency_table
 
     check_params(params)
     table = frequency_table(ctx.target.tokenizer, params.get("corpus"), use_cache=ctx.config.use_cache,

@@ -24,7 +24,7 @@ gives MIMIR's exact member score (``+`` the mean per-tensor L-infinity norm, wha
 ``aggregate`` say), for comparisons with MIMIR's tables. The same norm with this project's sign is
 ``--param gradnorm.p=linf --param gradnorm.aggregate=mean``.
 
-The gradients come from ``mia_core.gradients`` (the one place a backward pass runs): all
+The gradients come from ``mia_core.stats.gradients`` (the one place a backward pass runs): all
 parameters, LoRA targets with the adapter merged (see there), texts windowed like the
 statistics pass, results cached. Cost: one forward + backward pass per text, unbatched
 (measured figures in docs/gradnorm-rmia.md); population texts are handled on demand.
@@ -37,7 +37,7 @@ import warnings
 import numpy as np
 
 from ..errors import SettingsError
-from ..gradients import NORMS, compute_grad_norms
+from ..stats.gradients import NORMS, compute_grad_norms
 from .base import AttackInputs, register
 from .domains import one_of
 
@@ -76,7 +76,7 @@ def _norms(inputs: AttackInputs, ctx=None, texts=None):
 
 
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
-    """Compute (or read from the cache) the gradient norms of the audited texts (``mia_core.gradients``).
+    """Compute (or read from the cache) the gradient norms of the audited texts (``mia_core.stats.gradients``).
 
     Parameters
     ----------
@@ -111,7 +111,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         "n_parameter_tensors": int(len(first.names)) if first is not None else 0,
         "seconds": round(seconds, 2),
         "seconds_per_text": round(seconds / n_new, 3) if n_new else None,
-        "note": "one forward + backward pass per text over all parameters (mia_core.gradients)",
+        "note": "one forward + backward pass per text over all parameters (mia_core.stats.gradients)",
     }
     if first is not None:  # which tensors carry the gradient, on average (per-layer view)
         with np.errstate(invalid="ignore"), warnings.catch_warnings():

@@ -19,7 +19,7 @@ keeps ``k // 2``; ``out_refs="mean"`` averages them all).
 Population texts z get the same estimator from the references that did **not** train on z
 (ML Privacy Meter's ``get_out_ref_signals`` keeps the OUT models of each sample), read from
 the record ``make-references`` writes (``reference_members.json`` in every reference folder;
-``mia_core.finetune``; a reference without it is OUT for every text). A text seen by every
+``mia_core.targets``; a reference without it is OUT for every text). A text seen by every
 reference gets ``Pr_OUT = (Pr_IN - (1 - a)) / a`` (that linear model inverted, as ML Privacy
 Meter does for a single reference); at language-model likelihoods that estimate is negative and
 the text scores 0, as in Privacy Meter (not NaN; the run counts them in a note).
@@ -71,7 +71,7 @@ import numpy as np
 
 from ..cache import text_hash
 from ..errors import SettingsError
-from ..finetune import REFERENCE_MEMBERS, REFERENCES_INDEX
+from ..targets import REFERENCE_MEMBERS, REFERENCES_INDEX
 from .base import AttackInputs, register, scored_tokens
 from .domains import check_values, flag, number, one_of, text, whole
 

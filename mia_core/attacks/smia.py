@@ -9,7 +9,7 @@ non-members react differently. For a text ``x`` and its neighbour ``x~_j``:
     score(x) = (1/n) sum_j f(features(x, x~_j))        (Algorithm 2; higher = more likely member)
 
 with ``e`` a sentence embedding (the paper: Cohere Embedding V3; here all-MiniLM-L6-v2 by
-default, ``mia_core.embeddings``), ``L`` the target's mean NLL per token over tokens t = 2..T,
+default, ``mia_core.stats.embeddings``), ``L`` the target's mean NLL per token over tokens t = 2..T,
 for the text and its neighbours alike (every token with ``first_token=True``, ``attacks.base``),
 and ``f`` the network of Table 6, trained on every (text, neighbour) pair of the labelled
 training texts (Algorithm 1, App. D.4; the recipes are ``mia_core.smia.PRESETS``). A text that
@@ -108,7 +108,7 @@ def _text_losses(inputs: AttackInputs) -> np.ndarray:
 def prepare(inputs: AttackInputs, ctx, **params) -> dict:
     """Neighbours, pair features, and the network: loaded (``load``) or trained on the run's
     training part (and saved with ``save``); the report holds its training record and curves."""
-    from ..embeddings import load_embedder
+    from ..stats.embeddings import load_embedder
 
     p = _p(params)
     settings = settings_from(p, "smia")

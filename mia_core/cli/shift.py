@@ -1,6 +1,6 @@
 """``mia shift``: is there a member/non-member shift that needs no model?
 
-Runs :func:`mia_core.shift.shift_report` on two text sets: the blind baseline (a text-only
+Runs :func:`mia_core.metrics.blind_baseline.shift_report` on two text sets: the blind baseline (a text-only
 classifier, never the model) with its out-of-fold AUC [CI] and TPR at 1 % / 5 % FPR, the
 overlap statistics and the verdict; ``--match-lengths`` adds the blind baseline after
 matching word-count distributions. ``--out DIR`` writes ``DIR/shift.json``.
@@ -108,7 +108,7 @@ def out_of_memory_message(n_members: int, n_nonmembers: int) -> str:
 
 def run(args) -> int:
     from ..data import load_dataset
-    from ..shift import shift_report
+    from ..metrics.blind_baseline import shift_report
 
     if args.folds < 2:
         raise SettingsError(f"--folds must be at least 2 (got {args.folds}).")

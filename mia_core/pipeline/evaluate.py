@@ -1,7 +1,7 @@
 """The last stage of a run: the metrics on the evaluation part.
 
 * :func:`attack_metrics`: per attack, AUC and TPR at low FPR with bootstrap CIs (``mia_core.metrics``);
-* :func:`blind_baseline`: the model-free baseline (``mia_core.shift``, a distribution-shift check: a
+* :func:`blind_baseline`: the model-free baseline (``mia_core.metrics.blind_baseline``, a distribution-shift check: a
   bag-of-words classifier that tells members from non-members without the model);
 * :func:`group_metrics`: the same on the mean score per group when texts carry groups
   (Mireshghallah et al. 2022 §4.2, "patient-level");
@@ -85,7 +85,7 @@ def attack_metrics(scores: dict[str, np.ndarray], run: Assembled, cfg: RunConfig
 
 
 def blind_baseline(run: Assembled, metrics: dict, seed: int) -> tuple[dict | None, list[str]]:
-    """The blind-baseline report (``mia_core.shift.shift_report`` on the evaluated texts) and a note when
+    """The blind-baseline report (``mia_core.metrics.blind_baseline.shift_report`` on the evaluated texts) and a note when
     it cannot be made; its figures are added to ``metrics`` as ``"blind"``."""
     ev = run.eval_mask
     ev_texts = [t for t, e in zip(run.texts, ev) if e]
@@ -93,9 +93,9 @@ def blind_baseline(run: Assembled, metrics: dict, seed: int) -> tuple[dict | Non
     mem = [t for t, l in zip(ev_texts, ev_labels) if l == 1]
     non = [t for t, l in zip(ev_texts, ev_labels) if l == 0]
     try:
-        from .. import shift as shift_mod
+        from ..metrics.blind_baseline import shift_report
 
-        shift = shift_mod.shift_report(mem, non, seed=seed, attack_metrics=metrics)
+        shift = shift_report(mem, non, seed=seed, attack_metrics=metrics)
     except DataError as e:
         return None, [f"blind baseline skipped: {e}"]
     except ImportError:  # a library of the baseline missing: no baseline

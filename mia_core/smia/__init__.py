@@ -10,7 +10,7 @@ Mozaffari & Marathe, "Semantic Membership Inference Attack against Large Languag
    is ``t5:MODEL``, the default is the embedded masked-LM proposer).
 1. **Pair features (§4, Algorithm 1 lines 4-7)** — ``features``: ``(e(x) - e(x~_j),
    L(x) - L(x~_j))`` for every (text, neighbour) pair, with the sentence embedder of
-   ``mia_core.embeddings`` (all-MiniLM-L6-v2 by default; the paper: Cohere Embedding V3).
+   ``mia_core.stats.embeddings`` (all-MiniLM-L6-v2 by default; the paper: Cohere Embedding V3).
 2. **Network (Table 6)** — ``network``: :func:`build_net` (loss and embedding branches,
    FC 1024->512->256->128->64->32->1, ReLU, dropout 0.2) and :class:`SmiaModel` (the trained
    network with its feature standardisation and metadata).

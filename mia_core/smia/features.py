@@ -4,7 +4,7 @@ For a text ``x`` and its neighbour ``x~_j`` (Mozaffari & Marathe 2024 §4, Algor
 
     features(x, x~_j) = ( e(x) - e(x~_j),  L(x) - L(x~_j) )
 
-with ``e`` the sentence embedding (``mia_core.embeddings``) and ``L`` the target's mean NLL per
+with ``e`` the sentence embedding (``mia_core.stats.embeddings``) and ``L`` the target's mean NLL per
 token. Pairs whose loss difference is not finite are dropped. :func:`text_means` is Algorithm
 2's average over a text's neighbours.
 """
@@ -32,7 +32,7 @@ class PairFeatures:
 def pair_features(texts: list[str], data, target_losses: np.ndarray, embedder, *, use_cache: bool = True,
                   progress=lambda m, f: None) -> PairFeatures:
     """Features of every (text, neighbour) pair (Algorithm 1, lines 4-7)."""
-    from ..embeddings import cosine, embed
+    from ..stats.embeddings import cosine, embed
 
     flat = [n.text for ns, _ in data for n in ns]
     e_x = embed(texts, embedder, use_cache=use_cache, progress=progress, label="embeddings (texts)")

@@ -1,7 +1,7 @@
 """The one batched, windowed forward pass of a causal LM, reduced to per-token statistics.
 
 This is the only place that runs a causal LM over texts (the gradient pass aside:
-``mia_core.gradients``). What each module holds:
+``mia_core.stats.gradients``). What each module holds:
 
 * ``types`` — :class:`TokenStats`, a text's per-token statistics (log-probability of the true
   token, max log-probability, mean and standard deviation of the log-probabilities (Min-K%++),

@@ -141,7 +141,7 @@ def test_shift_writes_through_a_staging_folder_and_overwrite_replaces_at_the_end
 def test_two_runs_with_the_same_out_keep_both(tmp_path, data, monkeypatch, capsys):
     """The other run publishes its folder while this one computes: this run's results go to a
     named sibling folder and the error line says where; the other run's files are untouched."""
-    import mia_core.shift as shift_mod
+    import mia_core.metrics.blind_baseline as shift_mod
 
     out = tmp_path / "results"
     real = shift_mod.shift_report

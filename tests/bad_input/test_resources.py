@@ -175,9 +175,9 @@ def _raise_memory_error(*a, **k):
 
 
 INJECT = {  # where the report runs out of memory
-    "blind-baseline": ("mia_core.shift", "blind_baseline"),
+    "blind-baseline": ("mia_core.metrics.blind_baseline", "blind_baseline"),
     "logistic-regression": ("sklearn.linear_model", "LogisticRegression.fit"),
-    "near-duplicates": ("mia_core.shift", "near_duplicate_pairs"),
+    "near-duplicates": ("mia_core.data.overlap", "near_duplicate_pairs"),
 }
 
 

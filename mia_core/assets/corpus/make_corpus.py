@@ -1,5 +1,5 @@
 """Rebuild the bundled reference corpus in mia_core/assets/corpus (DC-PDD's default token
-frequencies, ``mia_core.token_frequency``) from public-domain Project Gutenberg books.
+frequencies, ``mia_core.stats.token_frequency``) from public-domain Project Gutenberg books.
 
 Source: the Project Gutenberg files in shared/data/gutenberg (see shared/data/PROVENANCE.md;
 public domain in the USA). Eight novels from 1791 to 1922, British and American, none of
