@@ -164,7 +164,7 @@ def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: 
 def make_job(request, inputs: CalibrationInputs, target, reference, *, name: str | None = None,
              modify_variants=None):
     """The background work: the request's passes (:func:`mia_core.api.request.execute_run` on the models the page
-    loaded), optionally the modified-member comparison (``mia_core.modify.run_modified``, SMIA §5.2), and the run
+    loaded), optionally the modified-member comparison (``mia_core.pipeline.modified.run_modified``, SMIA §5.2), and the run
     saved.
 
     Returns a function ``work(progress) -> {"id": run id, "unchanged": bool}`` for
@@ -181,7 +181,7 @@ def make_job(request, inputs: CalibrationInputs, target, reference, *, name: str
                              partial=getattr(progress, "partial", None))
         result.report = list(dict.fromkeys(inputs.notes + list(result.report)))
         if modify_variants:
-            from mia_core.modify import run_modified
+            from mia_core.pipeline.modified import run_modified
 
             # the blind baseline does not change with one-word edits worth re-running per variant
             config = request.config

@@ -451,7 +451,7 @@ def _draw(stored: dict) -> None:
     for n in res.report:
         if n != shown:
             st.caption(md_text(n))
-    from mia_core.results import csv_text
+    from mia_core.runs.results import csv_text
 
     st.download_button(f"Download the per-{'book' if s.get('mode') == 'books' else 'text'} features and scores (CSV)",
                        csv_text(res.scores).encode("utf-8"), file_name="dataset_inference_scores.csv",
@@ -558,7 +558,7 @@ def _book_part(res) -> str | None:
 def _charts(res, *, power: bool) -> None:
     """The combined scores of both sets, the power curve (texts: descriptive, the same data) and the weights;
     books have no power curve, their weights go beside the histogram."""
-    from mia_core import plots
+    from mia_core.reports import plots
 
     s = res.summary
     scores = res.scores[~res.scores["excluded"]]

@@ -14,14 +14,14 @@ import numpy as np
 import pandas as pd
 import streamlit as st
 
-from mia_core import plots
+from mia_core.reports import plots
 from mia_core.api.documents import (
     demo_books, document_choices, document_demo, document_precision, execute_documents, prepare_documents,
     read_documents,
 )
 from mia_core.errors import MiaError, SettingsError
 from mia_core.formatting import NOT_ESTIMABLE
-from mia_core.results import csv_text
+from mia_core.runs.results import csv_text
 
 from .audit_jobs import AuditJob
 from .engine import engine_for, engine_widgets

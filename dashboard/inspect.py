@@ -3,7 +3,7 @@
 * :func:`attack_scores`   every sequence-level attack's score for one text (cheap functions of the
   token statistics already computed; the calibration run's attack parameters and first-token
   rule when there is one, :func:`run_first_token`, so the scores equal the run's).
-* :func:`placement_rows`  each score placed on a calibration run (``mia_core.placement``: percentile
+* :func:`placement_rows`  each score placed on a calibration run (``mia_core.metrics.placement``: percentile
   among its members and non-members, and the decision at the thresholds that flag 1 % / 5 % of its
   non-members, Mireshghallah et al. 2022 §2.4: member iff score >= t), formatted as table rows.
 * :func:`reference_counts` token counts of the R^TF reference corpus.
@@ -18,9 +18,9 @@ import streamlit as st
 
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.errors import DataError, MiaError
-from mia_core.placement import DECISION_FPRS, incomparable, place_score, run_groups
+from mia_core.metrics.placement import DECISION_FPRS, incomparable, place_score, run_groups
 from mia_core.runs import list_runs
-from mia_core.demo import demo_corpus_files
+from mia_core.data.demo import demo_corpus_files
 
 from .loaders import corpus_key, token_counts
 from .options import worded
@@ -91,7 +91,7 @@ def attack_scores(res: dict, run=None) -> tuple[dict[str, tuple[str, float]], li
 def placement_rows(scores: dict[str, tuple[str, float]], run=None, *, ref_identity: str | None = None) -> list[dict]:
     """One row per attack: score, and (with a run) percentiles and decisions at 1 % / 5 % FPR.
 
-    The placement is ``mia_core.placement``'s; this formats it. Keys starting with ``_`` hold the
+    The placement is ``mia_core.metrics.placement``'s; this formats it. Keys starting with ``_`` hold the
     arrays for the placement figure; ``key`` is the attack name.
     """
     rows = []
@@ -249,7 +249,7 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     """Generate the text's neighbours behind a button; a table with the replaced words
     highlighted, each neighbour's loss and cosine similarity; and the distance / loss-change
     scatter over the calibration run's SMIA pairs when it has them."""
-    from mia_core import plots
+    from mia_core.reports import plots
 
     st.caption("Neighbours are copies of the text with one word replaced by a plausible substitute. A text the "
                "model was trained on tends to have a clearly lower loss than its neighbours (Mattern et al. 2023); "

@@ -15,12 +15,12 @@ import time
 import pandas as pd
 import streamlit as st
 
-from mia_core import plots
+from mia_core.reports import plots
 from mia_core.api.mlm import execute_mlm, mlm_choices, mlm_demo, prepare_mlm, read_mlm_files
 from mia_core.errors import DataError, SettingsError
 from mia_core.metrics import decision_cis, metrics_rows
 from mia_core.models import load_masked_lm
-from mia_core.results import csv_text
+from mia_core.runs.results import csv_text
 
 from .audit_jobs import AuditJob
 from .engine import engine_for, engine_widgets

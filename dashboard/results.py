@@ -7,10 +7,10 @@ import re
 
 import streamlit as st
 
-from mia_core import plots
+from mia_core.reports import plots
 from mia_core.metrics import merge_warnings
-from mia_core.results import csv_text
-from mia_core.report import (
+from mia_core.runs.results import csv_text
+from mia_core.reports.report import (
     build_report, fmt_pct, fmt_seconds, metrics_table, modified_table, population_table, smia_summary,
 )
 

@@ -19,11 +19,11 @@ from dashboard.options import worded
 from dashboard.sidebar import model_panel, switch_target, target_choice
 from dashboard.ui import fmt_num, fmt_pct, page_setup, show_error, stage_progress
 from mia_core.attacks.base import scored_tokens
-from mia_core import plots
+from mia_core.reports import plots
 from mia_core.cache import text_hash
 from mia_core.documents.dictionaries import token_frequency
 from mia_core.errors import MiaError
-from mia_core.demo import demo_corpus_files
+from mia_core.data.demo import demo_corpus_files
 
 DEFAULT_TEXT = (
     "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing "

@@ -19,12 +19,13 @@ from dashboard.loaders import load_with_progress
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
 from dashboard.ui import AUC_EXPLAINER, early_table, md_text, page_setup, show_error, follow_job, start_job
-from mia_core import plots, runs
+from mia_core.reports import plots
+from mia_core import runs
 from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
-from mia_core.demo import demo_reference, installed_demo
-from mia_core.modify import VARIANTS as MODIFY_VARIANTS
+from mia_core.data.demo import demo_reference, installed_demo
+from mia_core.pipeline.modified import VARIANTS as MODIFY_VARIANTS
 
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read just to estimate the run's time
 
@@ -48,7 +49,7 @@ src_labels = {"demo": "Bundled demo set", "controlled": "The controlled experime
 source = st.radio("Data source", sources, format_func=src_labels.get, horizontal=True, key="cal_source",
                   label_visibility="collapsed")
 if not demo:
-    st.caption("The bundled demo set is not available yet (`mia_core.demo`).")
+    st.caption("The bundled demo set is not available yet (`mia_core.data.demo`).")
 members = nonmembers = population = None
 demo_population = False
 members_text = nonmembers_text = ""

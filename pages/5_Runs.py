@@ -12,9 +12,10 @@ from dashboard.options import worded
 from dashboard.results import md_code, md_text, render_run
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
-from mia_core import plots, runs
+from mia_core.reports import plots
+from mia_core import runs
 from mia_core.errors import MiaError
-from mia_core.report import compare_table, paired_scores
+from mia_core.reports.report import compare_table, paired_scores
 
 # A damaged run (mia_core.runs.list_runs: meta["damaged"]) is listed with its reason, can be deleted, and
 # never stops the page: the others open, compare and download as usual. Runs are chosen by id (two runs

@@ -24,12 +24,12 @@ import streamlit as st
 
 from dashboard.sidebar import model_panel
 from dashboard.ui import fmt_num, fmt_seconds, page_setup, show_error
-from mia_core import plots
+from mia_core.reports import plots
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME
 from mia_core.paths import cache_subdir
 from mia_core.data import split_corpus
-from mia_core.demo import demo_corpus_files
+from mia_core.data.demo import demo_corpus_files
 
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 CALIBRATION_PAGE = "pages/2_Calibration_run.py"

@@ -1,6 +1,6 @@
 """The Streamlit dashboard under ``streamlit.testing.v1.AppTest`` (no browser), plus the plain
 modules behind it: the run store (``mia_core.runs``), the report and number formatting
-(``mia_core.report``), the figure builders (``mia_core.plots``) and the per-token view
+(``mia_core.reports.report``), the figure builders (``mia_core.reports.plots``) and the per-token view
 (``dashboard.tokens``).
 
 The pages run on a tiny 2-layer Llama with the SmolLM2 tokenizer that the tests build in a
@@ -394,7 +394,7 @@ def test_run_store_round_trip_and_safety(tiny_model, tmp_path):
 
 def test_report_is_self_contained_and_escaped(tiny_model):
     from mia_core import runs
-    from mia_core.report import build_report
+    from mia_core.reports.report import build_report
 
     stored = _engine_run(tiny_model, 0.2, "<script>alert(1)</script> run")
     page = build_report(stored)
@@ -408,7 +408,7 @@ def test_report_is_self_contained_and_escaped(tiny_model):
 
 
 def test_number_formatting():
-    from mia_core.report import compare_table, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, metrics_table
+    from mia_core.reports.report import compare_table, fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, metrics_table
 
     assert fmt_pct(0.0123) == "1.23%" and fmt_pct(0.5) == "50.0%" and fmt_pct(1) == "100%"
     assert fmt_pct(0) == "0%" and fmt_pct(0.000123) == "0.0123%" and fmt_pct(None) == "–"
@@ -427,7 +427,7 @@ def test_number_formatting():
 
 
 def test_plots_colours_are_fixed_and_log_axes_drop_zeros():
-    from mia_core import plots
+    from mia_core.reports import plots
 
     assert plots.attack_colour("loss") == plots.ATTACK_COLOURS["loss"]
     assert plots.attack_colour("some_new_attack") == plots.attack_colour("some_new_attack")
@@ -502,11 +502,11 @@ def test_token_view_values_are_the_engines_normalisations():
 
 
 def test_placement_on_a_run():
-    """``mia_core.placement``: percentiles (ties count half) and decisions at the non-member thresholds."""
+    """``mia_core.metrics.placement``: percentiles (ties count half) and decisions at the non-member thresholds."""
     import pandas as pd
 
     from mia_core.metrics import population_threshold
-    from mia_core.placement import incomparable, percentile, place_score, run_groups
+    from mia_core.metrics.placement import incomparable, percentile, place_score, run_groups
 
     assert percentile(np.array([1.0, 2.0, 3.0, 4.0]), 3.0) == pytest.approx(0.625)
     assert math.isnan(percentile(np.array([]), 1.0))
@@ -545,7 +545,7 @@ def test_neighbour_spans_and_run_clouds():
 
 
 def test_modified_table():
-    from mia_core.report import modified_table
+    from mia_core.reports.report import modified_table
 
     m = lambda auc, tpr: {"loss": {"label": "LOSS", "auc": auc, "tpr_at_fpr": {"0.01": tpr}}, "blind": {"auc": 0.5}}
     t = modified_table({"verbatim": m(0.8, 0.2), "delete": m(0.7, 0.1), "modifications": {}, "n_unmodified": {}})
@@ -628,7 +628,7 @@ def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default
         "warmup.wait(300)\n"
         "assert not first.is_alive()\n"
         "from dashboard.loaders import default_models, load_model\n"
-        "from mia_core.demo import installed_demo as demo_paths\n"
+        "from mia_core.data.demo import installed_demo as demo_paths\n"
         "wanted = default_models(); heard = []\n"
         "assert [w[0] for w in wanted] == [str(demo_paths()['target']), 'smollm2'], wanted\n"
         "got = [load_model(*w, _progress=lambda m, f: heard.append(m), _into=store) for w in wanted]\n"

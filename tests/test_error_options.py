@@ -177,7 +177,7 @@ def _named_options() -> set[str]:
         for n in ast.walk(ast.parse(p.read_text(), str(p))):
             if isinstance(n, ast.keyword) and n.arg == "options" and isinstance(n.value, (ast.Tuple, ast.List)):
                 out |= {e.value for e in n.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)}
-    out |= {"out", "overwrite"}  # mia_core.outputs: the folder's option is a parameter (default "out")
+    out |= {"out", "overwrite"}  # mia_core.runs.outputs: the folder's option is a parameter (default "out")
     return out
 
 

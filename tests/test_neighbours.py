@@ -22,7 +22,7 @@ import pytest
 from helpers import shared_neighbours_cache
 from mia_core.stats.embeddings import cosine, embed, embedded_embedder_path, neighbour_similarities
 from mia_core.errors import SettingsError
-from mia_core.modify import VARIANTS, modify_texts
+from mia_core.pipeline.modified import VARIANTS, modify_texts
 from mia_core.neighbours import (
     NeighbourSettings, apply_case, make_generator, parse_generator_spec, word_diff, words,
 )

@@ -3,7 +3,7 @@ not squash the neighbour scatter."""
 
 
 def test_fold_curves_get_distinct_colours():
-    from mia_core import plots
+    from mia_core.reports import plots
 
     roc = {"fpr": [0, 0.5, 1], "tpr": [0, 0.7, 1]}
     folds = {f"fold {i + 1}": {"roc": roc, "auc": 0.6, "colour": plots.PALETTE[i % len(plots.PALETTE)]}
@@ -13,7 +13,7 @@ def test_fold_curves_get_distinct_colours():
 
 
 def test_one_outlier_does_not_squash_the_neighbour_scatter():
-    from mia_core import plots
+    from mia_core.reports import plots
 
     x = [0.01 + 0.001 * i for i in range(24)] + [0.9]  # 24 neighbours near 0 and one far away
     y = [0.05 * ((-1) ** i) for i in range(24)] + [6.0]

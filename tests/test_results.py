@@ -1,4 +1,4 @@
-"""One result type for the three audits (``mia_core.results.AuditResult``).
+"""One result type for the three audits (``mia_core.runs.results.AuditResult``).
 
 ``RunResult`` (run), ``DocumentAuditResult`` (documents) and ``MlmAuditResult`` (mlm) all
 have ``.metrics``, a DataFrame ``.scores``, ``.summary_text()`` and ``.save(dir)`` returning
@@ -17,7 +17,7 @@ from mia_core import metrics as M
 from mia_core.documents import DocumentAuditResult
 from mia_core.mlm import MlmAuditResult
 from mia_core.pipeline import RunResult
-from mia_core.results import AuditResult, json_default
+from mia_core.runs.results import AuditResult, json_default
 
 RNG = np.random.default_rng(0)
 LABELS = np.r_[np.ones(10, dtype=int), np.zeros(10, dtype=int)]

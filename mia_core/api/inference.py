@@ -62,7 +62,7 @@ def _demo_sets(demo: str, *, books: bool, mode: str, text_column: str | None) ->
     """The bundled demo: its members (``demo``) or its population (``demo_null``) against its non-members; books:
     the document demo's members against its non-members, or alternate non-member documents on each side (every
     novel on both sides, never trained on). The readers' notes of the demo are not kept."""
-    from ..demo import demo_paths
+    from ..data.demo import demo_paths
 
     d = demo_paths()
     if books:
@@ -134,7 +134,7 @@ def inference_demo() -> dict | None:
     -------
     dict or None
     """
-    from ..demo import DEMO_DIR, installed_demo
+    from ..data.demo import DEMO_DIR, installed_demo
 
     d = installed_demo()
     if not d:

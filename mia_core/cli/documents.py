@@ -17,7 +17,7 @@ import sys
 
 from ..api.documents import DEFAULT_GENERATOR
 from ..errors import SettingsError, safe_lines
-from ..outputs import check_output_dir, final_path, staged_output
+from ..runs.outputs import check_output_dir, final_path, staged_output
 from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      positive_int)
 

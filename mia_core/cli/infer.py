@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from ..errors import SettingsError, safe_text
-from ..outputs import check_output_dir, final_path, staged_output
+from ..runs.outputs import check_output_dir, final_path, staged_output
 from .common import (ProgressBar, add_model_args, add_output_args, add_progress_args, fraction, input_path,
                      int_at_least, print_notes, print_report)
 

@@ -7,7 +7,7 @@ Baselines, the neighbourhood attack and SMIA, with the options of each:
 * SMIA: ``--embedder``, a training set (``--train-members``/``--train-nonmembers``) or a split
   (``--split 0.5 [--split-seed]``), ``--smia-save PATH`` / ``--smia-load PATH``, ``--smia-epochs``;
 * ``--modify duplicate,delete,add``: also report every attack on one-word-modified members
-  (SMIA §5.2; ``mia_core.modify``), written to ``OUT/modified.json``;
+  (SMIA §5.2; ``mia_core.pipeline.modified``), written to ``OUT/modified.json``;
 * ``--param ATTACK.NAME=VALUE`` sets any registered attack parameter (``--list-params`` lists
   them with their defaults); ``--score-first-token`` scores each text's first token too.
 
@@ -25,7 +25,7 @@ from pathlib import Path
 from ..attacks import DEFAULT_ATTACKS, REGISTRY
 from ..errors import SettingsError, in_words
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
-from ..outputs import check_output_dir, final_path, staged_output
+from ..runs.outputs import check_output_dir, final_path, staged_output
 from .common import (parse_params, input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
                      fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
                      unit_interval_open_right)
@@ -114,7 +114,7 @@ def _load_inputs(args):
 
     population = None
     if args.demo:
-        from ..demo import demo_paths
+        from ..data.demo import demo_paths
 
         paths = demo_paths()
         refuse_data_with_demo(args)
@@ -144,7 +144,7 @@ def _population(path, mode, text_column=None):
 
 
 def _variants(spec: str | None) -> list[str]:
-    from ..modify import VARIANTS
+    from ..pipeline.modified import VARIANTS
 
     if not spec:
         return []
@@ -283,7 +283,7 @@ def _modified(args, request, *, target, reference, result, out) -> None:
     variants = _variants(args.modify)
     if not variants:
         return
-    from ..modify import run_modified, summary_table
+    from ..pipeline.modified import run_modified, summary_table
 
     with ProgressBar(disable=args.quiet) as bar:
         res = run_modified(request.data, target, variants=variants, reference=reference, config=request.config,

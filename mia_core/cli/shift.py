@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..errors import DataError, SettingsError
 from ..formatting import fmt_auc, fmt_rate_ci
-from ..outputs import check_output_dir, staged_output
+from ..runs.outputs import check_output_dir, staged_output
 from .common import (ProgressBar, add_data_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
                      print_notes)
 

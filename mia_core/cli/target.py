@@ -11,7 +11,7 @@ import shlex
 import sys
 
 from ..targets import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
-from ..outputs import check_output_dir
+from ..runs.outputs import check_output_dir
 from .common import (input_path, ProgressBar, check_machine, add_output_args, add_progress_args, int_at_least, positive_float,
                      positive_int)
 
@@ -204,7 +204,7 @@ def cmd_build_proposer(args) -> int:
     from ..neighbours.proposer import build_proposer
 
     if args.mlm_demo_target:
-        from ..demo import MLM_TARGET_STEPS, build_mlm_demo_target
+        from ..data.demo import MLM_TARGET_STEPS, build_mlm_demo_target
 
         with ProgressBar(disable=args.quiet) as bar:
             meta = build_mlm_demo_target(args.out, steps=args.steps or MLM_TARGET_STEPS, seed=args.seed, progress=bar)

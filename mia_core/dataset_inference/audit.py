@@ -19,7 +19,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..progress import Progress, noop
-from ..results import AuditResult, json_default, write_csv
+from ..runs.results import AuditResult, json_default, write_csv
 from . import features as F
 from .guards import check_sets, nfkc
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, p_number, power_curve
@@ -83,7 +83,7 @@ class DatasetInferenceResult(AuditResult):
         lines += [f"note: {n}" for n in self.report]
         return "\n".join(lines)
 
-    # save(out_dir, overwrite=False): AuditResult.save, the rules of --out (mia_core.outputs.save_output)
+    # save(out_dir, overwrite=False): AuditResult.save, the rules of --out (mia_core.runs.outputs.save_output)
     def _write(self, out: Path) -> dict[str, Path]:
         """``dataset_inference.json``, ``scores.csv`` and ``report.html`` into the folder ``out``."""
         from .report import dataset_inference_report

@@ -1,7 +1,7 @@
 """The self-contained HTML report of a dataset-inference result (``report.html`` of
 ``mia infer-dataset`` and of :meth:`DatasetInferenceResult.save`): the verdict, both p-values, the
 guards, the feature weights, the score histograms and the power curve (Maini et al. 2024, LLM Dataset
-Inference, NeurIPS). It uses the run report's HTML helpers (``mia_core.report``).
+Inference, NeurIPS). It uses the run report's HTML helpers (``mia_core.reports.report``).
 """
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import time
 
 import pandas as pd
 
-from ..report import _CSS, _df_html, _e, _kv_table
+from ..reports.report import _CSS, _df_html, _e, _kv_table
 from .significance import format_p
 
 
@@ -17,7 +17,7 @@ def dataset_inference_report(result, *, title: str = "Dataset inference") -> str
     """A self-contained HTML report of a dataset-inference result
     (``mia_core.dataset_inference.DatasetInferenceResult``): the verdict, both p-values, the guards, the
     feature weights, the score histograms and the power curve."""
-    from .. import plots
+    from ..reports import plots
 
     s = result.summary
     level = {"used": "shift", "not_shown": "ok", "refused": "caution"}[s["verdict"]]

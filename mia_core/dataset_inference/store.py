@@ -42,7 +42,7 @@ def store_dir(root=None) -> Path:
 
 def save(result, *, name: str | None = None, model: str | None = None, root=None) -> dict:
     """Save a result as a new run; returns its meta."""
-    from ..results import json_default
+    from ..runs.results import json_default
 
     s = result.summary
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
@@ -287,7 +287,7 @@ def _read_scores(folder: Path, verdict: str):
     validation, numbers where numbers belong, true/false in ``excluded`` and ``flagged``; ``_Bad`` otherwise."""
     import pandas as pd
 
-    from ..results import read_csv
+    from ..runs.results import read_csv
 
     f = folder / "scores.csv"
     if f.is_symlink():

@@ -16,8 +16,8 @@ import pandas as pd
 
 from ..errors import SettingsError
 from ..metrics import NOT_ESTIMABLE
-from ..outputs import save_output
-from ..results import AuditResult, write_csv
+from ..runs.outputs import save_output
+from ..runs.results import AuditResult, write_csv
 from ..stats import TokenStats
 from .dictionaries import ReferenceDictionaries
 from .features import LABELS as FEATURE_LABELS
@@ -47,7 +47,7 @@ def _safe_filename(name: str) -> str:
 @dataclass
 class DocumentAuditResult(AuditResult):
     """Everything a document-level audit produced (see ``run_document_audit``); an
-    :class:`mia_core.results.AuditResult` (``metrics`` per pipeline, ``scores`` per document)."""
+    :class:`mia_core.runs.results.AuditResult` (``metrics`` per pipeline, ``scores`` per document)."""
 
     documents: list[dict]  # name, label, source, n_tokens, n_chars, strip report
     labels: np.ndarray
@@ -226,7 +226,7 @@ class DocumentAuditResult(AuditResult):
         any), ``baselines.csv`` (if any) and ``token_values/<doc>.npz`` (per-token ``token_ids``,
         ``token_text``, ``logprob``, ``max_logprob``, one float32 array per normalisation named after
         it, and ``fold``) with ``token_values/index.json`` mapping document names to files; under the
-        rules of ``--out`` (:meth:`mia_core.results.AuditResult.save`: a new or empty folder, or with
+        rules of ``--out`` (:meth:`mia_core.runs.results.AuditResult.save`: a new or empty folder, or with
         ``overwrite`` one this tool wrote; published in one rename)."""
         return save_output(out_dir, lambda out: self._write(out, token_values=bool(token_values)), overwrite=overwrite)
 

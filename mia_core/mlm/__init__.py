@@ -65,7 +65,7 @@ same kind. The method, step by step, with the module that holds each step:
 7. **Which samples leak (§4.6)** — ``leak``: simple features of the members the attack flags
    vs. those it misses (length, digits, non-alphanumeric characters, rarest-token frequency).
 
-``audit.run_mlm_audit`` runs 0-7 and returns an ``MlmAuditResult`` (``mia_core.results``'s
+``audit.run_mlm_audit`` runs 0-7 and returns an ``MlmAuditResult`` (``mia_core.runs.results``'s
 ``AuditResult``: ``.metrics``, ``.scores``, ``.summary_text()``, ``.save(dir)``). The CLI is
 ``mia mlm`` (``mia_core.cli.mlm``); the dashboard page is ``pages/4_Masked_LM_audit.py``.
 """

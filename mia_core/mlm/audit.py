@@ -3,7 +3,7 @@
 See the package docstring (``mia_core.mlm``) for the method; this module checks that the two
 models share a tokenizer (§2.2), wires masking, energies, thresholds and leak features
 together, and returns an :class:`MlmAuditResult` (the project's one result type,
-:class:`mia_core.results.AuditResult`), which prints the CLI's report and writes its files.
+:class:`mia_core.runs.results.AuditResult`), which prints the CLI's report and writes its files.
 
 The audit runs as named stages: :func:`check_inputs` and :func:`text_sets` (settings and texts, no model),
 :func:`load_models` (the shared tokenizer), :func:`energy_passes` (one set of masks, both models),
@@ -26,9 +26,9 @@ from ..cache import text_hash
 from ..errors import DataError, SettingsError
 from ..formatting import fmt_pct
 from ..models import MaskedLM, load_masked_lm
-from ..outputs import save_output
+from ..runs.outputs import save_output
 from ..progress import Progress, noop
-from ..results import AuditResult, neutralise_cell
+from ..runs.results import AuditResult, neutralise_cell
 from .energy import energies
 from .leak import _leak_table, token_counts
 from .masking import (DEFAULT_RATE, DEFAULT_RECIPE, RECIPES, MaskPlan, _check_settings, _subplan, check_recipe,
@@ -183,7 +183,7 @@ class MlmAuditResult(AuditResult):
         """Write ``scores.csv`` (one row per evaluated text; ``text_id``, ``label``, ``text_hash``,
         ``likelihood_ratio``, ``loss`` [, ``group``] first) and ``metrics.json`` (:meth:`to_json`,
         updated with ``extra``, e.g. the CLI's ``data_notes``), under the rules of ``--out``
-        (:meth:`mia_core.results.AuditResult.save`: a new or empty folder, or with ``overwrite`` one this tool
+        (:meth:`mia_core.runs.results.AuditResult.save`: a new or empty folder, or with ``overwrite`` one this tool
         wrote; published in one rename)."""
         if extra is not None and not isinstance(extra, dict):
             # an API-only parameter (no flag, no widget): named as it is

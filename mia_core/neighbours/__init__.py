@@ -86,7 +86,7 @@ Which module holds what:
 * ``edits`` — one-word modifications of members (SMIA §5.2: a word duplicated, deleted or
   added, the added word from a generator's ``propose_insertions``): :func:`~mia_core.neighbours.edits.modify_texts`,
   ``VARIANTS``. Not imported by this package (it uses :func:`make_generator`); the runs on
-  modified members are ``mia_core.modify``.
+  modified members are ``mia_core.pipeline.modified``.
 
 Models are loaded through ``mia_core.models`` (causal LM, masked LM, seq2seq).
 """

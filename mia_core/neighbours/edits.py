@@ -2,7 +2,7 @@
 
 An auditor rarely holds the exact string a model was trained on; SMIA §5.2 evaluates attacks on
 members changed by one word, next to the verbatim members. :func:`modify_texts` makes the edits
-(``mia_core.modify.run_modified`` runs the attacks on them):
+(``mia_core.pipeline.modified.run_modified`` runs the attacks on them):
 
 * ``duplicate``: a random word is repeated right after itself (``the old man`` ->
   ``the old old man``);

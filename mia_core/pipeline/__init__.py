@@ -18,7 +18,7 @@ the tests call. It reads as its stages (each a module of this package):
    and precision/recall at a threshold fitted on a population set when one is given.
 
 ``audit`` holds :func:`run_attacks` and :func:`score_texts` (stages 3-4 for unlabelled texts),
-the result type :class:`RunResult` lives in :mod:`mia_core.results` (re-exported here), ``config`` :class:`RunConfig` and :class:`RunContext`.
+the result type :class:`RunResult` lives in :mod:`mia_core.runs.results` (re-exported here), ``config`` :class:`RunConfig` and :class:`RunContext`.
 """
 from ..attacks import DEFAULT_ATTACKS, default_attacks
 from ..data import split_mask  # True = the training part
@@ -27,7 +27,7 @@ from .config import RunConfig, RunContext
 from .evaluate import EarlyResults, evaluate, population_decisions
 from .plan import (available_inputs, check_config, check_population, parse_attacks, plan_attacks, skip_notes,
                    uses_reference)
-from ..results import RunResult  # defined below the pipeline: the run store reads runs back as it
+from ..runs.results import RunResult  # defined below the pipeline: the run store reads runs back as it
 from .stages import assemble, model_passes, score_stage, text_passes
 
 __all__ = [

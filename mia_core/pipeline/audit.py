@@ -14,7 +14,7 @@ from ..data import Dataset
 from ..errors import DataError
 from ..models import LoadedModel, describe
 from ..progress import Progress, noop
-from ..results import RunResult
+from ..runs.results import RunResult
 from ..stats import resolve_prefix
 from .config import RunConfig
 from .evaluate import EarlyResults, evaluate, population_decisions
@@ -36,7 +36,7 @@ def run_attacks(dataset: Dataset, target: LoadedModel, **kwargs) -> RunResult:
     result's notes (``report``)."""
     from ..cache import collect_notes
 
-    from .. import demo
+    from ..data import demo
 
     with collect_notes() as notes:
         result = _run_attacks(dataset, target, **kwargs)

@@ -12,7 +12,7 @@ A damaged run never takes the others down: :func:`list_runs` lists it with ``met
 line: why), :func:`load_run` refuses it with a one-line ``DataError``, and :func:`delete_run` removes
 it. A link in the runs dir is never followed: it is listed as damaged and deleted as a link.
 
-A run read back is a :class:`StoredRun`: the :class:`mia_core.results.RunResult` it was (read by
+A run read back is a :class:`StoredRun`: the :class:`mia_core.runs.results.RunResult` it was (read by
 ``RunResult.load``, every file checked), plus its ``id``, ``meta`` and ``path``. :func:`read_run` reads
 any saved run folder the same way (``mia_core.load``).
 

@@ -10,7 +10,7 @@ file missing, a link (never followed), not UTF-8, not JSON, of another shape tha
 * :func:`_check_metrics`, :func:`_check_run`, :func:`_read_scores` check ``metrics.json``,
   ``run.json`` and ``scores.csv`` against the types the pages and the report read;
   :func:`_read_run_files` reads the three with these checks (``StoredRun.read_saved``: the run is then
-  made by :meth:`mia_core.results.RunResult.from_saved`), :func:`_read_meta` reads ``meta.json``.
+  made by :meth:`mia_core.runs.results.RunResult.from_saved`), :func:`_read_meta` reads ``meta.json``.
 
 ``mia_core.runs.store`` turns ``_Bad`` into a ``DataError`` or a listing's ``damaged`` line.
 """
@@ -26,7 +26,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from ..results import RUN_FILES, read_csv
+from .results import RUN_FILES, read_csv
 
 META = "meta.json"
 _NEW_ID_RE = re.compile(r"^(\d{8}-\d{6})-[0-9a-f]{6}$")  # what store._new_id makes

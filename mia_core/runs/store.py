@@ -1,5 +1,5 @@
 """The run store's operations: where it lives, a run in memory (:class:`StoredRun`: a
-:class:`~mia_core.results.RunResult` plus where it is stored), and saving, listing, loading, deleting and
+:class:`~mia_core.runs.results.RunResult` plus where it is stored), and saving, listing, loading, deleting and
 renaming runs (:func:`read_run`: any saved run folder, read the same way). Reading a folder that may be
 damaged is ``mia_core.runs.folder``'s."""
 from __future__ import annotations
@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..errors import DataError
 from ..paths import cache_subdir
-from ..results import RunResult, check_saved, json_default
+from .results import RunResult, check_saved, json_default
 from .folder import (META, _Bad, _blank_meta, _is_run_folder, _list_entry, _one_line, _read_json, _read_meta,
                      _read_run_files, _reason, _want)
 
@@ -58,10 +58,10 @@ def _reading(run_id: str):
 
 @dataclass
 class StoredRun(RunResult):
-    """A run of the store: the :class:`~mia_core.results.RunResult` its folder holds, plus where it is
+    """A run of the store: the :class:`~mia_core.runs.results.RunResult` its folder holds, plus where it is
     stored: ``id`` (the folder's name), ``meta`` (its ``meta.json``, normalised) and ``path``.
 
-    Read by :meth:`RunResult.load <mia_core.results.RunResult.load>`, with every file checked
+    Read by :meth:`RunResult.load <mia_core.runs.results.RunResult.load>`, with every file checked
     (:meth:`read_saved`: ``mia_core.runs.folder``)."""
 
     _: KW_ONLY
@@ -217,7 +217,7 @@ def load_run(run_id: str, root=None) -> StoredRun:
 
 
 def read_run(path) -> StoredRun:
-    """A folder that :meth:`RunResult.save <mia_core.results.RunResult.save>` wrote (``result.save(dir)``,
+    """A folder that :meth:`RunResult.save <mia_core.runs.results.RunResult.save>` wrote (``result.save(dir)``,
     ``mia run --out``, a run of the store), read as :func:`load_run` reads the store's runs, every file
     checked (``DataError``, one line, for a folder that holds no saved run or a damaged one). ``id``: the
     folder's name; ``meta``: its ``meta.json`` (normalised) when it has one, else ``{}``."""

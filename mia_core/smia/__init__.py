@@ -28,7 +28,7 @@ Mozaffari & Marathe, "Semantic Membership Inference Attack against Large Languag
 7. **Naming** — ``configuration``: "SMIA (paper configuration)" only with T5 neighbours and
    the paper preset; anything else is "SMIA-style".
 8. **Modified members (§5.2)** — one-word edits of members (``mia_core.neighbours.edits``) and
-   the runs on them (``mia_core.modify.run_modified``), for every attack.
+   the runs on them (``mia_core.pipeline.modified.run_modified``), for every attack.
 """
 from .configuration import GENERATOR_WORDS, PAPER_CONFIGURATION, configuration
 from .features import PairFeatures, pair_features, pairs_report, text_means

@@ -160,7 +160,7 @@ def check_recipe(method: str, epochs: int, lr: float | None, seed: int, max_leng
 def prepare_out(out_dir: Path, overwrite: bool, marker: str = TARGET_MARKER, kind: str = "target") -> None:
     """Refuse an output folder that is a file, or non-empty without ``overwrite``, or non-empty
     and not a ``kind`` folder (no ``marker`` file in it) even with ``overwrite``."""
-    from ..outputs import OUTPUT_MARKER, overwrite_refusal
+    from ..runs.outputs import OUTPUT_MARKER, overwrite_refusal
 
     if out_dir.exists() or out_dir.is_symlink():
         if not out_dir.is_dir():

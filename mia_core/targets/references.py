@@ -72,7 +72,7 @@ def check_population(population_texts: Sequence[str], k: int) -> list[str]:
 def prepare_folder(out: Path, overwrite: bool) -> None:
     """Check ``out`` (:func:`.recipe.prepare_out` for a reference folder), create it and mark it as this
     tool's, without ``references.json`` until every reference is written."""
-    from ..outputs import write_marker
+    from ..runs.outputs import write_marker
 
     prepare_out(out, overwrite, marker=REFERENCES_INDEX, kind="reference")
     out.mkdir(parents=True, exist_ok=True)

@@ -3,7 +3,7 @@
 The stages, each a short function: :func:`check_texts` (with :func:`.recipe.check_recipe`: the
 settings) -> :func:`load_base` -> :func:`prepare_data` -> train (:func:`.recipe.setup_model`,
 :func:`.recipe.train`) -> :func:`final_losses` -> :func:`write_target` (a temporary sibling folder,
-published in one rename by :func:`mia_core.outputs.publish`).
+published in one rename by :func:`mia_core.runs.outputs.publish`).
 """
 from __future__ import annotations
 
@@ -190,7 +190,7 @@ def training_log(job: Job, meta: dict, b: Base, trained: Trained, final: dict) -
 
 def write_target(job: Job, b: Base, trained: Trained, final: dict, progress: Progress) -> dict:
     """Write the weights, ``mia_target.json`` and ``training_log.json`` into a temporary sibling of
-    ``job.out_dir``, then publish it in one rename (:func:`mia_core.outputs.publish`).
+    ``job.out_dir``, then publish it in one rename (:func:`mia_core.runs.outputs.publish`).
 
     Parameters
     ----------
@@ -206,7 +206,7 @@ def write_target(job: Job, b: Base, trained: Trained, final: dict, progress: Pro
     dict
         The training log as written.
     """
-    from ..outputs import publish
+    from ..runs.outputs import publish
 
     out_dir = job.out_dir
     progress(f"saving to {out_dir}", 0.99)

@@ -4,7 +4,7 @@ Before: ``RunResult.save``, the dataset-inference result's ``save`` and the docu
 ``save`` wrote into any existing folder (a user's ``scores.csv`` / ``report.html`` overwritten), wrote *through*
 a symbolic link named like one of their files (the link's target overwritten, a file created through a dangling
 ``metrics.json`` link), and replaced earlier results without being asked. Now each one goes through
-``mia_core.outputs.save_output``: a new or empty folder, or with ``overwrite=True`` one this tool wrote; written
+``mia_core.runs.outputs.save_output``: a new or empty folder, or with ``overwrite=True`` one this tool wrote; written
 into a temporary sibling (marked as the tool's) and published in one rename; anything else refused in one line.
 The commands and stores that stage their folder themselves still call ``save`` into it.
 """
@@ -17,11 +17,11 @@ import pandas as pd
 import pytest
 
 from mia_core.errors import MiaError, SettingsError
-from mia_core.outputs import OUTPUT_MARKER, staged_output
+from mia_core.runs.outputs import OUTPUT_MARKER, staged_output
 
 
 def _run():
-    from mia_core.results import RunResult
+    from mia_core.runs.results import RunResult
 
     return RunResult(scores=pd.DataFrame({"text_id": ["a", "b"], "label": [1, 0], "text_hash": ["h1", "h2"],
                                           "loss": [0.5, 0.7]}),

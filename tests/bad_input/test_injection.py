@@ -92,7 +92,7 @@ def test_scores_csv_neutralises_formula_ids_and_a_stored_run_reads_them_back_exa
 def test_document_and_mlm_csvs_neutralise_names(tmp_path):
     from mia_core.documents import DocumentAuditResult
     from mia_core.mlm import MlmAuditResult
-    from mia_core.results import read_csv
+    from mia_core.runs.results import read_csv
 
     pipeline = "maxnorm_tf+hist"
     docs = pd.DataFrame({"document": IDS, "label": LABELS, "fold": np.arange(10) % 2, "n_tokens": 500,
@@ -121,7 +121,7 @@ def test_document_and_mlm_csvs_neutralise_names(tmp_path):
 
 
 def test_download_csv_text_is_neutralised():
-    from mia_core.results import csv_text
+    from mia_core.runs.results import csv_text
 
     text = csv_text(pd.DataFrame({"book": IDS, "score": SCORES, "kind": pd.Categorical(IDS)}))
     rows = list(csv.DictReader(io.StringIO(text)))

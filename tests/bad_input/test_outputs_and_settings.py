@@ -14,12 +14,12 @@ import numpy as np
 import pytest
 
 from helpers import assert_one_error
-from mia_core import outputs
+from mia_core.runs import outputs
 from mia_core.cli import main
 from mia_core.documents import Document, check_document_overlap
 from mia_core.documents.audit import learned_nothing_warning
 from mia_core.errors import DataError, SettingsError
-from mia_core.outputs import OUTPUT_MARKER, check_output_dir, staged_output, write_marker
+from mia_core.runs.outputs import OUTPUT_MARKER, check_output_dir, staged_output, write_marker
 
 MEMBERS = "The first member text of this small set.\nThe second member text, a little longer.\nA third member.\n"
 NONMEMBERS = "A non-member sentence that was never trained on.\nAnother unseen non-member text here.\nA third one.\n"

@@ -21,7 +21,7 @@ from helpers import assert_one_error
 from mia_core import paths
 from mia_core.cache import ArrayCache, text_hash
 from mia_core.cli import main
-from mia_core.outputs import OUTPUT_MARKER, check_output_dir, staged_output, write_marker
+from mia_core.runs.outputs import OUTPUT_MARKER, check_output_dir, staged_output, write_marker
 
 
 def _tree(root: Path) -> dict[str, str]:

@@ -399,7 +399,7 @@ def test_the_html_report_of_a_damaged_run_says_why_in_one_line(store, monkeypatc
     _edit_meta(p, created_ts="yesterday", data=["a.txt"])  # opens, with its meta damaged
     run = runs.load_run(DAMAGED_ID)
     assert run.meta["damaged"] and run.meta["data"] == {}
-    from mia_core.report import build_report
+    from mia_core.reports.report import build_report
 
     assert "<!DOCTYPE html>" in build_report(run)  # the normalised meta makes a report
     assert "could not be written" not in results.report_or_why(run)

@@ -31,7 +31,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from .errors import SettingsError, Worded
+from ..errors import SettingsError, Worded
 
 _TMP_PREFIX = ".mia-tmp-"
 OUTPUT_MARKER = ".mia-output.json"  # in every folder the tool publishes: what --overwrite may replace

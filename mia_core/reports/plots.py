@@ -29,7 +29,7 @@ import numpy as np
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from .formatting import finite, fpr_label
+from ..formatting import finite, fpr_label
 
 # One colour per attack, the same on every page and in the report (Plotly's D3 palette).
 ATTACK_COLOURS: dict[str, str] = {

@@ -20,7 +20,7 @@ They share four things, which the CLI and the dashboard rely on:
     the human-readable report the command line prints.
 ``save(out_dir, overwrite=False)``
     writes the command's files into ``out_dir`` and returns ``{name: path}`` of what it wrote, under the
-    rules of ``--out`` (:func:`mia_core.outputs.save_output`: a new or empty folder, or with ``overwrite`` one
+    rules of ``--out`` (:func:`mia_core.runs.outputs.save_output`: a new or empty folder, or with ``overwrite`` one
     this tool wrote; written into a temporary sibling, published in one rename, never through a link).
     Each result writes its files in ``_write(folder)``.
 
@@ -45,7 +45,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from .errors import DataError
+from ..errors import DataError
 from .outputs import save_output
 
 
@@ -54,7 +54,7 @@ class AuditResult:
 
     Subclasses are dataclasses holding at least ``metrics`` (dict) and ``scores``
     (DataFrame); they implement :meth:`summary_text` and :meth:`_write` (a result whose files take
-    options has a :meth:`save` of its own that passes them on, through :func:`mia_core.outputs.save_output`).
+    options has a :meth:`save` of its own that passes them on, through :func:`mia_core.runs.outputs.save_output`).
     """
 
     metrics: dict
@@ -70,7 +70,7 @@ class AuditResult:
         The rules of ``--out``: ``out_dir`` is a new folder or an empty one; a folder this tool wrote is
         replaced only with ``overwrite=True`` (once the new files are complete); a folder it did not write,
         a file or a link to one is never written into (``SettingsError``, one line). The files are written
-        into a temporary sibling folder and published in one rename (:func:`mia_core.outputs.save_output`)."""
+        into a temporary sibling folder and published in one rename (:func:`mia_core.runs.outputs.save_output`)."""
         return save_output(out_dir, self._write, overwrite=overwrite)
 
     def _write(self, out: Path) -> dict[str, Path]:
@@ -81,7 +81,7 @@ class AuditResult:
         """A notebook shows the metrics table (every cell escaped) and the notes."""
         import html
 
-        from .metrics import metrics_frame
+        from ..metrics import metrics_frame
 
         scored = {k: m for k, m in (self.metrics or {}).items() if isinstance(m, dict) and "auc" in m}
         rows = metrics_frame(scored, fprs=(0.01, 0.1), with_n=False, name="attack")
@@ -174,7 +174,7 @@ RUN_FILES = ("scores.csv", "metrics.json", "run.json")  # what RunResult.save wr
 
 @dataclass
 class RunResult(AuditResult):
-    """What ``run_attacks`` produced (:class:`mia_core.results.AuditResult`).
+    """What ``run_attacks`` produced (:class:`mia_core.runs.results.AuditResult`).
 
     ``scores``: one row per scored text (``text_id``, ``label``, ``text_hash``, [``split``],
     [``group``], one column per attack); ``metrics``: ``{attack: metrics}`` on the evaluation
@@ -207,8 +207,8 @@ class RunResult(AuditResult):
     def summary_text(self) -> str:
         """The report ``mia run`` prints: models, counts, the metrics table, precision/recall at
         the population threshold, group-level AUCs, the blind-baseline verdict and the notes."""
-        from .formatting import fmt_rate_ci
-        from .metrics import decision_cis, summarize_table
+        from ..formatting import fmt_rate_ci
+        from ..metrics import decision_cis, summarize_table
 
         t = self.models.get("target") or {}
         ref = self.models.get("reference")

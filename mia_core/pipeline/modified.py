@@ -19,12 +19,12 @@ from typing import Sequence
 
 import numpy as np
 
-from .data import Dataset, split_mask
-from .errors import DataError, SettingsError
-from .neighbours import NeighbourSettings
-from .neighbours.edits import (VARIANTS, Modification, delete_word, duplicate_word, insert_word,  # noqa: F401
+from ..data import Dataset, split_mask
+from ..errors import DataError, SettingsError
+from ..neighbours import NeighbourSettings
+from ..neighbours.edits import (VARIANTS, Modification, delete_word, duplicate_word, insert_word,  # noqa: F401
                                modify_texts)
-from .progress import Progress, noop
+from ..progress import Progress, noop
 
 
 def run_modified(dataset: Dataset, target, *, variants: Sequence[str] = VARIANTS, reference=None, config=None,
@@ -40,7 +40,7 @@ def run_modified(dataset: Dataset, target, *, variants: Sequence[str] = VARIANTS
     every variant. ``verbatim``: metrics of the verbatim run with the same settings, when
     already computed (skips that run).
     """
-    from .pipeline import RunConfig, run_attacks
+    from . import RunConfig, run_attacks
 
     cfg = config or RunConfig()
     bad = [v for v in variants if v not in VARIANTS]
@@ -59,7 +59,7 @@ def run_modified(dataset: Dataset, target, *, variants: Sequence[str] = VARIANTS
     if neighbours is None:
         for name in ("smia", "neighbourhood"):
             if name in cfg.params:
-                from .attacks.neighbourhood import settings_from
+                from ..attacks.neighbourhood import settings_from
 
                 neighbours = settings_from(cfg.params[name])
                 break

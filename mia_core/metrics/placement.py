@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .metrics import population_threshold
+from . import population_threshold
 
 DECISION_FPRS = (0.01, 0.05)
 
@@ -72,7 +72,7 @@ class Placement:
     def decision(self, fpr: float) -> str:
         """'yes' / 'no', 'n/e' when the run has fewer than 1/fpr non-members (the threshold is then
         not at ``fpr``), and the count of flagged non-members when it is under 5."""
-        from .metrics import NOT_ESTIMABLE, tpr_estimable
+        from . import NOT_ESTIMABLE, tpr_estimable
 
         if not tpr_estimable(fpr, self.nonmembers.size):
             return NOT_ESTIMABLE

@@ -24,10 +24,10 @@ from typing import Sequence
 
 import pandas as pd
 
-from .formatting import (  # noqa: F401 - re-exported: the pages and tests read them here
+from ..formatting import (  # noqa: F401 - re-exported: the pages and tests read them here
     NOT_ESTIMABLE, finite, fmt_auc, fmt_bytes, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, fpr_label,
 )
-from .metrics import FPR_GRID, fpr_key, metrics_frame, table_attacks, tpr_estimable
+from ..metrics import FPR_GRID, fpr_key, metrics_frame, table_attacks, tpr_estimable
 
 # --------------------------------------------------------------------------- tables
 
@@ -56,7 +56,7 @@ def compare_table(a: dict, b: dict, *, label_a: str = "A", label_b: str = "B",
     "A → B", and B − A (AUC as a number, rates in percentage points). With both runs' score
     tables (``StoredRun.scores``), each difference gets a 95 % bootstrap CI: paired when the two
     runs evaluated the same texts (:func:`paired_scores`), else the runs resampled on their own."""
-    from .metrics import delta_ci
+    from ..metrics import delta_ci
 
     names = list(dict.fromkeys([*table_attacks(a, True), *table_attacks(b, True)]))
     rows = []
@@ -119,7 +119,7 @@ def paired_scores(scores_a, scores_b, attack: str):
 def population_table(pop: dict, labels: dict | None = None) -> pd.DataFrame:
     """Decisions at a population threshold (``RunResult.population``): one row per attack,
     precision, recall and FPR on the evaluated texts, each with a 95 % Wilson interval."""
-    from .metrics import decision_cis
+    from ..metrics import decision_cis
 
     labels = labels or {}
     rows = []
@@ -137,7 +137,7 @@ def population_table(pop: dict, labels: dict | None = None) -> pd.DataFrame:
 
 
 def modified_table(modified: dict, *, fpr: float = 0.01) -> pd.DataFrame:
-    """Attacks on verbatim vs one-word-modified members (``mia_core.modify.run_modified`` output):
+    """Attacks on verbatim vs one-word-modified members (``mia_core.pipeline.modified.run_modified`` output):
     one row per attack, AUC and TPR at ``fpr`` for each variant."""
     variants = [v for v in ("verbatim", "duplicate", "delete", "add") if isinstance(modified.get(v), dict)]
     variants += [v for v in modified if v not in variants and v not in ("modifications", "n_unmodified")
@@ -245,7 +245,7 @@ def _verdict_banner(v: dict | None) -> list[str]:
 
 def _results(metrics: dict) -> list[str]:
     """The metrics table and the attacks' warnings, merged."""
-    from .metrics import merge_warnings
+    from ..metrics import merge_warnings
 
     parts = ["<h2>Results</h2>", _df_html(metrics_table(metrics))]
     warns = merge_warnings(dict.fromkeys(w for m in metrics.values() if isinstance(m, dict)

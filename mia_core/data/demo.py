@@ -18,9 +18,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .errors import DataError
-from .models import EMBEDDED_NAME, TARGET_MARKER
-from .paths import ASSETS
+from ..errors import DataError
+from ..models import EMBEDDED_NAME, TARGET_MARKER
+from ..paths import ASSETS
 
 DEMO_DIR = ASSETS / "demo"
 
@@ -64,7 +64,7 @@ def demo_corpus_files() -> list[Path]:
 
 def demo_dataset():
     """The demo members (label 1) and non-members (label 0) as a :class:`mia_core.data.Dataset`."""
-    from .data import load_dataset
+    from . import load_dataset
 
     p = demo_paths()
     return load_dataset(members=p["members"], nonmembers=p["nonmembers"], mode="lines")
@@ -72,7 +72,7 @@ def demo_dataset():
 
 def demo_population() -> list[str]:
     """The demo population texts (known non-members kept apart for threshold calibration)."""
-    from .data import read_texts
+    from . import read_texts
 
     return [r.text for r in read_texts(demo_paths()["population"], mode="lines")]
 
@@ -94,7 +94,7 @@ def mlm_demo_paths() -> dict:
     population come from the same five novels and were never trained on. Raises ``DataError``
     when a file is missing.
     """
-    from .neighbours.proposer import META, WEIGHTS
+    from ..neighbours.proposer import META, WEIGHTS
 
     p = demo_paths()
     missing = [str(MLM_TARGET_DIR / f) for f in (WEIGHTS, META) if not (MLM_TARGET_DIR / f).exists()]
@@ -111,8 +111,8 @@ def build_mlm_demo_target(out=None, *, steps: int = MLM_TARGET_STEPS, lr: float 
     chunks per step, the members run together so that every member token is in a chunk) and write
     the delta to ``out`` (default ``assets/demo/mlm_target``). The non-members are the held-out
     set. Returns the metadata written beside it."""
-    from .neighbours.proposer import ASSET_DIR, build_proposer
-    from .progress import noop
+    from ..neighbours.proposer import ASSET_DIR, build_proposer
+    from ..progress import noop
 
     p = demo_paths()
 
@@ -141,7 +141,7 @@ KNOWN_TRUTH_TOLERANCE = 0.05
 
 
 def _demo_texts() -> tuple[set, set] | None:
-    from .cache import text_hash
+    from ..cache import text_hash
 
     try:
         p = demo_paths()
@@ -158,7 +158,7 @@ def is_demo_run(dataset, target, reference=None, config=None) -> bool:
     prefix, no condition), on exactly the demo's members and non-members."""
     from pathlib import Path
 
-    from .cache import text_hash
+    from ..cache import text_hash
 
     try:
         if target.source is None or Path(target.source).resolve() != (DEMO_DIR / "target").resolve():
