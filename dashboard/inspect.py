@@ -1,5 +1,10 @@
-"""The logic behind the "Inspect a text" page (kept out of the page so it stays thin).
+"""The logic behind the "Inspect a text" page (kept out of the page so it stays thin); what it computes
+through the engine goes through ``mia_core.api.inspect``.
 
+* :func:`text_section`, :func:`options_section` the text (pasted, or an uploaded file read by
+  ``mia_core.api.inspect.read_text``) and the options; :func:`analyse` the passes behind the Analyse button
+  (``mia_core.api.inspect.text_statistics``), kept in ``st.session_state["inspect_result"]``;
+  :func:`summary_section`, :func:`token_section`, :func:`attack_section` what the page shows of them.
 * :func:`attack_scores`   every sequence-level attack's score for one text (cheap functions of the
   token statistics already computed; the calibration run's attack parameters and first-token
   rule when there is one, :func:`run_first_token`, so the scores equal the run's).
@@ -16,6 +21,7 @@ import html
 import numpy as np
 import streamlit as st
 
+from mia_core.api.inspect import read_text, text_neighbours, text_statistics
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.errors import DataError, MiaError
 from mia_core.metrics.placement import DECISION_FPRS, incomparable, place_score, run_groups
@@ -149,25 +155,6 @@ def reference_counts(lm, corpus: str, upload, stats) -> tuple[np.ndarray, str]:
 
 # ------------------------------------------------------------------ neighbours
 
-def neighbour_spans(text: str, replaced) -> list[tuple[int, int]]:
-    """Character spans of the replaced words in a neighbour of ``text``.
-
-    ``replaced``: ``((word_index, old, new), ...)`` with word indices into
-    ``mia_core.neighbours.words(text)``; later words shift by the length change of earlier ones.
-    """
-    from mia_core.neighbours import words
-
-    ws = words(text)
-    spans, shift = [], 0
-    for idx, old, new in sorted((int(i), str(o), str(n)) for i, o, n in replaced):
-        if not 0 <= idx < len(ws):
-            continue
-        start = ws[idx].start + shift
-        spans.append((start, start + len(new)))
-        shift += len(new) - len(ws[idx].text)
-    return spans
-
-
 def neighbour_settings(run=None, n: int | None = None):
     """The calibration run's neighbour settings when it used a neighbour attack (so the scatter
     compares like with like), else the neighbourhood attack's defaults; ``n`` overrides."""
@@ -179,30 +166,6 @@ def neighbour_settings(run=None, n: int | None = None):
     if n is not None:
         params["n"] = int(n)
     return settings_from(params)
-
-
-def inspect_neighbours(lm, text: str, settings, *, progress, first_token: bool = False) -> dict:
-    """Neighbours of one text with their target loss and embedding cosine similarity to the text.
-
-    Losses follow the first-token rule (``first_token``; ``mia_core.attacks.base``), as the
-    neighbourhood attack computes them."""
-    from mia_core.attacks.base import scored_tokens
-    from mia_core.stats.embeddings import neighbour_similarities
-    from mia_core.neighbours import generate_neighbours
-    from mia_core.stats import compute_stats
-
-    nbs = generate_neighbours([text], settings, progress=progress)[0]
-    if not nbs:
-        return {"original_loss": float("nan"), "neighbours": []}
-    stats = scored_tokens(compute_stats(lm, [n.text for n in nbs], progress=progress, label="neighbour pass"),
-                          first_token)
-    cos = neighbour_similarities([text], [nbs], progress=progress)[0]
-    from mia_core.attacks.neighbourhood import coupling_warning
-
-    return {"settings": settings.to_dict(), "first_token": bool(first_token), "warning": coupling_warning(settings, lm),
-            "neighbours": [
-        {"text": n.text, "spans": neighbour_spans(text, n.replaced), "loss": float(s.loss), "cosine": float(c),
-         "replaced": [list(r) for r in n.replaced]} for n, s, c in zip(nbs, stats, cos)]}
 
 
 def _highlight(text: str, spans, width: int = 90) -> str:
@@ -264,7 +227,7 @@ def neighbour_section(lm, res: dict, run=None) -> None:
         slot = st.empty()
         cb = stage_progress(slot.container())
         try:
-            out = inspect_neighbours(lm, res["text"], neighbour_settings(run, n), progress=cb,
+            out = text_neighbours(lm, res["text"], neighbour_settings(run, n), progress=cb,
                                      first_token=run_first_token(run, res.get("first_token_default", False)))
             st.session_state["inspect_neighbours"] = (res["hash"], lm.identity, out)
             slot.empty()
@@ -307,3 +270,323 @@ def neighbour_section(lm, res: dict, run=None) -> None:
         hover=[html.escape(" ".join(f"{o} → {w}" for _, o, w in nb.get("replaced", []))) for nb in nbs],
         clouds=clouds)
     st.plotly_chart(fig, key="inspect_nb_scatter")
+
+
+# ------------------------------------------------------------------ the page's sections
+
+DEFAULT_TEXT = (
+    "Alice was beginning to get very tired of sitting by her sister on the bank, and of having nothing "
+    "to do: once or twice she had peeped into the book her sister was reading, but it had no pictures or "
+    "conversations in it, 'and what is the use of a book,' thought Alice 'without pictures or "
+    "conversations?'"
+)
+PASTE = "Paste a paragraph"
+
+
+def read_upload(upload, strip: bool) -> tuple[str, str | None, str]:
+    """An uploaded text file read by the engine (``mia_core.api.inspect.read_text``: the readers' size limit),
+    its reading notes (e.g. read as Windows-1252) shown as captions.
+
+    Parameters
+    ----------
+    upload : file-like
+        The uploaded file.
+    strip : bool
+        Strip a Project Gutenberg header and footer.
+
+    Returns
+    -------
+    text : str
+        The text ("" when it could not be read).
+    error : str or None
+        Why it could not be read, worded for the page.
+    name : str
+        The file's name ("pasted text" when it could not be read).
+    """
+    try:
+        notes: list[str] = []
+        text = read_text(upload, strip_gutenberg=strip, notes=notes)
+        for n_ in notes:
+            st.caption(n_)
+        return text, None, upload.name
+    except MiaError as e:
+        return "", worded(e), "pasted text"
+
+
+def text_section() -> tuple[str, str, str | None, str]:
+    """The text to inspect: a pasted paragraph (kept across pages) or an uploaded .txt file.
+
+    Returns
+    -------
+    source : str
+        Which of the two.
+    text : str
+        The text.
+    error : str or None
+        Why an upload could not be read.
+    name : str
+        The file's name, or "pasted text".
+    """
+    source = st.radio("Text", [PASTE, "Upload a .txt file"], horizontal=True, key="inspect_source",
+                      label_visibility="collapsed")
+    text, text_error, text_name = "", None, "pasted text"
+    if source == PASTE:
+        # Streamlit forgets a widget's value when the user leaves the page: the text is kept apart, so a
+        # pasted paragraph is still there (and is what "switch the target and compare" analyses) on return
+        if "inspect_text" not in st.session_state:
+            st.session_state["inspect_text"] = st.session_state.get("inspect_text_kept", DEFAULT_TEXT)
+        text = st.text_area("Text to inspect", height=170, key="inspect_text",
+                            help="A paragraph works best; long texts are scored in windows of the model's context.")
+        st.session_state["inspect_text_kept"] = text
+    else:
+        up = st.file_uploader("A .txt file (a whole book works: it is scored in windows)",
+                              type=["txt", "text", "md"], key="inspect_upload")
+        strip = st.checkbox("Strip a Project Gutenberg header and footer", value=True, key="inspect_strip")
+        if up is not None:
+            text, text_error, text_name = read_upload(up, strip)
+    return source, text, text_error, text_name
+
+
+def options_section() -> tuple[str, object, bool]:
+    """The Options expander.
+
+    Returns
+    -------
+    corpus : str
+        Where R^TF comes from: "demo", "self" or "upload".
+    corpus_upload : file-like or None
+        The uploaded reference corpus.
+    lower : bool
+        Score the lower-cased text too.
+    """
+    with st.expander("Options", expanded=False):
+        corpus_opts = (["demo"] if demo_corpus_files() else []) + ["self", "upload"]
+        corpus_labels = {"demo": "the bundled demo corpus", "upload": "a corpus I upload (.txt)",
+                         "self": "this text itself"}
+        corpus = st.radio("Token frequencies R^TF (for RatioNorm, MaxNorm and rarity) come from", corpus_opts,
+                          format_func=corpus_labels.get, key="inspect_corpus",
+                          help="Meeus et al. 2024 §4.2.1: a token's frequency in a reference corpus of similar text.")
+        corpus_upload = None
+        if corpus == "upload":
+            corpus_upload = st.file_uploader("Reference corpus (.txt)", type=["txt", "text", "md"],
+                                             key="inspect_corpus_up")
+        do_lower = st.checkbox("Score the lower-cased text too (lowercase attack; doubles the time)", value=True,
+                               key="inspect_lower")
+    return corpus, corpus_upload, do_lower
+
+
+def analyse(panel, text: str, text_error: str | None, text_name: str, lower: bool) -> None:
+    """The Analyse button's work: the text's passes (``mia_core.api.inspect.text_statistics``) kept in
+    ``st.session_state["inspect_result"]``, or an error shown.
+
+    Parameters
+    ----------
+    panel : dashboard.sidebar model panel
+        The loaded target and reference (``target``, ``reference``, ``target_error``).
+    text, text_error, text_name
+        What :func:`text_section` returned.
+    lower : bool
+        Score the lower-cased text too.
+    """
+    lm, ref = panel.target, panel.reference
+    if text_error:
+        show_error(text_error)
+    elif not text.strip():
+        show_error("the text is empty: paste a paragraph or upload a .txt file first.")
+    elif lm is None:
+        show_error(f"no target model loaded: {panel.target_error or 'choose one in the sidebar'}")
+    else:
+        slot = st.empty()
+        cb = stage_progress(slot.container())
+        try:
+            ts = text_statistics(text, lm, reference=ref, lower=lower, progress=cb)
+            st.session_state["inspect_result"] = {
+                "hash": ts.hash, "text": text, "name": text_name, "identity": lm.identity,
+                "ref_identity": ref.identity if ref is not None else None, "stats": ts.stats, "lower": ts.lower,
+                "ref": ts.reference, "same_tokenizer": ts.same_tokenizer,
+                "first_token_default": ts.first_token_default,
+            }
+            st.session_state.pop("inspect_neighbours", None)
+            slot.empty()
+        except MiaError as e:
+            show_error(e)
+
+
+def current_result(lm, source: str, text: str) -> dict | None:
+    """The last analysis when it was made with this target (a note when the pasted text changed since), else
+    None with a hint to press Analyse.
+
+    Parameters
+    ----------
+    lm : LoadedModel or None
+        The target.
+    source, text
+        What :func:`text_section` returned.
+
+    Returns
+    -------
+    dict or None
+        ``st.session_state["inspect_result"]``.
+    """
+    from mia_core.api.inspect import text_hash
+
+    res = st.session_state.get("inspect_result")
+    if res is None or lm is None or res["identity"] != lm.identity:
+        st.info("Press **Analyse** to score the text with the target model.")
+        return None
+    if source == PASTE and text.strip() and text_hash(text) != res["hash"]:
+        st.caption("The text changed since the last analysis: press **Analyse** to update.")
+    return res
+
+
+def summary_section(res: dict) -> None:
+    """The text's token count, loss, perplexity and median token probability.
+
+    Parameters
+    ----------
+    res : dict
+        The analysis (:func:`analyse`).
+    """
+    import math
+
+    from mia_core.attacks.base import scored_tokens
+
+    stats = res["stats"]
+    p = np.exp(stats.logprob.astype(np.float64))
+    c = st.columns(4)
+    c[0].metric("Tokens", f"{stats.n_tokens:,}")
+    body_loss = scored_tokens([stats])[0].loss  # tokens 2..n, as the attacks score them (attacks.base)
+    c[1].metric("Loss (mean NLL)", fmt_num(body_loss),
+                help="Mean negative log-likelihood of tokens 2..n, the tokens the attacks score (the papers and "
+                     f"MIMIR leave out the first token). Over every token: {fmt_num(stats.loss)}.")
+    c[2].metric("Perplexity", fmt_num(math.exp(body_loss)) if body_loss < 50 else "> 10²¹")
+    c[3].metric("Median token probability", fmt_pct(float(np.nanmedian(p))))
+
+
+def token_section(lm, res: dict, corpus: str, corpus_upload) -> None:
+    """The per-token view: every token coloured by its probability, RatioNorm or MaxNorm (R^TF of the chosen
+    corpus, ``mia_core.api.inspect.rarity``); a long text as a windowed strip and one segment of tokens.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The target.
+    res : dict
+        The analysis (:func:`analyse`).
+    corpus, corpus_upload
+        What :func:`options_section` returned.
+    """
+    import math
+
+    from mia_core.api.inspect import rarity
+    from mia_core.reports import plots
+
+    from . import tokens
+
+    stats, n = res["stats"], res["stats"].n_tokens
+    st.subheader("Per-token view")
+    norm = st.radio("Colour by", list(tokens.NORMS), format_func=tokens.NORMS.get, horizontal=True,
+                    key="inspect_norm")
+    try:
+        counts, corpus_note = reference_counts(lm, corpus, corpus_upload, stats)
+    except MiaError as e:
+        show_error(e)
+        counts = np.bincount(stats.token_ids.astype(np.int64), minlength=lm.vocab_size)
+        corpus_note = "this text itself"
+    rtf, seen = rarity(counts)
+    st.caption(f"Token frequencies from {corpus_note}.")
+    values = tokens.token_values(stats.logprob, stats.max_logprob, stats.token_ids, norm, rtf)
+    pieces = tokens.token_pieces(lm.tokenizer, res["text"], stats.token_ids)
+    st.html(tokens.legend_html(norm))
+    if n <= tokens.LONG_TEXT_TOKENS:
+        st.html(tokens.tokens_html(pieces, stats, values, norm, lm.tokenizer, rtf=rtf, seen=seen))
+        return
+    window = max(25, int(math.ceil(n / 400)))
+    ylabel = "probability" if norm == "prob" else ("RatioNorm log10" if norm == "ratio" else "MaxNorm log10")
+    st.plotly_chart(plots.token_strip(values, window=window, ylabel=ylabel, percent=norm == "prob"),
+                    key="inspect_strip_chart")
+    seg = 1000
+    starts = list(range(0, n, seg))
+    s0 = st.select_slider("Show the tokens of one segment", options=starts,
+                          format_func=lambda s: f"{s + 1:,}–{min(s + seg, n):,}", key="inspect_segment")
+    st.html(tokens.tokens_html(pieces, stats, values, norm, lm.tokenizer, rtf=rtf, seen=seen, start=s0,
+                               stop=s0 + seg))
+
+
+def _run_choice(lm):
+    """The calibration run to compare with (chosen among the runs on this model, loaded), else None with a
+    pointer to the newest run on another model and a button to switch the target to it."""
+    from .sidebar import switch_target, target_choice
+
+    run_list = calibration_runs(lm.identity)
+    if run_list:
+        ids = [m["id"] for m in run_list]
+        rid = st.selectbox("Calibration run to compare with", ids, key="inspect_run",
+                           format_func=lambda i: next(f"{m['name']} ({m['created']})" for m in run_list if m["id"] == i))
+        from mia_core.runs import load_run
+
+        try:
+            return load_run(rid)
+        except MiaError as e:
+            show_error(e)
+            return None
+    other = related_run(lm.identity)
+    if other is None:
+        st.caption("No calibration run on this exact model yet: run one on the **Calibration run** page to see "
+                   "where this text's scores fall among known members and non-members.")
+        return None
+    t = other.get("target") or {}
+    st.info(f"No calibration run on this exact model ({lm.name}, {lm.dtype}/{lm.quantize}) yet. The newest run, "
+            f"**{other['name']}** ({other['created']}), was on **{t.get('name', '?')}** "
+            f"({t.get('dtype', '?')}/{t.get('quantize', '?')}): switch the target to it to see where this text's "
+            "scores fall among that run's members and non-members.")
+    if target_choice(t.get("source")) is not None and st.button(
+            f"Switch the target to {t.get('name', 'that model')} and compare", key="inspect_switch"):
+        switch_target(t.get("source"), t.get("dtype"), t.get("quantize"),
+                      reference=(other.get("reference") or {}).get("source"))
+        st.session_state["inspect_autorun"] = True
+        st.rerun()
+    return None
+
+
+def attack_section(lm, res: dict):
+    """Every sequence-level attack's score for the text, placed on a calibration run on this model when there
+    is one (percentiles, decisions, the distributions).
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The target.
+    res : dict
+        The analysis (:func:`analyse`).
+
+    Returns
+    -------
+    mia_core.runs.RunResult or None
+        The calibration run compared with.
+    """
+    import pandas as pd
+
+    from mia_core.reports import plots
+
+    st.subheader("Attack scores for this text")
+    run = _run_choice(lm)
+    scores, notes = attack_scores(res, run)
+    for note in notes:
+        st.caption(note)
+    rows = placement_rows(scores, run, ref_identity=res["ref_identity"])
+    st.table(pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_") and k != "key"} for r in rows])
+             .set_index("Attack"))
+    if run is None:
+        return None
+    st.caption("Percentile: the share of the run's texts that score below this one. Decisions: a text is called a "
+               "member when its score reaches the threshold that flags 1 % (or 5 %) of the run's non-members.")
+    placed = [r["key"] for r in rows if r.get("_placed")]
+    if placed:
+        a = st.selectbox("Show the distributions for", placed, key="inspect_place_attack",
+                         format_func=lambda k: next(r["Attack"] for r in rows if r["key"] == k))
+        r = next(r for r in rows if r["key"] == a)
+        st.plotly_chart(plots.placement_figure(r["_members"], r["_nonmembers"], r["_value"], thresholds=r["_thresholds"],
+                                               title=f"{r['Attack']}: this text vs the calibration run"),
+                        key="inspect_place_chart")
+    return run

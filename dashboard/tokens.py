@@ -23,7 +23,7 @@ import html
 
 import numpy as np
 
-from mia_core.documents.normalization import normalize
+from mia_core.api.inspect import token_values as _token_values
 
 NORMS = {"prob": "Raw probability", "ratio": "RatioNorm (P / R^TF)", "max": "MaxNorm ((1 − (P_max − P)) / R^TF)"}
 NORM_RANGE = 3.0  # decades either side of 1 for the colour scale of RatioNorm / MaxNorm
@@ -35,17 +35,10 @@ def token_values(logprob: np.ndarray, max_logprob: np.ndarray, token_ids: np.nda
                  rtf: np.ndarray | None) -> np.ndarray:
     """The value shown for each token (see the module docstring); NaN where no prediction.
 
-    Computed by the engine's ``normalize`` (F = -log form): P(t) = exp(-F_NoNorm), RatioNorm and
-    MaxNorm = -F / ln 10 with R(t) = ``rtf[token_ids]``.
+    Computed by the engine (``mia_core.api.inspect.token_values``, the document audit's ``normalize``,
+    F = -log form): P(t) = exp(-F_NoNorm), RatioNorm and MaxNorm = -F / ln 10 with R(t) = ``rtf[token_ids]``.
     """
-    if norm == "prob":
-        return np.exp(-normalize("none", logprob))
-    if rtf is None:
-        raise ValueError("RatioNorm and MaxNorm need a token-frequency dictionary")
-    if norm not in ("ratio", "max"):
-        raise ValueError(f"unknown normalisation {norm!r}")
-    r = rtf[np.asarray(token_ids, dtype=np.int64)]
-    return -normalize(norm, logprob, max_logprob, r) / np.log(10)
+    return _token_values(logprob, max_logprob, token_ids, norm, rtf)
 
 
 def unit(values: np.ndarray, norm: str) -> np.ndarray:

@@ -528,7 +528,8 @@ def test_placement_on_a_run():
 
 
 def test_neighbour_spans_and_run_clouds():
-    from dashboard.inspect import neighbour_spans, run_clouds
+    from dashboard.inspect import run_clouds
+    from mia_core.api.inspect import neighbour_spans
     from mia_core.pipeline import RunResult
 
     text = "The old man sat by the quiet river."

@@ -43,7 +43,7 @@ DONE: tuple[str, ...] = (
     "smia/__init__.py", "smia/configuration.py", "smia/features.py", "smia/network.py", "smia/store.py",
     "smia/sweep.py", "smia/training.py", "stats/__init__.py", "stats/compute.py", "stats/conditioned.py",
     "stats/continuation.py", "stats/families.py", "stats/memory.py", "stats/reduce.py", "stats/settings.py",
-    "stats/types.py", "stats/windows.py", "stats/workload.py",
+    "stats/types.py", "stats/windows.py", "stats/workload.py", "api/inspect.py", "api/targets.py",
 )
 
 

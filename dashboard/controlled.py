@@ -1,0 +1,238 @@
+"""The logic behind the "Controlled experiment" page (kept out of the page so it stays thin).
+
+The page gathers its settings into one dict (the keys of :func:`plan`); :func:`plan` checks every one and splits
+the corpus, nothing written yet; :func:`build` writes the split and fine-tunes the target through the engine
+(``mia_core.api.targets``), handing the result over in ``st.session_state`` (:data:`KEYS`);
+:func:`show_target` shows it and :func:`use_target` puts it in the sidebar.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import streamlit as st
+
+from mia_core.api.targets import build_target, experiment_folder, read_corpus, write_split
+from mia_core.data import split_corpus
+from mia_core.errors import DataError, MiaError, SettingsError
+from mia_core.models import EMBEDDED_NAME
+
+from .ui import fmt_num, fmt_seconds, show_error
+
+UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
+CALIBRATION_PAGE = "pages/2_Calibration_run.py"
+KEYS = ("controlled_target", "controlled_members", "controlled_nonmembers", "controlled_population",
+        "controlled_reference", "controlled_log")
+_READ_NOTE = re.compile(r"^.*: read \d+ texts")  # a reader's per-file count, summed into one line by plan()
+
+
+def corpus_texts(source: str, demo_files, uploads, mode: str) -> tuple[list[str], list[str]]:
+    """The corpus's distinct texts and the readers' notes; every note but the per-file counts shown as a caption
+    (e.g. a file read as Windows-1252: shown even when a later check fails).
+
+    Parameters
+    ----------
+    source : {"demo", "upload"}
+        The bundled demo corpus or the uploaded files.
+    demo_files : list of pathlib.Path
+        The demo corpus's files.
+    uploads : list of file-like or None
+        The uploaded files.
+    mode : str
+        How uploaded .txt files hold their texts.
+
+    Returns
+    -------
+    texts : list of str
+        The distinct texts.
+    notes : list of str
+        The readers' notes.
+    """
+    notes: list[str] = []
+    if source == "demo":
+        items, m = demo_files, "lines"
+    else:
+        if not uploads:
+            raise DataError("upload a corpus first (or choose the bundled demo corpus).")
+        items, m = list(uploads), mode
+    texts = read_corpus(items, mode=m, notes=notes)
+    for n_ in notes:
+        if not _READ_NOTE.match(n_):
+            st.caption(n_)
+    return texts, notes
+
+
+def parse_lr(text: str) -> float | None:
+    """The learning rate typed on the page: None when blank, else a positive number.
+
+    Parameters
+    ----------
+    text : str
+        What was typed.
+
+    Returns
+    -------
+    float or None
+        The learning rate; None for the method's default.
+    """
+    if not text.strip():
+        return None
+    try:
+        v = float(text)
+    except ValueError:
+        raise SettingsError(f"the learning rate must be a number such as 1e-3, got {text.strip()!r}.") from None
+    if not (v > 0 and np.isfinite(v)):
+        raise SettingsError(f"the learning rate must be a positive number, got {text.strip()!r}.")
+    return v
+
+
+def base_model(choice: str, custom: str) -> str:
+    """The base model's spec: the embedded model, or the hub id / local folder typed (checked to exist now).
+
+    Parameters
+    ----------
+    choice : {"smollm2", "custom"}
+        The page's choice.
+    custom : str
+        The hub id or folder typed.
+
+    Returns
+    -------
+    str
+        The spec.
+    """
+    base = EMBEDDED_NAME if choice == "smollm2" else custom.strip()
+    if not base:
+        raise SettingsError("type a hub id or a local folder for the base model.")
+    if base != EMBEDDED_NAME:
+        from mia_core.models.hub import locate
+
+        locate(base)  # a path that does not exist: ModelError now, before anything is written
+    return base
+
+
+def plan(cfg: dict) -> dict:
+    """Check every input and split the corpus (raises MiaError); nothing is written or trained yet.
+
+    Parameters
+    ----------
+    cfg : dict
+        The page's settings: ``epochs``, ``lr_text``, ``base_choice``, ``base_custom``, ``name``, ``source``,
+        ``demo_files``, ``uploads``, ``mode``, ``max_texts``, ``shares`` (members, non-members, population %),
+        ``seed``.
+
+    Returns
+    -------
+    dict
+        ``sets`` (the split), ``notes``, ``base``, ``lr`` and ``out_root`` (the experiment folder).
+    """
+    if int(cfg["epochs"]) < 1:
+        raise SettingsError("train for at least 1 epoch.")
+    lr = parse_lr(cfg["lr_text"])
+    base = base_model(cfg["base_choice"], cfg["base_custom"])
+    out_root = experiment_folder(cfg["name"])
+    texts, notes = corpus_texts(cfg["source"], cfg["demo_files"], cfg["uploads"], cfg["mode"])
+    total = len(texts)
+    max_texts = int(cfg["max_texts"])
+    if max_texts > 0:
+        texts = texts[:max_texts] if len(texts) > max_texts else texts
+    n = len(texts)
+    files = sum(bool(_READ_NOTE.match(n_)) for n_ in notes)
+    st.caption(f"Read {total:,} distinct texts" + (f" from {files} files" if files > 1 else "")
+               + (f"; this experiment uses the first {n:,}." if n < total else "."))
+    sets = split_corpus(texts, tuple(int(s) for s in cfg["shares"]), int(cfg["seed"]))
+    return {"sets": sets, "notes": notes, "base": base, "lr": lr, "out_root": out_root}
+
+
+def build(cfg: dict, device: str) -> None:
+    """Plan, write the split, fine-tune the target with a progress bar, and hand it over in ``st.session_state``
+    (:data:`KEYS`); an error is shown, and a half-made experiment removed so its name stays free.
+
+    Parameters
+    ----------
+    cfg : dict
+        The page's settings (:func:`plan`'s, plus ``method``, ``max_length`` and ``batch_size``).
+    device : str
+        Where to train (the sidebar's device).
+    """
+    created: Path | None = None
+    try:
+        p = plan(cfg)
+        out_root: Path = p["out_root"]
+        if not out_root.exists():
+            created = out_root
+        files = write_split(p["sets"], out_root)
+        st.caption(f"Split: {len(p['sets']['members'])} members · {len(p['sets']['nonmembers'])} non-members · "
+                   f"{len(p['sets']['population'])} population texts, written to `{out_root}`.")
+        bar = st.progress(0.0, text="loading the base model…")
+
+        def progress(message: str, fraction: float) -> None:
+            bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
+
+        t0 = time.time()
+        log = build_target(p["sets"], out_root, base=p["base"], method=cfg["method"], epochs=int(cfg["epochs"]),
+                           lr=p["lr"], seed=int(cfg["seed"]), max_length=int(cfg["max_length"]),
+                           batch_size=int(cfg["batch_size"]), device=device, files=files, progress=progress)
+        bar.progress(1.0, text=f"target built in {fmt_seconds(time.time() - t0)}")
+        st.session_state["controlled_target"] = str(out_root / "target")
+        st.session_state["controlled_members"] = str(files["members"])
+        st.session_state["controlled_nonmembers"] = str(files["nonmembers"])
+        st.session_state["controlled_population"] = str(files["population"]) if "population" in files else None
+        st.session_state["controlled_reference"] = p["base"]
+        st.session_state["controlled_log"] = log
+        created = None
+    except MiaError as e:
+        show_error(e)
+    finally:
+        if created is not None:  # the build failed: drop the half-made experiment so its name stays free
+            shutil.rmtree(created, ignore_errors=True)
+
+
+def use_target() -> None:
+    """Put the built target (and its base model as the reference) in the sidebar's model choices."""
+    st.session_state["mp_target"] = "custom"
+    st.session_state["mp_target_custom"] = st.session_state["controlled_target"]
+    ref = st.session_state.get("controlled_reference")
+    if ref == EMBEDDED_NAME:
+        st.session_state["mp_reference"] = "smollm2"
+    elif ref:
+        st.session_state["mp_reference"] = "custom"
+        st.session_state["mp_reference_custom"] = ref
+
+
+def show_target() -> None:
+    """The built target: its final losses, the generalisation gap, the loss curve, the files, and the hand-over
+    to the sidebar and the calibration page. Nothing when no target was built."""
+    if not st.session_state.get("controlled_target"):
+        return
+    from mia_core.reports import plots
+
+    st.subheader("4 · Your target")
+    log = st.session_state.get("controlled_log") or {}
+    hist = pd.DataFrame(log.get("history") or [])
+    final = log.get("final") or {}
+    k1, k2, k3 = st.columns(3)
+    k1.metric("Loss on the members", fmt_num(final.get("train_loss")))
+    k2.metric("Loss on the non-members", fmt_num(final.get("heldout_loss")))
+    gap = None
+    if final.get("train_loss") is not None and final.get("heldout_loss") is not None:
+        gap = final["heldout_loss"] - final["train_loss"]
+    k3.metric("Generalisation gap", fmt_num(gap), help="Held-out loss minus member loss: the larger, the easier "
+              "membership inference.")
+    if len(hist):
+        st.plotly_chart(plots.loss_curve(hist), key="cx_loss_chart")
+        st.caption("The members' curve is the mean training loss over each epoch, as the model was still learning "
+                   "them (and with dropout, if the model uses it); the figures above are both sets scored once more "
+                   "after training, so the members' final loss sits below their last point.")
+    st.success(f"Target folder: `{st.session_state['controlled_target']}` — members "
+               f"`{st.session_state['controlled_members']}`, non-members `{st.session_state['controlled_nonmembers']}`.")
+    if st.button("Use this target (and its base as reference) in the sidebar", key="cx_use"):
+        use_target()
+        st.rerun()
+    st.page_link(CALIBRATION_PAGE, label="Audit it on the calibration page", icon=":material/monitoring:")
+    st.caption("On the calibration page, choose \"The controlled experiment's split\" as data (no upload needed: "
+               "the population file sets thresholds), with this target and its base model as reference.")

@@ -1,0 +1,159 @@
+"""A controlled experiment's target, as the dashboard's "Controlled experiment" page builds it.
+
+A corpus is read (:func:`read_corpus`), split at random (``mia_core.data.split_corpus``), the split written to an
+experiment folder under the cache (:func:`experiment_folder`, :func:`write_split`), and a base model fine-tuned on
+the members only (:func:`build_target`, ``mia_core.targets.make_target``): membership is then ground truth.
+
+The engine's modules are imported when a function runs (a test's patch of ``mia_core.targets.make_target`` or
+``mia_core.paths.cache_subdir`` takes effect).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from ..errors import SettingsError
+
+EXPERIMENTS = "controlled"  # the experiments' folder under the cache root
+_NAME = re.compile(r"[A-Za-z0-9._-]+")
+
+
+def experiment_folder(name: str) -> Path:
+    """Where an experiment named ``name`` goes: ``<cache root>/controlled/<name>`` (``mia_core.paths.cache_subdir``).
+
+    Parameters
+    ----------
+    name : str
+        The experiment's name: letters, digits, '.', '_' and '-', not starting with '.'.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder (not created; it does not exist, or is empty).
+
+    Raises
+    ------
+    mia_core.errors.SettingsError
+        A name that is not a plain folder name, an experiment of that name already there, or an unusable cache.
+    """
+    from ..paths import cache_subdir
+
+    folder_name = name.strip()
+    if not folder_name or not _NAME.fullmatch(folder_name) or folder_name.startswith("."):
+        raise SettingsError("the experiment name may hold only letters, digits, '.', '_' and '-'.")
+    folder = cache_subdir(EXPERIMENTS) / folder_name
+    if folder.exists() and any(folder.iterdir()):
+        raise SettingsError(f"an experiment named {folder_name!r} exists already; choose another name.")
+    return folder
+
+
+def read_corpus(items: Iterable, *, mode: str = "auto", notes: list[str] | None = None) -> list[str]:
+    """The distinct texts of a corpus, each on one line (runs of white space made one space), in file order.
+
+    Parameters
+    ----------
+    items : iterable of path or file-like
+        The corpus files (``mia_core.data.read_texts`` reads each: .txt, .csv, .jsonl, a .zip...).
+    mode : {"auto", "lines", "blank"}, default "auto"
+        How .txt files hold their texts.
+    notes : list of str, optional
+        The readers' notes are appended here (e.g. "c.txt: read 12 texts", "read as Windows-1252").
+
+    Returns
+    -------
+    list of str
+        The texts, without duplicates or empty ones.
+
+    Raises
+    ------
+    mia_core.errors.DataError
+        A file that cannot be read.
+    """
+    from ..data import read_texts
+
+    notes = [] if notes is None else notes
+    texts, seen = [], set()
+    for it in items:
+        for r in read_texts(it, mode=mode, notes=notes):
+            t = " ".join(r.text.split())  # one text per line in the split files
+            if t and t not in seen:
+                seen.add(t)
+                texts.append(t)
+    return texts
+
+
+def write_split(sets: dict[str, Sequence[str]], folder: Path) -> dict[str, Path]:
+    """Write each non-empty set of a split to ``folder/<role>.txt``, one text per line.
+
+    Parameters
+    ----------
+    sets : dict
+        ``{"members": [...], "nonmembers": [...], "population": [...]}`` (``mia_core.data.split_corpus``).
+    folder : pathlib.Path
+        The experiment folder (created if needed).
+
+    Returns
+    -------
+    dict
+        ``{role: path}`` of the files written.
+    """
+    folder = Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    files = {}
+    for role, texts in sets.items():
+        if texts:
+            files[role] = folder / f"{role}.txt"
+            files[role].write_text("\n".join(texts) + "\n", encoding="utf-8")
+    return files
+
+
+def build_target(sets: dict[str, Sequence[str]], folder: Path, *, base: str, method: str = "lora", epochs: int = 3,
+                 lr: float | None = None, seed: int = 0, max_length: int = 256, batch_size: int = 8,
+                 device: str = "auto", files: dict | None = None, progress: Callable | None = None) -> dict:
+    """Fine-tune ``base`` on the split's members into ``folder/target`` (``mia_core.targets.make_target``), the
+    non-members held out (their loss after each epoch shows the generalisation gap).
+
+    Parameters
+    ----------
+    sets : dict
+        The split (``members``, ``nonmembers``, ``population``).
+    folder : pathlib.Path
+        The experiment folder; the target goes to its ``target`` subfolder.
+    base : str
+        The base model: a hub id, a local folder or the embedded model's name.
+    method : {"lora", "full"}, default "lora"
+        A LoRA adapter or every weight.
+    epochs : int, default 3
+        Passes over the members.
+    lr : float, optional
+        The learning rate (None: 1e-3 for LoRA, 1e-4 for full fine-tuning).
+    seed : int, default 0
+        The training seed.
+    max_length : int, default 256
+        Tokens per text at most.
+    batch_size : int, default 8
+        Texts per step.
+    device : str, default "auto"
+        Where to train.
+    files : dict, optional
+        ``{role: path}`` of the split files (:func:`write_split`), recorded in the training log.
+    progress : callable, optional
+        ``progress(message, fraction)`` after every step.
+
+    Returns
+    -------
+    dict
+        The training log: ``history`` (one entry per epoch), ``final`` (``train_loss``, ``heldout_loss``), ...
+
+    Raises
+    ------
+    mia_core.errors.MiaError
+        Bad settings, a base model that does not load, or no member text.
+    """
+    from ..targets import make_target
+
+    return make_target(list(sets["members"]), base=base, out_dir=Path(folder) / "target", method=method,
+                       epochs=int(epochs), lr=lr, seed=int(seed), heldout_texts=list(sets["nonmembers"]),
+                       progress=progress, max_length=int(max_length), batch_size=int(batch_size), device=device,
+                       data_files={k: str(v) for k, v in (files or {}).items()})
