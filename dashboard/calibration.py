@@ -15,7 +15,6 @@ import numpy as np
 from mia_core.attacks import REGISTRY, check_params
 from mia_core.data import Dataset, load_dataset, read_population, texts_from_strings
 from mia_core.errors import DataError, SettingsError
-from mia_core.pipeline import RunConfig
 
 UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 MIN_WORDS = 3  # texts shorter than this are flagged as too short to say much
@@ -92,14 +91,15 @@ def read_inputs(source: str, *, demo: dict | None = None, members=None, nonmembe
 
 def build_request(attacks, params: dict, *, split: float | None, n_bootstrap: int, seed: int,
                   context: int | None, blind: bool, dataset: Dataset, reference, population: Dataset | None = None,
-                  model=None, first_token: bool | None = None, quantize: str = "none"):
+                  model=None, first_token: bool | None = None, quantize: str = "none", modify=None):
     """The page's run through the front door (:func:`mia_core.api.request.prepare_run`, as the CLI's ``mia run``
     and :func:`mia_core.audit` build theirs), after the page's own checks in its own words; a
     :class:`~mia_core.api.request.RunRequest` or a clear one-line error, before any model loads.
 
     ``reference``: the reference model, or anything not None when one will be loaded (the page checks before
     loading models); ``model``: the target (a loaded model or its spec), for a ``make-target`` folder's base;
-    ``first_token``: True scores each text's first token, None as the model was trained."""
+    ``first_token``: True scores each text's first token, None as the model was trained; ``modify``: the
+    one-word modifications of the members to evaluate too (SMIA §5.2)."""
     from mia_core.api.request import prepare_run
 
     attacks = list(attacks)
@@ -136,12 +136,13 @@ def build_request(attacks, params: dict, *, split: float | None, n_bootstrap: in
         raise SettingsError("the context window must be at least 16 tokens (0 = the model's default).")
     return prepare_run(dataset, model=model, reference=reference, attacks=attacks, params=params,
                        population=population, split=split, context=context, first_token=first_token,
-                       n_bootstrap=int(n_bootstrap), seed=int(seed), blind=bool(blind), quantize=quantize)
+                       n_bootstrap=int(n_bootstrap), seed=int(seed), blind=bool(blind), quantize=quantize,
+                       modify=modify)
 
 
-def build_config(attacks, params: dict, **settings) -> RunConfig:
-    """The checked configuration of :func:`build_request` (same arguments): a RunConfig or a clear one-line
-    error."""
+def build_config(attacks, params: dict, **settings):
+    """The checked configuration of :func:`build_request` (same arguments): a
+    :class:`mia_core.pipeline.RunConfig` or a clear one-line error."""
     return build_request(attacks, params, **settings).config
 
 
@@ -161,33 +162,25 @@ def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: 
     return plan.estimate
 
 
-def make_job(request, inputs: CalibrationInputs, target, reference, *, name: str | None = None,
-             modify_variants=None):
+def make_job(request, inputs: CalibrationInputs, target, reference, *, name: str | None = None):
     """The background work: the request's passes (:func:`mia_core.api.request.execute_run` on the models the page
-    loaded), optionally the modified-member comparison (``mia_core.pipeline.modified.run_modified``, SMIA §5.2), and the run
-    saved.
+    loaded), the modified members it asks for (:func:`mia_core.api.request.execute_modified`, SMIA §5.2), and the
+    run saved.
 
     Returns a function ``work(progress) -> {"id": run id, "unchanged": bool}`` for
     ``dashboard.jobs.JobRegistry.start`` (``unchanged``: a re-run identical to the newest saved run, which
     is then not saved again: ``mia_core.runs.save_run``).
     """
-    from dataclasses import replace
-
     from mia_core import runs
-    from mia_core.api.request import execute_run
+    from mia_core.api.request import execute_modified, execute_run
 
     def work(progress):
         result = execute_run(request, target=target, reference=reference, progress=progress,
                              partial=getattr(progress, "partial", None))
         result.report = list(dict.fromkeys(inputs.notes + list(result.report)))
-        if modify_variants:
-            from mia_core.pipeline.modified import run_modified
-
-            # the blind baseline does not change with one-word edits worth re-running per variant
-            config = request.config
-            result.extra["modified"] = run_modified(
-                request.data, target, variants=list(modify_variants), reference=reference,
-                config=replace(config, blind=False), seed=config.seed, progress=progress, verbatim=result.metrics)
+        if request.modify:  # the blind baseline does not change with one-word edits worth re-running per variant
+            result.extra["modified"] = execute_modified(request, target, reference, progress=progress,
+                                                        verbatim=result.metrics, blind=False)
         stored = runs.save_run(result, name=name or None, data=inputs.data_info)
         return {"id": stored.id, "unchanged": bool(stored.meta.get("unchanged"))}
 

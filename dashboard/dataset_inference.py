@@ -306,7 +306,7 @@ def finished(done) -> None:
     """A finished job: its result kept in this session and saved to the runs folder (the Runs page)."""
     from dashboard.options import worded
     from dashboard.ui import md_text
-    from mia_core.dataset_inference import store
+    from mia_core.api.inference import save_inference_run
 
     stored = done.result
     st.session_state[RESULT_KEY] = stored
@@ -314,18 +314,18 @@ def finished(done) -> None:
     name = f"{s['n_suspect']} suspect vs {s['n_validation']} validation {inp.get('unit', 'texts')}" \
            + (f" · {inp['source_label']}" if inp.get("source_label") else "")
     try:
-        stored["saved"] = store.save(stored["result"], name=name, model=stored.get("model"))["id"]
+        stored["saved"] = save_inference_run(stored["result"], name=name, model=stored.get("model"))["id"]
     except (MiaError, OSError) as e:
         stored["saved"] = None
         st.caption(md_text(f"not saved to the runs folder: {worded(e)}"))
 
 
 def reopened(run_id: str, meta: dict | None = None) -> dict:
-    """A saved run (``store.load_result``: every file checked, ``DataError`` in one line) as the page keeps a
-    result: the inputs it came from are those the run recorded."""
-    from mia_core.dataset_inference import store
+    """A saved run (``mia_core.api.inference.load_inference_run``: every file checked, ``DataError`` in one line)
+    as the page keeps a result: the inputs it came from are those the run recorded."""
+    from mia_core.api.inference import load_inference_run
 
-    res = store.load_result(run_id)
+    res = load_inference_run(run_id)
     s, meta = res.summary, meta or {}
     label = f"saved run “{meta.get('name') or run_id}”" + (f" ({meta['created']})" if meta.get("created") else "")
     inputs = {"unit": "books" if s.get("mode") == "books" else "texts", "source": "saved", "source_label": label,
@@ -368,7 +368,7 @@ def floor_note(result) -> str | None:
 
 
 def _p(s: dict, key: str, bound_key: str | None = None) -> str:
-    from mia_core.dataset_inference.significance import p_number
+    from mia_core.formatting import p_number
 
     v = s.get(key)
     if v is None or (isinstance(v, float) and math.isnan(v)):

@@ -53,13 +53,12 @@ def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: s
     shared by every page and session. ``_progress(message, fraction)`` hears the steps of a load.
     ``_into``: the store to use (a thread outside any page passes the one a page handed it)."""
     from mia_core.models import load_causal_lm
-    from mia_core.progress import noop
 
     key = (spec, dtype, quantize, device, bool(trust_remote_code))
     store = _into if _into is not None else _store()
     with store["lock"]:
         key_lock = store["locks"].setdefault(key, threading.Lock())
-    tell, steps = _progress or noop, store["steps"]
+    tell, steps = _progress or (lambda *_: None), store["steps"]
     while not key_lock.acquire(timeout=0.5):  # another page, or the start-up preload, is loading it: its steps
         message, frac = steps.get(key, ("", 0.0))
         tell(f"already being loaded (by the server at start-up, or by another page){': ' + message if message else ''}",

@@ -22,6 +22,10 @@ LABELS = {
     "trust_remote_code": "the sidebar's trust_remote_code",
     # data (Calibration, Masked-LM and Document pages)
     "population": "Population set",
+    "members": "Members",
+    "nonmembers": "Non-members",
+    "labelled": "a labelled table",
+    "modify": "the modified members' Variants",
     "text_column": "Text column of tables",
     "group_column": "Group column",
     "split": "Train/evaluation split",

@@ -118,3 +118,16 @@ def fmt_bytes(n) -> str:
         if x >= size:
             return f"{x / size:.1f} {unit}"
     return f"{int(x)} bytes"
+
+
+def format_p(p: float, is_bound: bool = False) -> str:
+    """``p = 0.0123``, ``p = 3.2e-05`` or ``p <= 1.0e-04`` (no permutation reached the statistic: the
+    smallest p-value the permutations can give, the true one may be smaller)."""
+    if is_bound:
+        return f"p <= {p:.1e}"
+    return f"p = {p:.4f}" if p >= 1e-3 else f"p = {p:.1e}"
+
+
+def p_number(p: float, is_bound: bool = False) -> str:
+    """The p-value alone, for a table cell or a metric: ``0.0123``, ``3.2e-05``, ``<= 1.0e-04``."""
+    return format_p(p, is_bound).removeprefix("p = ").removeprefix("p ")

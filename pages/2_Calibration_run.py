@@ -25,7 +25,7 @@ from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
 from mia_core.data.demo import demo_reference, installed_demo
-from mia_core.pipeline.modified import VARIANTS as MODIFY_VARIANTS
+from mia_core.api.request import modify_choices
 
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read just to estimate the run's time
 
@@ -155,7 +155,7 @@ modify_variants: list = []
 if st.checkbox("Also evaluate on modified members (one word duplicated / deleted / added, SMIA §5.2)",
                key="cal_modify", help="An auditor rarely holds the exact training string: how robust is each "
                                       "attack to a one-word edit? Re-runs the attacks once per variant."):
-    modify_variants = st.multiselect("Variants", list(MODIFY_VARIANTS), default=list(MODIFY_VARIANTS),
+    modify_variants = st.multiselect("Variants", list(modify_choices()), default=list(modify_choices()),
                                      key="cal_modify_variants")
 with st.expander("Advanced"):
     c = st.columns(4)
@@ -210,7 +210,8 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
                                 blind=blind, dataset=inputs.dataset, population=inputs.population,
                                 reference=demo_reference(demo) if use_demo_models else panel.reference,
                                 model=str(demo["target"]) if use_demo_models else panel.target,
-                                first_token=True if first_token else None, quantize=panel.quantize)
+                                first_token=True if first_token else None, quantize=panel.quantize,
+                                modify=modify_variants)
         engine = engine_for(engine_choice)  # Ray started or joined here: its errors before any model loads
         if use_demo_models:
             target = load_with_progress(str(demo["target"]), panel.dtype, panel.quantize, panel.device,
@@ -227,7 +228,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
         if coupled:
             st.warning(coupled)
         work = make_job(request, inputs, target, reference if request.reference is not None else None,
-                        name=run_name.strip() or None, modify_variants=modify_variants)
+                        name=run_name.strip() or None)
         start_job(reg, "calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
                   f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work, engine=engine)
     except MiaError as e:

@@ -44,14 +44,15 @@ def _di_label(m: dict) -> str:
 
 
 def _dataset_inference_runs() -> None:
-    """Saved dataset-inference runs (``mia_core.dataset_inference.store``): a table, each run's report. Every
+    """Saved dataset-inference runs (``mia_core.api.inference``: ``list_inference_runs``, ``inference_report``): a
+    table, each run's report. Every
     entry of the listing has every field, of the type shown here (a damaged ``meta.json`` is listed with its
     reason, never stops the page); a report is handed out only as a regular file inside its run's folder."""
-    from mia_core.dataset_inference import store
-    from mia_core.dataset_inference.significance import p_number
+    from mia_core.api.inference import inference_report, list_inference_runs
+    from mia_core.formatting import p_number
 
     try:
-        di = store.list_runs()
+        di = list_inference_runs()
     except (MiaError, OSError) as e:
         _error(e)
         return
@@ -84,7 +85,7 @@ def _dataset_inference_runs() -> None:
                  help="Opens this run's verdict, tables and charts on the Dataset inference page."):
         _reopen(rid, next(m for m in di if m["id"] == rid))
     try:
-        report = store.read_report(rid)
+        report = inference_report(rid)
     except MiaError as e:
         st.caption(md_text(worded(e)))
     else:

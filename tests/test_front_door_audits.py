@@ -85,3 +85,17 @@ def test_read_mlm_files_splits_members_ids_and_groups(tmp_path):
     assert read["members"] == MEM and read["nonmembers"] == NON and read["population"] == POP
     assert read["member_groups"] == ["g0", "g1", "g0", "g1"] and len(read["member_ids"]) == 4
     assert read["train_samples"] is None and "population_groups" not in read
+
+
+def test_every_front_door_name_is_in_its_module():
+    """mia_core.api.FRONT_DOOR lists what the CLI and the pages build their audits with: each name is there, public
+    and documented."""
+    import importlib
+
+    from mia_core.api import FRONT_DOOR
+
+    for module, names in FRONT_DOOR.items():
+        m = importlib.import_module(f"mia_core.api.{module}")
+        for name in names:
+            obj = getattr(m, name)
+            assert not name.startswith("_") and (obj.__doc__ or "").strip(), f"{module}.{name}"

@@ -481,3 +481,49 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
         correction=a["correction"], combination=a["combination"], dtype=a["dtype"], device=a["device"])
     return execute_inference(request, progress=a["progress"],
                              load=lambda spec: _model(spec, dtype=a["dtype"], device=a["device"]))
+
+
+# ----------------------------------------------------------------------------- saved runs
+def save_inference_run(result, *, name: str | None = None, model: str | None = None) -> dict:
+    """Save a dataset-inference result as a new run beside the calibration runs (``<runs dir>/_dataset_inference``,
+    :mod:`mia_core.dataset_inference.store`).
+
+    Parameters
+    ----------
+    result : mia_core.dataset_inference.DatasetInferenceResult
+        What :func:`execute_inference` / :func:`infer_dataset` returned.
+    name, model : str, optional
+        The run's name and the model's name, as the Runs page lists them.
+
+    Returns
+    -------
+    dict
+        The run's meta (``id``, ``name``, ``created``, the verdict, the p-value, the sizes).
+    """
+    from ..dataset_inference import store
+
+    return store.save(result, name=name, model=model)
+
+
+def list_inference_runs() -> list[dict]:
+    """Every saved dataset-inference run's meta, newest first; a damaged run is listed with its reason
+    (``damaged``), never hides the others (:func:`mia_core.dataset_inference.store.list_runs`)."""
+    from ..dataset_inference import store
+
+    return store.list_runs()
+
+
+def inference_report(run_id: str) -> bytes:
+    """The HTML report of a saved dataset-inference run, read only as a regular file inside its run folder (a link
+    or anything else is one ``DataError`` line)."""
+    from ..dataset_inference import store
+
+    return store.read_report(run_id)
+
+
+def load_inference_run(run_id: str):
+    """A saved dataset-inference run read back as a ``DatasetInferenceResult``, every file checked (a damaged run
+    is one ``DataError`` line; :func:`mia_core.dataset_inference.store.load_result`)."""
+    from ..dataset_inference import store
+
+    return store.load_result(run_id)

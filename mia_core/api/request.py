@@ -35,6 +35,8 @@ class RunRequest:
         Known non-members; SMIA's separate labelled training set.
     load : dict
         How the models load: ``dtype``, ``device``, ``quantize``, ``trust_remote_code``.
+    modify : list of str
+        One-word modifications of the members to evaluate too (SMIA §5.2; :func:`execute_modified`).
     """
 
     data: object
@@ -45,6 +47,7 @@ class RunRequest:
     population: object = None
     train: object = None
     load: dict = field(default_factory=dict)
+    modify: list = field(default_factory=list)
 
     @property
     def attacks(self) -> list[str]:
@@ -131,12 +134,52 @@ def _planned(attacks, *, reference, population, labels: bool, params: dict, quan
     return names, skipped
 
 
+def check_attacks(attacks) -> list[str]:
+    """The attack names of ``attacks`` (names, a comma list or ``"all"``) checked against the registry, before
+    anything else (``mia_core.pipeline.parse_attacks``).
+
+    Raises
+    ------
+    SettingsError
+        An unknown attack, one line naming the known ones.
+    """
+    from ..pipeline import parse_attacks
+
+    return parse_attacks(attacks)
+
+
+def modify_choices() -> tuple[str, ...]:
+    """The one-word modifications of members a run can evaluate (SMIA §5.2): duplicate, delete, add."""
+    from ..neighbours.edits import VARIANTS
+
+    return tuple(VARIANTS)
+
+
+def check_modify(modify) -> list[str]:
+    """``modify`` (a comma list or a list of variant names; None or empty: none) as a checked list.
+
+    Raises
+    ------
+    SettingsError
+        An unknown variant, one line naming the choices.
+    """
+    if not modify:
+        return []
+    items = modify.split(",") if isinstance(modify, str) else list(modify)
+    out = [str(v).strip().lower() for v in items if str(v).strip()]
+    bad = [v for v in out if v not in modify_choices()]
+    if bad:
+        raise SettingsError(f"{{modify}}: unknown variant(s) {', '.join(bad)}; choose from {', '.join(modify_choices())}",
+                            options=("modify",))
+    return out
+
+
 def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict | None = None, population=None,
                 train=None, split: float | None = None, split_seed: int | None = None, prefix: str = "auto",
                 context: int | None = None, batch_tokens: int | None = None, first_token: bool | None = None,
                 cache: bool = True, n_bootstrap: int = 1000, seed: int = 0, blind: bool = True, alpha: float = 0.1,
                 dtype: str = "auto", device: str = "auto", quantize: str = "none",
-                trust_remote_code: bool = False) -> RunRequest:
+                trust_remote_code: bool = False, modify=None) -> RunRequest:
     """Everything a run needs, checked and planned before any model loads.
 
     Parameters
@@ -162,6 +205,8 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
         Bootstrap resamples and their seed, the blind baseline, the population threshold's FPR.
     dtype, device, quantize, trust_remote_code
         How the models load (:func:`mia_core.models.load_causal_lm`).
+    modify : str or list of str, optional
+        One-word modifications of the members to evaluate too (:func:`check_modify`, :func:`execute_modified`).
 
     Returns
     -------
@@ -178,7 +223,7 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
     from ..pipeline import RunConfig, check_config, check_population, uses_reference
     from ..stats import StatsSettings
 
-    params = dict(params or {})
+    params, modify = dict(params or {}), check_modify(modify)
     check_population(population, list(data.texts) + (list(train.texts) if train is not None else []))
     ref_spec = reference_spec(model, reference)
     if attacks is None:  # the dashboard's default: the same tables from every front end
@@ -193,7 +238,7 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
     return RunRequest(data=data, model=model, config=cfg, skipped=skipped, population=population, train=train,
                       reference=ref_spec if uses_reference(names, cfg.params) else None,
                       load={"dtype": dtype, "device": device, "quantize": quantize,
-                            "trust_remote_code": trust_remote_code})
+                            "trust_remote_code": trust_remote_code}, modify=modify)
 
 
 def load_models(request: RunRequest, *, progress=None):
@@ -258,3 +303,46 @@ def execute_run(request: RunRequest, *, target=None, reference=None, progress=No
         result.config["skipped"] = dict(request.skipped)
         result.report += [f"skipped {REGISTRY[n].label} ({n}): it {why}" for n, why in request.skipped.items()]
     return result
+
+
+def execute_modified(request: RunRequest, target, reference=None, *, progress=None, verbatim: dict | None = None,
+                     blind: bool = True) -> dict:
+    """Every attack of the request on its one-word-modified members too (SMIA §5.2,
+    :func:`mia_core.pipeline.modified.run_modified`); ``{}`` when the request has no ``modify``.
+
+    Parameters
+    ----------
+    request : RunRequest
+        With ``modify`` (:func:`prepare_run`).
+    target, reference : LoadedModel
+        The models the run used.
+    progress : callable, optional
+        ``progress(stage, done, total)``.
+    verbatim : dict, optional
+        The verbatim run's metrics (``RunResult.metrics``), not computed again.
+    blind : bool
+        Also the blind baseline per variant (False: the page's choice; it hardly moves with one word).
+
+    Returns
+    -------
+    dict
+        ``{"verbatim": metrics, variant: metrics, ..., "modifications": ..., "n_unmodified": ...}``.
+    """
+    from dataclasses import replace
+
+    from ..pipeline.modified import run_modified
+    from ..progress import noop
+
+    if not request.modify:
+        return {}
+    config = request.config if blind else replace(request.config, blind=False)
+    return run_modified(request.data, target, variants=list(request.modify), reference=reference, config=config,
+                        train=request.train, population=request.population, seed=request.config.seed,
+                        progress=progress or noop, verbatim=verbatim)
+
+
+def modified_summary(results: dict, fpr: str = "0.01") -> str:
+    """:func:`execute_modified`'s results as the plain-text table ``mia run --modify`` prints."""
+    from ..pipeline.modified import summary_table
+
+    return summary_table(results, fpr)

@@ -377,14 +377,11 @@ def _isatty(stream) -> bool:
 
 def check_machine(args) -> None:
     """Before any model is loaded: the ``--device`` exists on this machine, and the cache folder
-    (``$MIA_CACHE_DIR``) is usable unless ``--no-cache`` is given. One-line errors."""
-    from ..models.device import resolve_device
-    from ..paths import cache_root
+    (``$MIA_CACHE_DIR``) is usable unless ``--no-cache`` is given (:func:`mia_core.api.checks.check_machine`).
+    One-line errors."""
+    from ..api.checks import check_machine as check
 
-    if getattr(args, "device", None) is not None:
-        resolve_device(args.device)
-    if not getattr(args, "no_cache", False):
-        cache_root(writable=False)  # a read-only, filled cache is read (nothing new stored; the run says so)
+    check(device=getattr(args, "device", None), cache=not getattr(args, "no_cache", False))
 
 
 def parse_params(items: Iterable[str] | None, params: dict | None = None) -> dict:

@@ -143,18 +143,6 @@ def _population(path, mode, text_column=None):
     return read_population(path, mode=mode, text_column=text_column, dedupe=False, as_dataset=True)
 
 
-def _variants(spec: str | None) -> list[str]:
-    from ..pipeline.modified import VARIANTS
-
-    if not spec:
-        return []
-    out = [v.strip().lower() for v in spec.split(",") if v.strip()]
-    bad = [v for v in out if v not in VARIANTS]
-    if bad:
-        raise SettingsError(f"--modify: unknown variant(s) {', '.join(bad)}; choose from {', '.join(VARIANTS)}")
-    return out
-
-
 def _neighbour_params(args, params) -> None:
     """The neighbour and SMIA flags into ``params`` (``neighbourhood`` and ``smia``), checked."""
     from ..attacks.smia import DOMAINS as SMIA_DOMAINS, check_saved
@@ -209,19 +197,18 @@ def _params(args) -> dict:
     """Every attack parameter the flags set: ``--k``, the neighbour and SMIA flags, then ``--param`` items."""
     params = {"min_k": {"k": args.k}, "min_k_pp": {"k": args.k}}
     _neighbour_params(args, params)
-    _variants(args.modify)
     return parse_params(args.param, params)
 
 
 def _request(args):
     """The run's request through the API's front door (:func:`mia_core.api.request.prepare_run`): every
     setting, the inputs, the population and the plan checked before any model loads."""
-    from ..api.request import prepare_run
-    from ..pipeline import parse_attacks
+    from ..api.request import check_attacks, check_modify, prepare_run
 
-    parse_attacks(args.attacks or ",".join(DEFAULT_ATTACKS))
+    check_attacks(args.attacks or ",".join(DEFAULT_ATTACKS))
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)
+    check_modify(args.modify)
     params = _params(args)
     train = _training_set(args)
     ds, population = _load_inputs(args)
@@ -232,7 +219,7 @@ def _request(args):
         context=args.context, batch_tokens=args.batch_tokens, first_token=args.score_first_token,
         cache=not args.no_cache, n_bootstrap=args.bootstrap, seed=args.seed, blind=not args.no_blind,
         alpha=args.alpha, dtype=args.dtype, device=args.device, quantize=args.quantize,
-        trust_remote_code=args.trust_remote_code)
+        trust_remote_code=args.trust_remote_code, modify=args.modify)
     # the reasons as flags, in the notes and in the run's record
     request.skipped = {n: in_words(why, getattr(args, "option_flags", None)) for n, why in request.skipped.items()}
     return request
@@ -279,18 +266,15 @@ def cmd_run(args) -> int:
 
 
 def _modified(args, request, *, target, reference, result, out) -> None:
-    """``--modify``: re-run the attacks with one-word-modified members and print the table."""
-    variants = _variants(args.modify)
-    if not variants:
-        return
-    from ..pipeline.modified import run_modified, summary_table
+    """``--modify``: re-run the attacks with one-word-modified members (through the API) and print the table."""
+    from ..api.request import execute_modified, modified_summary
 
+    if not request.modify:
+        return
     with ProgressBar(disable=args.quiet) as bar:
-        res = run_modified(request.data, target, variants=variants, reference=reference, config=request.config,
-                           train=request.train, population=request.population, seed=args.seed, progress=bar,
-                           verbatim=result.metrics)
+        res = execute_modified(request, target, reference, progress=bar, verbatim=result.metrics)
     print("\nmodified members (SMIA §5.2):")
-    print(summary_table(res))
+    print(modified_summary(res))
     slim = {k: ({a: {kk: vv for kk, vv in m.items() if kk != "roc"} for a, m in v.items()}
                 if k not in ("modifications", "n_unmodified") else v) for k, v in res.items()}
     (out / "modified.json").write_text(json.dumps(slim, indent=2, default=float))

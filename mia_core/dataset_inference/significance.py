@@ -73,6 +73,7 @@ import math
 
 import numpy as np
 
+from ..formatting import format_p, p_number  # noqa: F401 - the p-value's words, re-exported here
 from ..errors import DataError, SettingsError
 
 CLIP_FRAC = 0.05  # linear_di.py: remove_outliers(remove_frac=0.05, outliers="clip"), 2.5 % each side
@@ -315,14 +316,6 @@ def conformal_p_values(scores: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 
-def format_p(p: float, is_bound: bool = False) -> str:
-    """``p = 0.0123``, ``p = 3.2e-05`` or ``p <= 1.0e-04`` (no permutation reached the statistic: the
-    smallest p-value the permutations can give, the true one may be smaller)."""
-    if is_bound:
-        return f"p <= {p:.1e}"
-    return f"p = {p:.4f}" if p >= 1e-3 else f"p = {p:.1e}"
-
-
 POWER_SIZES = (10, 25, 50, 100, 200)
 
 
@@ -352,8 +345,3 @@ def power_curve(X: np.ndarray, y: np.ndarray, *, sizes=POWER_SIZES, draws: int =
                     "draws": len(ps), "floor": 1.0 / (1 + n_permutations),
                     "share_below": {"0.05": float((ps <= 0.05).mean()), "0.01": float((ps <= 0.01).mean())}})
     return out
-
-
-def p_number(p: float, is_bound: bool = False) -> str:
-    """The p-value alone, for a table cell or a metric: ``0.0123``, ``3.2e-05``, ``<= 1.0e-04``."""
-    return format_p(p, is_bound).removeprefix("p = ").removeprefix("p ")

@@ -26,6 +26,11 @@ This is the only place that runs a causal LM over texts (the gradient pass aside
   the current engine, rows stored as they come, a long text's partial cache entry written and
   resumed from; the same steps in this process and on Ray workers.
 * ``entry`` — :func:`compute_stats`, the entry point: the disk cache, then the engine.
+
+Beside the forward pass, the other per-text statistics the attacks read, each cached the same way
+(``mia_core.cache.ArrayCache.lookup``): ``gradients`` (GradNorm's backward pass, Wang et al. 2024),
+``embeddings`` (SMIA's sentence embeddings of texts and neighbours) and ``token_frequency`` (DC-PDD's
+token frequencies of a reference corpus).
 """
 from .compute import compute_here, plan_windows, window_rows
 from .entry import compute_stats, entry_problem
