@@ -15,9 +15,9 @@ command function, ``cli/common.py``'s argument groups, number types and ``Progre
 command, and the tests import ``build_parser``, ``flag_names``, ``parse_params``, ``list_params``,
 ``quiet_output`` and ``ProgressBar`` directly. What is internal there is already named with a leading ``_``.
 
-``DONE`` lists the files (relative to ``mia_core/``) whose public definitions all have docstrings; the test
-holds them to that. While other files are being rewritten the list grows; at the end it becomes every
-module under ``mia_core/``.
+Every module under ``mia_core/`` is held to it (the asset scripts under ``mia_core/assets/`` included), so a new
+module or a new public definition without a docstring fails at once; there is no list of the files done any
+more (the ``DONE`` tuple that grew while the files were being documented).
 """
 from __future__ import annotations
 
@@ -25,26 +25,6 @@ import ast
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "mia_core"
-
-DONE: tuple[str, ...] = (
-    "attacks/dc_pdd.py", "attacks/domains.py", "attacks/gradnorm.py", "attacks/loss.py", "attacks/lowercase.py",
-    "attacks/min_k.py", "attacks/min_k_pp.py", "attacks/neighbourhood.py", "attacks/recall.py",
-    "attacks/reference.py", "attacks/smia.py", "attacks/zlib_ratio.py", "data/__init__.py", "data/decoding.py",
-    "data/hub.py", "data/records.py", "data/sets.py", "data/splits.py", "data/tables.py", "data/demo.py",
-    "engines/__init__.py", "engines/base.py", "engines/ray_data.py", "errors.py", "estimate.py", "formatting.py",
-    "metrics/__init__.py", "metrics/bootstrap.py", "metrics/curves.py", "metrics/decisions.py",
-    "metrics/evaluation.py", "metrics/inputs.py", "metrics/table.py", "models/__init__.py", "models/device.py",
-    "models/embedder.py", "models/gguf.py", "models/hub.py", "models/loaded.py", "models/masked.py",
-    "models/proposer.py", "models/seq2seq.py", "models/verify.py", "pipeline/modified.py", "neighbours/__init__.py",
-    "neighbours/edits.py", "neighbours/masked_lm.py", "neighbours/offline.py", "neighbours/t5.py",
-    "neighbours/words.py", "runs/outputs.py", "paths.py", "pipeline/__init__.py", "pipeline/audit.py",
-    "pipeline/config.py", "pipeline/evaluate.py", "pipeline/plan.py", "pipeline/stages.py", "metrics/placement.py",
-    "reports/plots.py", "progress.py", "runs/results.py", "runs/__init__.py", "runs/folder.py", "runs/store.py",
-    "smia/__init__.py", "smia/configuration.py", "smia/features.py", "smia/network.py", "smia/store.py",
-    "smia/sweep.py", "smia/training.py", "stats/__init__.py", "stats/compute.py", "stats/conditioned.py",
-    "stats/continuation.py", "stats/families.py", "stats/memory.py", "stats/reduce.py", "stats/settings.py",
-    "stats/types.py", "stats/windows.py", "stats/workload.py", "api/inspect.py", "api/targets.py",
-)
 
 
 def _decorator_names(node) -> set[str]:
@@ -101,13 +81,20 @@ def missing(files) -> list[str]:
     return [f"{f}: {name}" for f in files for name, has in public_definitions(PACKAGE / f) if not has]
 
 
-def test_done_modules_exist():
-    known = set(modules())
-    assert not [f for f in DONE if f not in known], "DONE names a file that is not under mia_core/"
+def test_the_walk_covers_the_whole_package():
+    """Not a vacuous pass: every package of the engine is walked and hundreds of public definitions seen."""
+    files = modules()
+    for f in ("__init__.py", "cli/__init__.py", "cli/common.py", "attacks/base.py", "runs/results.py",
+              "neighbours/base.py", "assets/demo/make_demo_data.py"):
+        assert f in files, f
+    assert {f.split("/")[0] for f in files if "/" in f} >= {
+        "api", "assets", "attacks", "cache", "cli", "data", "dataset_inference", "documents", "engines", "metrics",
+        "mlm", "models", "neighbours", "pipeline", "reports", "runs", "smia", "stats", "targets"}
+    assert sum(len(public_definitions(PACKAGE / f)) for f in files) > 500
 
 
-def test_every_public_definition_of_the_done_modules_has_a_docstring():
-    assert missing(DONE) == []
+def test_every_public_definition_of_the_engine_has_a_docstring():
+    assert missing(modules()) == []
 
 
 def test_the_walk_sees_public_definitions_and_skips_private_ones(tmp_path):

@@ -47,6 +47,23 @@ from ..stats import TokenStats
 
 @dataclass
 class AttackInputs:
+    """What an attack's ``score`` (and ``prepare``) sees: the texts and the statistics of each model pass.
+
+    Attributes
+    ----------
+    texts : list of str
+        The texts to score.
+    target, target_lower, reference : list of TokenStats or None
+        Per-text token statistics of the target on the texts, of the target on the lower-cased texts, and of
+        the reference model on the texts; None for a pass no attack of the run needs.
+    same_tokenizer : bool
+        Whether the target and the reference share a tokenizer.
+    extra : dict
+        What ``prepare`` hooks leave for ``score`` (neighbour losses, embeddings, trained models...).
+    first_token : bool
+        Also score each text's first token (set by the pipeline: see the module docstring).
+    """
+
     texts: list[str]
     target: list[TokenStats] | None = None
     target_lower: list[TokenStats] | None = None
@@ -64,6 +81,38 @@ class AttackInputs:
 
 @dataclass(frozen=True)
 class Attack:
+    """A registered attack: its ``score`` function, the passes it needs and its parameters (:func:`register`).
+
+    Attributes
+    ----------
+    name : str
+        What ``--attacks`` and ``--param NAME.x`` use.
+    label : str
+        Its name in tables and plots.
+    needs : tuple of str
+        The passes and inputs it needs: ``"target"``, ``"target_lower"``, ``"reference"``, ``"neighbours"``,
+        ``"labels"`` (see the module docstring).
+    score : callable
+        ``score(inputs, **params)``: one float per text, higher = more likely member, NaN where unscorable.
+    citation : str
+        The paper it implements.
+    params : dict
+        Default parameters.
+    prepare : callable or None
+        ``prepare(inputs, ctx, **params)``, called once before scoring; it stores what ``score`` needs in
+        ``inputs.extra`` and may return artefacts for the report.
+    population_ok : bool
+        Whether it can score texts outside the prepared set (population thresholds).
+    requires : callable or None
+        ``requires(params)``: the optional run inputs (``"reference"``, ``"labels"``, ``"population"``) it
+        needs with these parameters; None: those in ``needs``.
+    choices, types : dict
+        ``{param: allowed values}`` and ``{param: bool | int | float}`` (for parameters whose default is None),
+        filled in from ``domains``.
+    domains : dict
+        ``{param: Domain}``: the values each parameter may take (``attacks.domains``).
+    """
+
     name: str
     label: str  # for tables and plots
     needs: tuple[str, ...]

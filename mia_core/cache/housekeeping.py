@@ -69,12 +69,16 @@ class ClearPlan:
     foreign: list[str] = field(default_factory=list)  # top-level names that are not the cache's: left alone
 
     def add(self, kind: str, n: int, size: int, where: dict | None = None) -> None:
+        """Count ``n`` files of ``size`` bytes under ``kind``: in :attr:`removed_by_kind`, or in ``where`` (e.g.
+        :attr:`kept`) when given.
+        """
         c = (self.removed_by_kind if where is None else where).setdefault(kind, [0, 0])
         c[0] += n
         c[1] += size
 
     @property
     def empty(self) -> bool:
+        """Whether there is nothing to remove (no file, model copy, saved run or folder)."""
         return not (self.files or self.trees or self.runs or self.folders)
 
     def lines(self) -> list[str]:

@@ -45,10 +45,14 @@ NAMESPACES = ("stats", "neighbours", "embeddings", "mlm", "documents")
 
 
 def text_hash(text: str) -> str:
+    """A text's cache key: the first 32 hex digits of the SHA-256 of its UTF-8 bytes (lone surrogates kept)."""
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def settings_key(settings: dict) -> str:
+    """The settings folder's name: the first 20 hex digits of the SHA-256 of ``settings`` as sorted JSON
+    (values JSON cannot write are written with ``str``).
+    """
     blob = json.dumps(settings, sort_keys=True, default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:20]
 
@@ -263,6 +267,9 @@ class ArrayCache:
 
     # partial results of long texts (resumable scoring)
     def get_partial(self, h: str) -> dict[str, np.ndarray] | None:
+        """A long text's saved progress (the windows done so far, :meth:`put_partial`), or None when the cache is
+        off, there is none, or the entry fails its checks (with a note).
+        """
         if not self.enabled:
             return None
         p = self._path(h, ".partial.npz")
@@ -285,6 +292,9 @@ class ArrayCache:
         return True
 
     def drop_partial(self, h: str) -> None:
+        """Remove a long text's saved progress once its complete entry is stored (only a file: never a folder in
+        its place; nothing when the cache is off or read-only).
+        """
         if self.enabled and not self.read_only:
             p = self._path(h, ".partial.npz")
             if p.is_file():  # ours (a folder in its place is not)

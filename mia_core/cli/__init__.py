@@ -1,15 +1,17 @@
 """``mia`` (or ``python -m mia_core``): the command-line front end.
 
-One module per command, each exposing ``register(subparsers)``, which adds an argparse parser
+One module per command, each exposing ``register(subparsers)``, which adds its argparse parser(s)
 and sets ``func`` (called with the parsed namespace; returns an exit code):
 
-* ``run``          (:mod:`.run`)       attacks on member / non-member sets: baselines, neighbourhood, SMIA
-* ``cache``        (:mod:`.cache`)     show or clear the statistics cache
-* ``make-target``  (:mod:`.target`)    fine-tune a controlled target on known members
-* ``make-references`` (:mod:`.target`) train k reference models on population halves (RMIA)
-* ``documents``    (:mod:`.documents`) document-level membership inference (Meeus et al. 2024)
-* ``mlm``          (:mod:`.mlm`)       masked-LM likelihood ratio (Mireshghallah et al. 2022)
-* ``shift``        (:mod:`.shift`)     member/non-member distribution shift, no model
+* ``run``             (:mod:`.run`)       attacks on member / non-member sets: baselines, neighbourhood, SMIA
+* ``infer-dataset``   (:mod:`.infer`)     dataset inference: one p-value for a suspect set (Maini et al. 2024)
+* ``cache``           (:mod:`.cache`)     show or clear the statistics cache
+* ``make-target``     (:mod:`.target`)    fine-tune a controlled target on known members
+* ``make-references`` (:mod:`.target`)    train k reference models on population halves (RMIA)
+* ``build-proposer``  (:mod:`.target`)    rebuild the embedded neighbour proposer (or the Masked-LM demo target)
+* ``documents``       (:mod:`.documents`) document-level membership inference (Meeus et al. 2024)
+* ``mlm``             (:mod:`.mlm`)       masked-LM likelihood ratio (Mireshghallah et al. 2022)
+* ``shift``           (:mod:`.shift`)     member/non-member distribution shift, no model
 
 The flags every command shares (data, models, output, progress) come from the argument
 groups of :mod:`.common`, so they are spelled the same everywhere. User errors
@@ -36,6 +38,9 @@ COMMANDS = (run, infer, cache, target, documents, mlm, shift)  # in --help order
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``mia`` parser: ``--version`` and one sub-command per module of :data:`COMMANDS` (each module's
+    ``register``), all of them :class:`.common.Parser` (one-line errors, exit code 2).
+    """
     parser = Parser(
         prog="mia",
         description="Membership-inference audits of language models (offline by default).",
@@ -79,6 +84,18 @@ def flag_names(parser: argparse.ArgumentParser) -> dict[str, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``mia`` with ``argv`` (default: ``sys.argv[1:]``) and return its exit code.
+
+    Without a command it prints the help. The command runs with its output quieted as ``--quiet`` asks, in one
+    engine session, accepting a weight mismatch only with ``--accept-weight-mismatch``; an engine error
+    (``MiaError``) is one ``error:`` line with its options named as this parser's flags.
+
+    Returns
+    -------
+    int
+        The command's code (0 on success); 2 for a bad argument, an engine error or running out of memory;
+        130 when interrupted.
+    """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     if not _isatty(sys.stderr):  # a pipe or a log: the libraries' \r-redrawn bars would pile up there
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")

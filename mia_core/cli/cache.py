@@ -14,6 +14,7 @@ from ..errors import SettingsError
 
 
 def register(sub) -> None:
+    """Add ``mia cache`` (``info`` / ``clear``) and its options to the command parser."""
     p = sub.add_parser("cache", help="show or clear the statistics cache ($MIA_CACHE_DIR or the user cache dir)")
     p.add_argument("action", choices=["info", "clear"],
                    help="info: sizes per kind; clear: delete cached statistics (only files the cache wrote; "
@@ -33,6 +34,14 @@ def _confirm() -> bool:
 
 
 def cmd_cache(args) -> int:
+    """``mia cache``: ``info`` prints the cache's sizes as JSON; ``clear`` lists what it would remove and keep,
+    asks (unless ``--yes``; ``--dry-run`` only lists), then removes it.
+
+    Raises
+    ------
+    SettingsError
+        ``clear`` without ``--yes`` when stdin is not a terminal (nobody to ask).
+    """
     from ..cache import cache_info, clear_cache, plan_clear
 
     if args.action == "info":

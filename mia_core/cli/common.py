@@ -45,6 +45,9 @@ class Parser(argparse.ArgumentParser):
     (``add_subparsers(parser_class=Parser)``)."""
 
     def error(self, message: str):  # noqa: D401 - argparse API
+        """Print ``error: MESSAGE (see: PROG --help)`` on stderr, on one line with control characters escaped, and
+        exit with code 2 (argparse's ``argument --x: must ...`` shortened to ``--x must ...``).
+        """
         message = safe_text(" ".join(str(message).split()))
         # "argument --alpha: must be ..." (a type= helper below) -> "--alpha must be ..."
         m = re.match(r"argument (\S+): (must .*)$", message)
@@ -269,6 +272,7 @@ def add_output_args(p: argparse.ArgumentParser, *, out_default=None, out_help: s
 
 
 def add_progress_args(p: argparse.ArgumentParser) -> None:
+    """Add ``--quiet`` (no progress bar) to ``p``."""
     p.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -357,6 +361,7 @@ class ProgressBar:
         self._bar.refresh()
 
     def close(self) -> None:
+        """End the current bar, if any (plain lines need no closing)."""
         if self._bar is not None:
             self._bar.close()
             self._bar = None

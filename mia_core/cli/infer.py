@@ -22,6 +22,7 @@ from .common import (ProgressBar, add_model_args, add_output_args, add_progress_
 
 
 def register(subparsers) -> None:
+    """Add ``mia infer-dataset`` and its options to the command parser."""
     p = subparsers.add_parser(
         "infer-dataset",
         help="dataset inference: one p-value for 'was this collection used to train the model?'",

@@ -33,6 +33,7 @@ from .quiet import without_printed_notes
 
 
 def register(sub) -> None:
+    """Add ``mia run`` and its options to the command parser."""
     p = sub.add_parser(
         "run",
         help="run membership-inference attacks on member / non-member sets",

@@ -18,6 +18,7 @@ from .common import (ProgressBar, add_data_args, add_output_args, add_progress_a
 
 
 def register(subparsers) -> None:
+    """Add ``mia shift`` and its options to the command parser."""
     p = subparsers.add_parser(
         "shift",
         help="check members vs non-members for a distribution shift (blind baseline, no model)",

@@ -17,6 +17,9 @@ from .common import (input_path, ProgressBar, check_machine, add_output_args, ad
 
 
 def register(subparsers) -> None:
+    """Add ``mia make-target``, ``mia make-references`` and ``mia build-proposer`` and their options to the command
+    parser.
+    """
     p = subparsers.add_parser(
         "make-target",
         help="fine-tune a model on known members to get a controlled target (ground truth for audits)",
@@ -65,6 +68,10 @@ def _texts(path: str, text_column: str | None) -> list[str]:
 
 
 def run(args) -> int:
+    """``mia make-target``: the output folder and the machine checked, the member (and held-out) texts read, the
+    model fine-tuned with a progress bar (:func:`mia_core.targets.make_target`, recording this command and the
+    data files' SHA-256), and the per-epoch and final losses printed.
+    """
     # the output folder first (cheap; make_target itself writes it through a temporary sibling
     # and refuses a non-empty folder that is not a target, even with --overwrite)
     check_output_dir(args.out, overwrite=args.overwrite)
@@ -144,6 +151,10 @@ def _register_references(subparsers) -> None:
 
 
 def run_references(args) -> int:
+    """``mia make-references``: ``k`` reference models trained on seeded halves of the population set
+    (:func:`mia_core.targets.make_references`; RMIA, Zarifzadeh et al. 2024), each one's losses printed, then
+    the ``--param rmia.references=`` to use them with.
+    """
     from ..targets import make_references
 
     check_output_dir(args.out, overwrite=args.overwrite)
@@ -201,6 +212,10 @@ def _register_proposer(subparsers) -> None:
 
 
 def cmd_build_proposer(args) -> int:
+    """``mia build-proposer``: train the embedded neighbour proposer's masked-LM head
+    (:func:`mia_core.neighbours.proposer.build_proposer`), or with ``--mlm-demo-target`` the Masked-LM demo's
+    target (:func:`mia_core.data.demo.build_mlm_demo_target`), and print its held-out masked-token scores.
+    """
     from ..neighbours.proposer import build_proposer
 
     if args.mlm_demo_target:

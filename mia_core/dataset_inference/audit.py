@@ -45,6 +45,11 @@ class DatasetInferenceResult(AuditResult):
     report: list = field(default_factory=list)
 
     def summary_text(self) -> str:
+        """The report ``mia infer-dataset`` prints: the sets' sizes and alpha; unless the run was refused, the
+        features, the one-sided permutation test's p-value (primary), the paper's split t-test (Maini et al. 2024),
+        the self-check on the validation set, the power curve, the per-book p-values (books) or the count of
+        texts that stand out on their own, and the IID guard (blind baseline); then the verdict and the notes.
+        """
         s = self.summary
         books = s.get("mode") == "books"
         unit = "books" if books else "texts"

@@ -33,6 +33,7 @@ _ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
 
 
 def store_dir(root=None) -> Path:
+    """The folder of the saved dataset-inference runs, ``<runs dir>/_dataset_inference`` (created if missing)."""
     from ..runs import runs_dir
 
     d = runs_dir(root) / SUBDIR
@@ -195,12 +196,28 @@ def read_report(run_id: str, root=None) -> bytes:
 
 
 def run_path(run_id: str, root=None) -> Path:
+    """The folder of saved run ``run_id`` (it may not exist).
+
+    Raises
+    ------
+    DataError
+        ``run_id`` is not of the form this module gives (``YYYYMMDD-HHMMSS-xxxxxx``): nothing outside the
+        store is ever named.
+    """
     if not _ID_RE.match(str(run_id)):
         raise DataError(f"{run_id!r} is not a dataset-inference run id")
     return store_dir(root) / run_id
 
 
 def load_summary(run_id: str, root=None) -> dict:
+    """The ``dataset_inference.json`` of saved run ``run_id`` as written (the summary, with ``tests`` and
+    ``notes``), unchecked (:func:`load_result` checks every file).
+
+    Raises
+    ------
+    DataError
+        A bad id, or the file cannot be read or parsed (one line).
+    """
     try:
         return json.loads((run_path(run_id, root) / RESULT_FILE).read_text())
     except (OSError, ValueError) as e:

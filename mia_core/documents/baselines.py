@@ -48,6 +48,18 @@ DEFAULT_MAX_PER_DOC = 32
 
 @dataclass
 class SequenceSample:
+    """The sequences sampled from the documents (:func:`sample_sequences`).
+
+    Attributes
+    ----------
+    texts : list of str
+        Each sequence decoded to text.
+    doc : numpy.ndarray
+        The index of each sequence's document.
+    spans : list of (int, int)
+        Each sequence's token span ``[start, end)`` in its document.
+    """
+
     texts: list[str]
     doc: np.ndarray  # document index of each sequence
     spans: list[tuple[int, int]]  # token span in the document
@@ -55,6 +67,21 @@ class SequenceSample:
 
 @dataclass
 class BaselineResult:
+    """The sequence-level attacks scaled to documents (:func:`run_baselines`; Meeus et al. 2024, §6.2).
+
+    Attributes
+    ----------
+    metrics : dict
+        ``{attack: {scaling: fold summary}}`` for the scalings ``sequence``, ``document_average`` and
+        ``document_threshold`` (:func:`mia_core.documents.meta.summarize_folds`).
+    doc_scores : dict
+        ``{attack: {scaling: out-of-fold score per document}}`` for the two document scalings.
+    notes : list of str
+        The attacks skipped, and why.
+    n_sequences, seq_len : int
+        How many sequences were scored, and their length in tokens.
+    """
+
     metrics: dict[str, dict]  # attack -> scaling -> fold summary
     doc_scores: dict[str, dict[str, np.ndarray]]  # attack -> scaling -> out-of-fold document score
     notes: list[str] = field(default_factory=list)
@@ -228,6 +255,39 @@ def run_baselines(
     neighbours: bool | dict = False,
     progress: Callable[[str, float], None] | None = None,
 ) -> BaselineResult:
+    """The sequence-level attacks on the documents, scaled to documents (Meeus et al. 2024, §6.2).
+
+    Samples up to ``max_per_doc`` ``seq_len``-token sequences per document (:func:`sample_sequences`),
+    scores them with each available attack (:func:`sequence_scores`) and scales the scores to documents on the
+    meta-classifier's folds (:func:`scale_to_documents`).
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The target model.
+    stats : list of TokenStats
+        The documents' target statistics (their token ids are cut into sequences).
+    labels : list of int
+        1 for a member document, 0 for a non-member, as ``stats``.
+    folds : list of (numpy.ndarray, numpy.ndarray)
+        ``(train_idx, test_idx)`` of document indices, the meta-classifier's folds.
+    reference : LoadedModel, optional
+        A reference model (the ``ref`` attack; skipped without one).
+    attacks : list of str
+        Registered attack names (default :data:`PAPER_BASELINES`).
+    seq_len, max_per_doc, seed
+        The sequences' length in tokens, how many per document at most (None: all), the sampling seed.
+    use_cache, batch_tokens
+        The statistics pass's disk cache and batch size.
+    neighbours : bool or dict
+        Run the neighbourhood attack (off by default: about n + 1 times the LOSS cost), or its parameters.
+    progress : callable, optional
+        ``progress(message, fraction)``.
+
+    Returns
+    -------
+    BaselineResult
+    """
     sample = sample_sequences(stats, lm.tokenizer, seq_len=seq_len, max_per_doc=max_per_doc, seed=seed)
     scores, notes = sequence_scores(
         lm, sample, reference=reference, attacks=attacks, use_cache=use_cache, batch_tokens=batch_tokens,

@@ -125,6 +125,13 @@ class HistogramFeatures:
         self.edges: np.ndarray | None = None
 
     def fit(self, values: Sequence[np.ndarray]) -> "HistogramFeatures":
+        """Fit the bin edges on the finite values of the training documents' ``values``; returns ``self``.
+
+        Raises
+        ------
+        SettingsError
+            No finite value to fit on.
+        """
         allv = np.concatenate([_finite(v) for v in values]) if len(values) else np.zeros(0)
         if allv.size == 0:
             raise SettingsError("no token values to fit histogram bins on")
@@ -135,6 +142,15 @@ class HistogramFeatures:
         return self
 
     def transform(self, values: Sequence[np.ndarray]) -> np.ndarray:
+        """HistFE: one row of ``n_bins`` per document, the fractions of its finite values in each fitted bin
+        (``outside="clip"``: values beyond the edges counted in the end bins), or with ``outside="drop"`` numpy's
+        ``density=True`` histogram of the values within the edges (NaN when none is).
+
+        Raises
+        ------
+        RuntimeError
+            Called before :meth:`fit`.
+        """
         if self.edges is None:
             raise RuntimeError("HistogramFeatures.transform before fit")
         lo, hi = self.edges[0], self.edges[-1]
@@ -153,4 +169,5 @@ class HistogramFeatures:
 
     @property
     def names(self) -> list[str]:
+        """The feature names, ``bin_0`` .. ``bin_{n_bins - 1}``."""
         return [f"bin_{k}" for k in range(self.n_bins)]

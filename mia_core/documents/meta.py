@@ -47,6 +47,9 @@ def make_folds(labels: Sequence[int], k: int, seed: int) -> list[tuple[np.ndarra
 
 
 def random_forest(seed: int, n_estimators: int | None = None, n_jobs: int | None = None) -> RandomForestClassifier:
+    """The meta-classifier: ``RandomForestClassifier`` with :data:`RF_PARAMS` (§5.2.4), seeded with ``seed``;
+    ``n_estimators`` overrides the number of trees, ``n_jobs`` is passed to scikit-learn.
+    """
     params = dict(RF_PARAMS)
     if n_estimators is not None:
         params["n_estimators"] = int(n_estimators)

@@ -77,6 +77,9 @@ def parse_normalizations(spec) -> tuple[str, ...]:
 
 
 def needs_general_proba(names) -> bool:
+    """Whether any of the normalisations ``names`` (canonical, :func:`parse_normalizations`) uses R^GP, the
+    general-probability dictionary (which needs the statistics' ``vocab_prob_sum``).
+    """
     return any(NORMALIZATIONS[n][1] == "gp" for n in names)
 
 

@@ -24,11 +24,32 @@ from .normalization import normalized_values
 
 
 def pipeline_name(normalization: str, features: str) -> str:
+    """A pipeline's name, ``"<normalisation>+<features>"`` (e.g. ``"maxnorm_tf+hist"``)."""
     return f"{normalization}+{features}"
 
 
 @dataclass
 class CrossValidation:
+    """Every pipeline cross-validated over the same folds (:func:`cross_validate`).
+
+    Attributes
+    ----------
+    metrics : dict
+        ``{pipeline: summary}``: mean and standard deviation over folds of the AUC and TPR at low FPR, the
+        per-fold ROC curves and the pooled out-of-fold AUC (:func:`mia_core.documents.meta.summarize_folds`).
+    oof : dict
+        ``{pipeline: out-of-fold membership probability per document}``.
+    folds : list of (numpy.ndarray, numpy.ndarray)
+        ``(train_idx, test_idx)`` of each fold.
+    fold_of_doc : numpy.ndarray
+        The fold in which each document was held out.
+    fold_dicts : list of ReferenceDictionaries
+        Each fold's R^TF / R^GP, built from its training documents.
+    fitted : list of dict or None
+        With ``keep_fitted=True``: per fold, ``{pipeline: {"hist": HistogramFeatures or None, "classifier":
+        forest, "train_tokens": the finite token values the training features came from}}``.
+    """
+
     metrics: dict[str, dict]  # pipeline -> summary (mean/std AUC, TPR@FPR, per-fold ROC)
     oof: dict[str, np.ndarray]  # pipeline -> out-of-fold membership probability per document
     folds: list[tuple[np.ndarray, np.ndarray]]

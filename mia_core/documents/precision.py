@@ -25,6 +25,7 @@ DEFAULT_PRECISIONS = (("fp32", "none"), ("bf16", "none"), ("fp32", "int8"), ("fp
 
 
 def precision_label(dtype: str, quantize: str) -> str:
+    """A precision's name in the table: the quantisation (``int8``, ``int4``) when there is one, else the dtype."""
     return quantize if quantize != "none" else dtype
 
 

@@ -165,12 +165,22 @@ class EnergyWorkload(Workload):
                      "recipe": plan.recipe}})
 
     def check_remote(self) -> None:
+        """Refuse a masked LM not loaded with ``load_masked_lm`` (a Ray worker could not load it again).
+
+        Raises
+        ------
+        SettingsError
+            The model has no ``load_args``.
+        """
         if not self.init["load_args"]:
             raise SettingsError(f"{self.init['name']} was not loaded with load_masked_lm, so Ray workers cannot "
                                 "load it")
 
     @classmethod
     def build(cls, init: dict, device: str):
+        """On a worker: ``((masked LM, None), identity)``, the model loaded from ``init["load_args"]`` on ``device``
+        (no plan: :meth:`work` re-makes each unit's masks).
+        """
         from ..models import load_masked_lm
 
         mlm = load_masked_lm(**init["load_args"], device=device)
@@ -178,6 +188,11 @@ class EnergyWorkload(Workload):
 
     @classmethod
     def work(cls, tool, init: dict, items: list[dict], emit, progress: Progress = noop) -> None:
+        """A unit's per-pattern log-probability sums, ``emit(idx, -1, -1, {"pattern_logp": sums})`` per text.
+
+        ``tool`` is ``(masked LM, plan)``: locally the driver's plan is scored; on a worker (plan None) the
+        unit's masks are re-made from ``init["plan"]``'s settings (they depend on the text and the seed only).
+        """
         mlm, plan = tool
         if plan is None:  # a worker: this unit's masks, re-made from the plan's settings
             p = init["plan"]

@@ -40,6 +40,9 @@ def leak_features(plan: MaskPlan, idx: Sequence[int] | None = None, freq: Counte
 
 
 def token_counts(plan: MaskPlan, idx: Sequence[int] | None = None) -> Counter:
+    """How often each token id occurs among the content tokens (special tokens excluded) of the plan's texts
+    ``idx`` (default: all): the corpus frequency behind ``rarest_token_freq``.
+    """
     idx = range(len(plan.texts)) if idx is None else idx
     c: Counter = Counter()
     for i in idx:

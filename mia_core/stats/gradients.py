@@ -94,16 +94,21 @@ class GradNorms:
         return float(v.max())
 
     def to_arrays(self) -> dict[str, np.ndarray]:
+        """The norms as the arrays of a cache entry (``loss`` and ``n_scored`` as 0-d arrays)."""
         return {"names": self.names, "l1": self.l1, "l2": self.l2, "linf": self.linf,
                 "loss": np.array(self.loss), "n_scored": np.array(self.n_scored)}
 
     @classmethod
     def from_arrays(cls, d: dict[str, np.ndarray]) -> "GradNorms":
+        """The norms back from :meth:`to_arrays`' arrays."""
         return cls(names=d["names"], l1=d["l1"], l2=d["l2"], linf=d["linf"], loss=float(d["loss"]),
                    n_scored=int(d["n_scored"]))
 
 
 def cache_settings(lm: LoadedModel, st: StatsSettings, first_token: bool) -> dict:
+    """What a text's cached gradient norms depend on besides the text: the model's identity, the resolved
+    context length, the prefix policy, the first-token rule and :data:`GRADIENTS_VERSION`.
+    """
     return {
         "model": lm.identity,
         "context": st.resolved_context(lm),

@@ -65,6 +65,7 @@ class FrequencyTable:
 
     @property
     def n_tokens(self) -> int:
+        """``N``: the tokens counted over the whole corpus."""
         return int(self.counts.sum())
 
     @property
@@ -74,6 +75,9 @@ class FrequencyTable:
         return (c + 1.0) / (c.sum() + len(c))
 
     def summary(self) -> dict:
+        """The table's record for a run: corpus and its size (documents, tokens), the vocabulary size and how many
+        of its ids were seen, both hashes, the counting time and whether it came from the cache.
+        """
         return {"corpus": self.corpus, "documents": self.n_documents, "tokens": self.n_tokens,
                 "vocabulary": int(len(self.counts)), "tokens_seen": int((self.counts > 0).sum()),
                 "corpus_hash": self.corpus_hash, "tokenizer_hash": self.tokenizer_hash,
@@ -98,6 +102,9 @@ def tokenizer_hash(tokenizer) -> str:
 
 
 def corpus_hash(documents: list[str]) -> str:
+    """A stable identity of a corpus: the first 24 hex digits of a SHA-256 over its documents in order, each
+    preceded by its length in bytes (so no two different splits of the same text collide).
+    """
     h = hashlib.sha256()
     for d in documents:
         b = d.encode("utf-8", "surrogatepass")

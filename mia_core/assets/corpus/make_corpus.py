@@ -35,6 +35,9 @@ BOOKS = [
 
 
 def clean(name: str) -> str:
+    """One book of ``SRC`` as the corpus stores it: the Gutenberg header and footer stripped, each paragraph on
+    one line with its whitespace collapsed, paragraphs separated by a blank line, a final newline.
+    """
     body, _ = strip_gutenberg((SRC / name).read_text(encoding="utf-8"))
     paras = (" ".join(p.split()) for p in re.split(r"\n\s*\n", body))
     return "\n\n".join(p for p in paras if p) + "\n"

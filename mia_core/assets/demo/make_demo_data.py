@@ -35,6 +35,10 @@ MIN_WORDS, MAX_WORDS = 40, 60
 
 
 def passages(name: str) -> list[str]:
+    """The candidate passages of one book of ``SRC``: its plain-narrative paragraphs of ``MIN_WORDS`` to
+    ``MAX_WORDS`` words (no all-caps lines, chapter headings, ``_italics_``, brackets or Gutenberg mentions),
+    whitespace collapsed, repeats dropped, in book order.
+    """
     body, _ = strip_gutenberg((SRC / name).read_text(encoding="utf-8"))
     out = []
     for p in re.split(r"\n\s*\n", body):
@@ -49,6 +53,9 @@ def passages(name: str) -> list[str]:
 
 
 def main():
+    """Draw ``PER_BOOK`` passages per book (seed 0), deal them equally into the three sets, shuffle each and
+    write ``members.txt``, ``nonmembers.txt`` and ``population.txt`` (one passage per line).
+    """
     rng = random.Random(0)
     sets = {s: [] for s in SETS}
     for name in BOOKS:

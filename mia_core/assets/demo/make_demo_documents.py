@@ -27,6 +27,14 @@ PER_DOCUMENT = 5
 
 
 def main():
+    """Locate every member and non-member passage in its book, group each set's passages per book in reading
+    order into documents of ``PER_DOCUMENT`` and write ``documents.json`` (line numbers, not texts).
+
+    Raises
+    ------
+    SystemExit
+        A passage found in no book or in more than one.
+    """
     bodies = [" ".join(strip_gutenberg((SRC / b).read_text(encoding="utf-8"))[0].split()) for b in BOOKS]
     out = {"passages_per_document": PER_DOCUMENT, "books": BOOKS, "sets": {}}
     for s in ("members", "nonmembers"):
