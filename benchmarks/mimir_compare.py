@@ -361,7 +361,7 @@ def main() -> None:
 
     from mia_core.attacks import recall as recall_mod
     from mia_core.data import read_population
-    from mia_core.data.demo import demo_dataset, demo_paths
+    from mia_core.targets.demo import demo_dataset, demo_paths
     from mia_core.models import load_causal_lm
     from mia_core.stats import StatsSettings, resolve_prefix
     from mia_core.stats.token_frequency import frequency_table

@@ -168,7 +168,7 @@ def main() -> None:
               f"(cold: proposer loaded); warm {warm[0]:.2f}s / {warm[1]:.1f}s")
 
         if args.demo:
-            from mia_core.data.demo import demo_dataset, demo_paths
+            from mia_core.targets.demo import demo_dataset, demo_paths
 
             p = demo_paths()
             target = load_causal_lm(str(p["target"]))

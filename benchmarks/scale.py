@@ -36,7 +36,7 @@ def texts(n: int) -> tuple[list[str], str]:
         with AG_NEWS.open(newline="", encoding="utf-8") as f:
             rows = [f"{r[1]}. {r[2]}".replace("\\", " ") for r in csv.reader(f)]
         return rows[:n], f"AG News test articles ({AG_NEWS})"
-    from mia_core.data.demo import demo_dataset
+    from mia_core.targets.demo import demo_dataset
 
     pool = list(demo_dataset().texts)
     return [pool[i % len(pool)] + ("" if i < len(pool) else f" ({i})") for i in range(n)], "the bundled demo passages"

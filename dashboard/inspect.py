@@ -26,7 +26,7 @@ from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.errors import DataError, MiaError
 from mia_core.metrics.placement import DECISION_FPRS, incomparable, place_score, run_groups
 from mia_core.runs import list_runs
-from mia_core.data.demo import demo_corpus_files
+from mia_core.targets.demo import demo_corpus_files
 
 from .loaders import corpus_key, token_counts
 from .options import worded

@@ -95,7 +95,7 @@ def default_models() -> list[tuple]:
     """The load settings of the models the pages' defaults use first: the bundled demo's target and
     its reference (the Calibration and Document pages' default source), with the sidebar's default
     dtype, quantisation and device. Empty when the demo is not installed."""
-    from mia_core.data.demo import demo_reference, installed_demo
+    from mia_core.targets.demo import demo_reference, installed_demo
 
     demo = installed_demo()
     if not demo or not demo.get("target"):

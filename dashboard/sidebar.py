@@ -15,7 +15,7 @@ import streamlit as st
 from mia_core.errors import MiaError
 from mia_core.models import DTYPES, EMBEDDED_NAME, QUANTIZE
 from mia_core.formatting import fmt_bytes, fmt_seconds
-from mia_core.data.demo import installed_demo
+from mia_core.targets.demo import installed_demo
 
 from .loaders import DEFAULTS, load_model, load_with_progress  # noqa: F401 - DEFAULTS: the panel's widget defaults
 from .options import worded

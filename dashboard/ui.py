@@ -58,7 +58,7 @@ def show_error(e: Exception | str) -> None:
 
 
 def known_truth_banner(known: dict | None) -> bool:
-    """The demo's known-truth check (``mia_core.data.demo.known_truth``): a red box when the run is far from the
+    """The demo's known-truth check (``mia_core.targets.demo.known_truth``): a red box when the run is far from the
     demo's known answer (then no green banner may follow), a line when it matches. True when it failed."""
     if not known:
         return False

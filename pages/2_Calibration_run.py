@@ -24,7 +24,7 @@ from mia_core import runs
 from mia_core.attacks import REGISTRY, default_attacks
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
-from mia_core.data.demo import demo_reference, installed_demo
+from mia_core.targets.demo import demo_reference, installed_demo
 from mia_core.api.request import modify_choices
 
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read just to estimate the run's time
@@ -49,7 +49,7 @@ src_labels = {"demo": "Bundled demo set", "controlled": "The controlled experime
 source = st.radio("Data source", sources, format_func=src_labels.get, horizontal=True, key="cal_source",
                   label_visibility="collapsed")
 if not demo:
-    st.caption("The bundled demo set is not available yet (`mia_core.data.demo`).")
+    st.caption("The bundled demo set is not available yet (`mia_core.targets.demo`).")
 members = nonmembers = population = None
 demo_population = False
 members_text = nonmembers_text = ""

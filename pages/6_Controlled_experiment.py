@@ -23,7 +23,7 @@ import streamlit as st
 from dashboard.controlled import UPLOAD_TYPES, build, show_target
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
-from mia_core.data.demo import demo_corpus_files
+from mia_core.targets.demo import demo_corpus_files
 
 page_setup("Controlled experiment", ":material/science:")
 panel = model_panel(load=False)

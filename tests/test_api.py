@@ -103,7 +103,7 @@ def test_audit_mlm_and_documents_take_texts():
     """audit_mlm runs the masked-LM audit on plain lists (the bundled pair, a few texts, K = 2); audit_documents
     turns plain texts, paths or Documents into Documents the same way."""
     from mia_core.api.checks import _documents
-    from mia_core.data.demo import mlm_demo_paths
+    from mia_core.targets.demo import mlm_demo_paths
     from mia_core.documents import Document
 
     demo = mlm_demo_paths()

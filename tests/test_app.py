@@ -629,7 +629,7 @@ def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default
         "warmup.wait(300)\n"
         "assert not first.is_alive()\n"
         "from dashboard.loaders import default_models, load_model\n"
-        "from mia_core.data.demo import installed_demo as demo_paths\n"
+        "from mia_core.targets.demo import installed_demo as demo_paths\n"
         "wanted = default_models(); heard = []\n"
         "assert [w[0] for w in wanted] == [str(demo_paths()['target']), 'smollm2'], wanted\n"
         "got = [load_model(*w, _progress=lambda m, f: heard.append(m), _into=store) for w in wanted]\n"

@@ -411,7 +411,7 @@ def test_controlled_page_validates_before_training(tmp_path):
     _no_exception(at)
     assert any("experiment name" in e for e in _errors(at)), _errors(at)
 
-    from mia_core.data.demo import demo_corpus_files
+    from mia_core.targets.demo import demo_corpus_files
 
     if any(p.stem == "members" for p in demo_corpus_files()):
         at.text_input(key="cx_name").input("tiny")
@@ -425,7 +425,7 @@ def test_controlled_page_validates_before_training(tmp_path):
 
 def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     """A real (tiny) fine-tune from the page: 20 demo passages, full fine-tuning of a tiny Llama."""
-    from mia_core.data.demo import demo_corpus_files
+    from mia_core.targets.demo import demo_corpus_files
 
     if not any(p.stem == "members" for p in demo_corpus_files()):
         pytest.skip("no bundled demo corpus")

@@ -314,7 +314,7 @@ def test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives(newcomer_
     from playwright.sync_api import sync_playwright
 
     from mia_core.attacks import REGISTRY
-    from mia_core.data.demo import DEMO_EXPECTED_AUC
+    from mia_core.targets.demo import DEMO_EXPECTED_AUC
     from mia_core.models import load_causal_lm
     from mia_core.stats import compute_stats
     from mia_core.attacks.base import scored_tokens

@@ -113,7 +113,7 @@ def test_iid_guard_refuses_a_shifted_validation_set():
            for i in range(40)]
     g = iid_guard(new, old, n_permutations=199)
     assert not g["ok"] and g["blind_auc"] > 0.9 and g["blind_p_value"] <= 0.05 and "Refused" in g["message"]
-    from mia_core.data.demo import demo_paths
+    from mia_core.targets.demo import demo_paths
 
     texts = demo_paths()["nonmembers"].read_text().splitlines()
     order = np.random.default_rng(0).permutation(len(texts))
@@ -137,7 +137,7 @@ def test_overlap_is_compared_after_unicode_normalisation():
 def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     """The demo target's members against its non-members: used; its never-trained population against the
     same non-members: not shown. 30 + 30 texts each, the CLI end to end."""
-    from mia_core.data.demo import demo_paths
+    from mia_core.targets.demo import demo_paths
 
     d = demo_paths()
     for name, src in (("m", "members"), ("p", "population"), ("n", "nonmembers")):
@@ -231,7 +231,7 @@ def test_books_demo_the_collection_is_detected_and_the_null_is_not(tmp_path):
     unit; each suspect book gets its own p-value, BH-adjusted; alternate non-member documents: not shown."""
     import mia_core
 
-    from mia_core.data.demo import demo_paths
+    from mia_core.targets.demo import demo_paths
     from mia_core.documents import demo_documents
 
     mem, non = demo_documents()

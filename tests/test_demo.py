@@ -1,4 +1,4 @@
-"""The bundled demo (mia_core.data.demo, mia_core/assets/demo): three disjoint text sets and a committed LoRA
+"""The bundled demo (mia_core.targets.demo, mia_core/assets/demo): three disjoint text sets and a committed LoRA
 target on the embedded SmolLM2 that loads offline and whose membership the baseline attacks
 detect: LOSS AUC >= 0.7, and the reference attack (the base SmolLM2 as reference) at least as
 strong.
@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from mia_core.attacks import REGISTRY, AttackInputs
-from mia_core.data.demo import demo_dataset, demo_paths, demo_population
+from mia_core.targets.demo import demo_dataset, demo_paths, demo_population
 from mia_core.metrics import evaluate
 from mia_core.models import TARGET_MARKER, load_causal_lm
 from mia_core.stats import compute_stats
@@ -125,7 +125,7 @@ def test_documents_demo_cli_detects_the_member_documents(tmp_path):
 
 # ------------------------------------------------------------------ Masked-LM audit demo
 def test_mlm_demo_target_is_shipped_with_its_recipe():
-    from mia_core.data.demo import MLM_TARGET_COMMAND, mlm_demo_paths
+    from mia_core.targets.demo import MLM_TARGET_COMMAND, mlm_demo_paths
 
     p = mlm_demo_paths()
     assert p["reference"] == "embedded"

@@ -75,7 +75,7 @@ def test_books_are_checked_and_cut_once():
 
 def test_the_demo_texts_and_the_population_are_read_through_one_function(tmp_path):
     from mia_core.api.inference import read_inference_sets
-    from mia_core.data.demo import demo_paths
+    from mia_core.targets.demo import demo_paths
 
     pop = tmp_path / "p.txt"
     pop.write_text("one known non-member\nanother one\n")

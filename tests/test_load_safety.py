@@ -236,7 +236,7 @@ def test_a_damaged_entry_is_recomputed_with_a_note_never_fatal(tiny, damage, why
 def test_the_demo_run_with_a_broken_target_says_its_figures_are_wrong(monkeypatch, tmp_path):
     """The demo is the one audit whose answer is known. Its target damaged the way the racing loads
     damaged it (embeddings re-initialised), the run must not look like a result."""
-    from mia_core.data.demo import DEMO_EXPECTED_AUC, demo_dataset, is_demo_run, known_truth
+    from mia_core.targets.demo import DEMO_EXPECTED_AUC, demo_dataset, is_demo_run, known_truth
     from mia_core.pipeline import RunConfig, run_attacks
 
     monkeypatch.setenv("MIA_CACHE_DIR", str(empty_cache(tmp_path / "cache")))

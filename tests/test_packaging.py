@@ -39,7 +39,7 @@ def test_python_m_mia_core_help_from_another_directory(tmp_path):
 
 def test_demo_assets_resolve_from_another_directory(tmp_path):
     code = (
-        "import json; from mia_core.data.demo import demo_paths; "
+        "import json; from mia_core.targets.demo import demo_paths; "
         "print(json.dumps({k: str(v) for k, v in demo_paths().items()}))"
     )
     r = _run([sys.executable, "-c", code], tmp_path)

@@ -57,7 +57,7 @@ def _own_cache(tmp_path, monkeypatch):
 
 
 def _demo(n: int):
-    from mia_core.data.demo import demo_dataset
+    from mia_core.targets.demo import demo_dataset
 
     ds = demo_dataset()
     mem = [t for t, y in zip(ds.texts, ds.labels) if y == 1][:n]
@@ -197,7 +197,7 @@ def test_the_local_engine_resumes_a_book_the_ray_engine_left_half_done(tiny, eng
 def test_masked_lm_audit_and_neighbour_generation_equal_the_local_engine(engine):
     """The masked-LM audit's energies (target and reference, K masks each, re-made on the workers from the
     seed) and the neighbour generator's proposals run on the workers with the local numbers."""
-    from mia_core.data.demo import mlm_demo_paths
+    from mia_core.targets.demo import mlm_demo_paths
     from mia_core.engines import use_engine
     from mia_core.mlm import run_mlm_audit
     from mia_core.neighbours import NeighbourSettings, make_generator

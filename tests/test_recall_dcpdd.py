@@ -246,7 +246,7 @@ def test_dc_pdd_scores_equal_hand_computed_values(tiny, tmp_path):
 
 
 def test_bundled_corpus_is_gutenberg_and_not_the_demo():
-    from mia_core.data.demo import demo_paths
+    from mia_core.targets.demo import demo_paths
 
     files = sorted(T.BUNDLED.glob("*.txt.gz"))
     assert len(files) == 8 and all(p.name.startswith("pg") for p in files)

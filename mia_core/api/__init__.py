@@ -43,7 +43,8 @@ from .inference import (InferenceRequest, InferenceSets, estimate_inference, exe
                         inference_demo, prepare_inference, read_inference_sets)
 from .mlm import MlmRequest, audit_mlm, execute_mlm, prepare_mlm, read_mlm_files
 from .request import RunRequest, execute_run, load_models, population_set, prepare_run, reference_spec  # noqa: F401
-from .run import RunPlan, audit, plan_run, score
+from .plan import RunPlan, plan_run
+from .run import audit, score
 from .saved import load
 
 __all__ = ["RunPlan", "audit", "audit_documents", "audit_mlm", "infer_dataset", "load", "plan_run", "score"]

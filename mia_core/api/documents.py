@@ -140,13 +140,13 @@ def read_documents(files, *, strip: bool = True) -> list:
 
 
 def document_demo() -> dict | None:
-    """The bundled demo's files (``mia_core.data.demo.installed_demo``: its ``target`` among them), or None.
+    """The bundled demo's files (``mia_core.targets.demo.installed_demo``: its ``target`` among them), or None.
 
     Returns
     -------
     dict or None
     """
-    from ..data.demo import installed_demo
+    from ..targets.demo import installed_demo
 
     return installed_demo()
 
@@ -230,7 +230,7 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
     settings["use_cache"] = _bool("cache", cache)
     options = check_settings(**settings)
     if demo:
-        from ..data.demo import demo_paths
+        from ..targets.demo import demo_paths
         from ..documents import demo_documents
 
         docs = list(demo_documents())

@@ -62,7 +62,7 @@ def _demo_sets(demo: str, *, books: bool, mode: str, text_column: str | None) ->
     """The bundled demo: its members (``demo``) or its population (``demo_null``) against its non-members; books:
     the document demo's members against its non-members, or alternate non-member documents on each side (every
     novel on both sides, never trained on). The readers' notes of the demo are not kept."""
-    from ..data.demo import demo_paths
+    from ..targets.demo import demo_paths
 
     d = demo_paths()
     if books:
@@ -134,7 +134,7 @@ def inference_demo() -> dict | None:
     -------
     dict or None
     """
-    from ..data.demo import DEMO_DIR, installed_demo
+    from ..targets.demo import DEMO_DIR, installed_demo
 
     d = installed_demo()
     if not d:
@@ -158,7 +158,7 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
     Returns
     -------
     tuple
-        ``(plan, tests_seconds)``: the passes' :class:`~mia_core.api.run.RunPlan` (its ``estimate`` line, at this
+        ``(plan, tests_seconds)``: the passes' :class:`~mia_core.api.plan.RunPlan` (its ``estimate`` line, at this
         machine's measured speed) and about how long the permutation tests take after them.
 
     Raises
@@ -168,7 +168,7 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
     """
     from ..dataset_inference import parse_features
     from ..dataset_inference.significance import estimate_seconds
-    from .run import plan_run
+    from .plan import plan_run
 
     families = parse_features(features, reference=reference, population=False)
     if books:

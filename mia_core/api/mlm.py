@@ -93,7 +93,7 @@ class MlmRequest:
 
 
 def mlm_demo(*, required: bool = False) -> dict | None:
-    """The bundled masked-LM demo's files and models (``mia_core.data.demo.mlm_demo_paths``).
+    """The bundled masked-LM demo's files and models (``mia_core.targets.demo.mlm_demo_paths``).
 
     Parameters
     ----------
@@ -106,7 +106,7 @@ def mlm_demo(*, required: bool = False) -> dict | None:
         ``members``, ``nonmembers``, ``population`` (one text per line), ``target`` and ``reference``; None when
         the demo is not installed (unless ``required``).
     """
-    from ..data.demo import mlm_demo_paths
+    from ..targets.demo import mlm_demo_paths
 
     if required:
         return mlm_demo_paths()

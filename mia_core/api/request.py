@@ -119,7 +119,7 @@ def population_set(*, texts: Sequence[str] | None = None, paths=None, mode: str 
 def _planned(attacks, *, reference, population, labels: bool, params: dict, quantize: str):
     """The attacks to run and those skipped (``{name: why}``), from the one plan (``plan_run``); a quantized
     model cannot give GradNorm its gradients (refused when named, skipped under ``all``)."""
-    from .run import plan_run
+    from .plan import plan_run
 
     pop = list(population.texts) if population is not None else ()
     plan = plan_run(attacks, reference=reference is not None, labels=labels, population=pop, params=params)

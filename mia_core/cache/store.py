@@ -20,7 +20,7 @@ text's entry copied over it, arrays of the wrong length, a missing array, a dama
 folder where the file should be) is recomputed, with a note (:func:`collect_notes`), and never
 fatal: a folder in an entry's place is left alone and the new entry is simply not stored.
 
-Sizes, listing and clearing (``mia cache``) are :mod:`mia_core.cache.housekeeping`.
+Sizes, listing and clearing (``mia cache``) are :mod:`mia_core.api.cache`.
 """
 from __future__ import annotations
 

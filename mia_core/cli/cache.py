@@ -1,6 +1,6 @@
 """``mia cache info|clear``: inspect or empty the on-disk statistics cache.
 
-``clear`` removes only what the cache wrote, recognised file by file (``mia_core.cache.plan_clear``):
+``clear`` removes only what the cache wrote, recognised file by file (``mia_core.api.cache.plan_clear``):
 cached statistics always; converted model copies with ``--models``; saved runs with ``--runs``. It says
 what it will remove and what it leaves first, and asks (``--yes`` to skip the question, which a
 non-interactive caller must give; ``--dry-run`` only lists).
@@ -42,7 +42,7 @@ def cmd_cache(args) -> int:
     SettingsError
         ``clear`` without ``--yes`` when stdin is not a terminal (nobody to ask).
     """
-    from ..cache import cache_info, clear_cache, plan_clear
+    from ..api.cache import cache_info, clear_cache, plan_clear
 
     if args.action == "info":
         print(json.dumps(cache_info(), indent=2))

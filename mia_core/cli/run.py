@@ -115,7 +115,7 @@ def _load_inputs(args):
 
     population = None
     if args.demo:
-        from ..data.demo import demo_paths
+        from ..targets.demo import demo_paths
 
         paths = demo_paths()
         refuse_data_with_demo(args)

@@ -214,12 +214,12 @@ def _register_proposer(subparsers) -> None:
 def cmd_build_proposer(args) -> int:
     """``mia build-proposer``: train the embedded neighbour proposer's masked-LM head
     (:func:`mia_core.neighbours.proposer.build_proposer`), or with ``--mlm-demo-target`` the Masked-LM demo's
-    target (:func:`mia_core.data.demo.build_mlm_demo_target`), and print its held-out masked-token scores.
+    target (:func:`mia_core.targets.demo.build_mlm_demo_target`), and print its held-out masked-token scores.
     """
     from ..neighbours.proposer import build_proposer
 
     if args.mlm_demo_target:
-        from ..data.demo import MLM_TARGET_STEPS, build_mlm_demo_target
+        from ..targets.demo import MLM_TARGET_STEPS, build_mlm_demo_target
 
         with ProgressBar(disable=args.quiet) as bar:
             meta = build_mlm_demo_target(args.out, steps=args.steps or MLM_TARGET_STEPS, seed=args.seed, progress=bar)

@@ -156,7 +156,7 @@ def demo_documents() -> tuple[list[Document], list[Document]]:
     """
     import json
 
-    from ..data.demo import DEMO_DIR, demo_paths
+    from ..targets.demo import DEMO_DIR, demo_paths
 
     paths = demo_paths()
     spec_path = DEMO_DIR / "documents.json"

@@ -36,7 +36,7 @@ def run_attacks(dataset: Dataset, target: LoadedModel, **kwargs) -> RunResult:
     result's notes (``report``)."""
     from ..cache import collect_notes
 
-    from ..data import demo
+    from ..targets import demo
 
     with collect_notes() as notes:
         result = _run_attacks(dataset, target, **kwargs)

@@ -34,7 +34,7 @@ ESC = ("\x1b", "\x07", "\x9b")  # what must never reach the terminal raw
 def _texts(which: str, n: int = 12) -> str:
     """``n`` texts of the demo's members (``suspect``) or non-members (``validation``): one distribution, no
     near-duplicates between the two, so the model-free checks pass."""
-    from mia_core.data.demo import demo_paths
+    from mia_core.targets.demo import demo_paths
 
     lines = demo_paths()["members" if which == "suspect" else "nonmembers"].read_text().splitlines()
     return "\n".join(lines[:n]) + "\n"

@@ -64,7 +64,7 @@ def demo_corpus_files() -> list[Path]:
 
 def demo_dataset():
     """The demo members (label 1) and non-members (label 0) as a :class:`mia_core.data.Dataset`."""
-    from . import load_dataset
+    from ..data import load_dataset
 
     p = demo_paths()
     return load_dataset(members=p["members"], nonmembers=p["nonmembers"], mode="lines")
@@ -72,7 +72,7 @@ def demo_dataset():
 
 def demo_population() -> list[str]:
     """The demo population texts (known non-members kept apart for threshold calibration)."""
-    from . import read_texts
+    from ..data import read_texts
 
     return [r.text for r in read_texts(demo_paths()["population"], mode="lines")]
 

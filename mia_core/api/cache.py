@@ -1,4 +1,4 @@
-"""What ``mia cache`` does: the cache's sizes (``cache info``) and, file by file, what ``cache clear`` removes.
+"""The cache command's front door: what ``mia cache`` does: the cache's sizes (``cache info``) and, file by file, what ``cache clear`` removes.
 
 ``clear_cache()`` removes what the cache wrote and nothing else (:func:`plan_clear` lists it first); ``cache_info()``
 reports sizes. An unusable cache folder (``MIA_CACHE_DIR`` a file, not writable, ...) is a one-line ``SettingsError``
@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import SettingsError
 from ..paths import cache_root, cache_writable
-from .store import NAMESPACES
+from ..cache.store import NAMESPACES
 
 
 
