@@ -12,7 +12,8 @@ pattern of a text, so it is the ``"sum"`` energy divided by ``l``). All ``K`` ma
 batch of texts go through the model together (:func:`_batches` groups texts longest first within a
 padded-token budget; :func:`_score_batch` builds the masked rows; :func:`_forward_logprobs`
 projects only the masked positions onto the vocabulary). Per-pattern *sums* are cached
-(``mia_core.cache.ArrayCache``, namespace ``mlm``) keyed by the model's identity and
+(``mia_core.cache.ArrayCache``, namespace ``mlm``, read with ``ArrayCache.lookup`` like every cache client)
+keyed by the model's identity and
 ``MaskPlan.settings()`` (``K``, seed, mask rate, maximum length, and the rounding of ``l`` when it
 is not the default's) and the text hash, so a re-run makes no model call.
 """
@@ -247,19 +248,19 @@ def energies(mlm: MaskedLM, texts: Sequence[str] | None = None, *, k: int | None
     n = len(plan.texts)
     sums = np.full((n, plan.k), np.nan, dtype=np.float64)
     store = _cache_for(mlm, plan, cache)
-    todo = []
-    for i, h in enumerate(plan.hashes):
-        if plan.content[i].size == 0:
-            continue
-        got = store.get(h) if cache else None
-        if got is not None and got.get("pattern_logp") is not None and got["pattern_logp"].shape == (plan.k,):
-            sums[i] = got["pattern_logp"]
-        else:
-            todo.append(i)
+    live = [i for i in range(n) if plan.content[i].size]  # a text without content keeps NaN energies
+    found = store.lookup([plan.hashes[i] for i in live], decode=lambda a: a["pattern_logp"],
+                         check=lambda j, a: None if a.get("pattern_logp") is not None and
+                         a["pattern_logp"].shape == (plan.k,) else f"not {plan.k} pattern sums")
+    for j, v in enumerate(found.results):
+        if v is not None:
+            sums[live[j]] = v
+    todo = [live[found.first(h)] for h in found.missing]  # a text that comes twice is scored once
     if todo:
         def put(i: int, t_a: int, t_b: int, arrays: dict) -> bool:
             v = arrays["pattern_logp"]
-            sums[i] = v
+            for j in found.missing[plan.hashes[i]]:
+                sums[live[j]] = v
             store.put(plan.hashes[i], {"pattern_logp": v, "n_tokens": np.int64(plan.content[i].size)})
             return True
 
