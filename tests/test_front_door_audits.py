@@ -99,3 +99,41 @@ def test_every_front_door_name_is_in_its_module():
         for name in names:
             obj = getattr(m, name)
             assert not name.startswith("_") and (obj.__doc__ or "").strip(), f"{module}.{name}"
+
+
+def _engine_packages(files, *, relative_to=None) -> set[str]:
+    """The top-level modules and packages of mia_core that ``files`` import (``mia_core.X`` or, for modules inside
+    mia_core, ``..X``); mia_core.cli and the package itself (``__version__``) left out."""
+    import ast
+
+    out = set()
+    for f in files:
+        for n in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom):
+                if n.level and relative_to is not None:
+                    parts = list(f.relative_to(relative_to).with_suffix("").parts)[: -n.level]
+                    mods = [".".join(parts + [n.module])] if n.module else [".".join(parts + [a.name]) for a in n.names]
+                else:
+                    mods = ([n.module] if n.module != "mia_core" else [f"mia_core.{a.name}" for a in n.names]) \
+                        if n.module else []
+            elif isinstance(n, ast.Import):
+                mods = [a.name for a in n.names]
+            else:
+                continue
+            out |= {m.split(".")[1] for m in mods if m.startswith("mia_core.") and m.split(".")[1] not in ("cli",
+                                                                                                    "__version__")}
+    return out
+
+
+def test_each_front_end_reaches_at_most_twelve_engine_packages():
+    """Issue 39's bound: the CLI, and the pages with dashboard/, reach the engine through mia_core.api and at most
+    a dozen of its top-level packages, never an audit's internals (documents, mlm, dataset_inference, stats...)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    cli = _engine_packages(sorted((root / "mia_core" / "cli").glob("*.py")), relative_to=root)
+    pages = _engine_packages([*sorted((root / "dashboard").glob("*.py")), *sorted((root / "pages").glob("*.py")),
+                              root / "app.py"])
+    for name, got in (("the CLI", cli), ("the pages with dashboard/", pages)):
+        assert "api" in got and len(got) <= 12, (name, sorted(got))
+        assert not got & {"documents", "mlm", "dataset_inference", "pipeline", "smia"}, (name, sorted(got))
