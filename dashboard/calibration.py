@@ -156,7 +156,7 @@ def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: 
     if not attacks:
         return ""
     pop = list(inputs.population.texts) if inputs.population is not None else []
-    # the estimate covers what was ticked: the inputs are checked when Run is pressed (build_config)
+    # the estimate covers what was ticked: the inputs are checked when Run is pressed (build_request)
     plan = plan_run(attacks, texts=list(inputs.dataset.texts), population=pop, params=params, n_params=n_params,
                     device=device, tokenizer=tokenizer, modify_variants=modify_variants, check_inputs=False)
     return plan.estimate

@@ -123,7 +123,7 @@ if with_params:
             vals = {}
             for p, dv in REGISTRY[a].params.items():
                 key = f"cal_param_{a}_{p}"
-                dom = REGISTRY[a].domains[p]  # the declared domain: checked by build_config, shown as help
+                dom = REGISTRY[a].domains[p]  # the declared domain: checked by build_request, shown as help
                 label = f"{REGISTRY[a].label}: {p}" + (" (fraction of lowest-scoring tokens)" if p == "k" else "")
                 tip = dom.describe() + (f" — {dom.note}" if dom.note else "")
                 if p in REGISTRY[a].choices:

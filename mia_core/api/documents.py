@@ -1,5 +1,4 @@
-"""The document-level audit's front door (Meeus et al. 2024), and ``audit_documents`` / ``audit_mlm``, the two
-audits' entries in the API.
+"""The document-level audit's front door (Meeus et al. 2024), and ``audit_documents``, its entry in the API.
 
 :func:`prepare_documents` does everything that needs no model, the same way for the CLI (``mia documents``), the
 API (:func:`audit_documents`) and the dashboard's Document audit page: it resolves the model specs (the demo
@@ -7,7 +6,7 @@ target for the bundled demo), reads the books (or takes them as given), checks e
 (:func:`mia_core.documents.stages.check_settings`) and the books (:func:`~mia_core.documents.stages.document_set`:
 overlap, enough books for the folds, the partial-document settings), and returns a :class:`DocumentRequest`;
 :func:`execute_documents` then loads the models and runs the stages. The masked-LM audit's front door is
-:mod:`mia_core.api.mlm` (:func:`prepare_mlm`, :func:`execute_mlm`, :func:`audit_mlm`, re-exported here).
+:mod:`mia_core.api.mlm`.
 """
 from __future__ import annotations
 
@@ -18,7 +17,6 @@ from ..errors import SettingsError
 
 from .checks import (_bool, _callable, _choice, _column, _device, _documents, _dtype, _int, _kwargs, _model_spec,
                      _n_jobs, _names, _neighbours, _pairs, _seed, _whole_list)
-from .mlm import MlmRequest, audit_mlm, execute_mlm, mlm_demo, prepare_mlm, read_mlm_files  # noqa: F401
 from ..neighbours.base import DEFAULT_GENERATOR  # noqa: F401 - the CLI's default neighbour generator
 
 _DOCUMENT_CHECKS = {

@@ -22,7 +22,7 @@ def check_params(params: dict | None, *, prefix: str = "") -> dict:
 
     The one check of attack parameters: the CLI (``--param``, with ``prefix="--param "``), the
     pipeline (``pipeline.check_config``, before any model pass) and the calibration page
-    (``dashboard.calibration.build_config``, before the page loads a model) call it."""
+    (``dashboard.calibration.build_request``, before the page loads a model) call it."""
     out = {}
     for name, values in (params or {}).items():
         if name not in REGISTRY:

@@ -21,7 +21,7 @@ naming the parameter, the value and the domain ("rmia.gamma must be > 0 (a finit
 inf"); an input file that does not exist is a ``DataError`` ("... (not found)"), like every
 other missing input. :func:`mia_core.attacks.check_params` applies the domains to a run's
 ``{attack: {name: value}}``; the CLI (``--param``), the pipeline (:func:`mia_core.pipeline.check_config`,
-the first thing ``run_attacks`` does) and the calibration page (``dashboard.calibration.build_config``)
+the first thing ``run_attacks`` does) and the calibration page (``dashboard.calibration.build_request``)
 all call it.
 """
 from __future__ import annotations
