@@ -149,8 +149,12 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     assert got["verdict"] == "used" and got["p_value"] <= 0.01 and got["n_suspect"] == 30
     assert got["p_value_ttest"] < 0.05 and set(got["weights"]) == set(got["features"]) and got["blind_auc"] < 0.7
     assert "min_k_pp@0.2" in got["features"] and "VERDICT [used]" in r.stdout
+    # the first line and the report name the model, the data and the verdict (issue 40)
+    assert "audited: demo target · files m.txt vs n.txt: 30 suspect vs 30 validation texts — used (p" in r.stdout
     html = (tmp_path / "used" / "report.html").read_text()
-    assert "Verdict: used" in html and "plotly" in html and "permutation test" in html
+    assert "<b>Used.</b>" in html and "plotly" in html and "permutation test" in html
+    assert "demo target" in html and "m.txt" in html and "n.txt" in html and "Min-K%++ (k = 20 %)" in html
+    assert "min_k_pp@0.2" not in html.split("<script")[0]  # features by their display names
     r = run_mia("infer-dataset", "--suspect", tmp_path / "p.txt", "--validation", tmp_path / "n.txt", "--model",
                 d["target"], "--permutations", "999", "--out", tmp_path / "null", "--quiet")
     assert r.returncode == 0, r.stderr[-2000:]
@@ -210,7 +214,11 @@ def test_a_shifted_validation_set_is_refused_without_loading_the_model(tmp_path)
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads((tmp_path / "out" / "dataset_inference.json").read_text())
     assert got["verdict"] == "refused" and got["p_value"] is None and got["blind_auc"] > 0.9
-    assert "VERDICT [refused]" in r.stdout and "Verdict: refused" in (tmp_path / "out" / "report.html").read_text()
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "VERDICT [refused]" in r.stdout and "<b>Refused.</b> The blind baseline tells" in html
+    # no model was loaded: the run still names the model it was to audit, the data and the verdict
+    assert "audited: no-such-model · files s.txt vs v.txt: 30 suspect vs 30 validation texts — refused" in r.stdout
+    assert "no-such-model" in html and "s.txt" in html
 
 
 # ------------------------------------------------------------------------------------------------ books
@@ -293,3 +301,109 @@ def test_features_that_cannot_be_used_are_dropped_or_refused():
     assert any("1 text(s) excluded" in x for x in notes)
     with pytest.raises(DataError, match="no usable feature"):
         clean({"a": np.full(n, np.nan), "b": np.zeros(n)})
+
+
+# ------------------------------------------------------------------------------------------------ words (issue 40)
+def _synthetic_result(n: int = 12, blind_auc: float = 0.097):
+    """A text result from synthetic features (no model): the suspect set shifted, ``n`` + ``n`` texts."""
+    import pandas as pd
+
+    from mia_core.dataset_inference.audit import DatasetInferenceResult, units_frame
+    from mia_core.dataset_inference.significance import power_curve
+    from mia_core.dataset_inference.verdict import test_stage
+
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(n, int), np.zeros(n, int)]
+    X = rng.normal(size=(2 * n, 3)) + 1.5 * y[:, None]
+    t = test_stage(X, y, alpha=0.01, folds=5, n_permutations=199, seed=0, paper=True, unit="text")
+    names = ["loss", "zlib", "min_k_pp@0.6"]
+    df = pd.DataFrame({"text_id": [f"t{i}" for i in range(2 * n)], "set": np.where(y == 1, "suspect", "validation")})
+    s = {"n_suspect": n, "n_validation": n, "folds": 5, "n_permutations": 199, "seed": 0, **t["summary"],
+         "features": names, "weights": dict(zip(names, t["perm"]["weights"])), "blind_auc": blind_auc,
+         "blind_p_value": 0.98, "power_curve": power_curve(X, y, folds=5, seed=0), "model": "demo target",
+         "n_excluded": 0}
+    return DatasetInferenceResult(summary=s, scores=units_frame(df, names, X, np.ones(2 * n, bool), t),
+                                  metrics=t["metrics"], report=["a note that starts lowercase"])
+
+
+def test_features_are_named_as_the_rest_of_the_product_names_the_attacks():
+    from mia_core.api.inference import inference_feature_label
+    from mia_core.attacks import REGISTRY
+
+    assert inference_feature_label("min_k_pp@0.6") == "Min-K%++ (k = 60 %)"
+    assert inference_feature_label("min_k@0.05") == "Min-K% (k = 5 %)"
+    assert inference_feature_label("loss") == REGISTRY["loss"].label == "LOSS"
+    assert inference_feature_label("dc_pdd") == REGISTRY["dc_pdd"].label
+    assert inference_feature_label("not_an_attack") == "not_an_attack"
+
+
+def test_a_saved_run_and_its_report_name_the_model_the_data_and_the_verdict(tmp_path, monkeypatch):
+    """The demo and the demo-null runs get different names; the report's header names the model (short name and
+    identity), the data and the verdict; features by their display names; the verdict is said once."""
+    from mia_core.api.inference import inference_report, list_inference_runs, load_inference_run, save_inference_run
+
+    monkeypatch.setenv("MIA_RUNS_DIR", str(tmp_path))
+    metas = {src: save_inference_run(_synthetic_result(), model="demo target",
+                                     inputs={"model": "demo target", "model_identity": "demo-id|fp32",
+                                             "source": src}) for src in ("demo", "demo_null")}
+    p = metas["demo"]["name"].split("— used (p = ")[1]
+    assert metas["demo"]["name"] == f"demo target · demo: 12 suspect vs 12 validation texts — used (p = {p}"
+    assert metas["demo_null"]["name"].startswith("demo target · demo null: 12 suspect vs 12 validation texts — used")
+    listed = {m["id"]: m for m in list_inference_runs()}
+    assert listed[metas["demo_null"]["id"]]["data"] == "demo null: 12 suspect vs 12 validation texts"
+    assert listed[metas["demo"]["id"]]["model_identity"] == "demo-id|fp32"
+    up = save_inference_run(_synthetic_result(), inputs={"model": "tiny", "source": "upload",
+                                                         "suspect_files": ["a.txt", "b.txt", "c.txt"],
+                                                         "validation_files": ["v.txt"]})
+    assert up["name"].startswith("tiny · files a.txt, b.txt (+1) vs v.txt: 12 suspect vs 12 validation texts — used")
+    html = inference_report(metas["demo_null"]["id"]).decode()
+    head = html.split("<script")[0]
+    for needle in ("What was audited", "demo target", "demo-id|fp32", "null case", "used (p = ",
+                   "Min-K%++ (k = 60 %)", "<b>Used.</b> The suspect texts"):
+        assert needle in head, needle
+    assert "<li>A note that starts lowercase</li>" in html  # the notes as sentences
+    assert "min_k_pp@0.6" not in head and "Verdict: used" not in head
+    assert load_inference_run(metas["demo"]["id"]).inputs["source"] == "demo"
+
+
+def test_a_run_saved_before_the_names_is_listed_and_read_as_before(tmp_path, monkeypatch):
+    """A meta.json without ``data``, ``model_identity`` or ``inputs`` (runs saved before issue 40): its name kept,
+    the new fields empty, the run read back with no inputs, its report written again without them."""
+    from mia_core.dataset_inference import store
+    from mia_core.dataset_inference.report import dataset_inference_report, run_name
+
+    monkeypatch.setenv("MIA_RUNS_DIR", str(tmp_path))
+    meta = store.save(_synthetic_result(), name="12 suspect vs 12 validation texts")
+    folder = store.store_dir() / meta["id"]
+    old = json.loads((folder / "meta.json").read_text())
+    for k in ("data", "model_identity", "inputs"):
+        old.pop(k)
+    (folder / "meta.json").write_text(json.dumps(old))
+    listed = store.list_runs()[0]
+    assert listed["name"] == "12 suspect vs 12 validation texts" and listed["data"] is None
+    assert "damaged" not in listed
+    res = store.load_result(meta["id"])
+    assert res.inputs == {}
+    assert run_name(res.summary).startswith("demo target · 12 suspect vs 12 validation texts — used")
+    assert "<th>data</th><td>not recorded</td>" in dataset_inference_report(res)
+
+
+def test_a_blind_auc_far_below_a_half_is_worded_and_the_power_floor_labelled():
+    from mia_core.api.inference import inference_notes
+    from mia_core.reports.plots import di_power_curve
+
+    s = _synthetic_result(blind_auc=0.097).summary
+    words = inference_notes(s)
+    assert words["verdict"] == "Used" and words["reason"].startswith("The suspect texts")
+    assert "0.097 on 12 + 12 texts" in words["blind"] and "not evidence of anything" in words["blind"]
+    assert inference_notes(_synthetic_result(blind_auc=0.52).summary)["blind"] is None
+    # the curve's points use 999 permutations (floor 0.001); the headline used 199 here
+    assert "999 permutations" in words["power_floor"] and "1 / (999 + 1) = 0.001" in words["power_floor"]
+    assert "199 permutations" in words["power_floor"]
+    fig = di_power_curve(s["power_curve"], alpha=0.01, n_permutations=10_000)
+    label = next(a.text for a in fig.layout.annotations if "floor" in a.text)
+    assert "1/(999+1) = 0.001" in label and "headline used 10,000" in label, label
+    assert fig.layout.xaxis.tickformat == "d" and all(float(v).is_integer() for v in fig.layout.xaxis.tickvals)
+    # a refused run (old: lowercase reason) is worded as a sentence
+    assert inference_notes({"verdict": "refused", "verdict_reason": "the blind baseline tells"})["reason"] \
+        == "The blind baseline tells"

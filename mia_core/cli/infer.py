@@ -118,13 +118,29 @@ def run(args) -> int:
     print_notes(printed)
     with ProgressBar(disable=args.quiet) as bar:
         res = execute_inference(request, progress=bar)
+    res.inputs = _inputs(args, request.model, res.summary.get("model"))
     return _report(res, args, t_start, printed=printed)
+
+
+def _inputs(args, spec, name) -> dict:
+    """What was audited, for the report's header and the first line printed: the model (its short name and the
+    spec it was loaded from), the source (the demo, its null case or files) and the files' names."""
+    source = "demo_null" if args.demo_null else "demo" if args.demo else "files"
+    short = name or ("demo target" if source != "files" else Path(str(spec)).name)  # a refused run loads none
+    out = {"model": str(short), "model_identity": str(spec), "source": source}
+    if source == "files":
+        out.update(suspect_files=[Path(str(f)).name for f in args.suspect],
+                   validation_files=[Path(str(f)).name for f in args.validation])
+    return out
 
 
 def _report(res, args, t_start: float, printed=()) -> int:
     """Print the result (book and file names in it as safe text; the notes already printed left out); with
     ``--out``, publish its files in one rename."""
+    from ..api.inference import inference_run_name
+
     print()
+    print(safe_text(f"audited: {inference_run_name(res.summary, res.inputs)}"))
     print_report(res.summary_text(), printed)
     if args.out:
         out = Path(args.out)

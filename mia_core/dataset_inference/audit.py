@@ -37,12 +37,16 @@ class DatasetInferenceResult(AuditResult):
     """``summary``: what ``dataset_inference.json`` holds (``p_value``, ``p_value_ttest``, ``verdict``,
     ``n_suspect``, ``n_validation``, ``alpha``, ``blind_auc``, ``self_check_p_value``, ``weights``, ...);
     ``scores``: one row per text (set, features, the combined out-of-fold score); ``metrics``: the two
-    tests and the null check; ``report``: notes."""
+    tests and the null check; ``report``: notes; ``inputs``: what was audited as the front end names it (``model``,
+    ``model_identity``, ``source``: demo, demo_null, paste, upload or files, ``suspect_files``,
+    ``validation_files``), for the report's header and a saved run's name (not in ``dataset_inference.json``;
+    the run store keeps it in ``meta.json``)."""
 
     summary: dict
     scores: pd.DataFrame
     metrics: dict = field(default_factory=dict)
     report: list = field(default_factory=list)
+    inputs: dict = field(default_factory=dict)
 
     def summary_text(self) -> str:
         """The report ``mia infer-dataset`` prints: the sets' sizes and alpha; unless the run was refused, the

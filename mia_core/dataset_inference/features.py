@@ -62,6 +62,33 @@ def parse_features(spec, *, reference: bool, population: bool) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def feature_label(name: str) -> str:
+    """A feature as the rest of the product names the attack it comes from (``mia_core.attacks``' label), with
+    its k for the Min-K% grid: ``"min_k_pp@0.6"`` -> ``"Min-K%++ (k = 60 %)"``, ``"loss"`` -> ``"LOSS"``; a name
+    that is not a registered attack's is returned as it is.
+
+    Parameters
+    ----------
+    name : str
+        A feature name as :func:`feature_columns` makes it (``attack`` or ``attack@k``).
+
+    Returns
+    -------
+    str
+        Its display name.
+    """
+    from ..attacks import REGISTRY
+
+    attack, _, k = str(name).partition("@")
+    if attack not in REGISTRY:
+        return str(name)
+    label = REGISTRY[attack].label
+    try:
+        return f"{label} (k = {float(k) * 100:g} %)" if k else label
+    except ValueError:
+        return f"{label} ({k})"
+
+
 def feature_columns(inputs, attacks: list, run_params: dict, scores: dict) -> dict[str, np.ndarray]:
     """``{feature name: values}``: each family's score from the run (``scores``), and for ``min_k`` /
     ``min_k_pp`` the paper's k grid, scored again from the same statistics (``inputs``)."""
@@ -85,9 +112,10 @@ def clean(cols: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray, np.ndarra
         v = np.asarray(v, dtype=float)
         finite = np.isfinite(v)
         if finite.mean() < 1 - MAX_NAN:
-            notes.append(f"feature {name} dropped: no value for {int((~finite).sum())} of {len(v)} texts")
+            notes.append(f"feature {feature_label(name)} dropped: no value for {int((~finite).sum())} of {len(v)} "
+                         "texts")
         elif np.ptp(v[finite]) == 0:
-            notes.append(f"feature {name} dropped: the same value for every text")
+            notes.append(f"feature {feature_label(name)} dropped: the same value for every text")
         else:
             kept.append(name)
     if not kept:

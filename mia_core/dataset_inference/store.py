@@ -42,17 +42,22 @@ def store_dir(root=None) -> Path:
 
 
 def save(result, *, name: str | None = None, model: str | None = None, root=None) -> dict:
-    """Save a result as a new run; returns its meta."""
+    """Save a result as a new run; returns its meta. The default name is the model, the data and the verdict
+    (``report.run_name``, from the result's ``inputs``); ``meta.json`` keeps the inputs (``inputs``), the data in
+    one line (``data``) and the model's identity (``model_identity``)."""
     from ..runs.results import json_default
 
-    s = result.summary
+    from .report import data_words, run_name
+
+    s, inputs = result.summary, clean_inputs(getattr(result, "inputs", None))
     run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
     path = store_dir(root) / run_id
     tmp = path.with_name(path.name + ".tmp")
     result.save(tmp)
-    meta = {"id": run_id, "name": name or f"{s['n_suspect']} suspect vs {s['n_validation']} validation "
-                                          f"{'books' if s.get('mode') == 'books' else 'texts'}",
-            "created": time.strftime("%Y-%m-%d %H:%M"), "created_ts": time.time(), "model": model,
+    meta = {"id": run_id, "name": name or run_name(s, inputs),
+            "created": time.strftime("%Y-%m-%d %H:%M"), "created_ts": time.time(),
+            "model": model or inputs.get("model") or s.get("model"), "model_identity": inputs.get("model_identity"),
+            "data": data_words(s, inputs), "inputs": inputs,
             "verdict": s.get("verdict"), "p_value": s.get("p_value"), "p_value_is_bound": s.get("p_value_is_bound"),
             "n_suspect": s.get("n_suspect"), "n_validation": s.get("n_validation"), "alpha": s.get("alpha"),
             "blind_auc": s.get("blind_auc"), "mode": s.get("mode", "texts")}
@@ -61,10 +66,26 @@ def save(result, *, name: str | None = None, model: str | None = None, root=None
     return meta
 
 
+_INPUT_TEXT = ("model", "model_identity", "model_spec", "reference", "source", "unit")
+_INPUT_LISTS = ("suspect_files", "validation_files")
+
+
+def clean_inputs(raw) -> dict:
+    """What was audited (``DatasetInferenceResult.inputs``) with only the fields the store knows, each of its type
+    (a text, or a list of texts): anything else is left out, never shown."""
+    if not isinstance(raw, dict):
+        return {}
+    out = {k: raw[k] for k in _INPUT_TEXT if isinstance(raw.get(k), str)}
+    out.update({k: [str(x) for x in raw[k]] for k in _INPUT_LISTS
+                if isinstance(raw.get(k), list) and all(isinstance(x, str) for x in raw[k])})
+    return out
+
+
 def _blank(run_id: str, p: Path) -> dict:
     """Every field a listing shows, with safe defaults (the time from the id)."""
     ts = _fallback_ts(p)
-    return {"id": run_id, "name": run_id, "created": _fmt_ts(ts), "created_ts": ts, "model": None, "verdict": None,
+    return {"id": run_id, "name": run_id, "created": _fmt_ts(ts), "created_ts": ts, "model": None,
+            "model_identity": None, "data": None, "verdict": None,
             "p_value": None, "p_value_is_bound": False, "n_suspect": None, "n_validation": None, "alpha": None,
             "blind_auc": None, "mode": "texts"}
 
@@ -79,6 +100,8 @@ _FIELDS = {
     "name": (lambda v: isinstance(v, str), "text"),
     "created": (lambda v: isinstance(v, str), "text"),
     "model": (lambda v: isinstance(v, str), "text"),
+    "model_identity": (lambda v: isinstance(v, str), "text"),
+    "data": (lambda v: isinstance(v, str), "text"),
     "verdict": (lambda v: isinstance(v, str), "text"),
     "mode": (lambda v: v in ("texts", "books"), "texts or books"),
     "p_value": (_share, "a number in [0, 1]"),
@@ -362,4 +385,15 @@ def load_result(run_id: str, root=None):
         raise DataError(_one_line(f"dataset-inference run {run_id} cannot be opened: {e}")) from None
     except OSError as e:
         raise DataError(f"dataset-inference run {run_id} cannot be opened ({_reason(e)})") from None
-    return DatasetInferenceResult(summary=summary, scores=scores, metrics=tests, report=list(notes))
+    return DatasetInferenceResult(summary=summary, scores=scores, metrics=tests, report=list(notes),
+                                  inputs=_saved_inputs(folder))
+
+
+def _saved_inputs(folder: Path) -> dict:
+    """The inputs ``meta.json`` recorded (:func:`clean_inputs`); none for a run saved before issue 40 or a
+    ``meta.json`` that cannot be read (the listing says why)."""
+    try:
+        raw = _read_json(folder, META, max_bytes=MAX_META_BYTES)
+    except (_Bad, OSError):
+        return {}
+    return clean_inputs(raw.get("inputs")) if isinstance(raw, dict) else {}

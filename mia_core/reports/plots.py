@@ -416,9 +416,11 @@ def di_score_histogram(suspect_scores: Iterable[float], validation_scores: Itera
     return fig
 
 
-def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.Figure:
-    """Dataset inference: the permutation p-value (median and range over random subsets) against the number of
-    suspect texts, log scale, with the significance level."""
+def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None,
+                   n_permutations: int | None = None) -> go.Figure:
+    """Dataset inference: the test's p-value (median and range over random subsets) against the number of
+    suspect texts, log scale, with the significance level and the floor of the curve's permutations
+    (``1 / (B + 1)``; the headline's ``n_permutations``, when given, named beside it). Whole texts on the x-axis."""
     n = [c["n"] for c in curve]
     med = [max(c["median_p"], 1e-6) for c in curve]
     lo = [max(c["min_p"], 1e-6) for c in curve]
@@ -433,10 +435,12 @@ def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None) -> go.F
                       annotation_position="bottom right")
     floor = curve[0].get("floor") if curve else None
     if floor:  # the smallest p the curve's permutations can give: a point on it is a bound
+        b = round(1 / floor) - 1
+        head = f"; the headline used {int(n_permutations):,}" if n_permutations and n_permutations != b else ""
         fig.add_hline(y=floor, line=dict(color="#888", dash="dot"),
-                      annotation_text=f"floor of these permutations ({floor:.0e}): p here means p <= that",
+                      annotation_text=f"floor: 1/({b:,}+1) = {floor:.2g}, the least p of {b:,} permutations{head}",
                       annotation_position="top right")
-    fig.update_xaxes(tickvals=n)  # whole numbers of texts only
+    fig.update_xaxes(tickvals=n, tickformat="d")  # whole numbers of texts only
     fig.update_layout(template=TEMPLATE, height=320,
                       title="Texts the claim needs (descriptive)",
                       xaxis_title="suspect texts (+ as many validation), from these texts",
