@@ -147,10 +147,14 @@ def build_config(attacks, params: dict, **settings):
 
 
 def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: float | None = None,
-                 device: str = "cpu", tokenizer=None, modify_variants=()) -> str:
-    """The line shown before Run: texts x passes x this machine's measured speed, from the one plan
-    the CLI and the API make (``mia_core.api.plan_run``)."""
+                 device: str = "cpu", tokenizer=None, modify_variants=(), target=None, reference=None,
+                 context: int | None = None) -> str:
+    """The line shown before Run: the texts the cache lacks x passes x this machine's measured speed, from the
+    one plan the CLI and the API make (``mia_core.api.plan_run``). ``target``/``reference``: the loaded models
+    (None when not loaded yet: the line then says it does not know the cache); ``context``: the run's window
+    (None: the default), part of the cache key."""
     from mia_core.api import plan_run
+    from mia_core.stats import StatsSettings
 
     attacks = [a for a in attacks if a in REGISTRY]
     if not attacks:
@@ -158,7 +162,8 @@ def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: 
     pop = list(inputs.population.texts) if inputs.population is not None else []
     # the estimate covers what was ticked: the inputs are checked when Run is pressed (build_request)
     plan = plan_run(attacks, texts=list(inputs.dataset.texts), population=pop, params=params, n_params=n_params,
-                    device=device, tokenizer=tokenizer, modify_variants=modify_variants, check_inputs=False)
+                    device=device, tokenizer=tokenizer, modify_variants=modify_variants, check_inputs=False,
+                    target_model=target, reference_model=reference, settings=StatsSettings(context=context or None))
     return plan.estimate
 
 

@@ -148,6 +148,48 @@ def plan(cfg: dict) -> dict:
     return {"sets": sets, "notes": notes, "base": base, "lr": lr, "out_root": out_root}
 
 
+ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read on every change of the page just to estimate
+
+
+def estimate_line(cfg: dict, panel) -> str:
+    """The line shown before "Build the target" (``mia_core.api.targets.estimate_build``): the training epochs x
+    the members' tokens at about 3 forward passes a token, plus the held-out scoring, at this machine's measured
+    speed for the base model (looked up among the models loaded already, never loaded here). Empty on bad input
+    (Build says why) and for uploads over 5 MB.
+
+    Parameters
+    ----------
+    cfg : dict
+        The page's settings (:func:`build`'s).
+    panel
+        The sidebar's model panel (dtype, device).
+
+    Returns
+    -------
+    str
+    """
+    from mia_core.api.targets import estimate_build
+
+    from .loaders import loaded
+
+    if cfg["source"] != "demo" and sum(getattr(f, "size", 0) or 0 for f in cfg["uploads"] or []) > ESTIMATE_MAX_BYTES:
+        return ""
+    try:
+        if int(cfg["epochs"]) < 1 or (cfg["source"] != "demo" and not cfg["uploads"]):
+            return ""
+        base = base_model(cfg["base_choice"], cfg["base_custom"])
+        items = cfg["demo_files"] if cfg["source"] == "demo" else list(cfg["uploads"])
+        texts = read_corpus(items, mode="lines" if cfg["source"] == "demo" else cfg["mode"], notes=[])
+        if int(cfg["max_texts"]) > 0:
+            texts = texts[:int(cfg["max_texts"])]
+        sets = split_corpus(texts, tuple(int(x) for x in cfg["shares"]), int(cfg["seed"]))
+    except (MiaError, OSError, ValueError):
+        return ""
+    lm = loaded(base, panel.dtype, "none", panel.device, panel.trust_remote_code)
+    return estimate_build(sets, epochs=int(cfg["epochs"]), max_length=int(cfg["max_length"]), base=lm,
+                          n_params=135e6 if base == EMBEDDED_NAME else None)[0]
+
+
 def build(cfg: dict, device: str) -> None:
     """Plan, write the split, fine-tune the target with a progress bar, and hand it over in ``st.session_state``
     (:data:`KEYS`); an error is shown, and a half-made experiment removed so its name stays free.

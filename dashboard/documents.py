@@ -164,9 +164,9 @@ def _more_settings(out: dict, choices: dict) -> None:
     out["engine"] = engine_widgets("doc")
 
 
-def _request(books: dict, cfg: dict):
-    """The books read (their reading notes shown) and the checked request (overlap, then enough books for the
-    folds: the engine's checks, worded with the page's labels)."""
+def _request(books: dict, cfg: dict, show_notes: bool = True):
+    """The books read (their reading notes shown, unless ``show_notes`` is False) and the checked request
+    (overlap, then enough books for the folds: the engine's checks, worded with the page's labels)."""
     if not cfg["norms"]:
         raise SettingsError("choose at least one normalisation.")
     if books["source"] == "demo":
@@ -174,7 +174,7 @@ def _request(books: dict, cfg: dict):
     else:
         members = _read_docs("member", books["mem_up"], books["mem_paths"], books["strip"])
         nonmembers = _read_docs("non-member", books["non_up"], books["non_paths"], books["strip"])
-    for d in members + nonmembers:  # e.g. a book read as Windows-1252
+    for d in (members + nonmembers) if show_notes else ():  # e.g. a book read as Windows-1252
         for n_ in (d.strip or {}).get("notes") or []:
             st.caption(md_text(n_))
     feats = ("hist", "agg") if cfg["feat_choice"] == "both" else (cfg["feat_choice"],)
@@ -185,6 +185,51 @@ def _request(books: dict, cfg: dict):
         partial_lengths=document_choices()["partial_lengths"] if cfg["do_partial"] else None,
         baselines=bool(cfg["do_baselines"]), n_estimators=int(cfg["n_trees"]))
     return request
+
+
+ESTIMATE_MAX_BYTES = 5 * 2**20  # books above this are not re-read on every change of the page just to estimate
+
+
+def _books_bytes(books: dict) -> int:
+    """The size of the books the page would read (uploads, or the files under the typed paths)."""
+    import os
+
+    if books["source"] == "demo":
+        return 0
+    if books["source"] == "upload":
+        return sum(getattr(f, "size", 0) or 0 for f in [*(books["mem_up"] or []), *(books["non_up"] or [])])
+    total = 0
+    for line in f"{books['mem_paths']}\n{books['non_paths']}".splitlines():
+        p = os.path.expanduser(line.strip())
+        if os.path.isfile(p):
+            total += os.path.getsize(p)
+        elif os.path.isdir(p):
+            total += sum(os.path.getsize(os.path.join(r, f)) for r, _, fs in os.walk(p) for f in fs)
+    return total
+
+
+def estimate_line(books: dict, cfg: dict, panel) -> str:
+    """The line shown before Run (``mia_core.api.documents.estimate_documents``): the books' pass the cache
+    lacks at this machine's measured speed for the model, the baselines when ticked, the k-fold; the model the
+    run would use is looked up among those loaded already (never loaded here). Empty until the books are there,
+    on bad input (Run says why) and for books over 5 MB (they would be re-read on every change of the page)."""
+    from mia_core.api.documents import estimate_documents
+
+    from .loaders import loaded
+
+    if _books_bytes(books) > ESTIMATE_MAX_BYTES:
+        return ""
+    try:
+        request = _request(books, cfg, show_notes=False)
+    except (MiaError, OSError, ValueError):
+        return ""
+    if books["use_demo_model"]:
+        target = loaded(str(books["demo"]["target"]), panel.dtype, panel.quantize, panel.device,
+                        panel.trust_remote_code)
+        reference = None
+    else:
+        target, reference = panel.target, panel.reference
+    return estimate_documents(request, target=target, reference=reference)[0]
 
 
 def build_job(books: dict, cfg: dict, panel) -> AuditJob:

@@ -52,6 +52,9 @@ def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: s
     """``mia_core.models.load_causal_lm`` once per (spec, dtype, quantize, device, trust_remote_code),
     shared by every page and session. ``_progress(message, fraction)`` hears the steps of a load.
     ``_into``: the store to use (a thread outside any page passes the one a page handed it)."""
+    from . import warmup
+
+    warmup.wait_imports()  # not racing the start-up warm-up's imports (dashboard.warmup.wait_imports)
     from mia_core.models import load_causal_lm
 
     key = (spec, dtype, quantize, device, bool(trust_remote_code))
@@ -89,6 +92,17 @@ def load_model(spec: str, dtype: str = "auto", quantize: str = "none", device: s
     finally:
         steps.pop(key, None)
         key_lock.release()
+
+
+def loaded(spec: str | None, dtype: str = "auto", quantize: str = "none", device: str = "auto",
+           trust_remote_code: bool = False):
+    """The model :func:`load_model` would return for these settings if it is loaded already, else None
+    (nothing is loaded: a page's time estimate reads the cache of a model only when it is there)."""
+    if not spec:
+        return None
+    store = _store()
+    with store["lock"]:
+        return store["models"].get((spec, dtype, quantize, device, bool(trust_remote_code)))
 
 
 def default_models() -> list[tuple]:

@@ -9,7 +9,10 @@ bundled demo's target and reference with the sidebar's default settings
 (:func:`dashboard.loaders.preload_defaults`; about 5 s and 1.1 GB for the two 135M models in fp32)
 into the same store the pages use, so the default run starts at once; a page that asks for one of
 them meanwhile waits for that load and shows its steps. ``MIA_NO_PRELOAD=1`` keeps the imports and
-skips the models; ``MIA_NO_WARMUP=1`` skips both. No file is written but the one-off conversion of
+skips the models; ``MIA_NO_WARMUP=1`` skips both. Then, once per machine and model, it measures
+this machine's speed for the demo target on about 600 tokens of the demo's texts (not cached;
+``mia_core.api.plan.measure_speed``), so that the first time estimate a page shows is this machine's, not an
+assumed speed. No file is written but that record (``throughput.json``) and the one-off conversion of
 the embedded model (the same as its first load anywhere); no network; a failure is ignored (the
 page's own load reports it). A script thread that imports the same module meanwhile simply waits
 for it (Python's per-module import lock).
@@ -21,6 +24,7 @@ import threading
 
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
+_imported = threading.Event()  # set once the warm-up's imports are over (done or failed)
 
 
 def _warm(store: dict | None) -> None:
@@ -33,10 +37,35 @@ def _warm(store: dict | None) -> None:
         import mia_core.models  # noqa: F401
     except Exception:  # noqa: BLE001 - a warm-up only; the real load reports any problem
         return
+    finally:
+        _imported.set()
     if store is not None and not os.environ.get("MIA_NO_PRELOAD"):
         from .loaders import preload_defaults
 
         preload_defaults(store)
+        _measure(store)
+
+
+def _measure(store: dict) -> None:
+    """This machine's speed for the demo target, measured once (``mia_core.api.plan.measure_speed``: about 600
+    tokens of the demo's population texts after an untimed first one, no cache written), so that the pages' first
+    estimate uses it instead of an assumed speed. Skipped when that model's speed was measured here before."""
+    try:
+        from mia_core.api.plan import measure_speed
+        from mia_core.targets.demo import installed_demo
+
+        from .loaders import default_models
+
+        models = default_models()
+        with store["lock"]:
+            lm = store["models"].get(models[0]) if models else None
+        if lm is None:
+            return
+        demo = installed_demo() or {}
+        path = demo.get("population") or demo.get("nonmembers")
+        measure_speed(lm, path.read_text(encoding="utf-8").splitlines() if path else [])
+    except Exception:  # noqa: BLE001 - a warm-up only: the first run measures the speed anyway
+        return
 
 
 def start(store: dict | None = None) -> None:
@@ -49,6 +78,18 @@ def start(store: dict | None = None) -> None:
         if _thread is None:
             _thread = threading.Thread(target=_warm, args=(store,), name="mia-warmup", daemon=True)
             _thread.start()
+
+
+def wait_imports(timeout: float | None = 120.0) -> None:
+    """Wait (at most ``timeout`` s) for the warm-up's imports when a warm-up is under way in another thread.
+
+    Two threads importing transformers and peft at once, in different orders, can meet Python's import
+    deadlock guard, which hands one of them a partially initialised module (``ImportError: cannot import name
+    'AutoTokenizer'``, seen in the page tests); so the pages' model loads (:func:`dashboard.loaders.load_model`)
+    wait for the warm-up's imports instead of racing them. Returns at once without a warm-up, or in it."""
+    t = _thread
+    if t is not None and t is not threading.current_thread() and t.is_alive():
+        _imported.wait(timeout)
 
 
 def wait(timeout: float | None = None) -> None:

@@ -1,11 +1,14 @@
-"""How long a run will take, said before it starts: texts x passes x this machine's measured speed.
+"""How long a run will take, said before it starts: the texts the cache lacks x passes x this machine's speed.
 
 Every :func:`mia_core.stats.compute_stats` call that scores enough tokens records this machine's
-speed as seconds per token per model parameter, by device (``throughput.json`` in the cache
-folder; the forward pass of a causal LM costs about 2 x parameters FLOPs per token, so one figure
-carries over between model sizes on one machine). :func:`estimate_seconds` turns a token count,
-a number of passes and a model size into seconds; without a measurement yet it assumes
-:data:`DEFAULT_TOKENS_PER_S` for a 135M-parameter model on a CPU (what a 2-core machine does).
+speed (``throughput.json`` in the cache folder) for that model (by device and model identity) and
+as seconds per token per model parameter by device (the forward pass of a causal LM costs about
+2 x parameters FLOPs per token, so one figure carries over between model sizes on one machine).
+:func:`speed` uses the model's own figure when there is one, else the one of the model measured
+nearest in size, scaled by size, else it assumes :data:`DEFAULT_TOKENS_PER_S` for a 135M-parameter
+model on a CPU (what a 2-core machine does), and says which. :func:`measure` makes a measurement on
+purpose (the dashboard's start-up warm-up). :func:`cached_texts` tells, without reading them,
+which texts the statistics cache already holds for a loaded model, so that only the others count.
 Token counts come from the model's tokenizer when it is loaded, else from characters (about 4.2
 characters per token for English with BPE tokenizers).
 """
@@ -15,6 +18,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Sequence
 
 DEFAULT_TOKENS_PER_S = 300.0  # SmolLM2-135M, fp32, 2 CPU cores (benchmarks/first_run.py)
 DEFAULT_PARAMS = 135e6
@@ -37,19 +41,42 @@ def _device_kind(device) -> str:
     return "cpu" if d.startswith("cpu") else d.split(":")[0]
 
 
-def record(n_tokens: int, seconds: float, n_params: int, device) -> None:
-    """Remember this machine's speed (seconds per token per parameter) on ``device``."""
+def _read() -> dict:
+    p = _path()
+    try:
+        return json.loads(p.read_text()) if p is not None and p.exists() else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def record(n_tokens: int, seconds: float, n_params: int, device, model: str | None = None) -> None:
+    """Remember this machine's speed (seconds per token per parameter) on ``device``, and for ``model``.
+
+    Parameters
+    ----------
+    n_tokens : int
+        Tokens scored (a call under :data:`MIN_TOKENS` records nothing).
+    seconds : float
+        How long they took.
+    n_params : int
+        The model's parameter count.
+    device : str
+        Where it ran (``cpu``, ``cuda:0``...; recorded by kind).
+    model : str, optional
+        The model's identity (``LoadedModel.identity``): its own figure, used before the per-parameter one.
+    """
     if n_tokens < MIN_TOKENS or seconds <= 0 or n_params <= 0:
         return
     p = _path()
     if p is None:
         return
-    try:
-        data = json.loads(p.read_text()) if p.exists() else {}
-    except (OSError, ValueError):
-        data = {}
-    data[_device_kind(device)] = {"s_per_token_param": seconds / (n_tokens * n_params),
-                                  "tokens_per_s": n_tokens / seconds, "n_params": int(n_params), "at": time.time()}
+    data = _read()
+    entry = {"s_per_token_param": seconds / (n_tokens * n_params), "tokens_per_s": n_tokens / seconds,
+             "n_params": int(n_params), "at": time.time()}
+    data[_device_kind(device)] = entry
+    if model:
+        models = data.get("models") if isinstance(data.get("models"), dict) else {}
+        data["models"] = {**models, f"{_device_kind(device)} {model}": entry}
     try:
         tmp = p.with_suffix(".tmp")
         tmp.write_text(json.dumps(data))
@@ -58,45 +85,215 @@ def record(n_tokens: int, seconds: float, n_params: int, device) -> None:
         pass
 
 
-def measured(device="cpu") -> dict | None:
-    """The last recorded speed on ``device`` (None before the first run)."""
-    p = _path()
-    try:
-        return (json.loads(p.read_text()) if p is not None and p.exists() else {}).get(_device_kind(device))
-    except (OSError, ValueError):
-        return None
+def measured(device="cpu", model: str | None = None) -> dict | None:
+    """The last recorded speed on ``device`` (None before the first run); with ``model`` (an identity), that
+    model's own (None when it was never measured here)."""
+    data = _read()
+    if model:
+        got = (data.get("models") or {}).get(f"{_device_kind(device)} {model}")
+    else:
+        got = data.get(_device_kind(device))
+    return got if isinstance(got, dict) and got.get("s_per_token_param") else None
+
+
+def speed(n_params: float | None = None, device="cpu", model: str | None = None) -> tuple[float, str, str]:
+    """Seconds per token for a model of ``n_params`` on ``device``: ``(seconds, how, words)``, ``how`` being
+    ``"measured"`` (this model's own figure on this machine), ``"scaled"`` (another model's, scaled by size) or
+    ``"assumed"`` (:data:`DEFAULT_TOKENS_PER_S` for a 135M model), and ``words`` saying which for a page.
+
+    Parameters
+    ----------
+    n_params : float, optional
+        The model's parameter count (None: :data:`DEFAULT_PARAMS`).
+    device : str
+        Where it runs.
+    model : str, optional
+        Its identity (``LoadedModel.identity``); None: not known (the model is not loaded).
+
+    Returns
+    -------
+    tuple
+        ``(seconds per token, how, words)``.
+    """
+    n_params = float(n_params or DEFAULT_PARAMS)
+    own = measured(device, model) if model else None
+    if own:
+        per = float(own["s_per_token_param"]) * n_params
+        return per, "measured", f"this machine's measured speed for this model, about {1 / per:,.0f} tokens/s"
+    m = _nearest(device, n_params)
+    if m:
+        per = float(m["s_per_token_param"]) * n_params
+        return per, "scaled", ("measured on this machine with another model, scaled by size: "
+                                f"about {1 / per:,.0f} tokens/s")
+    per = 1 / DEFAULT_TOKENS_PER_S * (n_params / DEFAULT_PARAMS)
+    size = ("" if n_params == DEFAULT_PARAMS else
+            f" for a 135M model, about {1 / per:,.0f} tokens/s for this one by size")
+    return per, "assumed", f"assumed {DEFAULT_TOKENS_PER_S:.0f} tokens/s{size}: nothing measured yet on this machine"
+
+
+def _nearest(device, n_params: float) -> dict | None:
+    """The measurement on ``device`` of the model closest in size to ``n_params`` (a tiny model's speed says
+    little about a large one's), else the device's last one."""
+    data, kind = _read(), _device_kind(device)
+    same = [m for k, m in (data.get("models") or {}).items() if k.split(" ", 1)[0] == kind
+            and isinstance(m, dict) and m.get("s_per_token_param") and m.get("n_params")]
+    if same:
+        return min(same, key=lambda m: abs(math.log(float(m["n_params"]) / n_params)))
+    return measured(device)
 
 
 def count_tokens(texts, tokenizer=None) -> int:
     """Tokens of ``texts`` (+1 each for the prefix token): exact with a tokenizer, else estimated."""
+    texts = list(texts)
+    if not texts:
+        return 0
     if tokenizer is not None:
-        ids = tokenizer(list(texts), add_special_tokens=False)["input_ids"]
+        ids = tokenizer(texts, add_special_tokens=False)["input_ids"]
         return sum(len(x) + 1 for x in ids)
     return sum(int(math.ceil(len(t) / CHARS_PER_TOKEN)) + 1 for t in texts)
 
 
-def estimate_seconds(n_tokens: int, n_params: float | None = None, device="cpu") -> tuple[float, str]:
-    """Seconds to score ``n_tokens`` with a model of ``n_params`` parameters, and where the speed
-    comes from ("measured" or "assumed")."""
-    n_params = float(n_params or DEFAULT_PARAMS)
-    m = measured(device)
-    if m and m.get("s_per_token_param"):
-        return n_tokens * n_params * float(m["s_per_token_param"]), "measured"
-    return n_tokens / DEFAULT_TOKENS_PER_S * (n_params / DEFAULT_PARAMS), "assumed"
+def estimate_seconds(n_tokens: int, n_params: float | None = None, device="cpu",
+                     model: str | None = None) -> tuple[float, str]:
+    """Seconds to score ``n_tokens`` with a model of ``n_params`` parameters, and where the speed comes from
+    (``"measured"`` for this model, ``"scaled"`` from another model's, or ``"assumed"``: :func:`speed`)."""
+    per, how, _ = speed(n_params, device, model)
+    return n_tokens * per, how
+
+
+def measure(lm, texts: Sequence[str], tokens: int = MIN_TOKENS + 100) -> float | None:
+    """Measure and record (:func:`record`) this machine's speed for ``lm``: one small batch of ``texts`` first,
+    not timed (a first forward pays for allocating and warming up), then the following texts up to about
+    ``tokens`` tokens, timed, in this process and without the cache (nothing is stored). Returns the tokens per
+    second measured, or None when the texts hold too few tokens (nothing is recorded then).
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The loaded model.
+    texts : sequence of str
+        Short texts (one window each), e.g. the bundled demo's.
+    tokens : int
+        About how many tokens the timed part scores (at least :data:`MIN_TOKENS` to be recorded).
+
+    Returns
+    -------
+    float or None
+    """
+    from .stats import StatsSettings
+    from .stats.compute import compute_here
+
+    texts = [t for t in texts if t.strip()]
+    st = StatsSettings()
+    ctx = st.resolved_context(lm)
+    lengths = [count_tokens([t], lm.tokenizer) for t in texts]
+    short = [(t, n) for t, n in zip(texts, lengths) if n < ctx]
+    if len(short) < 2:
+        return None
+    compute_here(lm, [short[0][0]], st)  # the warm-up: not timed
+    timed, n = [], 0
+    for t, k in short[1:]:
+        if n >= tokens:
+            break
+        timed.append(t)
+        n += k
+    if n < MIN_TOKENS:
+        return None
+    t0 = time.perf_counter()
+    compute_here(lm, timed, st)
+    seconds = time.perf_counter() - t0
+    record(n, seconds, lm.n_params, lm.device, lm.identity)
+    return n / seconds if seconds > 0 else None
+
+
+def cached_texts(lm, texts: Sequence[str], settings=None) -> list[bool]:
+    """Which of ``texts`` already have statistics in the disk cache for ``lm`` under ``settings`` (the key
+    :func:`mia_core.stats.compute_stats` reads: ``cache_settings(lm, settings)``, ``text_hash(text)``): a cheap
+    check that each entry's file is there, nothing read or verified (a damaged entry, recomputed by the
+    run, still counts as cached here). All False when the cache cannot be read.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The loaded model.
+    texts : sequence of str
+        The texts the pass will score.
+    settings : StatsSettings, optional
+        The pass's settings (None: the defaults).
+
+    Returns
+    -------
+    list of bool
+        One per text.
+    """
+    from .cache import text_hash
+    from .cache.store import settings_key
+    from .paths import cache_subdir
+    from .stats.settings import StatsSettings, cache_settings
+
+    try:
+        folder = cache_subdir("stats", writable=False) / settings_key(cache_settings(lm, settings or StatsSettings()))
+        if not folder.is_dir():
+            return [False] * len(texts)
+        seen: dict[str, bool] = {}
+        out = []
+        for t in texts:
+            h = text_hash(t)
+            if h not in seen:
+                seen[h] = (folder / h[:2] / f"{h}.npz").is_file()
+            out.append(seen[h])
+        return out
+    except Exception:  # noqa: BLE001 - an unreadable cache or model: nothing counts as cached
+        return [False] * len(texts)
 
 
 def describe_estimate(n_texts: int, passes: list[str], n_tokens: int, n_params: float | None = None,
-                      device="cpu", cached: int = 0) -> str:
-    """One line for a page or a CLI: what will run and about how long it takes."""
+                      device="cpu", cached: int | None = 0, *, todo_tokens: int | None = None,
+                      model: str | None = None, what: str = "texts", seconds: float | None = None) -> str:
+    """One line for a page or a CLI: what will run and about how long it takes.
+
+    Parameters
+    ----------
+    n_texts : int
+        Texts per pass.
+    passes : list of str
+        The passes (``target``, ``reference``...).
+    n_tokens : int
+        Tokens of the texts (one pass).
+    n_params, device, model
+        The model's size, where it runs and its identity (:func:`speed`).
+    cached : int or None
+        Of the ``n_texts x passes`` texts scored, how many the cache already holds; None: not known (the
+        model is not loaded yet, the line says so).
+    todo_tokens : int, optional
+        The tokens still to score over all passes (None: every pass's ``n_tokens``).
+    what : str
+        What the texts are called (``"passages"`` for books).
+    seconds : float, optional
+        The passes' time when the caller worked it out (passes of models of different speeds); None:
+        ``todo_tokens`` at this model's speed.
+
+    Returns
+    -------
+    str
+    """
     from .formatting import fmt_seconds
 
     if not passes:
         return ""
-    todo = max(0, n_tokens * len(passes) - cached)
-    sec, how = estimate_seconds(todo, n_params, device)
-    speed = n_tokens * len(passes) / max(sec, 1e-9) if todo else 0
-    src = (f"this machine's measured speed, about {speed:,.0f} tokens/s for this model" if how == "measured" else
-           f"an assumed {DEFAULT_TOKENS_PER_S:.0f} tokens/s for a 135M model on a CPU until a run measures it")
-    return (f"{n_texts:,} texts × {len(passes)} pass{'es' if len(passes) != 1 else ''} ({', '.join(passes)}), "
-            f"about {n_tokens * len(passes):,} tokens: about {fmt_seconds(sec)} of model passes ({src}); "
-            "texts scored before come from the cache.")
+    total = n_texts * len(passes)
+    todo = n_tokens * len(passes) if todo_tokens is None else int(todo_tokens)
+    per, _, src = speed(n_params, device, model)
+    sec = todo * per if seconds is None else float(seconds)
+    head = (f"{n_texts:,} {what} × {len(passes)} pass{'es' if len(passes) != 1 else ''} ({', '.join(passes)}), "
+            f"about {n_tokens * len(passes):,} tokens: ")
+    if cached is not None and cached >= total:
+        return head + f"all cached: a few seconds ({src})."
+    if cached:
+        body = (f"{cached:,} of {total:,} {what} already cached: about {fmt_seconds(sec)} of model passes "
+                f"for the other {total - cached:,}")
+    else:
+        body = f"about {fmt_seconds(sec)} of model passes"
+    tail = ("" if cached is not None else
+            f" The estimate does not yet know the cache (the model is not loaded): {what} scored before take no time.")
+    return head + f"{body} ({src}).{tail}"

@@ -15,7 +15,7 @@ from dashboard.calibration import (
 )
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
-from dashboard.loaders import load_with_progress
+from dashboard.loaders import load_with_progress, loaded
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
 from dashboard.ui import AUC_EXPLAINER, early_table, md_text, page_setup, show_error, follow_job, start_job
@@ -29,7 +29,7 @@ from mia_core.api.request import modify_choices
 
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read just to estimate the run's time
 
-page_setup("Calibration run", ":material/monitoring:")
+page_setup("Calibration run", ":material/monitoring:", keep=("cal_",))  # inputs kept across pages
 panel = model_panel(load=False)
 reg = registry()
 st.title("Calibration run")
@@ -187,11 +187,14 @@ elif not busy and chosen:  # what pressing Run will cost, before it is pressed
         if source == "demo" and not demo_population and not any(
                 "population" in REGISTRY[a].inputs_needed(params.get(a)) for a in chosen if a in REGISTRY):
             _est_inputs.population = None
-        _lm = None if use_demo_models else panel.target
+        if use_demo_models:  # the demo's models when loaded already (the start-up warm-up loads them)
+            _lm = loaded(str(demo["target"]), panel.dtype, panel.quantize, panel.device, panel.trust_remote_code)
+            _ref = loaded(demo_reference(demo), panel.dtype, "none", panel.device, panel.trust_remote_code)
+        else:
+            _lm, _ref = panel.target, panel.reference
         st.caption("Estimate: " + run_estimate(
-            _est_inputs, chosen, params, n_params=_lm.n_params if _lm is not None else None,
-            device=_lm.device if _lm is not None else "cpu", tokenizer=_lm.tokenizer if _lm is not None else None,
-            modify_variants=modify_variants))
+            _est_inputs, chosen, params, modify_variants=modify_variants, target=_lm, reference=_ref,
+            context=ctx or None))
     except MiaError:
         pass  # the same inputs give their one-line error when Run is pressed
 if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",

@@ -12,11 +12,12 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.audit_jobs import audit_job
-from dashboard.documents import PRECISION_KEY, RESULT_KEY, books_section, build_job, settings_section, show_results
+from dashboard.documents import (PRECISION_KEY, RESULT_KEY, books_section, build_job, estimate_line, settings_section,
+                                 show_results)
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
-page_setup("Document audit", ":material/menu_book:")
+page_setup("Document audit", ":material/menu_book:", keep=("doc_",))  # inputs kept across pages
 st.title("Document audit")
 st.markdown(
     "Was a whole **book** (or long document) in the training data? Following Meeus et al. (2024), every "
@@ -28,6 +29,8 @@ panel = model_panel(load=True)  # after the title: the sidebar shows the loading
 
 books = books_section()
 cfg = settings_section()
+if line := estimate_line(books, cfg, panel):  # what pressing Run will cost, before it is pressed
+    st.caption("Estimate: " + line)
 done = audit_job(prefix="doc", kind="documents", button="Run the document audit", clear=(RESULT_KEY, PRECISION_KEY),
                  build=lambda: build_job(books, cfg, panel))
 if done is not None:

@@ -20,12 +20,12 @@ import time
 
 import streamlit as st
 
-from dashboard.controlled import UPLOAD_TYPES, build, show_target
+from dashboard.controlled import UPLOAD_TYPES, build, estimate_line, show_target
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
 from mia_core.targets.demo import demo_corpus_files
 
-page_setup("Controlled experiment", ":material/science:")
+page_setup("Controlled experiment", ":material/science:", keep=("cx_",))  # inputs kept across pages
 panel = model_panel(load=False)
 st.title("Controlled experiment")
 st.markdown(
@@ -69,8 +69,9 @@ max_texts = st.number_input("Use at most this many texts of the corpus (0 = all)
 st.subheader("3 · Fine-tuning")
 f1, f2, f3, f4 = st.columns(4)
 base_choice = f1.selectbox("Base model", ["smollm2", "custom"], key="cx_base",
-                           format_func={"smollm2": "Embedded SmolLM2-135M-Instruct",
-                                        "custom": "Hub id or local folder…"}.get)
+                           format_func={"smollm2": "SmolLM2-135M", "custom": "Other…"}.get,
+                           help="SmolLM2-135M: the embedded SmolLM2-135M-Instruct (no download). Other…: a hub id "
+                                "or a local folder, typed in the box below.")
 base_custom = ""
 if base_choice == "custom":
     base_custom = f1.text_input("Base model: hub id or local folder", key="cx_base_custom")
@@ -86,12 +87,15 @@ batch_size = g3.number_input("Batch size", min_value=1, max_value=256, value=8, 
 name = st.text_input("Experiment name (a folder under the dashboard's cache)", key="cx_name",
                      value=f"controlled-{time.strftime('%Y%m%d-%H%M%S')}")
 
+cfg = {"source": source, "demo_files": demo_files, "uploads": uploads, "mode": mode,
+       "shares": (p_mem, p_non, p_pop), "max_texts": max_texts, "base_choice": base_choice,
+       "base_custom": base_custom, "method": method, "epochs": epochs, "lr_text": lr_text, "seed": seed,
+       "max_length": max_length, "batch_size": batch_size, "name": name}
+if line := estimate_line(cfg, panel):  # what pressing Build will cost, before it is pressed
+    st.caption("Estimate: " + line)
 build_clicked = st.button("Build the target", type="primary", key="cx_go")
 if build_clicked:
-    build({"source": source, "demo_files": demo_files, "uploads": uploads, "mode": mode,
-           "shares": (p_mem, p_non, p_pop), "max_texts": max_texts, "base_choice": base_choice,
-           "base_custom": base_custom, "method": method, "epochs": epochs, "lr_text": lr_text, "seed": seed,
-           "max_length": max_length, "batch_size": batch_size, "name": name}, panel.device)
+    build(cfg, panel.device)
 
 # ------------------------------------------------------------------ result and hand-over
 show_target()

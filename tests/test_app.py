@@ -564,7 +564,7 @@ def test_run_estimate_uses_the_measured_speed(tmp_path, monkeypatch):
     assert E.measured("cpu") is None
     E.record(6000, 20.0, 135_000_000, "cpu")  # 300 tokens/s measured for a 135M model
     sec, how = E.estimate_seconds(3000, 270e6, "cpu")
-    assert how == "measured" and sec == pytest.approx(20.0)  # twice the parameters: half the speed
+    assert how == "scaled" and sec == pytest.approx(20.0)  # another model's speed: twice the parameters, half of it
     assert E.measured("cuda:0") is None and E.count_tokens(["abcd" * 21]) == 21  # 84 characters: 20 tokens + the prefix
     line = E.describe_estimate(100, ["target", "reference"], 3000, 135e6, "cpu")
     assert "100 texts × 2 passes (target, reference)" in line and "6,000 tokens" in line and "measured" in line

@@ -292,6 +292,54 @@ def execute_documents(request: DocumentRequest, *, target=None, reference=None, 
                                         progress=progress, **request.settings)
 
 
+def estimate_documents(request: DocumentRequest, *, target=None, reference=None) -> tuple[str, float]:
+    """What a prepared document audit will cost, before it runs: the pass over every book the statistics cache
+    lacks (windows of the request's context; :func:`mia_core.estimate.cached_texts` with the audit's key), at this
+    machine's measured speed for the model, plus the sequence-level baselines when asked for (their sequences are
+    not checked against the cache) and the random forests' k-fold (a few seconds).
+
+    Parameters
+    ----------
+    request : DocumentRequest
+        From :func:`prepare_documents`.
+    target, reference : LoadedModel, optional
+        The models when loaded already: without ``target`` the line says the estimate does not know the cache
+        (every book counts) and the speed is a 135M model's.
+
+    Returns
+    -------
+    tuple
+        ``(line, seconds)``.
+    """
+    from ..documents.stages import check_settings
+    from ..estimate import cached_texts, count_tokens, describe_estimate, estimate_seconds
+    from ..formatting import fmt_seconds
+    from ..stats import StatsSettings
+
+    opts = check_settings(**request.settings)
+    texts = [d.text for d in [*request.members, *request.nonmembers]]
+    small = sum(map(len, texts)) <= 2_000_000  # larger books: tokens from their characters (no re-tokenising)
+    tok = target.tokenizer if target is not None and small else None
+    n_params, device, model = ((target.n_params, target.device, target.identity) if target is not None
+                               else (None, "cpu", None))
+    hit = (cached_texts(target, texts, StatsSettings(context=int(opts.context), vocab_probs=True))
+           if target is not None else [False] * len(texts))
+    todo = count_tokens([t for t, h in zip(texts, hit) if not h], tok)
+    seconds = estimate_seconds(todo, n_params, device, model)[0]
+    line = describe_estimate(len(texts), ["target"], count_tokens(texts, tok), n_params, device,
+                             sum(hit) if target is not None else None, todo_tokens=todo, model=model,
+                             what="books", seconds=seconds)
+    if opts.baselines:
+        passes = 1 + ("lowercase" in opts.baseline_attacks) + (reference is not None and "ref" in opts.baseline_attacks)
+        cap = opts.baseline_seq_len * opts.baseline_max_sequences if opts.baseline_max_sequences else None
+        seq = sum(min(n, cap) if cap else n for n in (count_tokens([t], tok) for t in texts))  # the sampled sequences
+        extra = estimate_seconds(seq * passes, n_params, device, model)[0]
+        seconds += extra
+        line += (f" Plus about {fmt_seconds(extra)} for the sequence-level baselines ({seq:,} tokens × {passes} "
+                 f"pass{'es' if passes != 1 else ''}; texts scored before take less).")
+    return line + " The random forests' k-fold: a few seconds.", seconds
+
+
 def demo_books() -> tuple[list, list]:
     """The bundled demo's 20 member and 20 non-member documents (five passages each of five public-domain novels).
 

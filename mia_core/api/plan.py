@@ -29,43 +29,103 @@ class RunPlan:
         return "\n".join(lines)
 
 
+def _pass_cost(lm, texts: list[str], st, *, n_params, device, tokenizer, target) -> tuple[int, int, float]:
+    """One pass over ``texts``: ``(texts cached, tokens still to score, their seconds)``. With ``lm`` loaded the
+    cache is checked (:func:`mia_core.estimate.cached_texts`, the run's key) and the speed is that model's own
+    when measured; without it nothing counts as cached and the speed is ``n_params``'s."""
+    from ..estimate import cached_texts, count_tokens, estimate_seconds
+
+    if lm is None:
+        n = count_tokens(texts, tokenizer)
+        return 0, n, estimate_seconds(n, n_params, device)[0]
+    from ..stats import settings_for
+
+    hit = cached_texts(lm, texts, settings_for(lm, target, st) if target is not None else st)
+    n = count_tokens([t for t, h in zip(texts, hit) if not h], lm.tokenizer)
+    return sum(hit), n, estimate_seconds(n, lm.n_params, lm.device, lm.identity)[0]
+
+
 def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[str], *, params: dict,
-              n_params, device: str, tokenizer, modify_variants) -> tuple[str, float | None]:
+              n_params, device: str, tokenizer, modify_variants, target=None, reference=None,
+              stats=None) -> tuple[str, float | None]:
     """The estimate line and its seconds: the texts x the passes at this machine's measured speed, plus the
-    population, the neighbours and the modified members; ``("", None)`` without texts."""
+    population, the neighbours and the modified members; ``("", None)`` without texts. With the ``target``
+    (and ``reference``) loaded, only the texts the cache lacks count, at that model's own measured speed."""
     from ..attacks import REGISTRY
     from ..estimate import count_tokens, describe_estimate, estimate_seconds
     from ..formatting import fmt_seconds
+    from ..stats import StatsSettings
 
     if not texts:
         return "", None
+    st = stats or StatsSettings()
+    if target is not None:
+        n_params, device, tokenizer = target.n_params, target.device, target.tokenizer
     needs = {n for a in names for n in REGISTRY[a].needs}
+    lower = [t.lower() for t in texts]
+    runs = {"target": (target, texts), "target lower-cased": (target, lower),
+            "reference": (reference if target is not None else None, texts)}
+
+    def cost(name: str, items: list[str]) -> tuple[int, int, float]:
+        lm = runs[name][0]
+        return _pass_cost(lm, items, st, n_params=n_params if lm is None or lm is target else None,
+                          device=device, tokenizer=tokenizer, target=target)
+
+    done = [cost(p, runs[p][1]) for p in passes]
     n_tok = count_tokens(texts, tokenizer)
-    extra = count_tokens(pop, tokenizer) * len(passes) if pop else 0.0
-    if "neighbours" in needs:
+    known = target is not None and ("reference" not in passes or reference is not None)
+    seconds = sum(c[2] for c in done)
+    estimate = describe_estimate(len(texts), passes, n_tok, n_params, device,
+                                 sum(c[0] for c in done) if known else None, todo_tokens=sum(c[1] for c in done),
+                                 model=target.identity if target is not None else None, seconds=seconds)
+    extra, parts = 0.0, []
+    if pop:
+        pop_runs = {"target": pop, "target lower-cased": [t.lower() for t in pop], "reference": pop}
+        extra += sum(cost(p, pop_runs[p])[2] for p in passes)
+        parts.append("the population set")
+    model = target.identity if target is not None else None
+    if "neighbours" in needs:  # each neighbour scored from where it differs from its text
         n = max(int(REGISTRY[a].kwargs(params).get("n") or 25) for a in names if "neighbours" in REGISTRY[a].needs)
-        extra += 0.6 * n * n_tok  # each neighbour scored from where it differs from its text
-    if modify_variants:
-        extra += len(modify_variants) * n_tok * len(passes) / 2  # only the members are modified
-    estimate = describe_estimate(len(texts), passes, n_tok, n_params, device)
-    seconds = estimate_seconds(n_tok * len(passes), n_params, device)[0]
+        extra += estimate_seconds(int(0.6 * n * n_tok), n_params, device, model)[0]
+        parts.append("neighbours")
+    if modify_variants:  # only the members are modified
+        extra += estimate_seconds(int(len(modify_variants) * n_tok * len(passes) / 2), n_params, device, model)[0]
+        parts.append("modified members")
+    if (target is not None) and ("neighbours" in needs or modify_variants):
+        parts[-1] += " (new texts, not checked against the cache)"
     if extra:
-        sec, _ = estimate_seconds(int(extra), n_params, device)
-        seconds += sec
-        parts = (["the population set"] if pop else []) + (["neighbours"] if "neighbours" in needs else []) + (
-            ["modified members"] if modify_variants else [])
-        estimate += f" Plus about {fmt_seconds(sec)} for {', '.join(parts)}."
+        seconds += extra
+        estimate += f" Plus about {fmt_seconds(extra)} for {', '.join(parts)}."
     if "lowercase" in REGISTRY and "lowercase" not in names:
-        sec, _ = estimate_seconds(n_tok, n_params, device)
         estimate += (f" Lowercase (not ticked by default) would add a pass over the lower-cased texts: about "
-                     f"{fmt_seconds(sec)}.")
+                     f"{fmt_seconds(cost('target lower-cased', lower)[2])}.")
     return estimate, seconds
+
+
+def _variants(value) -> list[str]:
+    """``modify_variants`` checked: a list of names, or a comma list."""
+    value = _names("modify_variants", value) or []
+    return [v for v in value.split(",") if v.strip()] if isinstance(value, str) else value
+
+
+def _passes(names: list[str], params: dict) -> tuple[list[str], list[str]]:
+    """The model passes ``names`` need, and the plan's warnings."""
+    from ..attacks import REGISTRY
+
+    needs = {n for a in names for n in REGISTRY[a].needs}
+    passes = ["target"] + (["target lower-cased"] if "target_lower" in needs else []) + (
+        ["reference"] if "reference" in needs else [])
+    warnings: list[str] = []
+    if "rmia" in names and not REGISTRY["rmia"].kwargs(params).get("references"):
+        warnings.append("RMIA with the run's single reference cannot tune a (it needs 3+ make-references models): "
+                        "a = 0.3, which ranks like LOSS at language-model likelihoods")
+    return passes, warnings
 
 
 def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False, population: Sequence[str] = (),
              labels: bool = False, params: dict | None = None, n_params: float | None = None, device: str = "cpu",
              tokenizer=None, modify_variants: Sequence[str] = (), check_inputs: bool = True,
-             text_column: str | None = None) -> RunPlan:
+             text_column: str | None = None, target_model=None, reference_model=None, settings=None) -> RunPlan:
     """What a run of ``attacks`` would do, before any model loads.
 
     Parameters
@@ -94,6 +154,13 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
         estimate of what is ticked; the run itself checks).
     text_column : str, optional
         The text column of a table (file or DataFrame) given as ``texts`` or ``population``.
+    target_model, reference_model : LoadedModel, optional
+        The models when they are loaded already: the estimate then counts only the texts the disk cache
+        lacks for each pass (:func:`mia_core.estimate.cached_texts`) at the model's own measured speed, and
+        takes ``n_params``, ``device`` and ``tokenizer`` from ``target_model``. Without them it does not
+        know the cache (the line says so).
+    settings : mia_core.stats.StatsSettings, optional
+        The passes' settings (window, prefix: part of the cache key); None: the defaults.
 
     Returns
     -------
@@ -107,7 +174,7 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
     DataError
         ``texts`` or ``population`` that are not texts (one line naming the parameter).
     """
-    from ..attacks import REGISTRY, default_attacks
+    from ..attacks import default_attacks
     from ..pipeline import plan_attacks
 
     attacks = _names("attacks", attacks)
@@ -117,9 +184,7 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
     device = _device(device)
     if tokenizer is not None and not callable(tokenizer):
         raise _bad("tokenizer", "a tokenizer (callable) or None", tokenizer)
-    modify_variants = _names("modify_variants", modify_variants) or []
-    if isinstance(modify_variants, str):
-        modify_variants = [v for v in modify_variants.split(",") if v.strip()]
+    modify_variants = _variants(modify_variants)
     check_inputs, text_column = _bool("check_inputs", check_inputs), _column("text_column", text_column)
     texts = _texts(texts, "texts", text_column=text_column)
     population = _texts(population, "population", text_column=text_column)
@@ -131,14 +196,33 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
         from ..pipeline import parse_attacks
 
         names, skipped = parse_attacks(spec), {}
-    needs = {n for a in names for n in REGISTRY[a].needs}
-    passes = ["target"] + (["target lower-cased"] if "target_lower" in needs else []) + (
-        ["reference"] if "reference" in needs else [])
-    warnings: list[str] = []
+    passes, warnings = _passes(names, params)
     estimate, seconds = _estimate(names, passes, list(texts), list(population), params=params, n_params=n_params,
-                                  device=device, tokenizer=tokenizer, modify_variants=modify_variants)
-    if "rmia" in names and not REGISTRY["rmia"].kwargs(params).get("references"):
-        warnings.append("RMIA with the run's single reference cannot tune a (it needs 3+ make-references models): "
-                        "a = 0.3, which ranks like LOSS at language-model likelihoods")
+                                  device=device, tokenizer=tokenizer, modify_variants=modify_variants,
+                                  target=target_model, reference=reference_model, stats=settings)
     return RunPlan(attacks=names, skipped=skipped, passes=passes, warnings=warnings, estimate=estimate,
                    seconds=seconds)
+
+
+def measure_speed(lm, texts: Sequence[str]) -> float | None:
+    """This machine's speed for ``lm`` measured once and recorded for the estimates
+    (:func:`mia_core.estimate.measure` on ``texts``: an untimed first text, then about 600 tokens, nothing cached);
+    None, and nothing run, when that model's speed was measured here before or the texts hold too few tokens.
+
+    Parameters
+    ----------
+    lm : LoadedModel
+        The loaded model.
+    texts : sequence of str
+        Short texts (e.g. the bundled demo's).
+
+    Returns
+    -------
+    float or None
+        The tokens per second measured.
+    """
+    from .. import estimate
+
+    if estimate.measured(lm.device, lm.identity):
+        return None
+    return estimate.measure(lm, texts)

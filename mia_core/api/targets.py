@@ -157,3 +157,55 @@ def build_target(sets: dict[str, Sequence[str]], folder: Path, *, base: str, met
                        epochs=int(epochs), lr=lr, seed=int(seed), heldout_texts=list(sets["nonmembers"]),
                        progress=progress, max_length=int(max_length), batch_size=int(batch_size), device=device,
                        data_files={k: str(v) for k, v in (files or {}).items()})
+
+
+TRAIN_COST = 3.0  # a training step costs about 3 forward passes per token (forward, then about twice that backward)
+
+
+def estimate_build(sets: dict[str, Sequence[str]], *, epochs: int = 3, max_length: int = 256, base=None,
+                   n_params: float | None = None, device: str = "cpu") -> tuple[str, float]:
+    """About how long :func:`build_target` takes, before it runs: ``epochs`` passes of training over the members'
+    tokens (each text cut at ``max_length``) at :data:`TRAIN_COST` times this machine's measured forward speed
+    for the base model, plus the scoring passes it makes (the held-out texts' loss after each epoch, the members'
+    loss at the end). An estimate from that rule, not a measurement of training.
+
+    Parameters
+    ----------
+    sets : dict
+        The split (``members``, ``nonmembers``, ``population``).
+    epochs, max_length
+        As :func:`build_target` takes them.
+    base : LoadedModel, optional
+        The base model when it is loaded already (its tokenizer counts the tokens, its own measured speed is
+        used); None: tokens from characters and a model of ``n_params`` (None: 135M).
+    n_params : float, optional
+        The base model's size when ``base`` is not given.
+    device : str
+        Where it trains.
+
+    Returns
+    -------
+    tuple
+        ``(line, seconds)``; ``("", 0.0)`` without members.
+    """
+    from ..estimate import count_tokens, speed
+    from ..formatting import fmt_seconds
+
+    members, heldout = list(sets.get("members") or ()), list(sets.get("nonmembers") or ())
+    if not members or int(epochs) < 1:
+        return "", 0.0
+    tok = getattr(base, "tokenizer", None)
+    cap = int(max_length)
+
+    def tokens(texts: list[str]) -> int:
+        return sum(min(cap, count_tokens([t], tok)) for t in texts)
+
+    n_mem, n_held = tokens(members), tokens(heldout)
+    per, _, src = speed(getattr(base, "n_params", None) or n_params, getattr(base, "device", None) or device,
+                        getattr(base, "identity", None))
+    train = int(epochs) * n_mem * TRAIN_COST * per
+    score = (int(epochs) * n_held + n_mem) * per
+    return (f"{int(epochs)} epoch{'s' if int(epochs) != 1 else ''} × {len(members):,} member texts (about {n_mem:,} "
+            f"tokens): about {fmt_seconds(train)} of training, counting a training token as {TRAIN_COST:.0f} forward "
+            f"passes (an estimate from that rule), plus about {fmt_seconds(score)} scoring the held-out texts after "
+            f"each epoch and the members at the end; forward speed: {src}."), train + score

@@ -99,7 +99,7 @@ def compute_stats(
     if use_cache and engine.in_process:  # this machine's speed, for the estimate shown before a run
         from ..estimate import record
 
-        record(tokens, time.time() - t_start, lm.n_params, lm.device)
+        record(tokens, time.time() - t_start, lm.n_params, lm.device, lm.identity)
     progress(f"{label}: done ({len(todo)} texts scored, {look.n_cached} cached)", 1.0)
     return look.results
 

@@ -1,0 +1,184 @@
+"""Time estimates that know the cache and the machine (issue 40): only the texts the statistics cache lacks count,
+at this machine's measured speed for the model (and the line says when the speed is assumed or borrowed from
+another model); the Document audit and Controlled experiment estimates; the time left of a running stage."""
+from __future__ import annotations
+
+import time
+
+import pytest
+from helpers import empty_cache, save_tiny_llama
+
+TEXTS = [f"On day {i} the {w} walked down to the harbour wall and counted {i + 3} boats coming in with the tide, "
+         f"then went home to write it all down in the ledger by the window."
+         for i, w in enumerate(["miller", "baker", "clerk", "sailor", "widow", "farmer", "smith", "weaver"] * 3)]
+
+
+@pytest.fixture(scope="module")
+def tiny_path(tmp_path_factory):
+    return save_tiny_llama(tmp_path_factory.mktemp("estimates") / "tiny")
+
+
+@pytest.fixture
+def lm(tiny_path, tmp_path, monkeypatch):
+    """The tiny model, with a cache of its own (no statistics, no speed measured)."""
+    from mia_core.models import load_causal_lm
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(empty_cache(tmp_path / "cache")))
+    return load_causal_lm(tiny_path, device="cpu", reuse=False)
+
+
+def test_the_estimate_counts_only_the_texts_the_cache_lacks_at_the_models_own_speed(lm):
+    from mia_core import estimate as E
+    from mia_core.api import plan_run
+    from mia_core.stats import StatsSettings, compute_stats
+
+    first, rest = TEXTS[:16], TEXTS[16:]
+    before = plan_run(["loss"], texts=first, target_model=lm)
+    assert "assumed 300 tokens/s for a 135M model" in before.estimate
+    assert "nothing measured yet on this machine" in before.estimate
+    assert "cached" not in before.estimate.split(" Lowercase")[0] and before.seconds > 0
+    blind = plan_run(["loss"], texts=first, n_params=lm.n_params)  # the model not loaded: it cannot know
+    assert "does not yet know the cache" in blind.estimate
+
+    compute_stats(lm, first)  # scores them, stores them, records this model's speed (>= 500 tokens)
+    assert E.count_tokens(first, lm.tokenizer) >= E.MIN_TOKENS and E.measured("cpu", lm.identity)
+    same = plan_run(["loss"], texts=first, target_model=lm)
+    assert "16 texts × 1 pass (target)" in same.estimate and "all cached: a few seconds" in same.estimate
+    assert same.seconds == 0
+    assert "this machine's measured speed for this model" in same.estimate
+
+    more = plan_run(["loss"], texts=first + rest, target_model=lm)
+    assert "16 of 24 texts already cached" in more.estimate and "for the other 8" in more.estimate
+    per = E.speed(lm.n_params, "cpu", lm.identity)[0]
+    assert more.seconds == pytest.approx(E.count_tokens(rest, lm.tokenizer) * per)  # the 8 new ones only
+
+    # the lower-cased pass and another window are other cache entries: nothing of them is cached
+    lower = plan_run(["loss", "lowercase"], texts=first, target_model=lm)
+    assert "16 of 32 texts already cached" in lower.estimate
+    other = plan_run(["loss"], texts=first, target_model=lm, settings=StatsSettings(context=16))
+    assert "cached" not in other.estimate.split(" Lowercase")[0]
+    assert E.cached_texts(lm, first + rest) == [True] * 16 + [False] * 8
+
+
+def test_the_speed_says_where_it_comes_from(lm):
+    from mia_core import estimate as E
+
+    assert E.speed(135e6, "cpu")[1] == "assumed"
+    E.record(6000, 20.0, 135_000_000, "cpu", "some-other-model")  # 300 tokens/s for a 135M model
+    per, how, words = E.speed(270e6, "cpu", lm.identity)  # this model never measured: the other's, scaled
+    assert how == "scaled" and per == pytest.approx(2 / 300) and "scaled by size" in words
+    E.record(10, 1.0, lm.n_params, "cpu", lm.identity)  # too few tokens to say anything
+    assert E.measured("cpu", lm.identity) is None
+    E.record(1000, 2.0, lm.n_params, "cpu", lm.identity)
+    per, how, words = E.speed(lm.n_params, "cpu", lm.identity)
+    assert how == "measured" and per == pytest.approx(1 / 500) and "about 500 tokens/s" in words
+    assert E.speed(lm.n_params, "cuda:0", lm.identity)[1] == "assumed"  # another device: nothing measured there
+
+
+def test_the_warm_up_measurement_records_this_models_speed(lm):
+    from mia_core import estimate as E
+
+    assert E.measure(lm, TEXTS[:2]) is None and E.measured("cpu", lm.identity) is None  # too few tokens
+    tps = E.measure(lm, TEXTS)
+    assert tps and tps > 0 and E.measured("cpu", lm.identity)["tokens_per_s"] == pytest.approx(tps)
+    assert not list(_stats_dir().glob("**/*.npz"))  # nothing cached
+    from mia_core.api.plan import measure_speed
+
+    assert measure_speed(lm, TEXTS) is None  # the warm-up measures a model once per machine
+
+
+def _stats_dir():
+    from mia_core.paths import cache_root
+
+    return cache_root() / "stats"
+
+
+def test_the_dataset_inference_estimate_knows_the_cache(lm):
+    from mia_core.api.inference import estimate_inference
+    from mia_core.stats import compute_stats
+
+    suspect, validation = TEXTS[:12], TEXTS[12:]
+    plan, tests = estimate_inference(suspect, validation, target_model=lm, n_permutations=999)
+    assert "already cached" not in plan.estimate and tests > 0
+    compute_stats(lm, TEXTS)
+    plan, _ = estimate_inference(suspect, validation, target_model=lm, n_permutations=999)
+    assert "all cached: a few seconds" in plan.estimate and plan.seconds == 0
+
+
+def test_the_document_and_controlled_estimates(lm):
+    from mia_core.api.documents import estimate_documents, prepare_documents
+    from mia_core.api.targets import TRAIN_COST, estimate_build
+    from mia_core.estimate import count_tokens, speed
+    from mia_core.stats import StatsSettings, compute_stats
+
+    books = [" ".join(TEXTS[i:i + 4]) for i in range(0, 24, 4)]
+    request = prepare_documents(books[:3], books[3:], model=lm, folds=3, context=64, baselines=False,
+                                partial_lengths=None)
+    line, sec = estimate_documents(request, target=lm)
+    assert "6 books × 1 pass" in line and "already cached" not in line and sec > 0 and "k-fold" in line
+    compute_stats(lm, books[:2], StatsSettings(context=64, vocab_probs=True))  # what the audit's pass stores
+    line, sec2 = estimate_documents(request, target=lm)
+    assert "2 of 6 books already cached" in line and sec2 < sec
+    assert "does not yet know the cache" in estimate_documents(request)[0]
+
+    sets = {"members": TEXTS[:10], "nonmembers": TEXTS[10:20], "population": []}
+    line, sec = estimate_build(sets, epochs=2, max_length=16, base=lm)
+    per = speed(lm.n_params, "cpu", lm.identity)[0]
+    n_mem = sum(min(16, count_tokens([t], lm.tokenizer)) for t in TEXTS[:10])
+    assert n_mem == 160 and "2 epochs × 10 member texts (about 160 tokens)" in line
+    assert "3 forward passes (an estimate from that rule)" in line
+    assert sec == pytest.approx((2 * n_mem * TRAIN_COST + 2 * 160 + n_mem) * per)
+    assert estimate_build({"members": []}, epochs=2) == ("", 0.0)
+
+
+def test_stage_eta_follows_the_recent_pace_not_a_slow_start():
+    """A pass whose first texts ran one at a time (36 s for 5 %), then in bursts of a batch at once: its time
+    left follows the pace of the later half, as the page redraws between reports."""
+    from dashboard.jobs import Stage
+    from dashboard.ui import stage_eta
+
+    now = time.time()
+    t0 = now - 61.6
+    name = f"reference pass {now}"  # a stage of its own (stage_eta remembers the reports it saw)
+
+    def left(text):
+        return float(text.split("about ")[1].split(" s")[0]) if " min " not in text else 60 * float(
+            text.split("about ")[1].split(" min")[0]) + float(text.split(" min ")[1].split(" s")[0])
+
+    # the redraw after the slow start's last report, then the one after the first burst
+    early = stage_eta(Stage(name, 0.05, "10/200 windows", started=t0, updated=t0 + 36.6), 36.6, True)
+    assert early  # the whole pace then: no other to go by
+    burst = Stage(name, 0.31, "62/200 windows", started=t0, updated=now)
+    got = left(stage_eta(burst, 61.6, True))
+    whole = 61.6 * 0.69 / 0.31  # 137 s: the pace of the whole stage, slow start included
+    recent = 0.69 / ((0.31 - 0.05) / (61.6 - 36.6))  # 66 s: the pace since the slow start
+    assert abs(got - recent) < 2 and got < whole / 2
+    # a stage seen for the first time mid-way (the page opened then) has only its whole pace
+    fresh = Stage(name + " again", 0.31, "62/200 windows", started=t0, updated=now)
+    assert abs(left(stage_eta(fresh, 61.6, True)) - whole) < 2
+
+
+def test_the_document_audit_and_controlled_pages_show_an_estimate_before_run():
+    """Before their Run buttons, with the bundled demo: the Document audit prices its 40 books (the demo target is
+    not loaded here, so the line says it does not know the cache), the Controlled experiment its training."""
+    pytest.importorskip("streamlit")
+    from pathlib import Path
+
+    from streamlit.testing.v1 import AppTest
+
+    from mia_core.api.documents import document_demo
+    from mia_core.targets.demo import demo_corpus_files
+
+    app = str(Path(__file__).resolve().parents[1] / "app.py")
+    pages = []
+    if document_demo():
+        pages.append(("pages/3_Document_audit.py", "Estimate: 40 books × 1 pass (target)", "k-fold"))
+    if any(p.stem == "members" for p in demo_corpus_files()):
+        pages.append(("pages/6_Controlled_experiment.py", "Estimate: 3 epochs × ", "an estimate from that rule"))
+    for page, start, also in pages:
+        at = AppTest.from_file(app, default_timeout=120)
+        at.switch_page(page)
+        at.run()
+        assert not at.exception, [e.value for e in at.exception]
+        lines = [c.value for c in at.caption if c.value.startswith("Estimate:")]
+        assert len(lines) == 1 and lines[0].startswith(start) and also in lines[0], (page, lines)
