@@ -48,17 +48,39 @@ def home() -> None:
     )
 
     st.subheader("Pages")
-    files = _page_files()
-    cols = st.columns(min(3, max(1, len(files))))
-    for i, f in enumerate(files):
-        name = re.sub(r"^\d+_", "", f.stem)
-        with cols[i % len(cols)]:
-            st.page_link(str(f.relative_to(ROOT)), label=name.replace("_", " "), icon=ICONS.get(name))
-            st.caption(_summary(f))
+    _pages_grid(_page_files())
+    st.caption(f"{saved_runs_line()} · everything runs locally; no text leaves this machine.")
 
-    saved = runs.list_runs()
-    st.caption(f"{len(saved)} saved run{'s' if len(saved) != 1 else ''} in {runs.runs_dir()} · "
-               "everything runs locally; no text leaves this machine.")
+
+def _pages_grid(files: list[Path], per_row: int = 3) -> None:
+    """The pages in rows of ``per_row`` bordered cells, every cell of a row as tall as the row (a last, shorter
+    row: its cells bordered one by one, without empty cells)."""
+    for start in range(0, len(files), per_row):
+        row = files[start:start + per_row]
+        full = len(row) == per_row
+        for col, f in zip(st.columns(per_row, border=full), row):
+            name = re.sub(r"^\d+_", "", f.stem)
+            with col if full else col.container(border=True):
+                st.page_link(str(f.relative_to(ROOT)), label=name.replace("_", " "), icon=ICONS.get(name))
+                st.caption(_summary(f))
+
+
+def saved_runs_line() -> str:
+    """"5 saved runs (2 calibration, 3 dataset inference) in <folder>": every kind of run the Runs page lists
+    (calibration runs, ``mia_core.runs``; dataset-inference runs, ``mia_core.api.inference``)."""
+    from mia_core.api.inference import list_inference_runs
+    from mia_core.errors import MiaError
+
+    counts = {}
+    for kind, lister in (("calibration", runs.list_runs), ("dataset inference", list_inference_runs)):
+        try:
+            counts[kind] = len(lister())
+        except (MiaError, OSError):
+            counts[kind] = None  # an unreadable store: said, never a traceback on the home page
+    total = sum(n or 0 for n in counts.values())
+    parts = ", ".join(f"{'?' if n is None else n} {kind}" for kind, n in counts.items() if n != 0)
+    return (f"{total} saved run{'s' if total != 1 else ''}" + (f" ({parts})" if parts else "")
+            + f" in {runs.runs_dir()}")
 
 
 def _summary(path: Path) -> str:

@@ -1,9 +1,10 @@
 """The Run button and background job of an audit page (Document audit, Masked-LM audit): one block for both.
 
-:func:`audit_job` draws the Run button (disabled while this session's audit runs); when it is pressed it clears
-the page's earlier results, builds the job (the page's cheap checks, the engine, the models: every bad input is
-one red line before anything runs in the background) and starts it; while the job runs it shows its live
-progress; once it is done it returns the finished job, once.
+:func:`audit_job` draws the Run button (disabled while an audit of its kind runs, whichever tab started it); when
+it is pressed it clears the page's earlier results, builds the job (the page's cheap checks, the engine, the
+models: every bad input is one red line before anything runs in the background) and starts it; while the job runs
+it shows its live progress; once it is done it returns the finished job, once. The job is the registry's latest of
+its kind, so a new tab finds an audit another tab started (and says so).
 """
 from __future__ import annotations
 
@@ -35,8 +36,9 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
     Parameters
     ----------
     prefix : str
-        The page's session-state prefix: ``{prefix}_job`` (this session's job id), ``{prefix}_go`` (the button),
-        ``{prefix}_acked`` (the jobs already taken).
+        The page's session-state prefix: ``{prefix}_job`` (the id of the job this session started), ``{prefix}_go``
+        (the button), ``{prefix}_acked`` (the jobs already taken). The job shown is the registry's latest of
+        ``kind``, whichever tab started it (a new tab finds a running audit, or its result once done).
     kind : str
         The job's kind in the registry (``"documents"``, ``"mlm"``).
     button : str
@@ -53,7 +55,7 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
         The job, once, when it is done (its ``result`` is what ``work`` returned); None otherwise.
     """
     reg = registry()
-    job = reg.get(st.session_state.get(f"{prefix}_job"))  # this session's audit, running in the background
+    job = reg.latest(kind)  # the latest audit of this kind, this tab's or another's (one runs at a time)
     busy = job is not None and job.running
     go_ = st.button(button, type="primary", key=f"{prefix}_go", disabled=busy, help=RUN_HELP)
     if go_ and not busy:

@@ -32,9 +32,6 @@ CORRECTIONS = {"bh": "Benjamini-Hochberg (false-discovery rate)", "holm": "Holm 
 DEMO_PASSAGE_WORDS = 64  # the book demo's documents are ~240 words: 64-word passages give each 3-4
 PASSAGE_WORDS, MAX_PASSAGES = 256, 40  # the CLI's defaults (mia infer-dataset --books)
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read on every rerun just to estimate the time
-VERDICT_LABEL = {"used": "Used: the suspect set scores as trained on, beyond chance at the chosen level",
-                 "not_shown": "Not shown: no significant evidence that the suspect set was used",
-                 "refused": "Refused: the two sets differ without the model"}
 _SHOWN_SHAPES = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
 KEPT = "_kept"
 # the settings' widgets: (summary key of a run, lowest, highest); a reopened run's settings are put back in them
@@ -62,6 +59,33 @@ def kept(widget, label: str, key: str, default, **kw):
 def put(key: str, value) -> None:
     """Set a kept widget's value (before the widget is drawn in this run)."""
     st.session_state[key] = st.session_state[key + KEPT] = value
+
+
+UPLOADED = "di_uploaded" + KEPT  # the names of the last uploads: said when they are gone
+
+
+def uploads_left() -> bool:
+    """Whether the upload fields' state is gone (the page or the source was left since they were drawn): called
+    before they are drawn."""
+    return "di_suspect_up" not in st.session_state and "di_validation_up" not in st.session_state
+
+
+def upload_note(src: Source, left: bool) -> None:
+    """Below the upload fields: the uploads' names are kept; a browser upload cannot be restored, so when the
+    fields come back empty after the page or the source was left, the page names the files that are gone."""
+    from dashboard.ui import md_text
+
+    ss = st.session_state
+    names = [getattr(f, "name", str(f)) for f in [*src.suspect_files, *src.validation_files]]
+    if names or not left:
+        ss[UPLOADED] = names
+    if left and not names and ss.get(UPLOADED):
+        st.info(md_text(f"The files uploaded before ({', '.join(ss[UPLOADED][:6])}"
+                        + (f" and {len(ss[UPLOADED]) - 6} more" if len(ss[UPLOADED]) > 6 else "")
+                        + ") are gone: a browser upload cannot be kept when you leave the page or the source. "
+                          "Upload them again; the other entries are kept."), icon=":material/upload_file:")
+    else:
+        st.caption("Uploaded files are not kept when you leave the page (the other entries are).")
 
 
 def follow_book_demo(unit: str, source: str) -> None:
@@ -217,7 +241,8 @@ def signature(src: Source, settings: Settings, demo, panel) -> dict:
            settings.correction)
     if src.unit == "books":
         cfg += (settings.passage_words, settings.max_passages)
-    return {"data": repr((src.unit, src.source, data)), "model": repr(model_specs(src, demo, panel)),
+    model = (*model_specs(src, demo, panel), getattr(panel, "dtype", None), getattr(panel, "device", None))
+    return {"data": repr((src.unit, src.source, data)), "model": repr(model),
             "settings": repr(cfg)}
 
 
@@ -232,35 +257,52 @@ def changed(stored: dict, now: dict) -> list[str]:
     return [w for k, w in words.items() if sig.get(k) != now.get(k)]
 
 
-def describe(src: Source, suspect, validation, target: str | None, reference: str | None) -> dict:
-    """What was run, stored with its result (the caption says it)."""
-    files = [getattr(f, "name", str(f)) for f in [*src.suspect_files, *src.validation_files]] \
-        if src.source == "upload" else []
+def describe(src: Source, suspect, validation, target: str | None, reference: str | None,
+             identity: str | None = None) -> dict:
+    """What was run, stored with its result (the caption says it; the saved run's name and report too:
+    :func:`engine_inputs`)."""
+    names = {role: [getattr(f, "name", str(f)) for f in files] if src.source == "upload" else []
+             for role, files in (("suspect", src.suspect_files), ("validation", src.validation_files))}
     return {"unit": src.unit, "source": src.source, "source_label": src.label, "n_suspect": len(suspect),
-            "n_validation": len(validation), "model": target, "reference": reference, "files": files}
+            "n_validation": len(validation), "model": target, "reference": reference,
+            "files": names["suspect"] + names["validation"], "suspect_files": names["suspect"],
+            "validation_files": names["validation"], "model_identity": identity}
+
+
+def engine_inputs(inputs: dict) -> dict:
+    """The page's record of what was run as ``mia_core.api.inference.save_inference_run`` takes it (the run's
+    name, its ``meta.json`` and its report's header: the model, its identity, the source, the file names)."""
+    keys = ("model", "model_identity", "reference", "source", "unit", "suspect_files", "validation_files")
+    return {k: inputs[k] for k in keys if inputs.get(k) not in (None, "", [])}
 
 
 # ------------------------------------------------------------------ the run
 def estimate(src: Source, settings: Settings, demo, panel) -> str:
-    """The line shown before Run: the features' passes over both sets (texts, or every book's passages) at this
-    machine's measured speed and the permutation tests (``mia_core.api.inference.estimate_inference``); empty
-    until both sets are there, and for uploads over 5 MB (they would be re-read on every change of the page)."""
+    """The line shown before Run: the features' passes over both sets (texts, or every book's passages) the cache
+    lacks, at this machine's measured speed for the model, and the permutation tests
+    (``mia_core.api.inference.estimate_inference``); the models the run would use (the demo's target for a demo)
+    are looked up among those loaded already, never loaded here. Empty until both sets are there, and for uploads
+    over 5 MB (they would be re-read on every change of the page)."""
     from mia_core.api.inference import estimate_inference
+    from dashboard.loaders import loaded
     from dashboard.ui import fmt_seconds
 
     if sum(getattr(f, "size", 0) or 0 for f in [*src.suspect_files, *src.validation_files]) > ESTIMATE_MAX_BYTES:
         return ""
+    target, reference = model_specs(src, demo, panel)
+    how = (panel.dtype, "none", panel.device, panel.trust_remote_code)
     try:
         sets = read_sets(src, demo)
         plan, tests = estimate_inference(sets.suspect, sets.validation, books=src.unit == "books",
                                          features=settings.features, reference=bool(panel.reference_spec),
                                          n_permutations=int(settings.perms), passage_words=settings.passage_words,
-                                         max_passages=settings.max_passages)
+                                         max_passages=settings.max_passages, target_model=loaded(target, *how),
+                                         reference_model=loaded(reference, *how))
     except (MiaError, ValueError):
         return ""
     line = plan.estimate.split(" Lowercase (not ticked")[0]
     if src.unit == "books":  # the passes are over the books' passages
-        line = line.replace(" texts ×", " passages ×", 1).replace("texts scored before", "passages scored before")
+        line = line.replace(" texts", " passages")
     return (line
             + f" The permutation tests ({int(settings.perms):,} permutations): about {fmt_seconds(tests)} more.")
 
@@ -280,7 +322,7 @@ def start(reg, src: Source, settings: Settings, demo, panel, sig: dict) -> None:
         reference = load_model(request.reference, panel.dtype, "none", panel.device, panel.trust_remote_code) \
             if request.reference else None
     inputs = describe(src, sets.suspect, sets.validation, getattr(target, "name", None) or request.model,
-                      request.reference)
+                      request.reference, getattr(target, "identity", None))
     start_job(reg, "di", f"Dataset inference: {len(sets.suspect)} suspect vs {len(sets.validation)} validation "
               f"{src.unit}", _work(request, target, reference, inputs, sig), state_key="di_job")
 
@@ -297,27 +339,37 @@ def _work(request, target, reference, inputs: dict, sig: dict):
         t0 = time.time()
         res = execute_inference(request, target=target, reference=reference,
                                 progress=lambda m, f: progress(f"dataset inference: {m}", f))
-        return {"result": res, "seconds": time.time() - t0, "model": inputs["model"], "inputs": inputs,
-                "signature": sig}
+        stored = {"result": res, "seconds": time.time() - t0, "model": inputs["model"], "inputs": inputs,
+                  "signature": sig}
+        _save(stored)  # by the job, once, whichever tab (or none) is watching it
+        return stored
     return work
 
 
-def finished(done) -> None:
-    """A finished job: its result kept in this session and saved to the runs folder (the Runs page)."""
+def _save(stored: dict) -> None:
+    """The finished result saved to the runs folder, named by the model, the data and the verdict
+    (``mia_core.api.inference.inference_run_name``); ``stored["saved"]`` is its id, or None with
+    ``stored["save_error"]`` the reason in words."""
     from dashboard.options import worded
-    from dashboard.ui import md_text
     from mia_core.api.inference import save_inference_run
+
+    try:
+        meta = save_inference_run(stored["result"], model=stored.get("model"),
+                                  inputs=engine_inputs(stored.get("inputs") or {}))
+        stored["saved"], stored["name"] = meta["id"], meta["name"]
+    except (MiaError, OSError) as e:
+        stored["saved"], stored["save_error"] = None, worded(e)
+
+
+def finished(done) -> None:
+    """A finished job: its result (saved to the runs folder by the job itself, :func:`_save`) kept in this
+    session, whichever tab started it."""
+    from dashboard.ui import md_text
 
     stored = done.result
     st.session_state[RESULT_KEY] = stored
-    s, inp = stored["result"].summary, stored.get("inputs") or {}
-    name = f"{s['n_suspect']} suspect vs {s['n_validation']} validation {inp.get('unit', 'texts')}" \
-           + (f" · {inp['source_label']}" if inp.get("source_label") else "")
-    try:
-        stored["saved"] = save_inference_run(stored["result"], name=name, model=stored.get("model"))["id"]
-    except (MiaError, OSError) as e:
-        stored["saved"] = None
-        st.caption(md_text(f"not saved to the runs folder: {worded(e)}"))
+    if stored.get("save_error"):
+        st.caption(md_text(f"not saved to the runs folder: {stored['save_error']}"))
 
 
 def reopened(run_id: str, meta: dict | None = None) -> dict:
@@ -330,7 +382,9 @@ def reopened(run_id: str, meta: dict | None = None) -> dict:
     label = f"saved run “{meta.get('name') or run_id}”" + (f" ({meta['created']})" if meta.get("created") else "")
     inputs = {"unit": "books" if s.get("mode") == "books" else "texts", "source": "saved", "source_label": label,
               "n_suspect": s.get("n_suspect"), "n_validation": s.get("n_validation"),
-              "model": s.get("model") or meta.get("model"), "reference": s.get("reference_model"), "files": []}
+              "model": s.get("model") or res.inputs.get("model") or meta.get("model"),
+              "reference": s.get("reference_model"),
+              "files": [*res.inputs.get("suspect_files", []), *res.inputs.get("validation_files", [])]}
     return {"result": res, "seconds": s.get("seconds"), "model": inputs["model"], "inputs": inputs,
             "signature": None, "saved": run_id, "reopened": True}
 
@@ -400,7 +454,8 @@ def inputs_caption(stored: dict) -> str:
     text = md_text(" · ".join(str(p) for p in parts))
     if stored.get("saved"):
         how = "reopened from" if stored.get("reopened") else "saved as"
-        text += f" · {how} run {md_text(stored['saved'])} (Runs page)"
+        text += f" · {how} run {md_text(stored['saved'])}" + (f" “{md_text(stored['name'])}”" if stored.get("name")
+                                                              else "") + " (Runs page)"
     return text
 
 
@@ -429,14 +484,17 @@ def show_result(stored: dict, now: dict) -> None:
 
 
 def _draw(stored: dict) -> None:
+    from mia_core.api.inference import inference_notes
     from dashboard.ui import md_text
 
     res = stored["result"]
     s = res.summary
-    verdict = s["verdict"]
+    verdict, words = s["verdict"], inference_notes(s)
     {"used": st.warning, "not_shown": st.info, "refused": st.error}[verdict](
-        f"**{VERDICT_LABEL[verdict]}.** {md_text(s.get('verdict_reason', ''))}")
+        f"**{words['verdict']}.** {md_text(words['reason'])}")
     st.caption(inputs_caption(stored))
+    if words["blind"]:
+        st.caption(md_text(words["blind"]))
     if "null_p_value" in s or "p_value_crossfit_ttest" in s:
         st.warning("This run was saved by an earlier version, before the test was made one-sided and valid for "
                    "sets of unequal spread or size (issue 38): its p-value and verdict come from that test. Run the "
@@ -448,14 +506,22 @@ def _draw(stored: dict) -> None:
         shown = _book_part(res)
     else:
         _text_part(res)
-    for n in res.report:
+    for n, said in zip(res.report, inference_notes(s, res.report)["notes"]):
         if n != shown:
-            st.caption(md_text(n))
+            st.caption(md_text(said))
     from mia_core.runs.results import csv_text
 
     st.download_button(f"Download the per-{'book' if s.get('mode') == 'books' else 'text'} features and scores (CSV)",
                        csv_text(res.scores).encode("utf-8"), file_name="dataset_inference_scores.csv",
                        mime="text/csv", key="di_download")
+
+
+def feature_names(weights: dict) -> dict:
+    """``{feature id: weight}`` keyed by the features' display names ("Min-K%++ (k = 60 %)", as the rest of the
+    product names the attacks: ``mia_core.api.inference.inference_feature_label``)."""
+    from mia_core.api.inference import inference_feature_label
+
+    return {inference_feature_label(k): v for k, v in weights.items()}
 
 
 def _fmt(v, digits: int = 3) -> str:
@@ -558,18 +624,21 @@ def _book_part(res) -> str | None:
 def _charts(res, *, power: bool) -> None:
     """The combined scores of both sets, the power curve (texts: descriptive, the same data) and the weights;
     books have no power curve, their weights go beside the histogram."""
+    from mia_core.api.inference import inference_notes
     from mia_core.reports import plots
 
     s = res.summary
     scores = res.scores[~res.scores["excluded"]]
     hist = plots.di_score_histogram(scores.loc[scores["set"] == "suspect", "score"],
                                     scores.loc[scores["set"] == "validation", "score"])
-    side = plots.di_power_curve(s["power_curve"], alpha=s["alpha"]) if power and s.get("power_curve") else None
-    weights = plots.di_weights(s["weights"]) if s.get("weights") else None
+    side = plots.di_power_curve(s["power_curve"], alpha=s["alpha"], n_permutations=s.get("n_permutations")) \
+        if power and s.get("power_curve") else None
+    weights = plots.di_weights(feature_names(s["weights"])) if s.get("weights") else None
     c1, c2 = st.columns(2)
     c1.plotly_chart(hist, key="di_hist")
     if side is not None:
         c2.plotly_chart(side, key="di_power")
+        c2.caption(inference_notes(s)["power_floor"] or "")  # the curve's floor against the headline's
     elif weights is not None:  # half a page wide: a shorter axis title
         c2.plotly_chart(weights.update_xaxes(title_text="weight (non-negative: higher = more member-like)"),
                         key="di_weights")

@@ -449,18 +449,60 @@ def summary_section(res: dict) -> None:
     """
     import math
 
-    from mia_core.attacks.base import scored_tokens
-
     stats = res["stats"]
     p = np.exp(stats.logprob.astype(np.float64))
     c = st.columns(4)
     c[0].metric("Tokens", f"{stats.n_tokens:,}")
-    body_loss = scored_tokens([stats])[0].loss  # tokens 2..n, as the attacks score them (attacks.base)
+    body_loss, span = scored_loss(stats, bool(res.get("first_token_default", False)))  # as the attacks score it
     c[1].metric("Loss (mean NLL)", fmt_num(body_loss),
-                help="Mean negative log-likelihood of tokens 2..n, the tokens the attacks score (the papers and "
-                     f"MIMIR leave out the first token). Over every token: {fmt_num(stats.loss)}.")
+                help=f"Mean negative log-likelihood over {span}, the tokens the attacks score on this model "
+                     "(LOSS = −this loss). Over every token with a prediction: "
+                     f"{fmt_num(stats.loss)}.")
+    c[1].caption(f"over {span}")
     c[2].metric("Perplexity", fmt_num(math.exp(body_loss)) if body_loss < 50 else "> 10²¹")
     c[3].metric("Median token probability", fmt_pct(float(np.nanmedian(p))))
+
+
+def loss_note(res: dict, run=None) -> str:
+    """What the LOSS score covers, beside the loss the page shows above: the same tokens unless the calibration
+    ``run`` scored the first token differently (then both spans are named)."""
+    default = bool(res.get("first_token_default", False))
+    here = run_first_token(run, default)
+    loss, span = scored_loss(res["stats"], here)
+    if here == default:
+        return f"LOSS = −(the loss above: the mean over {span})."
+    return (f"LOSS = −(mean loss over {span}, as the calibration run scored its texts) = {fmt_num(-loss)}; the loss "
+            f"above covers {scored_loss(res['stats'], default)[1]}.")
+
+
+def scored_loss(stats, first_token: bool) -> tuple[float, str]:
+    """The mean loss over the tokens the attacks score (``mia_core.attacks.base.scored_tokens``: tokens 2..n, or
+    1..n with ``first_token``), and those tokens in words, e.g. ``"the 57 scored tokens 2..58"``.
+
+    Parameters
+    ----------
+    stats : mia_core.stats.TokenStats
+        The text's token statistics.
+    first_token : bool
+        Whether the first token is scored (``run_first_token``).
+
+    Returns
+    -------
+    tuple of (float, str)
+        The mean loss (the LOSS attack's score is its negative) and the tokens it covers.
+    """
+    from mia_core.attacks.base import scored_tokens
+
+    body = scored_tokens([stats], first_token)[0]
+    valid = np.flatnonzero(np.asarray(stats.valid)[: stats.n_tokens]) + 1  # 1-based positions with a prediction
+    if first_token:
+        pos = valid
+    else:
+        pos = valid[valid >= 2]
+    if not len(pos):
+        return float("nan"), "no token (the text is one token long)"
+    span = f"{pos[0]}..{pos[-1]}" if len(pos) > 1 else f"{pos[0]}"
+    return float(body.loss), f"the {body.n_predicted:,} scored token{'s' if body.n_predicted != 1 else ''} {span}"
 
 
 def token_section(lm, res: dict, corpus: str, corpus_upload) -> None:
@@ -577,6 +619,7 @@ def attack_section(lm, res: dict):
     rows = placement_rows(scores, run, ref_identity=res["ref_identity"])
     st.table(pd.DataFrame([{k: v for k, v in r.items() if not k.startswith("_") and k != "key"} for r in rows])
              .set_index("Attack"))
+    st.caption(loss_note(res, run))
     if run is None:
         return None
     st.caption("Percentile: the share of the run's texts that score below this one. Decisions: a text is called a "

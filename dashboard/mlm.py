@@ -103,7 +103,9 @@ def _upload_widgets(out: dict) -> None:
     o1, o2, o3 = st.columns(3)
     out["mode"] = o1.selectbox(".txt files hold", ["auto", "lines", "blank"], key="mlm_mode",
                                format_func={"auto": "auto-detect", "lines": "one text per line",
-                                            "blank": "paragraphs separated by blank lines"}.get)
+                                            "blank": "blank-line paragraphs"}.get,
+                               help="auto-detect: paragraphs separated by blank lines when the file has them, else one "
+                                    "text per line.")
     out["text_column"] = o2.text_input("Text column of tables (blank: auto)", key="mlm_text_column").strip() or None
     out["group_column"] = o3.text_input("Group column (e.g. patient id; blank: none)", key="mlm_group_column",
                                         help="§4.2: a group's score is the mean of its texts' scores.").strip() or None

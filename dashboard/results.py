@@ -32,6 +32,30 @@ def md_code(s) -> str:
     return f"{fence} {s} {fence}"
 
 
+# ------------------------------------------------------------------ the Runs page's words for stored codes
+# the dataset-inference verdicts (mia_core.dataset_inference.audit.VERDICTS) and the blind baseline's levels
+DI_VERDICT_WORDS = {"used": "used", "not_shown": "not shown",
+                    "refused": "refused (the sets differ without the model)"}
+SHIFT_WORDS = {"ok": "no shift seen", "caution": "caution: slight shift", "shift": "shift: AUCs invalid"}
+
+
+def verdict_words(code, words: dict) -> str:
+    """A stored verdict code in words (``"not_shown"`` -> ``"not shown"``); an unknown code with its underscores
+    turned into spaces, a missing one as "–"."""
+    if code is None or code == "":
+        return "–"
+    return words.get(code, str(code).replace("_", " "))
+
+
+def p_words(p, is_bound: bool = False) -> str:
+    """A p-value for a table cell, as people write it: ``0.0123``, ``3.2e-5``, and ``≤ 1e-4`` when no permutation
+    reached the statistic (the smallest p-value the permutations can give; the true one may be smaller)."""
+    from mia_core.formatting import p_number
+
+    text = p_number(p, is_bound).replace("<=", "≤")
+    return re.sub(r"(\d(?:\.\d*[1-9])?)\.?0*e([-+])0*(\d)", lambda m: f"{m[1]}e{m[2].replace('+', '')}{m[3]}", text)
+
+
 @st.cache_data(show_spinner=False, max_entries=8)
 def report_html(run_id: str, _run) -> str:
     """The self-contained HTML report of a run (cached per run id)."""

@@ -120,7 +120,7 @@ def tokens_html(pieces: list[str], stats, values: np.ndarray, norm: str, tokeniz
                    f'title="{title}">{txt}</span>')
     body = "".join(out)
     return ('<div class="mia-tokens" style="white-space:pre-wrap;line-height:1.9;font-size:1.02em;'
-            f'font-family:Georgia,serif;border:1px solid #ddd;border-radius:6px;padding:12px">{body}</div>')
+            f'font-family:inherit;border:1px solid #ddd;border-radius:6px;padding:12px">{body}</div>')
 
 
 def legend_html(norm: str) -> str:

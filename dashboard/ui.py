@@ -3,6 +3,7 @@ progress, and people-friendly formatting (re-exported from ``mia_core.formatting
 from __future__ import annotations
 
 import re
+import threading
 
 import streamlit as st
 
@@ -20,8 +21,112 @@ AUC_EXPLAINER = (
 )
 
 
-def page_setup(title: str, icon: str = ":material/home:") -> None:
+def page_setup(title: str, icon: str = ":material/home:", *, keep: tuple[str, ...] = ()) -> None:
+    """The page's title and icon in the browser tab, the wide layout, and what the user entered on the page kept
+    across page switches (:func:`keep_inputs`).
+
+    Parameters
+    ----------
+    title : str
+        The page's title (the browser tab shows "<title> · MIA dashboard").
+    icon : str
+        The page's icon.
+    keep : tuple of str
+        The widget-key prefixes of this page's inputs, kept across page switches (:func:`keep_inputs`).
+    """
     st.set_page_config(page_title=f"{title} · MIA dashboard", page_icon=icon, layout="wide")
+    here, ss = _page_id(), st.session_state
+    returning = ss.get(_LAST_PAGE) != here  # this run comes from another page (or is the session's first)
+    ss[_LAST_PAGE] = here
+    if keep:
+        keep_inputs(*keep, returning=returning)
+
+
+_LAST_PAGE = "_last_page"  # session state: the page of the previous run (page_setup)
+_KEPT_INPUTS = "_kept_inputs"  # session state: {page: {widget key: value}} (keep_inputs)
+_PLAIN = (str, int, float, bool, type(None))
+_NOT_KEPT = {"trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value",
+             "file_uploader_state_value", "arrow_value", "bytes_value", "json_value"}  # buttons, uploads, tables
+
+
+def _page_id() -> str:
+    """The page being drawn (Streamlit's hash of its script; "" outside a running script)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    return (getattr(ctx, "page_script_hash", "") or "") if ctx is not None else ""
+
+
+def keep_inputs(*prefixes: str, returning: bool = True) -> None:
+    """Keep what the user entered on this page (the widgets whose keys start with one of ``prefixes``) across
+    page switches: on coming back, every entry is as it was left. Called at the top of the page (by
+    :func:`page_setup` with ``keep=``), before its widgets.
+
+    Streamlit forgets a widget's value when another page is shown (it drops the state of every widget the new
+    page does not draw, before that page runs). So every run of the page notes its entries (plain values:
+    text, numbers, choices; not buttons, uploaded files or table selections) apart; when the page is shown
+    again without them, they are put back as values from an earlier run, before its widgets are drawn (as
+    Streamlit's own ``persist_state`` does: without its "created with a default value but also had its value
+    set via the Session State API" warning). Uploaded files cannot be given back to an uploader: they are not
+    kept.
+
+    Parameters
+    ----------
+    *prefixes : str
+        The page's widget-key prefixes, e.g. ``"cal_"``.
+    returning : bool
+        Whether this run comes from another page (only then are entries put back).
+    """
+    ss = st.session_state
+    store = ss.setdefault(_KEPT_INPUTS, {}).setdefault(_page_id(), {})
+    if returning:
+        _put_back({k: v for k, v in store.items() if k not in ss})
+    store.update(_widget_values(tuple(prefixes)))  # a widget not drawn in the last run keeps its noted value
+
+
+def _put_back(values: dict) -> None:
+    """``values`` put back where Streamlit keeps a widget's value from an earlier run (its "persist_state" does the
+    same): the widgets drawn next take them, and tell the browser, as values that were there before this run."""
+    from streamlit.runtime.state import get_session_state
+
+    try:
+        old = get_session_state()._state._old_state
+    except AttributeError:  # another Streamlit version: set them the public way (Streamlit may log a warning)
+        old = st.session_state
+    for k, v in values.items():
+        old[k] = v
+
+
+def _widget_values(prefixes: tuple[str, ...]) -> dict:
+    """The values of this session's widgets whose keys start with one of ``prefixes``, as the last run left
+    them: plain values only (:data:`_NOT_KEPT`: not buttons, uploads or table and chart selections)."""
+    from streamlit.runtime.state import get_session_state
+
+    try:  # Streamlit's record of which key is a widget, and of what kind
+        state = get_session_state()._state
+        ids, meta = state._key_id_mapper, state._new_widget_state.widget_metadata
+    except AttributeError:  # another Streamlit version: nothing is kept (the page works as before)
+        return {}
+    out = {}
+    for k in list(st.session_state.keys()):
+        if not (isinstance(k, str) and k.startswith(prefixes)):
+            continue
+        m = meta.get(ids.get_id_from_key(k, None) or "")
+        if m is None or m.value_type in _NOT_KEPT:
+            continue  # not a widget (the page's own state, never dropped), or one whose value cannot be given back
+        v = st.session_state[k]
+        if _keepable(v):
+            out[k] = v
+    return out
+
+
+def _keepable(v) -> bool:
+    """A value a widget can be given back: plain values and lists of them."""
+    import datetime
+
+    if isinstance(v, (list, tuple)):
+        return all(isinstance(x, _PLAIN) for x in v)
+    return isinstance(v, (*_PLAIN, datetime.date, datetime.time))
 
 
 # Markdown that a user string (a file or zip-member name, a text id, a model name) must not turn on in a
@@ -115,18 +220,66 @@ def start_job(reg, kind: str, title: str, work, *, state_key: str | None = None,
 
     with use_engine(engine) if engine is not None else nullcontext():  # the job's thread runs its passes there
         job = reg.start(kind, title, work)
+    st.session_state.setdefault(MY_JOBS, set()).add(job.id)
     if state_key:
         st.session_state[state_key] = job.id
     st.rerun()
 
 
-def follow_job(reg, job, acked_key: str, *, extra=None, repeat_error: bool = False):
+MY_JOBS = "_my_jobs"  # session state: the ids of the jobs this tab started (start_job)
+_FOLLOWED = "_followed_jobs"  # session state: {acked_key: (id, started)} of the job a page last showed running
+
+
+def _clock(t: float) -> str:
+    import time
+
+    return time.strftime("%H:%M", time.localtime(t))
+
+
+def job_origin(job) -> str:
+    """"" for a job this tab started; "Started in another tab at 14:05." for one another tab (or an earlier,
+    closed one) started: the registry is the process's, so every tab finds the latest job of its page."""
+    if job is None or job.id in st.session_state.get(MY_JOBS, ()):
+        return ""
+    return f"Started in another tab at {_clock(job.started)}."
+
+
+def _lost_job(reg, acked_key: str) -> None:
+    """The job this page last showed running, when the registry no longer knows it (the server restarted, or
+    its jobs were cleared): said in one line, once, instead of showing nothing."""
+    seen = st.session_state.setdefault(_FOLLOWED, {})
+    rec = seen.get(acked_key)
+    if rec is None or reg.get(rec[0]) is not None:
+        return
+    seen.pop(acked_key, None)
+    st.warning(f"The job started at {_clock(rec[1])} is no longer known to the server (it was restarted, or its "
+               "jobs were cleared): its result is lost. Press the Run button again.", icon=":material/warning:")
+
+
+def follow_job(reg, job, acked_key: str, *, extra=None, repeat_error: bool = False, take_foreign: bool = True):
     """While ``job`` runs, its live progress (:func:`watch_job`, ``extra`` drawing more); once it ended, the
-    job, once, when it is done (:func:`finished_job`); else None."""
+    job, once, when it is done (:func:`finished_job`); else None. A job another tab started says so
+    (:func:`job_origin`); a job this page showed running that the registry lost is one warning line.
+    ``take_foreign=False``: a job another tab started and finished, that this tab never showed running, is
+    left alone (a page that already shows a result the user chose, e.g. a run reopened from the Runs page)."""
+    if job is None:
+        _lost_job(reg, acked_key)
+    origin = job_origin(job)
+    if (job is not None and not job.running and origin and not take_foreign
+            and st.session_state.get(_FOLLOWED, {}).get(acked_key, (None,))[0] != job.id):
+        return None
     if job is not None and job.running:
+        st.session_state.setdefault(_FOLLOWED, {})[acked_key] = (job.id, job.started)
+        if origin:
+            st.caption(origin)
         watch_job(reg, job.id, extra)
         return None
-    return finished_job(job, acked_key, repeat_error=repeat_error)
+    if job is not None:
+        st.session_state.setdefault(_FOLLOWED, {}).pop(acked_key, None)
+    done = finished_job(job, acked_key, repeat_error=repeat_error)
+    if done is not None and origin:
+        st.caption(f"{origin[:-1]}; finished at {_clock(done.finished or done.started)}.")
+    return done
 
 
 def watch_job(reg, job_id: str, extra=None) -> None:
@@ -162,21 +315,51 @@ def finished_job(job, acked_key: str, *, repeat_error: bool = False):
     return job if job.status == "done" else None
 
 
+_SEEN: dict = {}  # (stage name, start) -> [(time of a report, share done then)]: what stage_eta saw of a stage
+_SEEN_LOCK = threading.Lock()
+
+
+def _recent_pace(stage, f: float, upto: float) -> float:
+    """The stage's share done per second over the later half of its time to its last report, from the reports
+    :func:`stage_eta` has seen of it (each redraw sees the last one); its whole pace when it has not seen one
+    there yet."""
+    key, t_now = (str(stage.name), float(stage.started)), float(stage.updated)
+    with _SEEN_LOCK:
+        pts = _SEEN.setdefault(key, [])
+        if not pts or t_now > pts[-1][0]:
+            pts.append((t_now, f))
+        elif t_now == pts[-1][0]:
+            pts[-1] = (t_now, max(f, pts[-1][1]))
+        while len(_SEEN) > 64:  # stages of finished jobs
+            _SEEN.pop(next(iter(_SEEN)))
+        half = key[1] + upto / 2
+        earlier = [p for p in pts[:-1] if p[0] >= half - 1e-9 and p[1] < f]
+    if earlier:
+        t0, f0 = earlier[0]
+        if t_now > t0:
+            return (f - f0) / (t_now - t0)
+    return f / upto
+
+
 def stage_eta(stage, elapsed: float, current: bool) -> str:
-    """", about 40 s left" for the running stage, from its pace up to its last progress report (once it
+    """", about 40 s left" for the running stage, from its recent pace up to its last progress report (once it
     is 5 % done and has run 3 s, so the first batch's start-up does not make the guess wild); "" otherwise.
 
-    The pace is the stage's whole time to its last report over the share done then, and the estimate
-    counts down between reports. (It used to divide the time *now* by the share of the last report:
-    work arrives in bursts, a batch of windows at once, so between two bursts the estimate grew, and it
-    swung 2-4x in a pass.)"""
+    The pace is the share done over the later half of the stage's time to its last report (the reports seen
+    there by earlier redraws; the whole stage's pace until there is one), and the estimate counts down between
+    reports. A pass's first texts can cost several times the later ones (texts that share their first words
+    run one family at a time, a first batch warms the model up), and its reports come in bursts (a batch of
+    texts at once): the whole stage's pace then kept the time left at 8-10 min for 3 min of a pass that
+    ended soon after (issue 40); before that, the time *now* over the share of the last report made it grow
+    between bursts."""
     import time
 
     f = float(stage.fraction)
     if not current or not 0.05 <= f < 1.0 or elapsed < 3:
         return ""
     upto = max(1e-9, float(stage.updated) - float(stage.started))
-    left = upto * (1 - f) / f - max(0.0, time.time() - float(stage.updated))
+    pace = _recent_pace(stage, f, upto)
+    left = (1 - f) / max(pace, 1e-12) - max(0.0, time.time() - float(stage.updated))
     return f", about {fmt_seconds(left)} left" if left >= 1 else ", finishing"
 
 

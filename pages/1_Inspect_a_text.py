@@ -15,7 +15,7 @@ from dashboard.inspect import (
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
 
-page_setup("Inspect a text", ":material/manage_search:")
+page_setup("Inspect a text", ":material/manage_search:", keep=("inspect_",))
 st.title("Inspect a text")  # drawn before the model loads: the sidebar shows the loading steps
 st.markdown("How familiar is the model with this text? Every token is coloured by the probability the "
             "model gave it; the attack scores below say how member-like the whole text looks, compared "

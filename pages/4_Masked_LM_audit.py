@@ -20,7 +20,7 @@ from dashboard.mlm import RESULT_KEY, build_job, models_section, settings_sectio
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
-page_setup("Masked-LM audit", ":material/healing:")
+page_setup("Masked-LM audit", ":material/healing:", keep=("mlm_",))
 panel = model_panel(load=False, need_reference=False)
 st.title("Masked-LM audit")
 st.markdown(

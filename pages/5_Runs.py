@@ -9,7 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from dashboard.options import worded
-from dashboard.results import md_code, md_text, render_run
+from dashboard.results import DI_VERDICT_WORDS, SHIFT_WORDS, md_code, md_text, p_words, render_run, verdict_words
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
 from mia_core.reports import plots
@@ -28,7 +28,7 @@ def _error(e) -> None:
     st.error(md_text(worded(e)))
 
 
-page_setup("Runs", ":material/folder_open:")
+page_setup("Runs", ":material/folder_open:", keep=("runs_a", "runs_b", "runs_open", "runs_di_open", "runs_scale"))
 model_panel(load=False)
 st.title("Runs")
 try:
@@ -43,13 +43,19 @@ def _di_label(m: dict) -> str:
     return " ".join(f"{'[damaged] ' if m.get('damaged') else ''}{m['name']} ({m['created']})".split())
 
 
+def _name_width(rows: list[dict]) -> int:
+    """The Name column's width in pixels: the longest name in full (up to 1000; the table scrolls sideways in a
+    narrow window, the verdict and p-value staying in view on the left)."""
+    longest = max((len(str(r.get("Name", ""))) for r in rows), default=0)
+    return int(min(1000, max(160, 5.6 * longest + 24)))
+
+
 def _dataset_inference_runs() -> None:
     """Saved dataset-inference runs (``mia_core.api.inference``: ``list_inference_runs``, ``inference_report``): a
     table, each run's report. Every
     entry of the listing has every field, of the type shown here (a damaged ``meta.json`` is listed with its
     reason, never stops the page); a report is handed out only as a regular file inside its run's folder."""
     from mia_core.api.inference import inference_report, list_inference_runs
-    from mia_core.formatting import p_number
 
     try:
         di = list_inference_runs()
@@ -66,15 +72,21 @@ def _dataset_inference_runs() -> None:
     rows = []
     for m in di:
         try:
-            p = "–" if m["p_value"] is None else p_number(m["p_value"], bool(m["p_value_is_bound"]))
+            p = "–" if m["p_value"] is None else p_words(m["p_value"], bool(m["p_value_is_bound"]))
         except (TypeError, ValueError, OverflowError):  # the listing checked it: never expected
             p = "?"
-        rows.append({"Verdict": f"damaged: {m['damaged']}" if m.get("damaged") else (m["verdict"] or "–"),
+        rows.append({"Verdict": f"damaged: {m['damaged']}" if m.get("damaged") else verdict_words(m["verdict"],
+                                                                                                  DI_VERDICT_WORDS),
                      "p-value": p, "Name": m["name"], "Model": m["model"] or "–",
                      "Sets": (f"{'?' if m['n_suspect'] is None else m['n_suspect']} + "
                               f"{'?' if m['n_validation'] is None else m['n_validation']} {m['mode']}"),
                      "Blind AUC": "–" if m["blind_auc"] is None else f"{m['blind_auc']:.3f}", "Created": m["created"]})
-    st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_di_table", width="stretch")
+    st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_di_table", width="stretch",
+                 column_config={"Name": st.column_config.TextColumn(width=_name_width(rows)),
+                                "Verdict": st.column_config.TextColumn(
+                                    help="used: the suspect set scores as trained on, beyond chance at the run's "
+                                         "level; not shown: no significant evidence; refused: the blind baseline "
+                                         "tells the two sets apart without the model, so no verdict is valid.")})
     base = {m["id"]: _di_label(m) for m in di}
     seen = Counter(base.values())  # two runs of the same name and time: two options, told apart by their ids
     labels = {i: (f"{b} · {i}" if seen[b] > 1 else b) for i, b in base.items()}
@@ -139,7 +151,7 @@ for m in metas:
     blind = m["auc"].get("blind")
     row = {"Damaged": f"damaged: {m['damaged']}" if m.get("damaged") else ""} if damaged else {}
     rows.append({**row,  # the shift check first: a narrow window cuts columns from the right
-                 "Shift check": m.get("verdict") or "–",
+                 "Shift check": verdict_words(m.get("verdict"), SHIFT_WORDS),
                  "Name": m["name"],
                  "Target": f"{t.get('name')} ({t.get('dtype')}{'/' + q if q and q != 'none' else ''})" if t else "–",
                  "Reference": (m.get("reference") or {}).get("name") or "–",
@@ -153,12 +165,13 @@ if damaged:
     st.warning(f"{len(damaged)} run{'s are' if len(damaged) > 1 else ' is'} damaged: listed with the reason, "
                "they can still be deleted below; the other runs are not affected.", icon=":material/warning:")
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_table", width="stretch",
-             column_config={"Name": st.column_config.TextColumn(width="medium"),
+             column_config={"Name": st.column_config.TextColumn(width=_name_width(rows)),
                             "Damaged": st.column_config.TextColumn(width="medium"),
                             "Shift check": st.column_config.TextColumn(
-                                width="small", help="The blind baseline's verdict on the data, not on the attacks: "
-                                "ok = no sign that members and non-members differ in a way a model-free classifier "
-                                "sees; caution or shift = attack AUCs may measure that difference, not membership.")})
+                                width="medium", help="The blind baseline's verdict on the data, not on the attacks: "
+                                "no shift seen = no sign that members and non-members differ in a way a model-free "
+                                "classifier sees; caution or shift = attack AUCs may measure that difference, not "
+                                "membership.")})
 
 tab_cmp, tab_one = st.tabs(["Compare two runs", "Open / delete a run"])
 
@@ -189,9 +202,9 @@ with tab_cmp:
         st.info("Save a second run to compare (e.g. the same data with the target in fp32 and in int4).")
     else:
         whole = [i for i in ids if not by_id[i].get("damaged")] + [i for i in ids if by_id[i].get("damaged")]
-        c1, c2 = st.columns(2)  # by default the two newest runs that are not damaged
-        a = c1.selectbox("Run A", ids, index=ids.index(whole[1]), format_func=labels.get, key="runs_a")
-        b = c2.selectbox("Run B", ids, index=ids.index(whole[0]), format_func=labels.get, key="runs_b")
+        # by default the two newest runs that are not damaged; one under the other, so a long name is not cut
+        a = st.selectbox("Run A", ids, index=ids.index(whole[1]), format_func=labels.get, key="runs_a")
+        b = st.selectbox("Run B", ids, index=ids.index(whole[0]), format_func=labels.get, key="runs_b")
         try:
             _compare(a, b)
         except _DAMAGED_SHAPES as e:  # a damaged run that got past the checks: one line, never a traceback

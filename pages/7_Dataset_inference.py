@@ -69,6 +69,7 @@ elif source == "demo_null":
                "each side (every novel on both): the answer should be *not shown*. **Passage words is set to 64** "
                "below (the documents are about 240 words). The demo target is audited.")
 elif source == "upload":
+    left = DI.uploads_left()  # before the uploaders: their state is gone when the page or the source was left
     u1, u2 = st.columns(2)
     books = unit == "books"
     kind = dict(type=DI.BOOK_TYPES if books else DI.TEXT_TYPES, accept_multiple_files=True)
@@ -79,7 +80,7 @@ elif source == "upload":
         "Validation set (same distribution, known not trained on)", key="di_validation_up", **kind) or []
     if books:
         src.strip = DI.kept(st.checkbox, "Strip Project Gutenberg headers and footers", "di_strip", True)
-    st.caption("Uploaded files are not kept when you leave the page (the other entries are).")
+    DI.upload_note(src, left)
 else:
     p1, p2 = st.columns(2)
     src.suspect_text = DI.kept(p1.text_area, "Suspect texts: one per line", "di_suspect_text", "", height=160)
@@ -120,7 +121,7 @@ if unit == "books":
                                              "as the same number (the shortest book's count)."))
 
 reg = registry()
-job = reg.get(st.session_state.get("di_job"))
+job = reg.latest("di")  # the latest dataset inference, this tab's or another's (one runs at a time)
 busy = job is not None and job.running
 go_ = st.button("Run dataset inference", type="primary", key="di_go", disabled=busy)
 now = DI.signature(src, settings, demo, panel)
@@ -133,7 +134,7 @@ if go_ and not busy:
     except MiaError as e:
         show_error(e)
 
-if (done := follow_job(reg, job, "di_acked")) is not None:
+if (done := follow_job(reg, job, "di_acked", take_foreign=st.session_state.get(DI.RESULT_KEY) is None)) is not None:
     DI.finished(done)
 
 # ------------------------------------------------------------------ results

@@ -13,3 +13,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # background of whichever test first runs app.py; its own test turns it back on
 os.environ.setdefault("MIA_NO_PRELOAD", "1")
 os.environ.setdefault("MIA_CACHE_DIR", str(Path.home() / ".cache" / "mia-dashboard-tests"))
+
+
+def pytest_runtest_setup(item):
+    """Before a test's fixtures: let a start-up warm-up that an earlier page test began (``app.py`` run by
+    AppTest) finish its imports, so that the test's own ``from transformers import ...`` does not race it
+    (``dashboard.warmup.wait_imports``: Python's import deadlock guard hands one thread a partial module)."""
+    import sys
+
+    warmup = sys.modules.get("dashboard.warmup")
+    if warmup is not None:
+        warmup.wait_imports()

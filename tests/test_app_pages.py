@@ -473,14 +473,27 @@ def test_dataset_inference_page_demo_gives_a_verdict_offline():
     p = metrics["p-value (one-sided test)"]
     assert p.startswith("<=") or float(p) <= 0.01, p
     assert metrics["Texts that stand out"].endswith("of 100") and at.dataframe  # the per-text table
-    assert any("Used" in w.value for w in at.main.warning)  # the verdict box
+    # the verdict box: the verdict once, then its reason as a sentence (issue 40: it repeated itself)
+    box = next(w.value for w in at.main.warning if w.value.startswith("**Used.**"))
+    assert box.startswith("**Used.** The suspect texts score as more member-like"), box
     assert float(metrics["Blind baseline AUC"]) < 0.7
-    assert len(at.get("plotly_chart")) == 3
+    charts = at.get("plotly_chart")
+    assert len(charts) == 3
+    weights = next(json.loads(c.proto.spec) for c in charts if "Feature weights" in c.proto.spec)
+    assert "Min-K%++ (k = 60 %)" in weights["data"][0]["y"] and "LOSS" in weights["data"][0]["y"]
+    assert not any("@" in y for y in weights["data"][0]["y"])  # no code ids
+    power = next(json.loads(c.proto.spec) for c in charts if "Texts the claim needs" in c.proto.spec)
+    assert any("1/(999+1) = 0.001" in a["text"] for a in power["layout"]["annotations"])
+    # the headline here used 999 permutations too (set above): the caption says so, not that it goes lower
+    assert any("1 / (999 + 1) = 0.001" in c.value and "has the same floor" in c.value for c in at.caption)
     assert any("saved as run" in c.value for c in at.caption)
     runs_page = _app("pages/5_Runs.py")  # the run is listed beside the calibration runs
     _no_exception(runs_page)
     table = next(d.value for d in runs_page.dataframe if "Verdict" in d.value.columns)
     assert "used" in set(table["Verdict"]) and runs_page.get("download_button")
+    # its name: the model, the data and the verdict (issue 40: the demo and demo-null runs had the same name)
+    assert any(n.startswith("demo target · demo: 100 suspect vs 100 validation texts — used (p")
+               for n in table["Name"]), list(table["Name"])
 
 
 def test_dataset_inference_page_refuses_bad_input_in_one_line():
@@ -675,7 +688,9 @@ def test_an_old_dataset_inference_run_reopens_without_an_exception(mode):
     metrics = {m.label: m.value for m in at.metric}
     assert metrics["p-value (one-sided test)"] == "4.0e-04"
     assert metrics["Texts that stand out" if mode == "texts" else "Books that stand out"] == "–"
-    assert "an old note" in {c.value for c in at.caption}
+    assert "An old note" in {c.value for c in at.caption}  # a note as a sentence (issue 40)
+    box = next(w.value for w in at.main.warning if w.value.startswith("**Used.**"))
+    assert box.startswith(f"**Used.** The suspect {'texts' if mode == 'texts' else 'books'} score"), box
 
 
 def test_a_damaged_dataset_inference_run_is_one_line_on_the_runs_page():

@@ -144,7 +144,7 @@ def inference_demo() -> dict | None:
 
 def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool = False, features="default",
                        reference: bool = False, n_permutations: int = 10_000, passage_words: int = 256,
-                       max_passages: int = 40) -> tuple:
+                       max_passages: int = 40, target_model=None, reference_model=None) -> tuple:
     """What a run of these sets would cost, before any check: the features' model passes and the permutation tests.
 
     Parameters
@@ -154,6 +154,9 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
         the same number).
     books, features, reference, n_permutations, passage_words, max_passages
         As :func:`prepare_inference` takes them (``reference``: whether a reference model is given).
+    target_model, reference_model : LoadedModel, optional
+        The models when loaded already: only the texts (passages) the disk cache lacks count, at the model's own
+        measured speed (:func:`mia_core.api.plan.plan_run`); without them the line says it does not know the cache.
 
     Returns
     -------
@@ -179,7 +182,8 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
     else:
         texts = [*suspect, *validation]
     tests = estimate_seconds(len(suspect) + len(validation), n_permutations=int(n_permutations))
-    return plan_run(families, texts=texts, check_inputs=False), tests
+    return plan_run(families, texts=texts, check_inputs=False, target_model=target_model,
+                    reference_model=reference_model), tests
 
 
 @dataclass
@@ -484,7 +488,8 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
 
 
 # ----------------------------------------------------------------------------- saved runs
-def save_inference_run(result, *, name: str | None = None, model: str | None = None) -> dict:
+def save_inference_run(result, *, name: str | None = None, model: str | None = None,
+                       inputs: dict | None = None) -> dict:
     """Save a dataset-inference result as a new run beside the calibration runs (``<runs dir>/_dataset_inference``,
     :mod:`mia_core.dataset_inference.store`).
 
@@ -493,16 +498,92 @@ def save_inference_run(result, *, name: str | None = None, model: str | None = N
     result : mia_core.dataset_inference.DatasetInferenceResult
         What :func:`execute_inference` / :func:`infer_dataset` returned.
     name, model : str, optional
-        The run's name and the model's name, as the Runs page lists them.
+        The run's name and the model's name, as the Runs page lists them; the default name is
+        :func:`inference_run_name` (the model, the data and the verdict).
+    inputs : dict, optional
+        What was audited, as the front end names it (``model``, ``model_identity``, ``reference``, ``source``:
+        ``demo``, ``demo_null``, ``paste``, ``upload`` or ``files``, ``suspect_files``, ``validation_files``):
+        set on the result (its report's header names them) and kept in the run's ``meta.json``.
 
     Returns
     -------
     dict
-        The run's meta (``id``, ``name``, ``created``, the verdict, the p-value, the sizes).
+        The run's meta (``id``, ``name``, ``created``, ``model``, ``model_identity``, ``data``, the verdict, the
+        p-value, the sizes).
     """
     from ..dataset_inference import store
 
+    if inputs:
+        result.inputs = {**(result.inputs or {}), **inputs}
     return store.save(result, name=name, model=model)
+
+
+def inference_run_name(summary: dict, inputs: dict | None = None) -> str:
+    """A dataset-inference run's name: the model's short name, the data and the verdict, e.g. ``"demo target ·
+    demo null: 100 suspect vs 100 validation texts — not shown (p = 0.4100)"``
+    (:func:`mia_core.dataset_inference.report.run_name`).
+
+    Parameters
+    ----------
+    summary : dict
+        The result's summary.
+    inputs : dict, optional
+        What was audited (see :func:`save_inference_run`).
+
+    Returns
+    -------
+    str
+        The name.
+    """
+    from ..dataset_inference.report import run_name
+
+    return run_name(summary, inputs)
+
+
+def inference_feature_label(name: str) -> str:
+    """A dataset-inference feature by the attack's display name: ``"min_k_pp@0.6"`` -> ``"Min-K%++ (k = 60 %)"``
+    (:func:`mia_core.dataset_inference.features.feature_label`).
+
+    Parameters
+    ----------
+    name : str
+        The feature's id, as in the summary's ``features`` and ``weights``.
+
+    Returns
+    -------
+    str
+        Its display name.
+    """
+    from ..dataset_inference.features import feature_label
+
+    return feature_label(name)
+
+
+def inference_notes(summary: dict, notes: Sequence[str] = ()) -> dict:
+    """The sentences a result's figures need, in words (:mod:`mia_core.dataset_inference.report`): ``verdict``
+    (Used, Not shown, Refused), ``reason`` (the verdict's reason as a sentence), ``blind`` (a blind-baseline AUC
+    far below 0.5, or None), ``power_floor`` (the power curve's floor against the headline p, or None) and
+    ``notes`` (``notes``, each as a sentence, in their order).
+
+    Parameters
+    ----------
+    summary : dict
+        The result's summary.
+    notes : sequence of str, optional
+        The result's notes (its ``report``).
+
+    Returns
+    -------
+    dict
+        The five entries.
+    """
+    from ..dataset_inference import report as r
+
+    curve = summary.get("power_curve") and summary.get("verdict") != "refused"
+    return {"verdict": r.VERDICT_WORDS.get(summary.get("verdict"), str(summary.get("verdict"))),
+            "reason": r.sentence(summary.get("verdict_reason")), "blind": r.blind_note(summary),
+            "power_floor": r.power_floor_note(summary) if curve else None,
+            "notes": [r.sentence(n) for n in notes]}
 
 
 def list_inference_runs() -> list[dict]:
