@@ -1,6 +1,8 @@
 """Every finished run, kept locally: open one, delete one, or compare two side by side
 (e.g. the same data with the target in fp32 and in int4). A saved dataset-inference run opens again in the
-Dataset inference page (``dashboard.dataset_inference.reopened``)."""
+Dataset inference page.
+
+The reopening is ``dashboard.dataset_inference.reopened`` (Home shows the first paragraph above to users)."""
 from __future__ import annotations
 
 from collections import Counter
