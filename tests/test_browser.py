@@ -151,6 +151,17 @@ def _visit(page, label: str) -> None:
     _wait_idle(page)
 
 
+def _value_when(page, box, want: str, timeout_s: float = 20.0) -> str:
+    """The input's value once it is ``want`` (a page coming back redraws its widgets in steps: a value read in
+    between can be a partial one), or its last value after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        got = box.input_value()
+        if got == want or time.monotonic() > deadline:
+            return got
+        page.wait_for_timeout(300)
+
+
 def _caption(page, starting: str) -> str:
     """The text of the first caption that starts with ``starting`` ("" when there is none)."""
     for c in page.locator("[data-testid='stCaptionContainer']").all():
@@ -221,7 +232,8 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
             # ---- the newcomer's path (issue 40): another page mid-task and back keeps what was entered
             _visit(page, "Inspect a text")
             _visit(page, "Calibration run")
-            kept = page.get_by_role("textbox", name="Non-members: one text per line").input_value()
+            kept = _value_when(page, page.get_by_role("textbox", name="Non-members: one text per line"),
+                               "\n".join(nonmembers))
             assert kept == "\n".join(nonmembers), kept[:200]
             _press(page, "Run the attacks", lambda t: "running for" in t or "AUC [95% CI]" in t)
             roc = page.locator(".js-plotly-plot").filter(has_text="ROC")
@@ -319,7 +331,7 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
             _wait_idle(page)
             _visit(page, "Runs")
             _visit(page, "Dataset inference")
-            kept = page.get_by_role("spinbutton", name="Permutations").input_value()
+            kept = _value_when(page, page.get_by_role("spinbutton", name="Permutations"), "999")
             assert kept == "999", kept
             _press(page, "Run dataset inference", lambda t: "running for" in t or "3 · Verdict" in t)
             seen = _text_when(page, "[data-testid='stMain']", ("3 · Verdict", "Texts that stand out"), timeout_s=420.0)
