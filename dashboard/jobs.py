@@ -36,6 +36,7 @@ class Stage:
     message: str = ""
     started: float = field(default_factory=time.time)
     updated: float = field(default_factory=time.time)
+    history: list = field(default_factory=list)  # [(time of a report, share done then)]: the time left's pace
 
     @property
     def elapsed(self) -> float:
@@ -77,6 +78,9 @@ class Job:
             st_.fraction = max(0.0, min(1.0, float(fraction)))
             st_.message = rest.strip()
             st_.updated = now
+            st_.history.append((now, st_.fraction))
+            if len(st_.history) > 1000:  # thinned, first and last kept: the pace needs no more
+                del st_.history[1:-1:2]
 
     def current_stage(self) -> str | None:
         """The stage that started last (its timer runs while the job does)."""
@@ -85,7 +89,8 @@ class Job:
 
     def snapshot(self) -> list[Stage]:
         with self._lock:
-            return [Stage(s.name, s.fraction, s.message, s.started, s.updated) for s in self.stages.values()]
+            return [Stage(s.name, s.fraction, s.message, s.started, s.updated, list(s.history))
+                    for s in self.stages.values()]
 
     @property
     def elapsed(self) -> float:

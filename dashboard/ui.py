@@ -3,7 +3,6 @@ progress, and people-friendly formatting (re-exported from ``mia_core.formatting
 from __future__ import annotations
 
 import re
-import threading
 
 import streamlit as st
 
@@ -315,29 +314,15 @@ def finished_job(job, acked_key: str, *, repeat_error: bool = False):
     return job if job.status == "done" else None
 
 
-_SEEN: dict = {}  # (stage name, start) -> [(time of a report, share done then)]: what stage_eta saw of a stage
-_SEEN_LOCK = threading.Lock()
-
-
 def _recent_pace(stage, f: float, upto: float) -> float:
     """The stage's share done per second over the later half of its time to its last report, from the reports
-    :func:`stage_eta` has seen of it (each redraw sees the last one); its whole pace when it has not seen one
-    there yet."""
-    key, t_now = (str(stage.name), float(stage.started)), float(stage.updated)
-    with _SEEN_LOCK:
-        pts = _SEEN.setdefault(key, [])
-        if not pts or t_now > pts[-1][0]:
-            pts.append((t_now, f))
-        elif t_now == pts[-1][0]:
-            pts[-1] = (t_now, max(f, pts[-1][1]))
-        while len(_SEEN) > 64:  # stages of finished jobs
-            _SEEN.pop(next(iter(_SEEN)))
-        half = key[1] + upto / 2
-        earlier = [p for p in pts[:-1] if p[0] >= half - 1e-9 and p[1] < f]
+    the job recorded (``Stage.history``); its whole pace when none came in that half before the last."""
+    half = float(stage.started) + upto / 2
+    t_now = float(stage.updated)
+    earlier = [p for p in getattr(stage, "history", None) or () if half - 1e-9 <= p[0] < t_now and p[1] < f]
     if earlier:
         t0, f0 = earlier[0]
-        if t_now > t0:
-            return (f - f0) / (t_now - t0)
+        return (f - f0) / (t_now - t0)
     return f / upto
 
 
@@ -345,9 +330,9 @@ def stage_eta(stage, elapsed: float, current: bool) -> str:
     """", about 40 s left" for the running stage, from its recent pace up to its last progress report (once it
     is 5 % done and has run 3 s, so the first batch's start-up does not make the guess wild); "" otherwise.
 
-    The pace is the share done over the later half of the stage's time to its last report (the reports seen
-    there by earlier redraws; the whole stage's pace until there is one), and the estimate counts down between
-    reports. A pass's first texts can cost several times the later ones (texts that share their first words
+    The pace is the share done over the later half of the stage's time to its last report (the reports the
+    job recorded there, ``Stage.history``; the whole stage's pace until there is one), and the estimate
+    counts down between reports. A pass's first texts can cost several times the later ones (texts that share their first words
     run one family at a time, a first batch warms the model up), and its reports come in bursts (a batch of
     texts at once): the whole stage's pace then kept the time left at 8-10 min for 3 min of a pass that
     ended soon after (issue 40); before that, the time *now* over the share of the last report made it grow

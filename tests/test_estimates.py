@@ -134,27 +134,42 @@ def test_the_document_and_controlled_estimates(lm):
 def test_stage_eta_follows_the_recent_pace_not_a_slow_start():
     """A pass whose first texts ran one at a time (36 s for 5 %), then in bursts of a batch at once: its time
     left follows the pace of the later half, as the page redraws between reports."""
-    from dashboard.jobs import Stage
+    from contextlib import contextmanager
+    from unittest import mock
+
+    from dashboard.jobs import Job, Stage
     from dashboard.ui import stage_eta
+
+    @contextmanager
+    def mock_clock(t):  # the job's clock at a report (the reports of a minute, made at once)
+        with mock.patch("dashboard.jobs.time.time", return_value=t):
+            yield
 
     now = time.time()
     t0 = now - 61.6
-    name = f"reference pass {now}"  # a stage of its own (stage_eta remembers the reports it saw)
+    name = "reference pass"
 
     def left(text):
         return float(text.split("about ")[1].split(" s")[0]) if " min " not in text else 60 * float(
             text.split("about ")[1].split(" min")[0]) + float(text.split(" min ")[1].split(" s")[0])
 
-    # the redraw after the slow start's last report, then the one after the first burst
-    early = stage_eta(Stage(name, 0.05, "10/200 windows", started=t0, updated=t0 + 36.6), 36.6, True)
+    # the job's reports: the slow start's last one, then the first burst's (Job.progress records each)
+    job = Job("j", "calibration", "t", started=t0)
+    with mock_clock(t0):
+        job.progress(f"{name}: 0/200 windows", 0.0)
+    with mock_clock(t0 + 36.6):
+        job.progress(f"{name}: 10/200 windows", 0.05)
+    early = stage_eta(job.snapshot()[0], 36.6, True)
     assert early  # the whole pace then: no other to go by
-    burst = Stage(name, 0.31, "62/200 windows", started=t0, updated=now)
+    with mock_clock(now):
+        job.progress(f"{name}: 62/200 windows", 0.31)
+    burst = job.snapshot()[0]
     got = left(stage_eta(burst, 61.6, True))
     whole = 61.6 * 0.69 / 0.31  # 137 s: the pace of the whole stage, slow start included
     recent = 0.69 / ((0.31 - 0.05) / (61.6 - 36.6))  # 66 s: the pace since the slow start
     assert abs(got - recent) < 2 and got < whole / 2
-    # a stage seen for the first time mid-way (the page opened then) has only its whole pace
-    fresh = Stage(name + " again", 0.31, "62/200 windows", started=t0, updated=now)
+    # a stage with no report in its later half before the last has only its whole pace
+    fresh = Stage(name, 0.31, "62/200 windows", started=t0, updated=now, history=[(now, 0.31)])
     assert abs(left(stage_eta(fresh, 61.6, True)) - whole) < 2
 
 
