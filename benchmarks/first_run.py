@@ -31,9 +31,9 @@ CHILD = r"""
 import json, sys, time
 t_start = time.perf_counter()
 sys.path.insert(0, {root!r})
-from dashboard.calibration import build_config, make_job, read_inputs
+from dashboard.calibration import build_request, make_job, read_inputs
 from dashboard.loaders import load_model
-from dashboard import optional
+from mia_core.targets import demo as optional
 from mia_core.attacks import REGISTRY, default_attacks
 from dashboard import warmup
 t0 = time.perf_counter()
@@ -56,8 +56,8 @@ inputs = read_inputs("demo", demo=demo)
 if not {population}:  # the page's default: the demo's population is scored only when asked for
     inputs.population = None
 chosen = default_attacks(have_reference=True) + ({lowercase} and ["lowercase"] or [])
-cfg = build_config(chosen, {{}}, split=None, n_bootstrap={boot}, seed=0, context=None, blind=True,
-                   dataset=inputs.dataset, population=inputs.population, reference="smollm2")
+request = build_request(chosen, {{}}, split=None, n_bootstrap={boot}, seed=0, context=None, blind=True,
+                        dataset=inputs.dataset, population=inputs.population, reference="smollm2")
 t_in = time.perf_counter() - t0
 t0 = time.perf_counter()
 target = load_model(str(demo["target"]), "auto", "none", "auto", False)
@@ -66,12 +66,12 @@ t0 = time.perf_counter()
 reference = load_model(optional.demo_reference(demo), "auto", "none", "auto", False)
 t_ref = time.perf_counter() - t0
 t0 = time.perf_counter()
-run_id = make_job(inputs, target, reference, cfg)(progress)["id"]
+run_id = make_job(request, inputs, target, reference)(progress)["id"]
 t_job = time.perf_counter() - t0
 first = [[n, stages[n][1] - stages[n][0]] for n in order]
 stages.clear(); order.clear()
 t0 = time.perf_counter()
-make_job(inputs, target, reference, cfg)(progress)  # Run pressed again on the page: models still loaded
+make_job(request, inputs, target, reference)(progress)  # Run pressed again on the page: models still loaded
 t_again = time.perf_counter() - t0
 print(json.dumps({{"warmup": t_warm, "inputs": t_in, "load target": t_target, "load reference": t_ref, "job": t_job,
                   "again": t_again, "stages_again": [[n, stages[n][1] - stages[n][0]] for n in order],
@@ -142,7 +142,10 @@ def main() -> None:
         cache.mkdir(parents=True, exist_ok=True)
         conv = Path.home() / ".cache" / "mia-dashboard" / "models"
         if conv.is_dir() and not (cache / "models").exists():  # the one-off GGUF conversion is not what is timed
-            os.symlink(conv, cache / "models")
+            (cache / "models").mkdir()
+            for m in conv.iterdir():  # the converted GGUF copies only: a LoRA target's merge is part of "cold"
+                if (m / "mia_converted.json").is_file() and "-merged-" not in m.name:
+                    os.symlink(m, cache / "models" / m.name)
         cold = measure(cache, Path(tmp) / "runs", args.bootstrap, args.population, args.lowercase)
         print(f"the page's default run on the demo: {cold['n'][0]} members + {cold['n'][1]} non-members, population "
               f"{cold['n'][2]} texts, attacks {', '.join(cold['attacks'])}, blind baseline, "
