@@ -1,8 +1,10 @@
 """Get ready in the background as soon as the dashboard starts: import the model libraries, then
 load the models the pages' defaults use.
 
-A first model load pays for importing transformers, its tokenizer machinery and peft (about
-6-10 s on a 2-core CPU, measured by ``benchmarks/first_run.py``) on top of reading the weights.
+A first model load pays for importing torch, transformers and its tokenizer machinery (about
+3-5 s on a 2-core CPU, measured by ``benchmarks/startup.py``) on top of reading the weights. peft is not
+imported here: a LoRA target is read from its merged copy (``mia_core.models.merged``) once it has one, and
+the first load that merges it imports peft inside the one-load-at-a-time lock (``mia_core.models.hub``).
 The server starts this once per process (``app.py``), while the user is still reading the page,
 so that pressing Run or Analyse pays only for the model itself. After the imports it loads the
 bundled demo's target and reference with the sidebar's default settings
@@ -29,7 +31,6 @@ _imported = threading.Event()  # set once the warm-up's imports are over (done o
 
 def _warm(store: dict | None) -> None:
     try:
-        import peft  # noqa: F401
         import transformers  # noqa: F401
         from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
         from transformers import tokenization_utils_tokenizers  # noqa: F401 - the fast tokenizer class

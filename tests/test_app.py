@@ -611,10 +611,11 @@ def test_stage_eta_from_its_own_pace():
 
 def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default_models():
     """app.py starts it once per process: a second start is a no-op; it leaves transformers'
-    tokenizer machinery and peft imported (what a first model load would otherwise pay for), then
-    loads the demo target and its reference into the pages' store with the sidebar's default
-    settings, so that the page's own load of them is a lookup (no load step reported, the same
-    object). In a fresh interpreter, so that nothing else has imported them already."""
+    tokenizer machinery imported (what a first model load would otherwise pay for; peft only if the demo
+    target had no merged copy yet and was merged here), then loads the demo target and its reference into
+    the pages' store with the sidebar's default settings, so that the page's own load of them is a lookup
+    (no load step reported, the same object). In a fresh interpreter, so that nothing else has imported
+    them already."""
     import subprocess
     import sys
 
@@ -634,7 +635,9 @@ def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default
         "assert [w[0] for w in wanted] == [str(demo_paths()['target']), 'smollm2'], wanted\n"
         "got = [load_model(*w, _progress=lambda m, f: heard.append(m), _into=store) for w in wanted]\n"
         "assert got == [store['models'][w] for w in wanted] and not heard, heard\n"
-        "print('peft' in sys.modules, 'transformers.tokenization_utils_tokenizers' in sys.modules, len(store['models']))\n"
+        "merged_here = 'the merged copy' not in got[0].info['weights']  # else read from its copy: no peft\n"
+        "print(('peft' in sys.modules) == merged_here, 'transformers.tokenization_utils_tokenizers' in sys.modules,"
+        " len(store['models']))\n"
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=400,
                        cwd=str(Path(__file__).resolve().parent.parent))

@@ -294,7 +294,17 @@ def _read_gguf(ms: ModelSpec, dtype: str, quantize: str, device: str, progress: 
 def _read_lora(ms: ModelSpec, base_folder, base_spec: str | None, base_local: bool, dtype: str, quantize: str,
                device: str, trust_remote_code: bool, progress: Progress) -> tuple:
     """A LoRA target: its base (fp32 unless quantised), the adapter applied and read back, merged unless
-    quantised. Returns ``(model, checked, fingerprint before the merge)``."""
+    quantised. A merge is kept as the target's merged copy (:mod:`.merged`), which later loads read instead of
+    the base and the adapter (no peft import, no merge; the same weights bit for bit). Returns ``(model, checked,
+    fingerprint)``: the fingerprint of a quantised (unmerged) model is taken before any change, of the
+    adapter's files as read; a merged model's is taken later, of the weights in memory (None here)."""
+    key = _merged_key(ms, base_folder, quantize, device, trust_remote_code)
+    note = ""
+    if key is not None:
+        got = _read_merged(ms, key, base_spec, dtype, device, progress)
+        if isinstance(got, tuple):
+            return got
+        note = got
     from peft import PeftModel
 
     progress(f"loading the base model {base_spec}", 0.6)
@@ -305,12 +315,55 @@ def _read_lora(ms: ModelSpec, base_folder, base_spec: str | None, base_local: bo
     progress("applying the LoRA adapter", 0.85)
     tgt = Path(ms.location)
     peft_model = PeftModel.from_pretrained(base_model, str(tgt))
-    checked += "; " + check_adapter(peft_model, tgt, ms.display)
-    fingerprint = weight_fingerprint(peft_model)  # before the merge: the files' values, bit for bit
-    model = peft_model.merge_and_unload() if quantize == "none" else peft_model
-    if quantize == "none":
-        model = model.to(torch_dtype(dtype))
-    return model, checked, fingerprint
+    checked += "; " + check_adapter(peft_model, tgt, ms.display) + note
+    if quantize != "none":
+        return peft_model, checked, weight_fingerprint(peft_model)  # the files' values, bit for bit
+    progress("merging the LoRA adapter" + (" and keeping the merged copy (later loads read it)" if key else ""), 0.9)
+    model = peft_model.merge_and_unload()
+    if key is not None:
+        from .merged import save_merged
+
+        save_merged(model, tgt, Path(base_folder), key)
+    return model.to(torch_dtype(dtype)), checked, None
+
+
+def _merged_key(ms: ModelSpec, base_folder, quantize: str, device: str, trust_remote_code: bool) -> str | None:
+    """The key of the target's merged copy (:func:`.merged.merged_key`), or None where no copy is kept: a quantised
+    load (not merged), a base on the hub (no local files to key it by), a base running its own code, accelerate's
+    placement, or files that cannot be read."""
+    if quantize != "none" or trust_remote_code or device == SPREAD or not Path(str(base_folder)).is_dir():
+        return None
+    from .merged import merged_key
+
+    try:
+        return merged_key(Path(ms.location), Path(base_folder), device)
+    except OSError:
+        return None
+
+
+def _read_merged(ms: ModelSpec, key: str, base_spec: str | None, dtype: str, device: str,
+                 progress: Progress) -> tuple | str:
+    """The target from its merged copy: read and verified like any local model (weights read back against its
+    files), then its weights' fingerprint checked against the one recorded at the merge, and cast to ``dtype``.
+    Returns ``(model, checked, None)``; or, without a usable copy, a note for the record ("" when there is none
+    yet), and the caller merges again."""
+    from .merged import find_merged
+
+    found = find_merged(Path(ms.location), key)
+    if found is None:
+        return ""
+    folder, record = found
+    progress(f"loading the merged copy of {ms.display}", 0.6)
+    try:
+        model, checked = _from_pretrained(str(folder), "fp32", "none", device, False, True,
+                                          f"{ms.display} (its merged copy)")
+    except ModelError as e:
+        return f"; its merged copy in {folder} was not used ({e}); remove it with `mia cache clear --models`"
+    if weight_fingerprint(model) != record.get("fingerprint"):
+        return (f"; its merged copy in {folder} was not used (its weights differ from the merge that made it); "
+                "remove it with `mia cache clear --models`")
+    return (model.to(torch_dtype(dtype)),
+            f"{checked}, the merged copy of {base_spec} and the adapter (fingerprint as recorded at the merge)", None)
 
 
 def _read_target(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress,

@@ -6,6 +6,7 @@ against the machine before a model is read (:func:`resolve_device`). ``dtype`` i
 """
 from __future__ import annotations
 
+import functools
 import re
 
 from ..errors import SettingsError
@@ -13,8 +14,11 @@ from ..errors import SettingsError
 DTYPES = ("auto", "fp32", "bf16", "fp16")
 
 
+@functools.lru_cache(maxsize=None)
 def default_device() -> str:
-    """The device ``"auto"`` means here: ``"cuda"`` when torch sees a GPU, else ``"cpu"``."""
+    """The device ``"auto"`` means here: ``"cuda"`` when torch sees a GPU, else ``"cpu"``. Asked once per process
+    (every check and loader calls it): ``torch.cuda.is_available()`` asks the driver without initialising CUDA, and
+    the answer does not change while the process runs."""
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"

@@ -8,6 +8,7 @@ conversion left are removed later. A broken conversion is never published (``ver
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import json
@@ -126,6 +127,46 @@ def publish_dir(tmp: Path, out: Path, *, marker: str = CONVERTED_MARKER) -> Path
     raise OSError(f"could not publish {tmp} as {out}")
 
 
+@contextlib.contextmanager
+def _gguf_parsed_once():
+    """While a conversion runs (under ``_convert_lock``): the ``gguf`` library's file reader and tensor-name map
+    made once per file and per architecture instead of at every call.
+
+    transformers reads the GGUF file three times (tokenizer, config, weights), each time building a new
+    ``gguf.GGUFReader``, which parses every field of the file element by element (the 49,152-token vocabulary and
+    its merges: about 4 s each on a 2-core CPU), and it builds a new ``gguf.get_tensor_name_map`` for each of the
+    model's ~400 modules. Both are pure functions of their arguments and their results are only read, so the
+    conversion's files are the same byte for byte (compared, every file, when this was written; a fresh
+    conversion then meets the known-sentence check and the golden outputs, as before); this halves its time.
+    transformers imports both from ``gguf`` inside its functions, so replacing the module's attributes for the
+    block reaches them; anything unexpected leaves the library as it was."""
+    try:
+        import gguf
+    except ImportError:  # transformers says what is missing
+        yield
+        return
+    saved = {n: getattr(gguf, n, None) for n in ("GGUFReader", "get_tensor_name_map")}
+    if any(v is None for v in saved.values()):
+        yield
+        return
+    readers: dict = {}
+
+    def reader(path, *args, **kwargs):
+        key = (str(path), args, tuple(sorted(kwargs.items())))
+        if key not in readers:
+            readers[key] = saved["GGUFReader"](path, *args, **kwargs)
+        return readers[key]
+
+    gguf.GGUFReader = reader
+    gguf.get_tensor_name_map = functools.lru_cache(maxsize=None)(saved["get_tensor_name_map"])
+    try:
+        yield
+    finally:
+        for n, v in saved.items():
+            setattr(gguf, n, v)
+        readers.clear()
+
+
 def _convert_gguf(gguf_path: Path, folder: Path, progress: Progress = noop) -> None:
     """Read ``gguf_path`` with transformers and save it de-quantised (fp32 safetensors) into ``folder``.
     ``progress`` hears each step (building the tokenizer from the GGUF vocabulary is the slow one)."""
@@ -143,7 +184,7 @@ def _convert_gguf(gguf_path: Path, folder: Path, progress: Progress = noop) -> N
     if bar is not None:
         reader.tqdm = functools.partial(bar, disable=True)
     try:
-        with library_bars_off():  # progress tells these steps
+        with library_bars_off(), _gguf_parsed_once():  # progress tells these steps
             progress(f"converting {fname} once (about a minute; later loads take seconds): building its tokenizer",
                      0.05)
             tok = AutoTokenizer.from_pretrained(src, gguf_file=fname)

@@ -292,10 +292,10 @@ def add_lora(model, recipe: Recipe, base_rec: str):
     tuple
         ``(peft model, {"r", "alpha", "dropout", "saved_dtype", "target_modules"})``.
     """
-    from peft import LoraConfig, get_peft_model
-
     from ..models.hub import model_load_lock
 
+    with model_load_lock():  # peft imported where every model load imports it: one thread at a time
+        from peft import LoraConfig, get_peft_model
     targets = list(recipe.lora_modules) if recipe.lora_modules else lora_targets(model)
     alpha = float(recipe.lora_alpha) if recipe.lora_alpha is not None else 2.0 * recipe.lora_r
     cfg = LoraConfig(r=int(recipe.lora_r), lora_alpha=alpha, lora_dropout=0.0, target_modules=targets,
