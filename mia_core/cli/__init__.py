@@ -97,14 +97,9 @@ def main(argv: list[str] | None = None) -> int:
         130 when interrupted.
     """
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    if not _isatty(sys.stderr):  # a pipe or a log: the libraries' \r-redrawn bars would pile up there
+    bars_off = not _isatty(sys.stderr)  # a pipe or a log: the libraries' \r-redrawn bars would pile up there
+    if bars_off:
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        try:  # transformers takes huggingface_hub's setting when it is imported
-            import huggingface_hub.utils as hub_utils
-
-            hub_utils.disable_progress_bars()
-        except ImportError:  # pragma: no cover - a dependency of transformers
-            pass
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
@@ -113,6 +108,13 @@ def main(argv: list[str] | None = None) -> int:
     if not getattr(args, "func", None):
         parser.print_help()
         return 0
+    if bars_off:  # here, once a command is to run: ``mia --help`` does not load huggingface_hub (nor tqdm)
+        try:  # transformers takes huggingface_hub's setting when it is imported
+            import huggingface_hub.utils as hub_utils
+
+            hub_utils.disable_progress_bars()
+        except ImportError:  # pragma: no cover - a dependency of transformers
+            pass
     flags = flag_names(parser)
     args.option_flags = flags  # for the notes a command words itself (mia_core.errors.in_words)
     try:

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from ..errors import DataError, SettingsError, safe_text
 from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_contents,
@@ -134,6 +133,8 @@ def read_texts(path, *, mode: str = "auto", text_column: str | None = None, labe
 
 def is_frame(obj) -> bool:
     """A pandas DataFrame or Series (read by its text column, never iterated as a list of texts)."""
+    import pandas as pd
+
     return isinstance(obj, (pd.DataFrame, pd.Series))
 
 
@@ -145,6 +146,8 @@ def read_frame(frame, *, name: str | None = None, text_column: str | None = None
     column of numbers, lists or mappings refused (:func:`~mia_core.data.tables.check_text_column`), every text
     checked against ``max_text_chars()``. A Series is one column: its values are the texts. ``name``: how
     messages call it (default "the DataFrame" / "the Series"); sources are ``NAME:row 1``, ``NAME:row 2``..."""
+    import pandas as pd
+
     notes = notes if notes is not None else []
     if isinstance(frame, pd.Series):
         name = name or "the Series"
@@ -213,6 +216,8 @@ def _read_texts(path, *, mode: str, text_column: str | None, label_column: str |
                 df, src = _table_from_arrow(data, f"{p.name}/{f.name}", ".arrow")
                 frames.append(df)
                 sources += src
+            import pandas as pd
+
             df = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
             records = _records_from_table(df, sources, p.name, text_column, label_column, group_column, notes)
             if not records:
@@ -255,6 +260,8 @@ def _read_texts(path, *, mode: str, text_column: str | None, label_column: str |
 def _input_name(path) -> str:
     """How messages name one input: the file's name, the ``hf:...`` spec as given, or "the DataFrame"."""
     if is_frame(path):
+        import pandas as pd
+
         return "the DataFrame" if isinstance(path, pd.DataFrame) else "the Series"
     return _shown_path(path) if is_hub_spec(path) else _display_name(path)
 

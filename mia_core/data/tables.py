@@ -13,12 +13,15 @@ from __future__ import annotations
 
 import io
 import json
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import DataError
 from .records import Record
+
+if TYPE_CHECKING:  # pandas is imported where a table is read: ``mia --help`` stays light
+    import pandas as pd
 
 TEXT_COLUMN_NAMES = ("text", "input", "content", "sentence", "document")
 
@@ -33,6 +36,8 @@ _LABEL_VALUES = {
 
 def _table_from_text(text: str, name: str, suffix: str) -> tuple[pd.DataFrame, list[str]]:
     """DataFrame and per-row source strings."""
+    import pandas as pd
+
     if suffix in (".csv", ".tsv"):
         try:
             df = pd.read_csv(io.StringIO(text), sep="\t" if suffix == ".tsv" else ",", dtype=str,
@@ -126,8 +131,13 @@ def _label_of(v) -> int | None:
 
 
 def _empty(v) -> bool:
-    return (v is None or v is pd.NA or v is pd.NaT or (isinstance(v, float) and np.isnan(v))
-            or (isinstance(v, str) and not v.strip()))
+    if isinstance(v, str):
+        return not v.strip()
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return True
+    import pandas as pd  # here, not at the top: ``mia --help`` does not load pandas
+
+    return v is pd.NA or v is pd.NaT
 
 
 def value_kind(v) -> str:
@@ -164,6 +174,8 @@ def check_text_column(values: list, sources: list[str], name: str, column: str) 
         rows = f"{len(odd)} rows, the first at {where(odd[0][0])}" if len(odd) > 1 else f"at {where(odd[0][0])}"
         raise DataError(f"{name}: the text column {column!r} holds {kinds} values, not texts ({rows}); give a "
                         "column of strings, or choose it with {text_column}.", options=("text_column",))
+    import pandas as pd
+
     filled = [v for v in values if not _empty(v)]
     if filled and not _is_stringy(pd.Series(filled, dtype=object)):
         i = next(i for i, v in enumerate(values) if not _empty(v))

@@ -24,7 +24,6 @@ from typing import Sequence
 
 import numpy as np
 
-from ..models import returned_cache
 from ..progress import Progress, noop
 from .base import Neighbour, NeighbourGenerator, NeighbourSettings, _select
 from .words import STOPWORDS, Word, _english_words, _token_words, apply_case, content_positions, text_rng, words
@@ -127,6 +126,8 @@ class OfflineGenerator(NeighbourGenerator):
         Returns (cache layers, {(p, a): log-prob vector}).
         """
         import torch
+
+        from ..models import returned_cache
 
         off = 1 if self.prefix is not None else 0
         seqs = [([self.prefix] if off else []) + p.ids for p in plans]

@@ -23,10 +23,12 @@ import re
 import stat
 import time
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from .results import RUN_FILES, read_csv
+
+if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
+    import pandas as pd
 
 META = "meta.json"
 _NEW_ID_RE = re.compile(r"^(\d{8}-\d{6})-[0-9a-f]{6}$")  # what store._new_id makes
@@ -352,6 +354,8 @@ def _check_run(run) -> None:
 
 def _read_scores(path: Path, metrics: dict) -> pd.DataFrame:
     """``scores.csv``, with a 0/1 ``label`` on every row and numeric attack columns; ``_Bad`` otherwise."""
+    import pandas as pd
+
     f = path / "scores.csv"
     if f.is_symlink():
         raise _Bad("scores.csv is a link (not followed)")

@@ -42,12 +42,15 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from ..errors import DataError
 from .outputs import save_output
+
+if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
+    import pandas as pd
 
 
 class AuditResult:
@@ -127,11 +130,15 @@ def restore_cell(v):
 
 
 def _text_columns(df: pd.DataFrame) -> list:
+    import pandas as pd
+
     return [c for c in df.columns if pd.api.types.is_object_dtype(df[c]) or pd.api.types.is_string_dtype(df[c])]
 
 
 def csv_safe(df: pd.DataFrame) -> pd.DataFrame:
     """A copy of ``df`` whose text cells and column names are :func:`neutralise_cell`-ed."""
+    import pandas as pd
+
     out = df.copy()
     for c in _text_columns(out):
         mapped = out[c].map(neutralise_cell, na_action="ignore")  # a categorical maps its categories
@@ -162,6 +169,8 @@ def write_csv(df: pd.DataFrame, path) -> None:
 def read_csv(path, **kwargs) -> pd.DataFrame:
     """Read a CSV written by :func:`write_csv` (``pandas.read_csv`` arguments): the cells and column
     names come back exactly as they were given to it."""
+    import pandas as pd
+
     df = pd.read_csv(path, **kwargs)
     df.columns = [restore_cell(c) for c in df.columns]
     for c in _text_columns(df):

@@ -13,14 +13,16 @@ import time
 from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass, field
 from pathlib import Path
-
-import pandas as pd
+from typing import TYPE_CHECKING
 
 from ..errors import DataError
 from ..paths import cache_subdir
 from .results import RunResult, check_saved, json_default
 from .folder import (META, _Bad, _blank_meta, _is_run_folder, _list_entry, _one_line, _read_json, _read_meta,
                      _read_run_files, _reason, _want)
+
+if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
+    import pandas as pd
 
 RUNS_ENV = "MIA_RUNS_DIR"
 META_VERSION = 1

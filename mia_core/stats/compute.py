@@ -9,11 +9,10 @@ partial cache entry, by :mod:`.workload`). :func:`plan_windows` is what the cutt
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..models import LoadedModel
 from ..progress import Progress, noop
 from .conditioned import _run_conditioned
 from .families import SHARED_MIN_TOKENS, _run_families
@@ -22,6 +21,9 @@ from .reduce import reduce_chunks
 from .settings import StatsSettings, tokenize
 from .types import ALL_FIELDS, TokenStats
 from .windows import _Job, make_jobs
+
+if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
+    from ..models import LoadedModel
 
 def compute_here(lm: LoadedModel, texts: Sequence[str], st: StatsSettings, *, progress: Progress = noop,
                  label: str = "token statistics", on_done=None) -> list[TokenStats]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import returned_cache
 from .continuation import continue_from_cache, repeated_cache
 from .memory import _Budget, _OutOfMemory, batches_by_length, out_of_memory, run_batches
 from .reduce import reduce_chunks
@@ -24,6 +23,8 @@ def _run_conditioned(lm, jobs: list[_Job], budget: _Budget, finish, tick) -> lis
     (an exception other than out-of-memory on the first batch) leaves them all to the plain path.
     """
     import torch
+
+    from ..models import returned_cache
 
     if not jobs:
         return []

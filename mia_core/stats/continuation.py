@@ -16,11 +16,13 @@ up to float rounding.
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..models import LoadedModel, with_cache
+if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
+    from ..models import LoadedModel
+
 
 
 def cache_layers(cache) -> list | None:
@@ -73,6 +75,8 @@ def continue_from_cache(lm: LoadedModel, cache, width: int, starts: Sequence[int
     positions per row): row ``r`` after its first ``starts[r]`` cached positions, at positions
     ``starts[r]...``; rows shorter than the longest are padded on the right. The cache is consumed."""
     import torch
+
+    from ..models import with_cache
 
     S = max(len(x) for x in rows)
     B = len(rows)

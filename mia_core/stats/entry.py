@@ -10,17 +10,19 @@ resumes from there, on any engine.
 from __future__ import annotations
 
 import time
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
 from ..cache import ArrayCache, text_hash
 from ..engines import current_engine
-from ..models import LoadedModel
 from ..progress import Progress, noop
 from .settings import StatsSettings, cache_settings, tokenize
 from .types import ALL_FIELDS, TokenStats
 from .workload import Partials, run_on_engine
+
+if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
+    from ..models import LoadedModel
 
 
 def entry_problem(lm: LoadedModel, text: str, arrays: dict, st: StatsSettings) -> str | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..models import returned_cache
 from .continuation import cache_layers, continue_from_cache, stacked_cache
 from .memory import _Budget, _OutOfMemory, batches_by_length, out_of_memory, run_batches
 from .reduce import _reduce
@@ -130,6 +129,8 @@ def _run_bases(lm, chunk, budget: _Budget, tick, finish, done: list, check: bool
     reduced): ``(keys/values per base, base predictions per base, each member's prediction of its
     first differing token)``, or None when this model cannot reuse its cache (the first chunk)."""
     import torch
+
+    from ..models import returned_cache
 
     dev = lm.device
     kv: list = []  # per base: (keys, values) per layer, [kv_heads, len, dim]

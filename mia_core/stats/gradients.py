@@ -39,16 +39,18 @@ training step or text.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 
 from ..cache import ArrayCache, text_hash
 from ..errors import SettingsError
-from ..models import LoadedModel
 from ..progress import Progress, noop
 from .settings import StatsSettings, prefix_key, resolve_prefix, tokenize
 from .windows import window_starts
+
+if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
+    from ..models import LoadedModel
 
 GRADIENTS_VERSION = 2  # 2: a tensor the loss does not reach is NaN (was 0), left out of every aggregate
 NORMS = ("l1", "l2", "linf")

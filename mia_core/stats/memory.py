@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import warnings
-from typing import Callable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterator
 
 from ..errors import ModelError
-from ..models import LoadedModel
+
+if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
+    from ..models import LoadedModel
 
 
 def batches_by_length(lengths: list[int], batch_tokens: int, tight: bool = False) -> list[list[int]]:

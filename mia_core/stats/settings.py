@@ -26,13 +26,16 @@ from __future__ import annotations
 import warnings
 import weakref
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from ..cache import text_hash
 from ..data.decoding import check_text_length
 from ..errors import ModelError
-from ..models import LoadedModel
+
+if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
+    from ..models import LoadedModel
 
 STATS_VERSION = 2  # 2: sigma as E[(lp - mu)^2] (stable in float32)
 DEFAULT_CONTEXT_CAP = 2048  # default window on CPU-friendly terms; the model's max if smaller

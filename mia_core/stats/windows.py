@@ -22,13 +22,15 @@ kept. Without a condition the windows are exactly those of the unconditional pas
 """
 from __future__ import annotations
 
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence
 
 import numpy as np
 
-from ..models import LoadedModel
 from .settings import StatsSettings, resolve_prefix, tokenize
 from .types import ALL_FIELDS, FIELDS, INT_FIELDS, TokenStats
+
+if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
+    from ..models import LoadedModel
 
 
 def kept_condition_tokens(n_condition: int, n_text: int, context: int, prefix: bool = True) -> int:
