@@ -158,6 +158,7 @@ def blind_baseline(
     n_bootstrap: int = 1000,
     top_features: int = 10,
     progress: Progress | None = None,
+    cache: bool = False,
 ) -> dict:
     """Out-of-fold AUC of a classifier that reads only the texts, never the model.
 
@@ -184,6 +185,9 @@ def blind_baseline(
         As above; ``top_features=0`` lists none.
     progress
         ``progress(message, fraction)``.
+    cache
+        Reuse the result stored for the same texts (same order) and settings in the cache's ``blind``
+        namespace, and store a new one (:func:`cached_blind_baseline`); off: always computed.
 
     Returns
     -------
@@ -193,6 +197,9 @@ def blind_baseline(
         member- and non-member-indicative n-grams of the pipeline refitted on all texts; empty
         when ``top_features=0``).
     """
+    if cache:
+        return cached_blind_baseline(member_texts, nonmember_texts, folds=folds, seed=seed, n_bootstrap=n_bootstrap,
+                                     top_features=top_features, progress=progress)
     from sklearn.model_selection import StratifiedKFold  # noqa: F401 - without scikit-learn: ImportError first
 
     from . import evaluate
@@ -209,6 +216,174 @@ def blind_baseline(
     out["folds"] = k
     out["top_features"] = _fitted_top_features(texts, labels, seed, top_features)
     progress("blind baseline: done", 1.0)
+    return out
+
+
+# --------------------------------------------------------------------------- blind baseline, cached
+
+#: bump when the blind model, its description or the figures :func:`blind_baseline` returns change
+BLIND_CACHE_VERSION = "blind-1"
+BLIND_NAMESPACE = "blind"  # the cache's folder of blind baselines (``mia_core.cache.store.NAMESPACES``)
+_BLIND_ARRAY = "result"  # the entry's one array: the JSON of the result
+
+
+def blind_cache_settings(*, folds: int, seed: int, n_bootstrap: int, top_features: int) -> dict | None:
+    """What a cached blind baseline depends on besides the texts, or None without scikit-learn.
+
+    Parameters
+    ----------
+    folds, seed, n_bootstrap, top_features
+        As :func:`blind_baseline` takes them.
+
+    Returns
+    -------
+    dict or None
+        :data:`BLIND_CACHE_VERSION`, the model's description, the four settings and the scikit-learn and
+        NumPy versions (read from the installed package's metadata: scikit-learn is not imported); None
+        when scikit-learn is not installed.
+    """
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        sklearn_version = version("scikit-learn")
+    except PackageNotFoundError:
+        return None
+    return {"version": BLIND_CACHE_VERSION, "model": BLIND_MODEL_DESCRIPTION, "folds": int(folds), "seed": int(seed),
+            "n_bootstrap": int(n_bootstrap), "top_features": int(top_features), "sklearn": sklearn_version,
+            "numpy": np.__version__}
+
+
+def blind_cache_key(members: Sequence[str], nonmembers: Sequence[str]) -> str:
+    """The cache key of a blind baseline on these texts: the hash of their hashes, in order, side by side.
+
+    Parameters
+    ----------
+    members, nonmembers
+        The two sets, as :func:`blind_baseline` reads them (the order matters: ``oof_scores`` are in it).
+
+    Returns
+    -------
+    str
+        32 hex digits (:func:`mia_core.cache.store.text_hash` of the canonical list).
+    """
+    from ..cache.store import text_hash
+
+    canon = "members:" + ",".join(map(text_hash, members)) + ";nonmembers:" + ",".join(map(text_hash, nonmembers))
+    return text_hash(canon)
+
+
+def _same(a, b) -> bool:
+    """Whether ``b`` (read back from JSON) is ``a`` exactly: the same types (no tuple turned list, no key turned
+    string) and values, NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, float):
+        return a == b or (a != a and b != b)
+    return a == b
+
+
+def _decode_blind(arrays: dict, n_members: int, n_nonmembers: int) -> tuple[dict | None, str]:
+    """A cached entry's result and "" , or None and the reason it is not used.
+
+    Parameters
+    ----------
+    arrays
+        The entry's arrays (as :meth:`mia_core.cache.store.ArrayCache.get` reads them).
+    n_members, n_nonmembers
+        The sizes of the sets asked for.
+
+    Returns
+    -------
+    tuple
+        ``(result, "")`` or ``(None, reason)``.
+    """
+    import json
+
+    raw = arrays.get(_BLIND_ARRAY)
+    if raw is None or raw.shape != () or raw.dtype.kind != "U":
+        return None, "it holds no blind baseline"
+    try:
+        out = json.loads(str(raw[()]))
+    except ValueError:
+        return None, "its blind baseline is not readable"
+    if not isinstance(out, dict) or not isinstance(out.get("oof_scores"), list) or \
+            len(out["oof_scores"]) != n_members + n_nonmembers or out.get("n_members") != n_members or \
+            out.get("n_nonmembers") != n_nonmembers:
+        return None, "its blind baseline is not for sets of these sizes"
+    return out, ""
+
+
+def cached_blind_baseline(
+    member_texts: Sequence[str],
+    nonmember_texts: Sequence[str],
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    n_bootstrap: int = 1000,
+    top_features: int = 10,
+    progress: Progress | None = None,
+) -> dict:
+    """:func:`blind_baseline` through the cache: the stored result of the same texts and settings, else computed
+    and stored.
+
+    The entry (namespace ``blind``, settings :func:`blind_cache_settings`, key :func:`blind_cache_key` of the
+    texts in order) holds the result's JSON, which gives back every value exactly (a result that would not
+    is computed every time, never stored). Entries are verified on read like every cache entry
+    (:class:`mia_core.cache.store.ArrayCache`), and the sizes they hold must be those of the sets. A cache
+    hit imports none of scikit-learn's modelling modules. A read-only cache is read and not written; a
+    cache folder that cannot be used or written never stops the baseline (a note, and it is computed).
+    Without scikit-learn it raises ``ImportError`` as :func:`blind_baseline` does.
+
+    Parameters
+    ----------
+    member_texts, nonmember_texts, folds, seed, n_bootstrap, top_features, progress
+        As :func:`blind_baseline` takes them.
+
+    Returns
+    -------
+    dict
+        :func:`blind_baseline`'s result.
+    """
+    import json
+
+    from ..cache.store import ArrayCache, _note
+
+    def compute() -> dict:
+        return blind_baseline(member_texts, nonmember_texts, folds=folds, seed=seed, n_bootstrap=n_bootstrap,
+                              top_features=top_features, progress=progress)
+
+    settings = blind_cache_settings(folds=folds, seed=seed, n_bootstrap=n_bootstrap, top_features=top_features)
+    if settings is None:  # no scikit-learn: blind_baseline's ImportError
+        return compute()
+    members = _as_texts(member_texts, "member texts")
+    nonmembers = _as_texts(nonmember_texts, "non-member texts")
+    key = blind_cache_key(members, nonmembers)
+    try:
+        store = ArrayCache(BLIND_NAMESPACE, settings)
+    except SettingsError as e:  # an unusable cache folder: the baseline without it
+        _note(f"cache: the blind baseline is not cached ({e})")
+        return compute()
+    reason = {}
+
+    def check(arrays: dict) -> str | None:
+        reason["out"], why = _decode_blind(arrays, len(members), len(nonmembers))
+        return why or None
+
+    if store.get(key, check) is not None:
+        (progress or noop)("blind baseline: done (cached)", 1.0)
+        return reason["out"]
+    out = compute()
+    blob = json.dumps(out)
+    if not _same(out, json.loads(blob)):  # pragma: no cover - every value blind_baseline returns round-trips
+        return out
+    try:
+        store.put(key, {_BLIND_ARRAY: np.array(blob)})
+    except SettingsError as e:  # a full disk: this run goes on, uncached
+        _note(f"cache: the blind baseline is not cached ({e})")
     return out
 
 
@@ -372,6 +547,7 @@ def shift_report(
     n_bins: int = 10,
     year_cutoff: int = DEFAULT_YEAR_CUTOFF,
     progress: Progress | None = None,
+    cache: bool = False,
 ) -> dict:
     """Blind baseline + overlap statistics + verdict; with ``match=True`` also the blind
     baseline after :func:`match_lengths` (before/after comparison).
@@ -392,6 +568,9 @@ def shift_report(
         Of the date statistics (:func:`mia_core.data.overlap.overlap_stats`).
     progress
         ``progress(message, fraction)``.
+    cache
+        Reuse a cached blind baseline of the same texts and settings (``blind_baseline``'s ``cache``; the
+        length-matched one is always computed). The overlap statistics and the verdicts are computed every time.
 
     Returns
     -------
@@ -409,7 +588,7 @@ def shift_report(
         return lambda msg, f: progress(msg, (i + f) / steps)
 
     blind = blind_baseline(members, nonmembers, folds=folds, seed=seed,
-                           n_bootstrap=n_bootstrap, progress=sub(0))
+                           n_bootstrap=n_bootstrap, progress=sub(0), cache=cache)
     progress("overlap statistics", 1 / steps)
     overlap = overlap_stats(members, nonmembers, year_cutoff=year_cutoff)
     out = {"blind": blind, "overlap": overlap, "verdict": verdict(blind, attack_metrics)}

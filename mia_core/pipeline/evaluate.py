@@ -68,7 +68,7 @@ def evaluate(scores: dict[str, np.ndarray], run: Assembled, cfg: RunConfig) -> E
     """Every figure on the evaluation part: the attacks' metrics, the blind baseline (``cfg.blind``) and
     the group-level metrics (texts with groups)."""
     metrics = attack_metrics(scores, run, cfg)
-    shift, notes = blind_baseline(run, metrics, cfg.seed) if cfg.blind else (None, [])
+    shift, notes = blind_baseline(run, metrics, cfg.seed, use_cache=cfg.use_cache) if cfg.blind else (None, [])
     return Evaluation(metrics, shift, group_metrics(scores, run, cfg) if any(run.groups) else None, notes)
 
 
@@ -84,9 +84,14 @@ def attack_metrics(scores: dict[str, np.ndarray], run: Assembled, cfg: RunConfig
     return metrics
 
 
-def blind_baseline(run: Assembled, metrics: dict, seed: int) -> tuple[dict | None, list[str]]:
+def blind_baseline(run: Assembled, metrics: dict, seed: int, *, use_cache: bool = False) -> tuple[dict | None, list[str]]:
     """The blind-baseline report (``mia_core.metrics.blind_baseline.shift_report`` on the evaluated texts) and a note when
-    it cannot be made; its figures are added to ``metrics`` as ``"blind"``."""
+    it cannot be made; its figures are added to ``metrics`` as ``"blind"``.
+
+    With ``use_cache`` (the run's ``RunConfig.use_cache``) the baseline of the same texts, in the same order, with
+    the same settings is read from the cache's ``blind`` namespace (and stored there when it is not); the
+    verdict, which reads the attacks' metrics, and the overlap statistics are computed every time.
+    """
     ev = run.eval_mask
     ev_texts = [t for t, e in zip(run.texts, ev) if e]
     ev_labels = run.labels[ev]
@@ -95,7 +100,7 @@ def blind_baseline(run: Assembled, metrics: dict, seed: int) -> tuple[dict | Non
     try:
         from ..metrics.blind_baseline import shift_report
 
-        shift = shift_report(mem, non, seed=seed, attack_metrics=metrics)
+        shift = shift_report(mem, non, seed=seed, attack_metrics=metrics, cache=use_cache)
     except DataError as e:
         return None, [f"blind baseline skipped: {e}"]
     except ImportError:  # a library of the baseline missing: no baseline
