@@ -67,17 +67,6 @@ def timed(cmd: list[str], e: dict, peak: bool = True) -> tuple[float, int | None
     return wall, int(p.stderr.strip().splitlines()[-1]) if peak else None
 
 
-def roof() -> float:
-    import torch
-
-    a, b = torch.randn(1024, 1024), torch.randn(1024, 1024)
-    a @ b
-    t = time.perf_counter()
-    for _ in range(10):
-        a @ b
-    return 2 * 1024**3 * 10 / (time.perf_counter() - t) / 1e9
-
-
 def heaviest_imports(cmd: list[str], e: dict, n: int = 6) -> tuple[float, list[tuple[str, float]]]:
     """Total import seconds and the ``n`` heaviest top-level imports of ``cmd`` (``-X importtime``)."""
     p = subprocess.run([cmd[0], "-X", "importtime", *cmd[1:]], capture_output=True, text=True, env=e, cwd=ROOT)
@@ -143,7 +132,7 @@ def main() -> None:
     ap.add_argument("--keep", default=None, help="cache folder to use and keep (default: a temporary one)")
     args = ap.parse_args()
     print(f"machine: {cpu_name()}, {os.cpu_count()} CPUs, torch {torch.__version__} with {torch.get_num_threads()} "
-          f"threads, fp32 matmul roof {roof():.0f} GFLOP/s (measured now); load average before: "
+          f"threads, fp32 matmul roof {first_run.roof():.0f} GFLOP/s (measured now); load average before: "
           f"{os.getloadavg()[0]:.2f}")
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)

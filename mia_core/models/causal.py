@@ -297,7 +297,7 @@ def _read_lora(ms: ModelSpec, base_folder, base_spec: str | None, base_local: bo
     quantised. A merge is kept as the target's merged copy (:mod:`.merged`), which later loads read instead of
     the base and the adapter (no peft import, no merge; the same weights bit for bit). Returns ``(model, checked,
     fingerprint)``: the fingerprint of a quantised (unmerged) model is taken before any change, of the
-    adapter's files as read; a merged model's is taken later, of the weights in memory (None here)."""
+    adapter's files as read; a merged model's is that of the weights in memory (None: taken later)."""
     key = _merged_key(ms, base_folder, quantize, device, trust_remote_code)
     note = ""
     if key is not None:
@@ -345,8 +345,8 @@ def _read_merged(ms: ModelSpec, key: str, base_spec: str | None, dtype: str, dev
                  progress: Progress) -> tuple | str:
     """The target from its merged copy: read and verified like any local model (weights read back against its
     files), then its weights' fingerprint checked against the one recorded at the merge, and cast to ``dtype``.
-    Returns ``(model, checked, None)``; or, without a usable copy, a note for the record ("" when there is none
-    yet), and the caller merges again."""
+    Returns ``(model, checked, fingerprint)`` (None after a cast: taken later, of the weights in memory); or,
+    without a usable copy, a note for the record ("" when there is none yet), and the caller merges again."""
     from .merged import find_merged
 
     found = find_merged(Path(ms.location), key)
@@ -359,11 +359,13 @@ def _read_merged(ms: ModelSpec, key: str, base_spec: str | None, dtype: str, dev
                                           f"{ms.display} (its merged copy)")
     except ModelError as e:
         return f"; its merged copy in {folder} was not used ({e}); remove it with `mia cache clear --models`"
-    if weight_fingerprint(model) != record.get("fingerprint"):
+    fingerprint = weight_fingerprint(model)
+    if fingerprint != record.get("fingerprint"):
         return (f"; its merged copy in {folder} was not used (its weights differ from the merge that made it); "
                 "remove it with `mia cache clear --models`")
     return (model.to(torch_dtype(dtype)),
-            f"{checked}, the merged copy of {base_spec} and the adapter (fingerprint as recorded at the merge)", None)
+            f"{checked}, the merged copy of {base_spec} and the adapter (fingerprint as recorded at the merge)",
+            fingerprint if dtype == "fp32" else None)  # fp32: the model in memory is the one just fingerprinted
 
 
 def _read_target(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress,
