@@ -9,7 +9,10 @@ before (and around) its work. Prints, on this machine, in one run:
    already done (the page's cold case: the server's warm-up converts while the user reads the page).
 3. The same command again with every statistic cached: the whole process (median of 3, peak memory), and where
    its time goes (one more run under cProfile, so slower by the profiler's overhead: imports, the two model
-   loads, the weight checks inside them, the cached passes, the blind baseline).
+   loads, the weight checks inside them, the cached passes, the blind baseline). The cold run's full loads
+   recorded the two models, so these loads read their tokenizers and defer the weights
+   (``mia_core/models/deferred.py``): the weight checks do not run, the check of the files against the
+   records does.
 4. The modules a cached run imports that it does not need (peft, bitsandbytes, Ray, sentence-transformers...).
 5. The Calibration page's default run (the six rows: five attacks and the blind baseline, no population), cold in a
    fresh process (``benchmarks/first_run.py``'s measure: the server's warm-up, imports, preloads and its one-off
@@ -39,7 +42,8 @@ import first_run  # noqa: E402 - the sibling benchmark of the page's run
 from neighbours import cpu_name  # noqa: E402 - the sibling benchmark's CPU name reader
 
 UNNEEDED = ("peft", "bitsandbytes", "ray", "sentence_transformers", "streamlit", "plotly",
-            "mia_core.documents", "mia_core.mlm", "mia_core.dataset_inference", "mia_core.smia")
+            "transformers.modeling_utils", "mia_core.documents", "mia_core.mlm", "mia_core.dataset_inference",
+            "mia_core.smia")
 
 
 def env(cache: Path) -> dict:
@@ -109,6 +113,8 @@ def profile_split(out: Path, e: dict) -> dict:
         "  weight checks (read back against the files)": "verify.py:verify_weights",
         "  known-sentence checks": "verify.py:check_known_loss",
         "  weight fingerprints": "verify.py:weight_fingerprint",
+        "  weight files against the load records (deferred)": "deferred.py:files_digest",
+        "  tokenizers (deferred loads)": "deferred.py:read_tokenizer",
         "passes (cached)": "entry.py:compute_stats",
         "blind baseline": "evaluate.py:blind_baseline",
         "attack metrics (bootstrap CIs)": "evaluate.py:attack_metrics",

@@ -120,10 +120,12 @@ def default_models() -> list[tuple]:
 
 def preload_defaults(store: dict) -> None:
     """Load :func:`default_models` into ``store`` (called by the server's start-up warm-up thread,
-    :mod:`dashboard.warmup`). A failure is left for the page's own load to report."""
+    :mod:`dashboard.warmup`), their weights read too: a load that an earlier one recorded defers them until a
+    pass needs them (:mod:`mia_core.models.deferred`), and the warm-up is there to spare the first Run that
+    wait. A failure is left for the page's own load to report."""
     for settings in default_models():
         try:
-            load_model(*settings, _into=store)
+            load_model(*settings, _into=store).model  # noqa: B018 - read a deferred model's weights now
         except Exception:  # noqa: BLE001 - a preload only
             pass
 

@@ -636,6 +636,7 @@ def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default
         "got = [load_model(*w, _progress=lambda m, f: heard.append(m), _into=store) for w in wanted]\n"
         "assert got == [store['models'][w] for w in wanted] and not heard, heard\n"
         "merged_here = 'the merged copy' not in got[0].info['weights']  # else read from its copy: no peft\n"
+        "assert all(m.weights_loaded for m in got)  # the preload reads the weights, not only the tokenizers\n"
         "print(('peft' in sys.modules) == merged_here, 'transformers.tokenization_utils_tokenizers' in sys.modules,"
         " len(store['models']))\n"
     )

@@ -154,9 +154,11 @@ def test_mlm_demo_cli_separates_members(tmp_path):
 def test_loading_the_demo_target_reports_its_steps():
     """What the dashboard's loading bar shows: each step of loading a LoRA target, in order (a cold cache would
     add the GGUF conversion's steps before them): the base and the adapter the first time, its merged copy once
-    there is one (``tests/test_startup.py`` loads both ways)."""
+    there is one (``tests/test_startup.py`` loads both ways). Weights read now: a deferred load has two steps
+    (``tests/test_deferred_load.py``)."""
     seen = []
-    load_causal_lm(str(demo_paths()["target"]), reuse=False, progress=lambda m, f: seen.append((m, f)))
+    load_causal_lm(str(demo_paths()["target"]), reuse=False, progress=lambda m, f: seen.append((m, f)),
+                   defer_weights=False)
     msgs = [m for m, _ in seen]
     if any(m.startswith("loading the merged copy") for m in msgs):
         steps = [next(i for i, m in enumerate(msgs) if m.startswith("loading the merged copy"))]

@@ -34,7 +34,10 @@ def fresh_models(tmp_path, monkeypatch):
 
 
 def _steps(spec=TARGET, **kw):
+    """A load with its weights read now (``defer_weights=False``: these tests are about how they are read; a
+    deferred load is tests/test_deferred_load.py's)."""
     seen = []
+    kw.setdefault("defer_weights", False)
     lm = load_causal_lm(spec, reuse=False, progress=lambda m, f: seen.append(m), **kw)
     return lm, seen
 
@@ -77,7 +80,7 @@ def test_a_lora_target_is_merged_once_then_read_from_its_verified_copy_bit_for_b
     del third
 
     code = ("import sys\nfrom mia_core.models import load_causal_lm\n"
-            f"lm = load_causal_lm({TARGET!r})\n"
+            f"lm = load_causal_lm({TARGET!r}, defer_weights=False)\n"
             "print(sorted(m for m in ('peft', 'bitsandbytes') if m in sys.modules))\n"
             "print(lm.info['weights'])")
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT,

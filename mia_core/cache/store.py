@@ -41,7 +41,7 @@ import numpy as np
 from ..errors import SettingsError
 from ..paths import cache_root, cache_subdir, cache_writable
 
-NAMESPACES = ("stats", "neighbours", "embeddings", "mlm", "documents", "blind")
+NAMESPACES = ("stats", "neighbours", "embeddings", "mlm", "documents", "blind", "loads")
 
 
 def text_hash(text: str) -> str:

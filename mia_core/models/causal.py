@@ -161,8 +161,13 @@ def load_causal_lm(
     progress: Progress = noop,
     reuse: bool = True,
     device_map: str | None = None,
+    defer_weights: bool = True,
 ) -> LoadedModel:
     """Load (or reuse an already loaded) causal LM. Raises ``ModelError`` with a clear reason.
+
+    ``defer_weights`` (default): when an earlier load of the same files with the same settings read and verified
+    the weights, and the files still match it, the weights are read only when a pass first needs them
+    (:mod:`.deferred`: a re-run whose statistics are all cached reads none). ``False``: read them now.
 
     ``device="auto"`` on a machine with GPUs loads with accelerate's ``device_map="auto"``: the layers
     are spread over the visible GPUs (and the CPU, when they do not fit), so a model larger than one
@@ -185,13 +190,20 @@ def load_causal_lm(
 
     def load() -> LoadedModel:
         t0 = time.time()
-        lm = _load(ms, dtype, quantize, SPREAD if spread else device, trust_remote_code, progress)
+        where = SPREAD if spread else device
+        settings = _record_settings(ms, dtype, quantize, where, trust_remote_code)
+        lm = _deferred(ms, settings, dtype, quantize, where, trust_remote_code, progress) if defer_weights else None
+        if lm is None:
+            lm = _load(ms, dtype, quantize, where, trust_remote_code, progress, settings)
         lm.load_seconds = time.time() - t0
         lm.load_args = {"spec": None if ms.is_embedded else ms.location, "dtype": dtype, "quantize": quantize,
                         "trust_remote_code": trust_remote_code}
         return lm
 
-    return _LOADED.get_or_load(key, load, reuse=reuse, progress=progress)
+    lm = _LOADED.get_or_load(key, load, reuse=reuse, progress=progress)
+    if not defer_weights:
+        lm.model  # noqa: B018 - read a deferred model's weights now
+    return lm
 
 
 def forget_loaded() -> None:
@@ -271,6 +283,8 @@ class _Read:
     checked: str  # what was verified of the weights
     base_spec: str | None = None  # a target's base, as its mia_target.json records it
     fingerprint: str | None = None  # of the weights as read from the files (a LoRA target: before its merge)
+    files: list | None = None  # the local safetensors files the weights came from (None: a hub id, a quantised merge)
+    tok_src: str | None = None  # the folder the tokenizer came from
 
 
 def _local_only(ms: ModelSpec) -> bool:
@@ -288,7 +302,7 @@ def _read_gguf(ms: ModelSpec, dtype: str, quantize: str, device: str, progress: 
     progress(f"loading the weights of {ms.display}", 0.6)
     tok = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
     model, checked = _from_pretrained(str(folder), dtype, quantize, device, False, True, ms.display)
-    return _Read(tok, model, checked)
+    return _Read(tok, model, checked, files=checkpoint_files(str(folder)), tok_src=str(folder))
 
 
 def _read_lora(ms: ModelSpec, base_folder, base_spec: str | None, base_local: bool, dtype: str, quantize: str,
@@ -296,8 +310,9 @@ def _read_lora(ms: ModelSpec, base_folder, base_spec: str | None, base_local: bo
     """A LoRA target: its base (fp32 unless quantised), the adapter applied and read back, merged unless
     quantised. A merge is kept as the target's merged copy (:mod:`.merged`), which later loads read instead of
     the base and the adapter (no peft import, no merge; the same weights bit for bit). Returns ``(model, checked,
-    fingerprint)``: the fingerprint of a quantised (unmerged) model is taken before any change, of the
-    adapter's files as read; a merged model's is that of the weights in memory (None: taken later)."""
+    fingerprint, files)``: the fingerprint of a quantised (unmerged) model is taken before any change, of the
+    adapter's files as read; a merged model's is that of the weights in memory (None: taken later); ``files`` are
+    the merged copy's weight files (None: no copy)."""
     key = _merged_key(ms, base_folder, quantize, device, trust_remote_code)
     note = ""
     if key is not None:
@@ -317,14 +332,15 @@ def _read_lora(ms: ModelSpec, base_folder, base_spec: str | None, base_local: bo
     peft_model = PeftModel.from_pretrained(base_model, str(tgt))
     checked += "; " + check_adapter(peft_model, tgt, ms.display) + note
     if quantize != "none":
-        return peft_model, checked, weight_fingerprint(peft_model)  # the files' values, bit for bit
+        return peft_model, checked, weight_fingerprint(peft_model), None  # the files' values, bit for bit
     progress("merging the LoRA adapter" + (" and keeping the merged copy (later loads read it)" if key else ""), 0.9)
     model = peft_model.merge_and_unload()
+    saved = None
     if key is not None:
         from .merged import save_merged
 
-        save_merged(model, tgt, Path(base_folder), key)
-    return model.to(torch_dtype(dtype)), checked, None
+        saved = save_merged(model, tgt, Path(base_folder), key)
+    return model.to(torch_dtype(dtype)), checked, None, checkpoint_files(str(saved)) if saved else None
 
 
 def _merged_key(ms: ModelSpec, base_folder, quantize: str, device: str, trust_remote_code: bool) -> str | None:
@@ -345,7 +361,8 @@ def _read_merged(ms: ModelSpec, key: str, base_spec: str | None, dtype: str, dev
                  progress: Progress) -> tuple | str:
     """The target from its merged copy: read and verified like any local model (weights read back against its
     files), then its weights' fingerprint checked against the one recorded at the merge, and cast to ``dtype``.
-    Returns ``(model, checked, fingerprint)`` (None after a cast: taken later, of the weights in memory); or,
+    Returns ``(model, checked, fingerprint, files)`` (fingerprint None after a cast: taken later, of the weights in
+    memory; ``files``: the copy's); or,
     without a usable copy, a note for the record ("" when there is none yet), and the caller merges again."""
     from .merged import find_merged
 
@@ -365,7 +382,8 @@ def _read_merged(ms: ModelSpec, key: str, base_spec: str | None, dtype: str, dev
                 "remove it with `mia cache clear --models`")
     return (model.to(torch_dtype(dtype)),
             f"{checked}, the merged copy of {base_spec} and the adapter (fingerprint as recorded at the merge)",
-            fingerprint if dtype == "fp32" else None)  # fp32: the model in memory is the one just fingerprinted
+            fingerprint if dtype == "fp32" else None,  # fp32: the model in memory is the one just fingerprinted
+            checkpoint_files(str(folder)))
 
 
 def _read_target(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool, progress: Progress,
@@ -389,15 +407,16 @@ def _read_target(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_re
     fingerprint = None
     if method == "full":
         model, checked = _from_pretrained(str(tgt), dtype, quantize, device, trust_remote_code, True, ms.display)
+        files = checkpoint_files(str(tgt))
     else:
-        model, checked, fingerprint = _read_lora(ms, base_folder, base_spec, base_local, dtype, quantize, device,
-                                                 trust_remote_code, progress)
+        model, checked, fingerprint, files = _read_lora(ms, base_folder, base_spec, base_local, dtype, quantize,
+                                                        device, trust_remote_code, progress)
     info["base"] = base_spec
     info["method"] = method
     trained = _trained_prefix(tgt, meta)
     if trained is not _UNKNOWN:  # what it saw in front of its texts (stats.resolve_prefix)
         info["trained_prefix_token_id"] = trained
-    return _Read(tok, model, checked, base_spec, fingerprint)
+    return _Read(tok, model, checked, base_spec, fingerprint, files, str(tok_src))
 
 
 def _read_model(ms: ModelSpec, local: bool, dtype: str, quantize: str, device: str, trust_remote_code: bool,
@@ -417,7 +436,8 @@ def _read_model(ms: ModelSpec, local: bool, dtype: str, quantize: str, device: s
             )
             model, checked = _from_pretrained(ms.location, dtype, quantize, device, trust_remote_code, local,
                                               ms.display)
-            return _Read(tok, model, checked)
+            return _Read(tok, model, checked, files=checkpoint_files(ms.location) if ms.kind == "local" else None,
+                         tok_src=ms.location)
     except ModelError:
         raise
     except LOAD_ERRORS as e:
@@ -453,8 +473,70 @@ def _place(read: _Read, device: str, info: dict) -> str:
     return device
 
 
+def _record_settings(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool) -> dict | None:
+    """The key of this load's record (:func:`.deferred.record_settings`), or None where no load is deferred: a hub
+    id or a target on a hub base, quantised, running its own code, spread by accelerate, accepting a weight
+    mismatch, or a source that cannot be read (the load says why)."""
+    if (ms.kind not in ("gguf", "local", "target") or quantize != "none" or trust_remote_code or device == SPREAD
+            or weight_mismatch_accepted()):
+        return None
+    try:
+        sources = {"kind": ms.kind, "location": str(Path(ms.location).resolve()),
+                   "identity": identity(ms.kind, ms.location)}
+        if ms.kind == "target":
+            meta = json.loads((Path(ms.location) / TARGET_MARKER).read_text())
+            base = _resolve_base(meta.get("base"), Path(ms.location))
+            if base.kind == "hub":
+                return None
+            sources.update(base=identity(base.kind, base.location), method=meta.get("method", "lora"))
+    except (OSError, ValueError, AttributeError, TypeError, ModelError, SettingsError):
+        return None
+    from .deferred import record_settings
+
+    return record_settings(sources, dtype, quantize, device)
+
+
+def _deferred(ms: ModelSpec, settings: dict | None, dtype: str, quantize: str, device: str, trust_remote_code: bool,
+              progress: Progress) -> LoadedModel | None:
+    """``ms`` with its weights deferred (:mod:`.deferred`): the tokenizer read, every other figure from the record
+    of the earlier load whose weight files these still are. None when there is no such record (a full load)."""
+    if settings is None:
+        return None
+    from .deferred import DeferredLoadedModel, find_record, read_tokenizer
+
+    rec = find_record(settings)
+    if rec is None:
+        return None
+    progress(f"loading {ms.display}", 0.0)
+    if ms.kind in ("local", "target"):
+        check_config_json(ms.location, ms.display)
+    try:
+        with library_bars_off(True):
+            tok = read_tokenizer(rec)
+    except (*LOAD_ERRORS, TypeError):
+        return None  # the full load says what is wrong
+    if tok is None:
+        return None
+    info = dict(rec["info"])
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec["time"]))
+    info["weights"] = (f"read when a pass first needs them; their files match (headers, first and last rows and "
+                       f"253 elements of every tensor) those of the load of {when} that checked them: "
+                       f"{rec['info'].get('weights', '')}")
+
+    def full_load() -> LoadedModel:
+        return _load(ms, dtype, quantize, device, trust_remote_code, noop, settings)
+
+    lm = DeferredLoadedModel(
+        full_load=full_load, recorded=rec, tokenizer=tok, name=rec["name"], identity=rec["identity"],
+        dtype=dtype, quantize=quantize, device=rec["device"], max_context=rec["max_context"], load_seconds=0.0,
+        n_params=rec["n_params"], base_spec=rec.get("base_spec"), info=info, source=rec.get("source"),
+    )
+    progress(f"loaded {ms.display} (its weights are read when a pass needs them)", 1.0)
+    return lm
+
+
 def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool,
-          progress: Progress) -> LoadedModel:
+          progress: Progress, record: dict | None = None) -> LoadedModel:
     """Load ``ms``: resolve where from, read config and tokenizer, the weights (and a target's adapter),
     verify and record them, place the model; a shipped model is checked on a known sentence.
 
@@ -470,6 +552,9 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         Run a model's own code.
     progress
         ``progress(message, fraction)``.
+    record
+        The key of this load's record (:func:`_record_settings`; None: none is kept), for later loads to defer
+        the weights (:mod:`.deferred`).
 
     Returns
     -------
@@ -505,6 +590,10 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
     if known is not None:  # a model the product ships: its loss on a known sentence is known
         progress(f"checking {ms.display} on a known sentence", 0.95)
         info["known_sentence_loss"] = round(check_known_loss(lm, known), 4)
+    if record is not None and read.files and read.tok_src and not info.get("accepted_mismatch"):
+        from .deferred import save_record
+
+        save_record(record, lm, read.files, read.tok_src)
     progress(f"loaded {ms.display}", 1.0)
     return lm
 

@@ -31,6 +31,12 @@ class LoadedModel:
     load_args: dict = field(default_factory=dict)
 
     @property
+    def weights_loaded(self) -> bool:
+        """Whether the weights are in memory (a deferred load's are read when a pass first needs them:
+        :mod:`mia_core.models.deferred`)."""
+        return True
+
+    @property
     def memory_bytes(self) -> int:
         """The model's memory footprint in bytes (transformers' ``get_memory_footprint``); 0 when unknown."""
         try:
@@ -60,8 +66,16 @@ class LoadedModel:
         a, b = self.tokenizer, other.tokenizer
         if len(a) != len(b):
             return False
-        probe = "Membership inference: 1234 naïve résumé, ~zß!"
-        return a(probe, add_special_tokens=False).input_ids == b(probe, add_special_tokens=False).input_ids
+        return probe_ids(a) == probe_ids(b)
+
+
+TOKENIZER_PROBE = "Membership inference: 1234 naïve résumé, ~zß!"  # letters, digits, accents, symbols
+
+
+def probe_ids(tokenizer) -> list[int]:
+    """The token ids ``tokenizer`` gives :data:`TOKENIZER_PROBE` (no special tokens): two tokenizers that agree
+    here and in size tokenize alike for this tool's purposes."""
+    return list(tokenizer(TOKENIZER_PROBE, add_special_tokens=False).input_ids)
 
 
 # transformers renamed a forward pass's key/value cache from ``past_key_values`` to ``cache`` (5.2x),

@@ -399,7 +399,7 @@ def test_int4_is_labelled_with_its_compute_dtype(monkeypatch):
 
     seen = {}
 
-    def fake_load(ms, dtype, quantize, device, trust_remote_code, progress):
+    def fake_load(ms, dtype, quantize, device, trust_remote_code, progress, record=None):
         seen.update(dtype=dtype, quantize=quantize)
         return causal.LoadedModel(model=None, tokenizer=None, name=ms.display, identity=f"x|{dtype}|{quantize}",
                                   dtype=dtype, quantize=quantize, device=device, max_context=8, load_seconds=0.0,

@@ -1,0 +1,208 @@
+"""Deferred weights (issue 41): a load that an earlier load of the same files recorded hands back the same model,
+figure for figure, with the weights read when a pass first needs them; a cached run reads none; files changed
+since the record, or between the load and the first pass, are never taken for the recorded ones."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from helpers import save_tiny_llama
+from mia_core.errors import ModelError
+from mia_core.models import load_causal_lm
+from mia_core.models.deferred import LOADS_NAMESPACE, DeferredLoadedModel
+
+ROOT = Path(__file__).resolve().parent.parent
+TEXT = "Members are texts the model was trained on; the rest are not. 1234 naïve résumé ~zß!"
+
+
+@pytest.fixture
+def tiny(tmp_path, monkeypatch):
+    """A tiny local Llama folder (its embedding makes the weight file 6 MB: larger than the first and last MiB the
+    folder's identity reads) and a cache folder of its own."""
+    folder = Path(save_tiny_llama(tmp_path / "tiny"))  # reads the session cache's converted tokenizer
+    root = tmp_path / "cache"
+    root.mkdir()
+    monkeypatch.setenv("MIA_CACHE_DIR", str(root))
+    return folder, root
+
+
+def _logits(lm) -> torch.Tensor:
+    ids = lm.tokenizer(TEXT, return_tensors="pt").input_ids
+    with torch.inference_mode():
+        return lm.model(ids).logits
+
+
+def _element_offset(f: Path, name: str, index: int) -> int:
+    """The byte offset of element ``index`` of tensor ``name`` in safetensors file ``f``."""
+    raw = f.read_bytes()
+    n = int.from_bytes(raw[:8], "little")
+    t = json.loads(raw[8:8 + n])[name]
+    return 8 + n + t["data_offsets"][0] + 4 * index  # float32
+
+
+def _bump(f: Path, offset: int) -> None:
+    """Add 1 to the float32 at ``offset`` of ``f``, in place (its size and other bytes unchanged)."""
+    with open(f, "r+b") as fh:
+        fh.seek(offset)
+        v = np.frombuffer(fh.read(4), dtype=np.float32)[0]
+        fh.seek(offset)
+        fh.write(np.float32(v + 1.0).tobytes())
+
+
+def test_a_second_load_defers_the_weights_and_gives_the_same_model(tiny):
+    """The first load reads and records; the second reads the tokenizer only, and every figure it reports, its
+    tokenizer and, once a pass asks, its logits equal the first's."""
+    folder, root = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    assert not isinstance(full, DeferredLoadedModel) and full.weights_loaded
+    assert any((root / LOADS_NAMESPACE).rglob("*.npz"))
+
+    seen = []
+    lm = load_causal_lm(str(folder), reuse=False, progress=lambda m, f: seen.append(m))
+    assert isinstance(lm, DeferredLoadedModel) and not lm.weights_loaded
+    assert any("weights are read when a pass needs them" in s for s in seen)
+    for k in ("identity", "name", "dtype", "quantize", "device", "max_context", "n_params", "vocab_size",
+              "memory_bytes", "source", "base_spec"):
+        assert getattr(lm, k) == getattr(full, k), k
+    a, b = full.tokenizer, lm.tokenizer
+    assert type(a) is type(b) and len(a) == len(b) and a.get_vocab() == b.get_vocab()
+    assert a.special_tokens_map == b.special_tokens_map and a.pad_token_id == b.pad_token_id
+    assert a.init_kwargs == b.init_kwargs and a.model_max_length == b.model_max_length
+    assert a.backend_tokenizer.to_str() == b.backend_tokenizer.to_str()
+    assert a(TEXT).input_ids == b(TEXT).input_ids
+    assert lm.same_tokenizer(full)
+    assert "read when a pass first needs them" in lm.info["weights"] and not lm.weights_loaded
+
+    assert torch.equal(_logits(lm), _logits(full))  # the first pass reads them, in full, verified
+    assert lm.weights_loaded and "read back against its checkpoint" in lm.info["weights"]
+    assert lm.info["weights_read"] == "when a pass first needed them"
+
+    eager = load_causal_lm(str(folder), reuse=False, defer_weights=False)
+    assert eager.weights_loaded and eager.identity == full.identity
+
+
+def test_a_cached_run_in_a_new_process_reads_no_weight_and_scores_the_same(tiny, tmp_path):
+    """``mia run`` twice on the same texts: the second, every statistic cached, imports none of transformers'
+    modelling code (no weight is read) and writes the same scores; ``--no-cache`` reads the weights when its pass
+    starts and still writes the same scores."""
+    folder, root = tiny
+    members, nonmembers = tmp_path / "m.txt", tmp_path / "n.txt"
+    members.write_text("\n".join(f"A member text number {i} about rivers and hills." for i in range(6)))
+    nonmembers.write_text("\n".join(f"Another text, {i}, about ships and the sea at night." for i in range(6)))
+    code = ("import sys\nfrom mia_core.cli import main\nrc = main(sys.argv[1:])\n"
+            "print('MODULES', sorted(m for m in ('transformers.modeling_utils', 'peft') if m in sys.modules))\n"
+            "sys.exit(rc)")
+
+    def run(out: str, *extra: str) -> tuple[str, str]:
+        p = subprocess.run([sys.executable, "-c", code, "run", "--model", str(folder), "--members", str(members),
+                            "--nonmembers", str(nonmembers), "--attacks", "loss,zlib,min_k", "--out",
+                            str(tmp_path / out), *extra], capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, "MIA_CACHE_DIR": str(root)}, timeout=300)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return p.stdout.strip().splitlines()[-1], p.stderr
+
+    first, _ = run("first")
+    assert "transformers.modeling_utils" in first
+    second, err = run("second")
+    assert second == "MODULES []", second
+    assert "weights are read when a pass needs them" in err and "all 12 texts cached" in err
+    third, _ = run("third", "--no-cache")
+    assert "transformers.modeling_utils" in third
+    scores = [(tmp_path / d / "scores.csv").read_bytes() for d in ("first", "second", "third")]
+    assert scores[0] == scores[1] == scores[2]
+
+
+def test_files_changed_since_the_record_are_read_in_full(tiny):
+    """One float changed in the middle of the embedding (outside the first and last MiB the folder's identity
+    reads, at an element the weight fingerprint samples): the record no longer matches, the load reads the
+    weights, and its identity and weights are the changed model's."""
+    folder, _ = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    f = folder / "model.safetensors"
+    count = full.model.get_input_embeddings().weight.numel()
+    index = 32 * (count - 1) // 63
+    before = float(full.model.get_input_embeddings().weight.detach().view(-1)[index])  # (the model may map the file)
+    at = _element_offset(f, "model.embed_tokens.weight", index)
+    assert (1 << 20) < at < f.stat().st_size - (1 << 20)
+    _bump(f, at)
+    again = load_causal_lm(str(folder), reuse=False)
+    assert not isinstance(again, DeferredLoadedModel)
+    assert again.identity != full.identity
+    assert float(again.model.get_input_embeddings().weight.view(-1)[index]) == np.float32(before + 1.0)
+    third = load_causal_lm(str(folder), reuse=False)  # recorded anew: deferred, as the changed model
+    assert isinstance(third, DeferredLoadedModel) and third.identity == again.identity
+
+
+def test_files_changed_between_the_load_and_the_first_pass_stop_the_pass(tiny):
+    """A deferred model whose files change before a pass reads them: one-line ``ModelError`` naming the change,
+    never the new weights under the old identity."""
+    folder, _ = tiny
+    load_causal_lm(str(folder), reuse=False)
+    lm = load_causal_lm(str(folder), reuse=False)
+    assert isinstance(lm, DeferredLoadedModel)
+    f = folder / "model.safetensors"
+    _bump(f, _element_offset(f, "model.embed_tokens.weight", 0))  # in the first MiB: the folder's identity moves
+    with pytest.raises(ModelError) as e:
+        lm.model  # noqa: B018
+    assert "changed while this run was using them" in str(e.value) and "\n" not in str(e.value)
+    assert not lm.weights_loaded
+
+
+def test_a_damaged_record_means_a_full_load(tiny):
+    folder, root = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    (entry,) = (root / LOADS_NAMESPACE).rglob("*.npz")
+    entry.write_bytes(b"not an npz file")
+    again = load_causal_lm(str(folder), reuse=False)
+    assert not isinstance(again, DeferredLoadedModel) and again.identity == full.identity
+
+
+def test_no_deferral_for_a_model_running_its_own_code_or_when_asked_not_to(tiny):
+    folder, root = tiny
+    load_causal_lm(str(folder), reuse=False, trust_remote_code=True)
+    assert not any((root / LOADS_NAMESPACE).rglob("*.npz")) if (root / LOADS_NAMESPACE).exists() else True
+    load_causal_lm(str(folder), reuse=False)
+    assert isinstance(load_causal_lm(str(folder), reuse=False), DeferredLoadedModel)
+    assert not isinstance(load_causal_lm(str(folder), reuse=False, trust_remote_code=True), DeferredLoadedModel)
+    assert load_causal_lm(str(folder), reuse=False, defer_weights=False).weights_loaded
+
+
+def test_threads_asking_for_the_weights_at_once_read_them_once(tiny):
+    folder, _ = tiny
+    load_causal_lm(str(folder), reuse=False)
+    lm = load_causal_lm(str(folder), reuse=False)
+    calls = []
+    inner = lm._full_load
+
+    def counted():
+        calls.append(1)
+        return inner()
+
+    lm._full_load = counted
+    got = []
+    threads = [threading.Thread(target=lambda: got.append(lm.model)) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(calls) == 1 and len(got) == 4 and all(m is got[0] for m in got)
+
+
+def test_cache_clear_lists_and_removes_the_load_records(tiny):
+    from mia_core.api.cache import clear_cache, plan_clear
+
+    folder, root = tiny
+    load_causal_lm(str(folder), reuse=False)
+    plan = plan_clear(root=root)
+    assert any(LOADS_NAMESPACE in str(p) for p in plan.trees + plan.files + plan.folders)
+    clear_cache(plan=plan)
+    assert not any((root / LOADS_NAMESPACE).rglob("*.npz")) if (root / LOADS_NAMESPACE).exists() else True
+    assert not isinstance(load_causal_lm(str(folder), reuse=False), DeferredLoadedModel)
