@@ -136,7 +136,7 @@ def test_files_changed_since_the_record_are_read_in_full(tiny):
     again = load_causal_lm(str(folder), reuse=False)
     assert not isinstance(again, DeferredLoadedModel)
     assert again.identity != full.identity
-    assert float(again.model.get_input_embeddings().weight.view(-1)[index]) == np.float32(before + 1.0)
+    assert float(again.model.get_input_embeddings().weight.detach().view(-1)[index]) == np.float32(before + 1.0)
     third = load_causal_lm(str(folder), reuse=False)  # recorded anew: deferred, as the changed model
     assert isinstance(third, DeferredLoadedModel) and third.identity == again.identity
 
@@ -205,4 +205,26 @@ def test_cache_clear_lists_and_removes_the_load_records(tiny):
     assert any(LOADS_NAMESPACE in str(p) for p in plan.trees + plan.files + plan.folders)
     clear_cache(plan=plan)
     assert not any((root / LOADS_NAMESPACE).rglob("*.npz")) if (root / LOADS_NAMESPACE).exists() else True
+    assert not isinstance(load_causal_lm(str(folder), reuse=False), DeferredLoadedModel)
+
+
+def test_a_record_pointing_at_files_outside_the_source_is_not_used(tiny, tmp_path):
+    """A record whose weight files are not the source's (an edited or shared cache), even byte-identical copies
+    of them: the load reads the weights."""
+    import shutil
+
+    from mia_core.models import causal
+    from mia_core.models.deferred import _RECORD_ARRAY, _RECORD_KEY, _store
+
+    folder, _ = tiny
+    load_causal_lm(str(folder), reuse=False)
+    settings = causal._record_settings(causal.resolve_spec(str(folder)), "fp32", "none", "cpu", False)
+    store = _store(settings)
+    rec = json.loads(str(store.get(_RECORD_KEY)[_RECORD_ARRAY][()]))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(folder / "model.safetensors", elsewhere / "model.safetensors")
+    assert isinstance(load_causal_lm(str(folder), reuse=False), DeferredLoadedModel)  # the record as written
+    rec["files"] = [str(elsewhere / "model.safetensors")]
+    store.put(_RECORD_KEY, {_RECORD_ARRAY: np.array(json.dumps(rec))})
     assert not isinstance(load_causal_lm(str(folder), reuse=False), DeferredLoadedModel)

@@ -504,7 +504,13 @@ def _deferred(ms: ModelSpec, settings: dict | None, dtype: str, quantize: str, d
         return None
     from .deferred import DeferredLoadedModel, find_record, read_tokenizer
 
-    rec = find_record(settings)
+    from ..paths import cache_subdir
+
+    try:
+        roots = [Path(ms.location), cache_subdir("models", writable=False)]
+    except SettingsError:
+        return None
+    rec = find_record(settings, roots)
     if rec is None:
         return None
     progress(f"loading {ms.display}", 0.0)

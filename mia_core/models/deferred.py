@@ -31,6 +31,7 @@ from __future__ import annotations
 import hashlib
 import json
 import mmap
+import os
 import threading
 import time
 from importlib import metadata
@@ -128,9 +129,10 @@ _FIELDS = {"identity": str, "name": str, "dtype": str, "quantize": str, "device"
            "digest": str, "time": float, "tokenizer_len": int, "probe_ids": list}
 
 
-def find_record(settings: dict) -> dict | None:
-    """The record of an earlier load with these settings whose weight files still match it (:func:`files_digest`),
-    or None (none, unreadable, or the files differ)."""
+def find_record(settings: dict, roots: list[Path]) -> dict | None:
+    """The record of an earlier load with these settings whose weight files lie under one of ``roots`` (the
+    source's folder, the cache's converted copies) and still match it (:func:`files_digest`), or None (none,
+    unreadable, files elsewhere, or the files differ)."""
     try:
         store = _store(settings)
     except SettingsError:
@@ -151,6 +153,9 @@ def find_record(settings: dict) -> dict | None:
         return None
     rec = got["rec"]
     files = [Path(f) for f in rec["files"]]
+    under = [os.path.join(os.path.abspath(r), "") for r in roots]
+    if not all(isinstance(f, str) and os.path.abspath(f).startswith(tuple(under)) for f in rec["files"]):
+        return None  # a record this load did not write: its files are not this source's
     if not files or files_digest(files) != rec["digest"]:
         return None
     return rec
@@ -172,7 +177,7 @@ def save_record(settings: dict, lm: LoadedModel, files: list[Path], tok_src: str
            "identity": lm.identity, "name": lm.name, "dtype": lm.dtype, "quantize": lm.quantize, "device": lm.device,
            "max_context": int(lm.max_context), "n_params": int(lm.n_params), "vocab_size": int(lm.vocab_size),
            "memory_bytes": int(lm.memory_bytes), "base_spec": lm.base_spec, "source": lm.source,
-           "info": lm.info, "tok_src": str(tok_src), "files": [str(Path(f).resolve()) for f in files],
+           "info": lm.info, "tok_src": str(tok_src), "files": [os.path.abspath(f) for f in files],
            "digest": digest, "time": time.time()}
     try:
         blob = json.dumps(rec)
