@@ -502,9 +502,8 @@ def _deferred(ms: ModelSpec, settings: dict | None, dtype: str, quantize: str, d
     of the earlier load whose weight files these still are. None when there is no such record (a full load)."""
     if settings is None:
         return None
-    from .deferred import DeferredLoadedModel, find_record, read_tokenizer
-
     from ..paths import cache_subdir
+    from .deferred import DeferredLoadedModel, find_record, read_tokenizer
 
     try:
         roots = [Path(ms.location), cache_subdir("models", writable=False)]

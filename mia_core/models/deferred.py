@@ -34,7 +34,6 @@ import mmap
 import os
 import threading
 import time
-from importlib import metadata
 from pathlib import Path
 from typing import Callable
 
@@ -42,6 +41,7 @@ import numpy as np
 
 from ..errors import ModelError, SettingsError
 from .loaded import LoadedModel, probe_ids
+from .merged import _version
 
 LOADS_NAMESPACE = "loads"  # the cache's folder of load records (``mia_core.cache.store.NAMESPACES``)
 RECORD_VERSION = 1  # bump when what a record holds, or how a load computes it, changes
@@ -54,13 +54,6 @@ _ELEMENTS = 253  # evenly spaced elements of every tensor in the digest: 4 x 63 
 # bytes per element of the safetensors dtypes
 _ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1, "I64": 8, "I32": 4, "I16": 2,
              "I8": 1, "U64": 8, "U32": 4, "U16": 2, "U8": 1, "BOOL": 1}
-
-
-def _version(package: str) -> str:
-    try:
-        return metadata.version(package)
-    except metadata.PackageNotFoundError:
-        return "none"
 
 
 def record_settings(sources: dict, dtype: str, quantize: str, device: str) -> dict:
