@@ -154,9 +154,10 @@ def switch_target(source: str | None, dtype: str | None = None, quantize: str | 
 
 def _status_line(lm) -> str:
     mem = lm.memory_bytes
+    loaded = (f"loaded in {fmt_seconds(lm.load_seconds)}" if getattr(lm, "weights_loaded", True) else
+              "weights read when a pass needs them (checked against an earlier load)")
     parts = [f"**{lm.name}**", lm.dtype, lm.quantize if lm.quantize != "none" else "", lm.device,
-             f"{lm.n_params / 1e6:.0f}M params", f"loaded in {fmt_seconds(lm.load_seconds)}",
-             fmt_bytes(mem) if mem else ""]
+             f"{lm.n_params / 1e6:.0f}M params", loaded, fmt_bytes(mem) if mem else ""]
     return " · ".join(p for p in parts if p)
 
 

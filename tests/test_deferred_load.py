@@ -228,3 +228,15 @@ def test_a_record_pointing_at_files_outside_the_source_is_not_used(tiny, tmp_pat
     rec["files"] = [str(elsewhere / "model.safetensors")]
     store.put(_RECORD_KEY, {_RECORD_ARRAY: np.array(json.dumps(rec))})
     assert not isinstance(load_causal_lm(str(folder), reuse=False), DeferredLoadedModel)
+
+
+def test_the_sidebar_says_when_the_weights_are_not_read_yet(tiny):
+    """The page's model line does not claim a load time for weights not read yet; once read, it does."""
+    from dashboard.sidebar import _status_line
+
+    folder, _ = tiny
+    load_causal_lm(str(folder), reuse=False)
+    lm = load_causal_lm(str(folder), reuse=False)
+    assert "weights read when a pass needs them" in _status_line(lm) and "loaded in" not in _status_line(lm)
+    lm.model  # noqa: B018
+    assert "loaded in" in _status_line(lm)
