@@ -528,8 +528,8 @@ def _deferred(ms: ModelSpec, settings: dict | None, dtype: str, quantize: str, d
                        f"253 elements of every tensor) those of the load of {when} that checked them: "
                        f"{rec['info'].get('weights', '')}")
 
-    def full_load() -> LoadedModel:
-        return _load(ms, dtype, quantize, device, trust_remote_code, noop, settings)
+    def full_load() -> LoadedModel:  # no new record: this one matched, and a changed model stops the pass
+        return _load(ms, dtype, quantize, device, trust_remote_code, noop)
 
     lm = DeferredLoadedModel(
         full_load=full_load, recorded=rec, tokenizer=tok, name=rec["name"], identity=rec["identity"],
