@@ -3,7 +3,7 @@ from pathlib import Path
 
 # mia_core comes from the installed project (setup.sh: ``pip install -e .[all]``); the tests'
 # own helper modules (helpers, tiny_lm, golden_outputs) and the dashboard's ``dashboard``
-# package are importable through pytest.ini's ``pythonpath``.
+# package are importable through the ``pythonpath`` of pyproject.toml's [tool.pytest.ini_options].
 # Tests never reach a model hub; the statistics cache lives in a per-session folder
 # unless the caller set MIA_CACHE_DIR (the converted embedded model is then reused).
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -13,6 +13,14 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # background of whichever test first runs app.py; its own test turns it back on
 os.environ.setdefault("MIA_NO_PRELOAD", "1")
 os.environ.setdefault("MIA_CACHE_DIR", str(Path.home() / ".cache" / "mia-dashboard-tests"))
+
+# Parallel workers (pytest-xdist: PYTEST_XDIST_WORKER is gw0, gw1, ...) share the statistics cache above (its
+# entries are written atomically, and the converted models published in one rename), so what one test computed
+# the others read, as in one process. One torch thread each: two workers on two cores (set before torch is
+# imported; the subprocesses a test starts inherit it).
+WORKER = os.environ.get("PYTEST_XDIST_WORKER")
+if WORKER:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 
 def pytest_runtest_setup(item):
@@ -24,3 +32,59 @@ def pytest_runtest_setup(item):
     warmup = sys.modules.get("dashboard.warmup")
     if warmup is not None:
         warmup.wait_imports()
+
+
+# ------------------------------------------------------------------------------------------- parallel workers
+# pyproject.toml's pytest options run the suite on one pytest-xdist worker per core (``-n logical``). A unit of
+# work is a test file, so that a file's module-scoped fixtures are built once, on one worker, except for the
+# units of GROUPS: tests in different files that compute the same heavy statistics (the demo target's, shared
+# through the statistics cache: the first computes, the others read, as they did in one process) go to one
+# worker together, and a file with two long independent tests is cut in two. Units start heaviest first
+# (SECONDS: their durations in seconds on one 2-core CPU, serial, from ``--durations``; a unit not listed counts
+# 0 and keeps its collection order), so that no long unit is left to run alone at the end. (xdist's own
+# ``xdist_group`` marks are not used: with pytest 9.2, xdist 3.8's ``--dist loadgroup`` groups nothing.)
+GROUPS = {
+    "demo": ("tests/test_demo.py", "tests/test_app_pages.py::test_document_page_demo_runs_offline",
+             "tests/test_app_pages.py::test_mlm_page_demo_runs_offline",
+             "tests/test_app_pages.py::test_dataset_inference_page_demo_gives_a_verdict_offline",
+             "tests/test_app_pages.py::test_dataset_inference_page_book_demo_shows_each_book_and_the_floor",
+             "tests/test_dataset_inference.py::test_demo_members_are_detected_and_the_null_is_not",
+             "tests/test_dataset_inference.py::test_books_demo_the_collection_is_detected_and_the_null_is_not"),
+    "browser-walk": ("tests/test_browser.py::test_inspect_and_calibration_in_a_browser",),
+    "browser-newcomer": ("tests/test_browser.py::test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives",),
+}
+SECONDS = {
+    "demo": 140, "tests/test_ray_engine.py": 127, "browser-newcomer": 82, "browser-walk": 74,
+    "tests/test_load_safety.py": 41, "tests/test_golden.py": 36, "tests/bad_input/test_reads_and_quiet.py": 36,
+    "tests/test_engine.py": 35, "tests/test_deferred_load.py": 27, "tests/test_app_pages.py": 25,
+    "tests/test_smia.py": 24, "tests/test_app.py": 23, "tests/bad_input/test_already_handled.py": 23,
+    "tests/test_gradnorm_rmia.py": 23, "tests/test_di_validity.py": 18, "tests/test_models.py": 14,
+    "tests/test_startup.py": 14, "tests/test_mlm.py": 13, "tests/test_documents.py": 13,
+}
+
+
+def unit(nodeid: str) -> str:
+    """The unit of work of the test ``nodeid``: its group in GROUPS, else its file."""
+    for name, members in GROUPS.items():
+        if any(nodeid == m or nodeid.startswith((m + "[", m + "::")) for m in members):
+            return name
+    return nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    """On a worker: heaviest unit first; inside a unit the tests keep their order (a stable sort)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        items.sort(key=lambda it: -SECONDS.get(unit(it.nodeid), 0))
+
+
+def pytest_xdist_make_scheduler(config, log):
+    """xdist's scope scheduling, with :func:`unit` as the scope, in the order collected above (its own reordering
+    by test count turned off)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ByUnit(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit(nodeid)
+
+    config.option.loadscopereorder = False
+    return ByUnit(config, log)

@@ -39,7 +39,9 @@ DEMO = ASSETS / "demo"
 # keys whose values depend on the machine, the clock or the folder a run was made in
 VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed", "location", "path", "paths",
             "out_dir", "command", "timing", "tokens_per_second", "identity", "model_identity", "created", "wall_seconds",
-            "source", "generator_identity", "seconds_per_reference"}
+            "source", "generator_identity", "seconds_per_reference", "threads"}
+# threads: the torch threads a fine-tune ran on (training_log.json, references.json), which is the machine's core
+# count, or 1 under parallel test workers (tests/conftest.py); the losses it trained to are still compared
 # generator_identity: a model identity (the neighbour generator's), which carries a fingerprint of the weights in
 # memory since issue 30 (`|w:…`), like the other identities above
 # ATOL: scores that are differences of float32 losses (neighbourhood, ref, rarity-normalised token values) sit

@@ -1,4 +1,4 @@
-"""Small helpers shared by several test modules (imported as ``helpers``; pytest.ini puts tests/ on the path)."""
+"""Small helpers shared by several test modules (imported as ``helpers``; pyproject.toml's [tool.pytest.ini_options] puts tests/ on the path)."""
 from __future__ import annotations
 
 import os

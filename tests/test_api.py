@@ -89,6 +89,7 @@ def test_plan_run_says_what_runs_and_why_not():
     assert "loss" in str(p2)
 
 
+@pytest.mark.slow
 def test_the_readme_example_runs(tmp_path, monkeypatch):
     """The README's API example, executed as written (in a scratch folder)."""
     text = (ROOT / "README.md").read_text()
@@ -99,6 +100,7 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
     assert (tmp_path / "api_demo_run" / "metrics.json").exists()
 
 
+@pytest.mark.slow
 def test_audit_mlm_and_documents_take_texts():
     """audit_mlm runs the masked-LM audit on plain lists (the bundled pair, a few texts, K = 2); audit_documents
     turns plain texts, paths or Documents into Documents the same way."""

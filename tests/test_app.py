@@ -93,6 +93,7 @@ def test_sidebar_bad_model_shows_reason_not_traceback(tmp_path):
     assert any("no target model loaded" in e.value for e in at.error)
 
 
+@pytest.mark.slow
 def test_inspect_page_scores_a_text(tiny_model):
     at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
     _no_exception(at)
@@ -124,6 +125,7 @@ def test_inspect_page_scores_a_text(tiny_model):
         assert b2.count('class="mia-tok"') == n_tokens and ("RatioNorm" if norm == "ratio" else "MaxNorm") in b2
 
 
+@pytest.mark.slow
 def test_inspect_long_text_uses_window_chart(tiny_model):
     book = (DATA / "books" / "pg11_carroll_alice_in_wonderland.txt").read_text(encoding="utf-8")
     at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
@@ -149,6 +151,7 @@ def _wait_for_results(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
     raise AssertionError("the calibration run did not finish")
 
 
+@pytest.mark.slow
 def test_calibration_page_validates_runs_and_saves(tiny_model, runs_dir):
     from mia_core import runs
 
@@ -231,6 +234,7 @@ def test_a_rerun_that_changed_nothing_is_not_saved_again_and_default_names_diffe
     assert "texts" in first.name and ":" not in first.name  # no clock time in the name: it is shown beside
 
 
+@pytest.mark.slow
 def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_model, runs_dir, tmp_path):
     """Issue 30, item 10: the target the Controlled experiment built went to the calibration page, its split
     files had to be uploaded again. Here the split the page wrote is a source of its own, and one button
@@ -263,6 +267,7 @@ def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_mo
     assert any("4 members" in m.value and "4 non-members" in m.value for m in at.markdown)
 
 
+@pytest.mark.slow
 def test_early_results_come_as_each_pass_finishes(tiny_model):
     """``run_attacks(partial=...)``: the one-pass attacks right after the target pass, lowercase after
     its pass, each with the AUC the final metrics then report; attacks that prepare come only at the end."""
@@ -303,6 +308,7 @@ def test_inspect_places_scores_on_a_calibration_run(tiny_model):
     assert any("this text" in json.dumps(json.loads(c.proto.spec)) for c in at.get("plotly_chart"))
 
 
+@pytest.mark.slow
 def test_inspect_offers_the_newest_run_on_another_model(tiny_model, tmp_path):
     """After a calibration run on one model (the demo target, say), Inspect on another model points
     to that run and switches to its target in one click (then analyses and places the text)."""
@@ -609,6 +615,7 @@ def test_stage_eta_from_its_own_pace():
     assert stage_eta(Stage("x", 0.01), 10.0, True) == "" and stage_eta(s, 1.0, True) == ""  # too early to guess
 
 
+@pytest.mark.slow
 def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default_models():
     """app.py starts it once per process: a second start is a no-op; it leaves transformers'
     tokenizer machinery imported (what a first model load would otherwise pay for; peft only if the demo
@@ -646,6 +653,7 @@ def test_warmup_starts_once_imports_the_model_libraries_and_preloads_the_default
     assert r.stdout.split() == ["True", "True", "2"], r.stdout
 
 
+@pytest.mark.slow
 def test_a_page_waiting_on_a_load_under_way_shows_its_steps_and_gets_its_model():
     """A load already under way for the same settings (the start-up preload, or another page) is
     waited for, not repeated: the waiting page hears that load's latest step, and then gets the

@@ -136,6 +136,7 @@ def test_document_page_loads():
     assert at.checkbox(key="doc_precision").value is False  # re-loads the model four times: opt-in
 
 
+@pytest.mark.slow
 def test_document_page_bad_input_shows_error(tiny_llama, tmp_path):
     at = _app(DOC_PAGE, model=tiny_llama)
     at.radio(key="doc_source").set_value("paths").run()
@@ -178,6 +179,7 @@ def _finished_audit(at: AppTest, timeout: float = 600.0, done: str = "Best AUC")
         at.run()
 
 
+@pytest.mark.slow
 def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     at = _tiny_book_audit(tiny_llama, book_dirs)
     at.button(key="doc_go").click().run()
@@ -216,6 +218,7 @@ def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     assert len(ys) and np.isfinite(ys).any()
 
 
+@pytest.mark.slow
 def test_document_page_on_ray_workers_gives_the_local_numbers(tiny_llama, book_dirs):
     """"Where the model passes run" = Ray workers: a local Ray cluster is started from the page, and the
     per-book probabilities are those of the same audit on the local engine. An address that does not
@@ -262,6 +265,7 @@ def test_jobs_run_on_the_engine_of_the_page_that_started_them():
     assert job.result is marked
 
 
+@pytest.mark.slow
 def test_document_page_demo_runs_offline(tiny_llama):
     """The page's default source is the bundled demo: it audits the 20 + 20 demo documents with the
     demo target (not the sidebar's model, here a random tiny Llama) and finds the members."""
@@ -329,6 +333,7 @@ def test_mlm_page_bad_input_shows_error(tmp_path):
     assert _errors(at)  # a missing model or the overlap: one sentence, no traceback
 
 
+@pytest.mark.slow
 def test_mlm_page_runs_on_tiny_masked_lms(tiny_berts):
     paras = _paragraphs(18)
     at = _app(MLM_PAGE)
@@ -364,6 +369,7 @@ def test_mlm_page_runs_on_tiny_masked_lms(tiny_berts):
         assert isinstance(shapes[0]["x0"], (int, float))
 
 
+@pytest.mark.slow
 def test_mlm_page_demo_runs_offline():
     """The bundled demo source needs no model typed: the demo target and the embedded masked LM."""
     at = _app(MLM_PAGE)
@@ -423,6 +429,7 @@ def test_controlled_page_validates_before_training(tmp_path):
     assert not any("calibration page" in str(p.proto) for p in at.get("page_link"))
 
 
+@pytest.mark.slow
 def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     """A real (tiny) fine-tune from the page: 20 demo passages, full fine-tuning of a tiny Llama."""
     from mia_core.targets.demo import demo_corpus_files
@@ -459,6 +466,7 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
 
 
 # ------------------------------------------------------------------ dataset inference
+@pytest.mark.slow
 def test_dataset_inference_page_demo_gives_a_verdict_offline():
     """The demo (the demo target's members vs its non-members): the verdict, both p-values, the self-check, the
     blind baseline, the score histograms, the power curve and the weights."""
@@ -526,6 +534,7 @@ def _verdict_shown(at: AppTest) -> bool:
     return any(s.value == "3 · Verdict" for s in at.subheader)
 
 
+@pytest.mark.slow
 def test_dataset_inference_page_book_demo_shows_each_book_and_the_floor():
     at = _app(DI_PAGE)
     at.radio(key="di_unit").set_value("books").run()
@@ -552,6 +561,7 @@ def test_dataset_inference_page_book_demo_shows_each_book_and_the_floor():
     assert "Book demo" in shown and "3 passage(s) of 64 words" in shown and "saved as run" in shown, shown
 
 
+@pytest.mark.slow
 def test_dataset_inference_page_labels_a_result_of_other_inputs_and_keeps_the_entries():
     at = _book_demo()
     assert _verdict_shown(at) and not any("inputs have changed" in i.value for i in at.info)

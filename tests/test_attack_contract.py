@@ -86,6 +86,7 @@ def run(world):
                        config=cfg)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list(REGISTRY))
 def test_one_float_per_text_and_higher_means_member(run, world, name):
     assert name in run.config["attacks"], run.config.get("skipped")

@@ -152,6 +152,7 @@ def test_a_read_only_cache_is_read_and_an_unusable_one_is_skipped(cache_dir, cal
     assert _dump(bb.blind_baseline(m, n, **SETTINGS, cache=True)) == _dump(first) and calls[0] == 3
 
 
+@pytest.mark.slow
 def test_a_hit_imports_none_of_the_classifier_modules(cache_dir, sets):
     m, n = sets
     bb.shift_report(m, n, folds=SETTINGS["folds"], n_bootstrap=SETTINGS["n_bootstrap"], cache=True)  # stored
@@ -176,6 +177,7 @@ def tiny(tmp_path_factory):
     return save_tiny_llama(tmp_path_factory.mktemp("blind-cache") / "tiny")
 
 
+@pytest.mark.slow
 def test_a_rerun_reuses_the_blind_baseline_and_mia_cache_lists_it(tiny, cache_dir, calls, capsys):
     def run(**kw):
         return mia_core.audit(TEXTS[:4], TEXTS[4:], tiny, attacks="loss", n_bootstrap=20, device="cpu", **kw)

@@ -39,6 +39,7 @@ CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-backg
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 
 pytestmark = [
+    pytest.mark.slow, pytest.mark.browser,
     pytest.mark.skipif(importlib.util.find_spec("playwright") is None,
                        reason="playwright is not installed (pip install playwright)"),
     pytest.mark.skipif(CHROMIUM is None, reason="chromium is not installed (apt-get install -y chromium)"),

@@ -2,10 +2,13 @@
 stage, never the ``\\r``-redrawn bars that pile up there as one endless line."""
 from __future__ import annotations
 
+import pytest
 from helpers import run_mia, save_tiny_llama
 from tiny_lm import paragraphs
 
 from mia_core.cli.common import ProgressBar
+
+pytestmark = pytest.mark.slow
 
 
 def test_plain_progress_prints_a_stage_start_and_end_only(capsys):

@@ -204,6 +204,7 @@ def test_a_file_named_like_a_spec_is_read_as_the_file(tmp_path, monkeypatch):
     assert load_dataset(labelled="hf:local.jsonl").n_members == 3
 
 
+@pytest.mark.slow
 def test_a_hub_set_missing_offline_is_one_cli_line_before_any_model(tmp_path):
     from helpers import run_mia
 

@@ -134,6 +134,7 @@ def test_overlap_is_compared_after_unicode_normalisation():
 
 
 # ------------------------------------------------------------------------------------------------ end to end
+@pytest.mark.slow
 def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     """The demo target's members against its non-members: used; its never-trained population against the
     same non-members: not shown. 30 + 30 texts each, the CLI end to end."""
@@ -171,6 +172,7 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     assert "no more member-like" in got["verdict_reason"]
 
 
+@pytest.mark.slow
 def test_bad_input_is_one_line_before_any_model(tmp_path):
     (tmp_path / "s.txt").write_text("\n".join(f"suspect text {i} with some words" for i in range(12)) + "\n")
     (tmp_path / "v.txt").write_text("\n".join(f"validation text {i} with other words" for i in range(3)) + "\n")
@@ -200,6 +202,7 @@ def test_power_curve_falls_with_more_texts():
     assert all(c["min_p"] <= c["median_p"] <= c["max_p"] for c in curve)
 
 
+@pytest.mark.slow
 def test_a_shifted_validation_set_is_refused_without_loading_the_model(tmp_path):
     """WikiMIA's lesson: newer texts against older ones. The guard refuses before any model loads (the model
     given does not even exist), and says so in the output folder."""
@@ -234,6 +237,7 @@ def test_book_helpers():
     np.testing.assert_allclose(benjamini_hochberg(p), [0.04, 0.04 * 4 / 3, 0.04 * 4 / 3, 0.5])
 
 
+@pytest.mark.slow
 def test_books_demo_the_collection_is_detected_and_the_null_is_not(tmp_path):
     """Books mode on the document demo (20 member and 20 non-member documents of the demo target): the book is the
     unit; each suspect book gets its own p-value, BH-adjusted; alternate non-member documents: not shown."""

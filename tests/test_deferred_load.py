@@ -19,6 +19,8 @@ from mia_core.errors import ModelError
 from mia_core.models import load_causal_lm
 from mia_core.models.deferred import LOADS_NAMESPACE, DeferredLoadedModel
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 TEXT = "Members are texts the model was trained on; the rest are not. 1234 naïve résumé ~zß!"
 

@@ -21,6 +21,8 @@ from mia_core.metrics import evaluate
 from mia_core.models import TARGET_MARKER, load_causal_lm
 from mia_core.stats import compute_stats
 
+pytestmark = pytest.mark.slow
+
 N_EVAL = 50
 
 

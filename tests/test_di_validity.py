@@ -15,6 +15,8 @@ import pytest
 
 from mia_core.dataset_inference.significance import permutation_test
 
+pytestmark = pytest.mark.slow
+
 REPS = 500
 ALPHA = 0.05
 BOUND = ALPHA + 3 * np.sqrt(ALPHA * (1 - ALPHA) / REPS)  # 0.092

@@ -27,6 +27,7 @@ def _relative(target: str) -> bool:
     return not re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) and not target.startswith("#")
 
 
+@pytest.mark.slow
 def test_the_site_builds_strict_with_the_api_reference(tmp_path):
     pytest.importorskip("mkdocs")
     site = tmp_path / "site"

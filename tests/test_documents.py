@@ -151,6 +151,7 @@ def audit(tiny_lm, corpus):
 # --------------------------------------------------------------------------- the method end to end
 
 
+@pytest.mark.slow
 def test_maxnorm_hist_separates_trained_members(audit):
     m = audit.metrics["maxnorm_gp+hist"]
     assert m["auc_mean"] >= 0.8, audit.summary_text()
@@ -451,6 +452,7 @@ def test_folder_and_zip_feed_the_audit(env, corpus, tiny_lm, audit):
     np.testing.assert_allclose(res.scores["prob:maxnorm_gp+hist"], audit.scores["prob:maxnorm_gp+hist"])
 
 
+@pytest.mark.slow
 def test_cli_writes_metrics_scores_and_token_values(env, corpus, tiny_lm, capsys):
     mdir, zpath = _write_inputs(env, corpus)
     out = env / "cli_out"

@@ -36,6 +36,7 @@ def controlled(tmp_path_factory):
     return mem, non, load_causal_lm(str(target)), load_causal_lm(str(reference))
 
 
+@pytest.mark.slow
 def test_tiny_target_loss_and_reference_attack(controlled):
     mem, non, target, reference = controlled
     res = run_attacks(
@@ -160,6 +161,7 @@ def _cli(*args, env_extra=None, cwd=None):
                           cwd=cwd or ROOT, timeout=600)
 
 
+@pytest.mark.slow
 def test_cli_run_writes_contract_files(controlled, tmp_path):
     mem, non, target, _ = controlled
     (tmp_path / "m.txt").write_text("\n".join(mem[:8]))
@@ -190,6 +192,7 @@ def test_cli_run_writes_contract_files(controlled, tmp_path):
         ("unknown_attack", "unknown attack"),
     ],
 )
+@pytest.mark.slow
 def test_cli_bad_input_one_clear_line(tmp_path, setup, needle):
     m, n = tmp_path / "m.txt", tmp_path / "n.txt"
     m.write_text("The first member text.\nThe second member text.\n")
@@ -220,6 +223,7 @@ def test_cli_help_documents_every_option():
         assert opt in r.stdout
 
 
+@pytest.mark.slow
 def test_concurrent_writers_of_one_cache_entry_never_corrupt_it(tmp_path, monkeypatch):
     """Three processes (Ray drivers sharing a cache folder, say) write the same entry 150 times each
     while this one reads it: every read is either a miss or one writer's whole arrays; no temporary

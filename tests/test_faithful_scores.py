@@ -147,6 +147,7 @@ def _run(world, **cfg):
 # --------------------------------------------------------------------------------------
 # causal-LM baselines
 # --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_the_texts_tell_floor_from_ceil(world):
     """The test texts are of lengths where keeping floor(k·n) or ceil(k·n) tokens differs."""
     n = [len(world["t"].tok(x, add_special_tokens=False)["input_ids"]) - 1 for x in world["texts"]]
@@ -215,6 +216,7 @@ def test_reference_across_tokenizers_keeps_whole_string_nll_per_byte(world):
         assert ratio == pytest.approx(-a["lp"].sum() / b["lp"].sum(), rel=RTOL)
 
 
+@pytest.mark.slow
 def test_reference_form_is_checked(world, tmp_path):
     from mia_core.pipeline import plan_attacks
 

@@ -7,6 +7,8 @@ import pytest
 
 from golden_outputs import GOLDEN, NAMES, compared_files, differences, run_golden
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("name", NAMES)
 def test_outputs_equal_the_golden_files(name, tmp_path, monkeypatch):

@@ -34,6 +34,8 @@ from mia_core.models import load_causal_lm
 from mia_core.pipeline import RunConfig, run_attacks
 from mia_core.stats import StatsSettings, prefix_token_id
 
+pytestmark = pytest.mark.slow
+
 
 
 @pytest.fixture(scope="module", autouse=True)

@@ -67,6 +67,7 @@ def alone():
     return {spec: _state(load_causal_lm(spec, reuse=False)) for spec in ("smollm2", DEMO_TARGET)}
 
 
+@pytest.mark.slow
 def test_two_threads_loading_the_embedded_model_get_the_weights_of_a_load_done_alone(alone):
     a, b = _together(lambda: load_causal_lm("smollm2", reuse=False), lambda: load_causal_lm("smollm2", reuse=False))
     assert a.model is not b.model
@@ -74,6 +75,7 @@ def test_two_threads_loading_the_embedded_model_get_the_weights_of_a_load_done_a
     assert alone["smollm2"]["n_params"] == 134_515_008  # 135M, tied output layer: not 163M
 
 
+@pytest.mark.slow
 def test_dashboard_preload_and_a_page_load_started_together_see_healthy_weights(alone):
     """The newcomer's race: the server's warm-up preloads the demo's target and reference into the page
     store while a page (Inspect) loads the embedded model into the same store."""
@@ -128,6 +130,7 @@ def _drop_tensor(st_file: Path, name: str) -> None:
     save_file(tensors, str(st_file), metadata={"format": "pt"})
 
 
+@pytest.mark.slow
 def test_a_checkpoint_missing_a_layer_its_config_declares_is_refused_in_one_line(tmp_path, monkeypatch):
     from helpers import assert_one_error, run_mia
 
@@ -233,6 +236,7 @@ def test_a_damaged_entry_is_recomputed_with_a_note_never_fatal(tiny, damage, why
 # ----------------------------------------------------------------------------- known truth
 
 
+@pytest.mark.slow
 def test_the_demo_run_with_a_broken_target_says_its_figures_are_wrong(monkeypatch, tmp_path):
     """The demo is the one audit whose answer is known. Its target damaged the way the racing loads
     damaged it (embeddings re-initialised), the run must not look like a result."""
@@ -286,6 +290,7 @@ def test_a_bert_checkpoint_with_a_pooler_loads_as_a_masked_lm_and_says_what_it_d
     assert "read back against its checkpoint" in m.info["weights"]
 
 
+@pytest.mark.slow
 def test_a_config_json_that_is_not_an_object_is_one_line(tmp_path):
     from helpers import assert_one_error, run_mia
 

@@ -125,6 +125,7 @@ def world(tmp_path_factory):
 # --------------------------------------------------------------------------------------
 # the attack on models with known membership
 # --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_likelihood_ratio_beats_loss_on_controlled_models(world):
     res = world["res"]
     lr, loss = res.metrics["likelihood_ratio"], res.metrics["loss"]
@@ -513,6 +514,7 @@ def test_released_energy_is_the_mean_loss_per_masked_token(world):
         M.energies(lm, plan=plan, recipe="sum", cache=False)
 
 
+@pytest.mark.slow
 def test_recipes_rank_texts_of_different_lengths_differently_and_are_recorded(world):
     mem, non, pop = world["mem"], world["non"], world["pop"]
     res_sum = world["res"]  # recipe "sum", k = K

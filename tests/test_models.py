@@ -8,6 +8,8 @@ import pytest
 from mia_core.errors import ModelError
 from mia_core.models import LoadOnce, hub_offline, identity, load_error, locate
 
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize("value, offline", [("1", True), ("true", True), ("YES", True), ("On", True),
                                             ("0", False), ("", False), ("false", False), (None, False)])

@@ -79,6 +79,7 @@ def assert_deterministic_one_word_neighbours(gen, n: int):
     return a
 
 
+@pytest.mark.slow
 def test_offline_neighbours_replace_one_whole_word_deterministically(offline):
     a = assert_deterministic_one_word_neighbours(offline, 3)
     other = make_generator(NeighbourSettings(generator="offline", n=3, m=1, seed=1)).generate(TEXTS, use_cache=False)

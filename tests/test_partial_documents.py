@@ -25,6 +25,8 @@ from mia_core.stats import StatsSettings, compute_stats
 
 from tiny_lm import make_tokenizer, train_tiny_lm
 
+pytestmark = pytest.mark.slow
+
 BOOKS = Path(__file__).parent / "data" / "books"
 TRAINED = 255  # train_tiny_lm keeps the first max_len - 1 tokens of each member
 BINS, TREES = 50, 50

@@ -16,6 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+pytestmark = [pytest.mark.slow, pytest.mark.ray]
+
 pytest.importorskip("ray.data")
 
 TOL = 1e-5

@@ -174,6 +174,7 @@ def test_recall_prefix_file_and_its_checks(tiny, tmp_path, monkeypatch):
     assert calls["n"] == 0
 
 
+@pytest.mark.slow
 def test_cli_recall_without_prefix_is_one_line_before_loading_the_model(tmp_path):
     m, n = tmp_path / "m.txt", tmp_path / "n.txt"
     m.write_text("\n".join(MEM) + "\n")

@@ -77,6 +77,7 @@ def _run(tmp_path, model, *extra) -> tuple[pd.DataFrame, dict]:
     return pd.read_csv(out / "scores.csv"), json.loads((out / "run.json").read_text())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("family", ["gpt2", "llama"])
 def test_default_loss_equals_mimirs_per_text(family, models, tmp_path, monkeypatch):
     monkeypatch.setenv("MIA_CACHE_DIR", str(empty_cache(tmp_path / "cache")))
@@ -119,6 +120,7 @@ def test_a_target_is_scored_with_what_it_was_trained_with(models, tmp_path, monk
     assert StatsSettings(prefix=False).prefix == "none"
 
 
+@pytest.mark.slow
 def test_make_target_trains_as_it_scores(tmp_path, monkeypatch):
     """make-target on a GPT-2-style base trains with no prefix and records it; its windows are the scorer's."""
     from mia_core.targets import make_target

@@ -71,6 +71,7 @@ def spy(monkeypatch):
     return rows
 
 
+@pytest.mark.slow
 def test_neighbours_scored_from_where_they_differ_equal_a_raw_pass(tiny, monkeypatch):
     texts = variants(BASE)
     fams = SF._families([SW._Job(i, t, S.tokenize(tiny, t), S.prefix_token_id(tiny.tokenizer), 256, tiny.vocab_size,

@@ -53,6 +53,7 @@ def shifted_report(verse, modern):
 # ----------------------------------------------------------------------------- blind baseline
 
 
+@pytest.mark.slow
 def test_different_sources_are_flagged_as_shift(shifted_report):
     b = shifted_report["blind"]
     for key in ("auc", "auc_ci", "tpr_at_fpr", "tpr_at_fpr_ci", "n_members", "n_nonmembers",

@@ -25,6 +25,8 @@ from mia_core.pipeline import RunConfig, run_attacks
 
 from mia_core.stats import StatsSettings as _StatsSettings
 
+pytestmark = pytest.mark.slow
+
 ALWAYS = _StatsSettings(prefix="always")  # the prefix the by-hand computations here put in front
 
 DATA = Path(__file__).resolve().parent / "data"

@@ -17,6 +17,8 @@ from mia_core.models.causal import embedded_gguf_path
 from mia_core.models.gguf import CONVERTED_MARKER, converted_gguf_dir
 from mia_core.targets.demo import demo_paths
 
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parent.parent
 TARGET = str(demo_paths()["target"])
 

@@ -7,6 +7,8 @@ import ast
 import threading
 import time
 
+import pytest
+
 import dashboard  # noqa: F401  (installs the lock)
 
 
@@ -18,6 +20,7 @@ class _Cyclic:
         sum(range(50))
 
 
+@pytest.mark.slow
 def test_dashboard_import_serialises_ast_parse_across_threads():
     assert getattr(ast.parse, "_mia_serialised", False)
     source = open(ast.__file__).read()

@@ -206,6 +206,7 @@ def _custom_code_folder(work: Path, src: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("command", ["run", "mlm"])
 def test_custom_code_is_not_run_without_trust_remote_code(command, smollm2_dir, work, capsys):
     folder = _custom_code_folder(work, smollm2_dir)
@@ -332,6 +333,7 @@ def _interrupt_run(common, work, env):
     return proc, err.decode(errors="replace"), sent.is_set()
 
 
+@pytest.mark.slow
 def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny, capsys):
     (work / "bm.txt").write_text(_texts("member", 100))
     (work / "bn.txt").write_text(_texts("other", 100))

@@ -207,6 +207,7 @@ def test_infer_dataset_prints_its_reader_notes_before_the_model_loads(data, monk
     assert "note: mixed.txt: mixes encodings" in err, err
 
 
+@pytest.mark.slow
 def test_book_names_with_escape_sequences_are_printed_escaped(data, tmp_path, capsys):
     """The per-book lines of a books run (a tiny random model: the names reach the summary only after scoring)."""
     os.environ["MIA_CACHE_DIR"] = str(empty_cache(tmp_path / "cache2"))

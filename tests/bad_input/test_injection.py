@@ -298,6 +298,7 @@ def _handshake(port: int, host: str, origin: str | None) -> str:
         return s.recv(200).decode("latin-1").split("\r\n")[0]
 
 
+@pytest.mark.slow
 def test_the_server_refuses_a_rebound_host(tmp_path):
     """The real server with the project's config (about a second to start; the handshake runs no page)."""
     import streamlit as st

@@ -139,6 +139,7 @@ def test_code_running_bin_names_the_call_and_safetensors(work, tokenizer_files, 
     assert "safetensors" in line
 
 
+@pytest.mark.slow
 def test_broken_embedder_is_one_line_error(work, tokenizer_files):
     from mia_core.models import load_embedder
 
@@ -223,6 +224,7 @@ def _closed_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_unknown_hub_id_without_network_fails_in_seconds(work):
     """Before: 52-55 s of retries. Now one reachability check, then the error."""
     env = {"HF_HUB_OFFLINE": "0", "TRANSFORMERS_OFFLINE": "0", "HF_ENDPOINT": f"http://127.0.0.1:{_closed_port()}",

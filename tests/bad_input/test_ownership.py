@@ -306,6 +306,7 @@ def test_size_estimate_is_close_for_real_configs():
 
 # --------------------------------------------------------------------------- a mismatch the user insists on
 
+@pytest.mark.slow
 def test_weight_mismatch_refused_unless_asked_then_recorded_everywhere(tmp_path, monkeypatch, capsys):
     """A config declaring one layer more than the checkpoint holds: refused in one line that names the way
     to insist; with --accept-weight-mismatch the run goes on and says so in its models, notes and report."""

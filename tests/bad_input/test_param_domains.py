@@ -143,6 +143,7 @@ def test_gpus_per_worker_must_be_a_finite_number_at_least_0(value, data, no_mode
     assert_one_error(rc, capsys.readouterr().err, "--gpus-per-worker")
 
 
+@pytest.mark.slow
 def test_subprocess_rmia_gamma_inf(tmp_path):
     """What a shell sees (the one subprocess here): exit 2 and one line, before the (missing) model."""
     (tmp_path / "m.txt").write_text(MEMBERS)

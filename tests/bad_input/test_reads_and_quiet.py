@@ -200,6 +200,7 @@ def _limit_memory():
     resource.setrlimit(resource.RLIMIT_AS, (3 << 30, 3 << 30))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/dev/zero").exists() or sys.platform != "linux", reason="needs Linux /dev/zero")
 def test_dev_zero_and_endless_pipe_under_a_memory_limit(texts):
     """The issue's case, as a user runs it: ``run --members /dev/zero`` and ``--members <(yes ...)``
@@ -256,6 +257,7 @@ TEXTS = ["the cat sat on the mat today", "a bird flew over the house and away", 
 @pytest.mark.parametrize("error_index, texts_at, max_tokens",
                          [(0, slice(0, 3), 20), (1, slice(0, 3), 20), (2, slice(0, 3), 20), (0, slice(3, 4), 40)],
                          ids=["short-cuda", "short-cpu", "short-python", "windows-cuda"])
+@pytest.mark.slow
 def test_out_of_memory_batches_are_retried_smaller(tiny_lm, error_index, texts_at, max_tokens):
     """Short texts (several per batch) and one long text (several windows per batch)."""
     from mia_core.stats import StatsSettings, compute_stats
@@ -311,6 +313,7 @@ def test_quiet_output_silences_library_loggers_and_restores_them(capsys):
     assert dict(os.environ) == env
 
 
+@pytest.mark.slow
 def test_quiet_run_prints_no_bars_and_each_note_once(tmp_path):
     """A whole ``run --quiet`` on a tiny local model, in a fresh process (transformers is
     first imported inside the quiet block, as for a user)."""
@@ -348,6 +351,7 @@ print(json.dumps({"retries": [str(w.message) for w in caught if "out of memory" 
 '''
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="needs /proc to size the memory limit")
 def test_a_real_out_of_memory_under_a_memory_limit_is_retried_smaller(tiny_lm, tmp_path):
     """Not injected: a subprocess caps its address space at what it has mapped + 900 MiB and asks

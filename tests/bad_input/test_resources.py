@@ -140,6 +140,7 @@ def test_check_text_length_names_source_length_limit_and_remedy(monkeypatch):
     assert ENV in msg and "\n" not in msg
 
 
+@pytest.mark.slow
 def test_a_50_mb_text_under_a_4_gb_limit_is_one_line_not_a_rust_abort(tmp_path):
     """What the issue saw: a 50 MB text under ``ulimit -v 4000000`` aborted inside the tokenizer
     (exit 134, a Rust backtrace). Now refused as it is read, in the user's own process set-up."""

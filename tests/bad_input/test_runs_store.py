@@ -293,6 +293,7 @@ def _damaged_store(good: runs.StoredRun) -> dict[str, str]:
     return made
 
 
+@pytest.mark.slow
 def test_the_runs_page_lists_every_damaged_run_and_the_others_work(store, tmp_path):
     good, other = _save("good run", seed=1), _save("other run", seed=2)
     made = _damaged_store(good)
@@ -340,6 +341,7 @@ def test_the_runs_page_lists_every_damaged_run_and_the_others_work(store, tmp_pa
     assert {f.name: f.read_bytes() for f in out.iterdir()} == files
 
 
+@pytest.mark.slow
 def test_the_runs_page_deletes_the_run_shown_of_two_with_the_same_name_and_time(store):
     for first in (True, False):  # the first listed of the two, then the second: each is the one deleted
         for m in runs.list_runs():
@@ -391,6 +393,7 @@ def test_a_run_name_written_as_markdown_is_shown_as_text(store, monkeypatch):
     assert IMAGE_NAME in _table(at)["Name"].tolist()  # the table's cells are text
 
 
+@pytest.mark.slow
 def test_the_html_report_of_a_damaged_run_says_why_in_one_line(store, monkeypatch):
     import dashboard.results as results
 
