@@ -1,6 +1,8 @@
 import os
 from pathlib import Path
 
+import pytest
+
 # mia_core comes from the installed project (setup.sh: ``pip install -e .[all]``); the tests'
 # own helper modules (helpers, tiny_lm, golden_outputs) and the dashboard's ``dashboard``
 # package are importable through the ``pythonpath`` of pyproject.toml's [tool.pytest.ini_options].
@@ -21,6 +23,16 @@ os.environ.setdefault("MIA_CACHE_DIR", str(Path.home() / ".cache" / "mia-dashboa
 WORKER = os.environ.get("PYTEST_XDIST_WORKER")
 if WORKER:
     os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tmp_path_factory) -> str:
+    """A random 2-layer Llama (hidden 32, seeded: the same weights every time) with the embedded SmolLM2 tokenizer,
+    saved once per session (per worker) as a local HF folder (``helpers.save_tiny_llama``). Read only: a test that
+    changes a model's files saves its own copy."""
+    from helpers import save_tiny_llama
+
+    return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
 
 
 def pytest_runtest_setup(item):

@@ -52,6 +52,36 @@ def run_mia(*args, cwd=None, env_extra=None, timeout=600, **kw):
                           env=env, cwd=cwd, timeout=timeout, **kw)
 
 
+def mia(*args, env_extra=None, cwd=None):
+    """``mia ARGS`` run in this process (``mia_core.cli.main``), as :func:`run_mia` gives it: a CompletedProcess
+    with the exit code and what the command printed on stdout and stderr (neither a terminal, as through a pipe).
+
+    For tests of what a command prints, writes or refuses, where the process boundary itself is not what is
+    checked (that stays :func:`run_mia`'s: signals, memory limits, a fresh interpreter's imports and output): it
+    saves the interpreter's start and reuses the models this worker already loaded. The environment and the
+    working folder are put back afterwards."""
+    import contextlib
+    import io
+    import subprocess
+
+    from mia_core.cli import main
+
+    argv = [str(a) for a in args]
+    out, err = io.StringIO(), io.StringIO()
+    saved, here = dict(os.environ), os.getcwd()
+    os.environ.update(env_extra or {})
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            rc = main(argv)
+    finally:
+        os.chdir(here)
+        os.environ.clear()
+        os.environ.update(saved)
+    return subprocess.CompletedProcess(["mia", *argv], rc, out.getvalue(), err.getvalue())
+
+
 def assert_one_error(rc: int, stderr: str, needle: str = "") -> str:
     """Bad input: exit code 2, exactly one ``error:`` line (containing ``needle``, case-insensitive),
     no traceback. Returns the error line."""

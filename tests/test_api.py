@@ -8,7 +8,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import save_tiny_llama
 
 import mia_core
 from mia_core.errors import DataError, SettingsError
@@ -19,8 +18,8 @@ TEXTS = [f"The {w} sat by the window on day {i}, counting the boats that passed 
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return save_tiny_llama(tmp_path_factory.mktemp("api") / "tiny")
+def tiny(tiny_llama):
+    return tiny_llama  # the session's tiny Llama folder (conftest.py)
 
 
 def test_the_api_is_exported_lazily():

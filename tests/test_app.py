@@ -45,12 +45,6 @@ def runs_dir(tmp_path_factory):
     mp.undo()
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    """A 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
-    return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
-
-
 def _app(page: str | None, model: str | None = None) -> AppTest:
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     if model is not None:
@@ -94,8 +88,8 @@ def test_sidebar_bad_model_shows_reason_not_traceback(tmp_path):
 
 
 @pytest.mark.slow
-def test_inspect_page_scores_a_text(tiny_model):
-    at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
+def test_inspect_page_scores_a_text(tiny_llama):
+    at = _app("pages/1_Inspect_a_text.py", model=tiny_llama)
     _no_exception(at)
     assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)
     text = "The <b>quick</b> brown fox & the lazy dog — café naïve. " + _paragraphs("pg35_wells_time_machine.txt", 1)[0]
@@ -126,9 +120,9 @@ def test_inspect_page_scores_a_text(tiny_model):
 
 
 @pytest.mark.slow
-def test_inspect_long_text_uses_window_chart(tiny_model):
+def test_inspect_long_text_uses_window_chart(tiny_llama):
     book = (DATA / "books" / "pg11_carroll_alice_in_wonderland.txt").read_text(encoding="utf-8")
-    at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
+    at = _app("pages/1_Inspect_a_text.py", model=tiny_llama)
     at.checkbox(key="inspect_lower").uncheck()
     at.text_area(key="inspect_text").set_value(book[:7500])
     at.button(key="inspect_go").click().run()
@@ -152,11 +146,11 @@ def _wait_for_results(at: AppTest, timeout: float = TIMEOUT) -> AppTest:
 
 
 @pytest.mark.slow
-def test_calibration_page_validates_runs_and_saves(tiny_model, runs_dir):
+def test_calibration_page_validates_runs_and_saves(tiny_llama, runs_dir):
     from mia_core import runs
 
     before = len(runs.list_runs())
-    at = _app("pages/2_Calibration_run.py", model=tiny_model)
+    at = _app("pages/2_Calibration_run.py", model=tiny_llama)
     _no_exception(at)
     demo_default = at.radio(key="cal_source").value == "demo"
     at.radio(key="cal_source").set_value("paste").run()
@@ -201,13 +195,13 @@ def test_calibration_page_validates_runs_and_saves(tiny_model, runs_dir):
     at.radio(key="cal_roc_scale").set_value("Linear").run()
     _no_exception(at)
 
-    fresh = _app("pages/2_Calibration_run.py", model=tiny_model)  # a browser refresh: a new session
+    fresh = _app("pages/2_Calibration_run.py", model=tiny_llama)  # a browser refresh: a new session
     _no_exception(fresh)
     assert fresh.table and "LOSS" in fresh.table[0].value.index
     assert any(saved[0]["name"] in m.value for m in fresh.markdown)  # the finished run is shown again
 
 
-def _engine_run(tiny_model, k: float, name: str):
+def _engine_run(tiny_llama, k: float, name: str):
     from mia_core import runs
     from mia_core.data import texts_from_strings
     from mia_core.models import load_causal_lm
@@ -215,27 +209,27 @@ def _engine_run(tiny_model, k: float, name: str):
 
     src = _paragraphs("pg105_austen_persuasion.txt", 8)
     ds = texts_from_strings(src[0::2], src[1::2])
-    lm = load_causal_lm(tiny_model)
+    lm = load_causal_lm(tiny_llama)
     cfg = RunConfig(attacks=["loss", "min_k"], params={"min_k": {"k": k}}, n_bootstrap=50, blind=False)
     return runs.save_run(run_attacks(ds, lm, config=cfg), name=name)
 
 
-def test_a_rerun_that_changed_nothing_is_not_saved_again_and_default_names_differ(tiny_model):
+def test_a_rerun_that_changed_nothing_is_not_saved_again_and_default_names_differ(tiny_llama):
     """Issue 30, item 9: every warm re-run used to be saved again under the same name."""
     from mia_core import runs
 
-    first = _engine_run(tiny_model, 0.2, None)
+    first = _engine_run(tiny_llama, 0.2, None)
     before = len(runs.list_runs())
-    again = _engine_run(tiny_model, 0.2, None)
+    again = _engine_run(tiny_llama, 0.2, None)
     assert again.id == first.id and again.meta.get("unchanged") and len(runs.list_runs()) == before
-    other = _engine_run(tiny_model, 0.3, None)  # another k: other scores, a new run
+    other = _engine_run(tiny_llama, 0.3, None)  # another k: other scores, a new run
     assert other.id != first.id and len(runs.list_runs()) == before + 1
     assert other.name != first.name and other.name.startswith(first.name.split(" #")[0] + " #")
     assert "texts" in first.name and ":" not in first.name  # no clock time in the name: it is shown beside
 
 
 @pytest.mark.slow
-def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_model, runs_dir, tmp_path):
+def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_llama, runs_dir, tmp_path):
     """Issue 30, item 10: the target the Controlled experiment built went to the calibration page, its split
     files had to be uploaded again. Here the split the page wrote is a source of its own, and one button
     puts the experiment's target and reference in the sidebar."""
@@ -245,7 +239,7 @@ def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_mo
         files[role] = tmp_path / f"{role}.txt"
         files[role].write_text("\n".join(texts) + "\n")
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
-    at.session_state["controlled_target"] = str(Path(tiny_model).resolve())
+    at.session_state["controlled_target"] = str(Path(tiny_llama).resolve())
     at.session_state["controlled_reference"] = "smollm2"
     at.session_state["controlled_members"] = str(files["members"])
     at.session_state["controlled_nonmembers"] = str(files["nonmembers"])
@@ -257,7 +251,7 @@ def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_mo
     at.radio(key="cal_source").set_value("controlled").run()
     at.button(key="cal_cx_models").click().run()  # the experiment's target and reference in the sidebar
     _no_exception(at)
-    assert at.session_state["mp_target_custom"] == str(Path(tiny_model).resolve())
+    assert at.session_state["mp_target_custom"] == str(Path(tiny_llama).resolve())
     assert at.session_state["mp_reference"] == "smollm2"
     at.multiselect(key="cal_attacks").set_value(["loss", "zlib"]).run()
     at.button(key="cal_go").click().run()
@@ -268,7 +262,7 @@ def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_mo
 
 
 @pytest.mark.slow
-def test_early_results_come_as_each_pass_finishes(tiny_model):
+def test_early_results_come_as_each_pass_finishes(tiny_llama):
     """``run_attacks(partial=...)``: the one-pass attacks right after the target pass, lowercase after
     its pass, each with the AUC the final metrics then report; attacks that prepare come only at the end."""
     from mia_core.data import texts_from_strings
@@ -284,7 +278,7 @@ def test_early_results_come_as_each_pass_finishes(tiny_model):
     def partial(d):
         calls.append((stages[-1] if stages else None, sorted(d), {k: v["auc"] for k, v in d.items()}))
 
-    res = run_attacks(texts_from_strings(src[0::2], src[1::2]), load_causal_lm(tiny_model),
+    res = run_attacks(texts_from_strings(src[0::2], src[1::2]), load_causal_lm(tiny_llama),
                       config=RunConfig(attacks=["loss", "zlib", "min_k", "lowercase", "neighbourhood"],
                                        params={"neighbourhood": {"n": 2}}, n_bootstrap=20, blind=False),
                       progress=progress, partial=partial)
@@ -296,9 +290,9 @@ def test_early_results_come_as_each_pass_finishes(tiny_model):
     assert "neighbourhood" in res.metrics and res.metrics["loss"]["auc_ci"] is not None
 
 
-def test_inspect_places_scores_on_a_calibration_run(tiny_model):
-    _engine_run(tiny_model, 0.2, "placement run")
-    at = _app("pages/1_Inspect_a_text.py", model=tiny_model)
+def test_inspect_places_scores_on_a_calibration_run(tiny_llama):
+    _engine_run(tiny_llama, 0.2, "placement run")
+    at = _app("pages/1_Inspect_a_text.py", model=tiny_llama)
     at.button(key="inspect_go").click().run()  # the pre-filled paragraph
     _no_exception(at)
     table = at.table[0].value
@@ -309,7 +303,7 @@ def test_inspect_places_scores_on_a_calibration_run(tiny_model):
 
 
 @pytest.mark.slow
-def test_inspect_offers_the_newest_run_on_another_model(tiny_model, tmp_path):
+def test_inspect_offers_the_newest_run_on_another_model(tiny_llama, tmp_path):
     """After a calibration run on one model (the demo target, say), Inspect on another model points
     to that run and switches to its target in one click (then analyses and places the text)."""
     from mia_core import runs
@@ -318,7 +312,7 @@ def test_inspect_offers_the_newest_run_on_another_model(tiny_model, tmp_path):
     from mia_core.pipeline import RunConfig, run_attacks
 
     src = _paragraphs("pg105_austen_persuasion.txt", 8)
-    lm = load_causal_lm(tiny_model)  # a run with a reference model (here the target itself): ref is placed too
+    lm = load_causal_lm(tiny_llama)  # a run with a reference model (here the target itself): ref is placed too
     runs.save_run(run_attacks(texts_from_strings(src[0::2], src[1::2]), lm, reference=lm,
                               config=RunConfig(attacks=["loss", "ref"], n_bootstrap=20, blind=False)),
                   name="run on the other model")
@@ -335,22 +329,22 @@ def test_inspect_offers_the_newest_run_on_another_model(tiny_model, tmp_path):
     assert "Above % of non-members" not in at.table[0].value.columns
     at.button(key="inspect_switch").click().run()
     _no_exception(at)
-    assert at.session_state["mp_target_custom"] == str(Path(tiny_model).resolve())
+    assert at.session_state["mp_target_custom"] == str(Path(tiny_llama).resolve())
     assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)
     assert "Above % of non-members" in at.table[0].value.columns  # analysed and placed without another click
     # the run's reference is set too, so its strongest attack is placed; the text analysed is still the user's
     assert at.session_state["mp_reference"] == "custom"
-    assert at.session_state["mp_reference_custom"] == str(Path(tiny_model).resolve())
+    assert at.session_state["mp_reference_custom"] == str(Path(tiny_llama).resolve())
     table = at.table[0].value
     assert _num(table.loc["Reference model (log-likelihood difference)"]["Above % of non-members"]) >= 0
     assert at.session_state["inspect_result"]["text"] == mine
 
 
-def test_runs_page_compares_and_deletes(tiny_model):
+def test_runs_page_compares_and_deletes(tiny_llama):
     from mia_core import runs
 
-    a = _engine_run(tiny_model, 0.1, "k=0.1")
-    b = _engine_run(tiny_model, 0.5, "k=0.5")
+    a = _engine_run(tiny_llama, 0.1, "k=0.1")
+    b = _engine_run(tiny_llama, 0.5, "k=0.5")
     at = _app("pages/5_Runs.py")
     _no_exception(at)
     at.selectbox(key="runs_a").set_value(a.id)
@@ -375,11 +369,11 @@ def test_runs_page_compares_and_deletes(tiny_model):
 # ------------------------------------------------------------------ plain modules
 
 
-def test_run_store_round_trip_and_safety(tiny_model, tmp_path):
+def test_run_store_round_trip_and_safety(tiny_llama, tmp_path):
     from mia_core import runs
     from mia_core.errors import DataError
 
-    stored = _engine_run(tiny_model, 0.2, "round trip")
+    stored = _engine_run(tiny_llama, 0.2, "round trip")
     again = runs.load_run(stored.id)
     assert again.meta["name"] == "round trip" and again.attack_names() == ["loss", "min_k"]
     assert again.metrics["loss"]["auc"] == pytest.approx(stored.metrics["loss"]["auc"])
@@ -398,11 +392,11 @@ def test_run_store_round_trip_and_safety(tiny_model, tmp_path):
     assert runs.runs_dir(tmp_path / "x").is_dir()
 
 
-def test_report_is_self_contained_and_escaped(tiny_model):
+def test_report_is_self_contained_and_escaped(tiny_llama):
     from mia_core import runs
     from mia_core.reports.report import build_report
 
-    stored = _engine_run(tiny_model, 0.2, "<script>alert(1)</script> run")
+    stored = _engine_run(tiny_llama, 0.2, "<script>alert(1)</script> run")
     page = build_report(stored)
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
     assert page.count("Plotly.newPlot") == 3  # ROC linear, ROC log-log, histograms
@@ -450,13 +444,13 @@ def test_plots_colours_are_fixed_and_log_axes_drop_zeros():
     assert colours == {("LOSS", plots.ATTACK_COLOURS["loss"]), ("Min-K%", plots.ATTACK_COLOURS["min_k"])}
 
 
-def test_token_view_pieces_values_and_escaping(tiny_model):
+def test_token_view_pieces_values_and_escaping(tiny_llama):
     from transformers import AutoTokenizer
 
     from dashboard import tokens
     from mia_core.documents.dictionaries import token_frequency
 
-    tok = AutoTokenizer.from_pretrained(tiny_model)
+    tok = AutoTokenizer.from_pretrained(tiny_llama)
     text = "Naïve café — “quotes” <script>x</script>\n\nnew paragraph 12345"
     ids = tok(text, add_special_tokens=False)["input_ids"]
     pieces = tokens.token_pieces(tok, text, ids)

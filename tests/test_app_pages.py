@@ -24,7 +24,6 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from helpers import save_tiny_llama  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -77,12 +76,6 @@ def _number(s: str) -> float:
 
 
 # ------------------------------------------------------------------ tiny models
-@pytest.fixture(scope="module")
-def tiny_llama(tmp_path_factory) -> str:
-    """A 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
-    return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
-
-
 @pytest.fixture(scope="module")
 def tiny_berts(tmp_path_factory) -> tuple[str, str]:
     """Two random 1-layer BERT masked LMs (hidden 32) sharing the embedder's WordPiece tokenizer."""

@@ -13,7 +13,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import save_tiny_llama
 
 import mia_core
 from mia_core import paths
@@ -173,8 +172,8 @@ def test_a_hit_imports_none_of_the_classifier_modules(cache_dir, sets):
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return save_tiny_llama(tmp_path_factory.mktemp("blind-cache") / "tiny")
+def tiny(tiny_llama):
+    return tiny_llama  # the session's tiny Llama folder (conftest.py)
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ import json
 
 import numpy as np
 import pytest
-from helpers import assert_one_error, run_mia
+from helpers import assert_one_error, mia
 
 from mia_core.dataset_inference import (check_sets, iid_guard, near_duplicates, paper_test, parse_features,
                                         permutation_test)
@@ -143,7 +143,7 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     d = demo_paths()
     for name, src in (("m", "members"), ("p", "population"), ("n", "nonmembers")):
         (tmp_path / f"{name}.txt").write_text("\n".join(d[src].read_text().splitlines()[:30]) + "\n")
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "m.txt", "--validation", tmp_path / "n.txt", "--model",
+    r = mia("infer-dataset", "--suspect", tmp_path / "m.txt", "--validation", tmp_path / "n.txt", "--model",
                 d["target"], "--permutations", "999", "--out", tmp_path / "used", "--quiet")
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads((tmp_path / "used" / "dataset_inference.json").read_text())
@@ -156,7 +156,7 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     assert "<b>Used.</b>" in html and "plotly" in html and "permutation test" in html
     assert "demo target" in html and "m.txt" in html and "n.txt" in html and "Min-K%++ (k = 20 %)" in html
     assert "min_k_pp@0.2" not in html.split("<script")[0]  # features by their display names
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "p.txt", "--validation", tmp_path / "n.txt", "--model",
+    r = mia("infer-dataset", "--suspect", tmp_path / "p.txt", "--validation", tmp_path / "n.txt", "--model",
                 d["target"], "--permutations", "999", "--out", tmp_path / "null", "--quiet")
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads((tmp_path / "null" / "dataset_inference.json").read_text())
@@ -164,7 +164,7 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
     scores = (tmp_path / "null" / "scores.csv").read_text().splitlines()
     assert scores[0].startswith("text_id,set,loss") and len(scores) == 61
     # reversed: the never-trained texts as the suspect set against the members (issue 38: "used, p <= 1e-4" before)
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "n.txt", "--validation", tmp_path / "m.txt", "--model",
+    r = mia("infer-dataset", "--suspect", tmp_path / "n.txt", "--validation", tmp_path / "m.txt", "--model",
                 d["target"], "--permutations", "999", "--out", tmp_path / "reversed", "--quiet")
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads((tmp_path / "reversed" / "dataset_inference.json").read_text())
@@ -176,15 +176,15 @@ def test_demo_members_are_detected_and_the_null_is_not(tmp_path):
 def test_bad_input_is_one_line_before_any_model(tmp_path):
     (tmp_path / "s.txt").write_text("\n".join(f"suspect text {i} with some words" for i in range(12)) + "\n")
     (tmp_path / "v.txt").write_text("\n".join(f"validation text {i} with other words" for i in range(3)) + "\n")
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt",
+    r = mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt",
                 "--model", tmp_path / "no-model-here", "--quiet")
     assert_one_error(r.returncode, r.stderr, "at least 10")
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "s.txt", "--quiet")
+    r = mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "s.txt", "--quiet")
     assert_one_error(r.returncode, r.stderr, "appear in both")
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--alpha", "2")
+    r = mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--alpha", "2")
     assert r.returncode == 2 and "alpha" in r.stderr
     (tmp_path / "v.txt").write_text("\n".join(f"validation text {i} with other words" for i in range(12)) + "\n")
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt",
+    r = mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt",
                 "--param", "dc_pdd.a=-1", "--model", tmp_path / "no-model-here", "--quiet")
     assert_one_error(r.returncode, r.stderr, "dc_pdd.a")
 
@@ -212,7 +212,7 @@ def test_a_shifted_validation_set_is_refused_without_loading_the_model(tmp_path)
            for i in range(30)]
     (tmp_path / "s.txt").write_text("\n".join(new) + "\n")
     (tmp_path / "v.txt").write_text("\n".join(old) + "\n")
-    r = run_mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--model",
+    r = mia("infer-dataset", "--suspect", tmp_path / "s.txt", "--validation", tmp_path / "v.txt", "--model",
                 tmp_path / "no-such-model", "--out", tmp_path / "out", "--quiet")
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads((tmp_path / "out" / "dataset_inference.json").read_text())

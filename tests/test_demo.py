@@ -110,10 +110,10 @@ def test_documents_demo_cli_detects_the_member_documents(tmp_path):
     documents; RatioNormTF + AggFE separates them (0.91 with the defaults; here fewer trees and
     pipelines, to keep the test short), and TPR at 1 %/10 % FPR is not estimable on 4 held-out
     non-members per fold, so it reads n/e."""
-    from helpers import run_mia
+    from helpers import mia
 
     out = tmp_path / "docs"
-    r = run_mia("documents", "--demo", "--quiet", "--no-baselines", "--partial-lengths", "none", "--trees", "100",
+    r = mia("documents", "--demo", "--quiet", "--no-baselines", "--partial-lengths", "none", "--trees", "100",
                 "--normalization", "nonorm,rationorm-tf", "--features", "agg", "--out", out)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "20 member and 20 non-member documents" in r.stderr
@@ -142,10 +142,10 @@ def test_mlm_demo_target_is_shipped_with_its_recipe():
 def test_mlm_demo_cli_separates_members(tmp_path):
     """``mia mlm --demo`` with K = 2 (K = 10 by default: LR AUC 0.931, loss 0.746; README): the
     likelihood ratio finds the members, and beats the target's loss alone, as in the paper."""
-    from helpers import run_mia
+    from helpers import mia
 
     out = tmp_path / "mlm"
-    r = run_mia("mlm", "--demo", "--masks", "2", "--bootstrap", "100", "--quiet", "--out", out)
+    r = mia("mlm", "--demo", "--masks", "2", "--bootstrap", "100", "--quiet", "--out", out)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "100 members, 100 non-members, 100 population texts" in r.stdout
     metrics = json.loads((out / "metrics.json").read_text())

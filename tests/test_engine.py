@@ -154,11 +154,10 @@ def test_min_k_and_min_k_pp_formulas():
 
 
 def _cli(*args, env_extra=None, cwd=None):
-    import os
+    """``mia ARGS`` from the repository root, in this process (``helpers.mia``: what it prints and writes)."""
+    from helpers import mia
 
-    env = {**os.environ, **(env_extra or {})}
-    return subprocess.run([sys.executable, "-m", "mia_core", *args], capture_output=True, text=True, env=env,
-                          cwd=cwd or ROOT, timeout=600)
+    return mia(*args, env_extra=env_extra, cwd=cwd or ROOT)
 
 
 @pytest.mark.slow

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from helpers import empty_cache, save_tiny_llama
+from helpers import empty_cache
 
 TEXTS = [f"On day {i} the {w} walked down to the harbour wall and counted {i + 3} boats coming in with the tide, "
          f"then went home to write it all down in the ledger by the window."
@@ -14,8 +14,8 @@ TEXTS = [f"On day {i} the {w} walked down to the harbour wall and counted {i + 3
 
 
 @pytest.fixture(scope="module")
-def tiny_path(tmp_path_factory):
-    return save_tiny_llama(tmp_path_factory.mktemp("estimates") / "tiny")
+def tiny_path(tiny_llama):
+    return tiny_llama  # the session's tiny Llama folder (conftest.py)
 
 
 @pytest.fixture

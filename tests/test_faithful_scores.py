@@ -20,7 +20,7 @@ import zlib
 import numpy as np
 import pytest
 
-from helpers import ALWAYS, assert_one_error, run_mia
+from helpers import ALWAYS, assert_one_error, mia
 from tiny_lm import paragraphs
 
 from mia_core.attacks import REGISTRY, AttackInputs
@@ -228,7 +228,7 @@ def test_reference_form_is_checked(world, tmp_path):
     m.write_text("\n".join(world["mem"]) + "\n", encoding="utf-8")
     n.write_text("\n".join(world["non"]) + "\n", encoding="utf-8")
     tf, rf = world["folders"]
-    p = run_mia("run", "--members", m, "--nonmembers", n, "--mode", "lines", "--model", tf, "--reference", rf,
+    p = mia("run", "--members", m, "--nonmembers", n, "--mode", "lines", "--model", tf, "--reference", rf,
                 "--attacks", "ref", "--param", "ref.form=quotient", "--out", tmp_path / "out")
     assert_one_error(p.returncode, p.stderr, "form")
     assert not (tmp_path / "out").exists()

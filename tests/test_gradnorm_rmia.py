@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import ALWAYS, assert_one_error, empty_cache, run_mia, save_tiny_llama
+from helpers import ALWAYS, assert_one_error, empty_cache, mia, run_mia, save_tiny_llama
 from tiny_lm import paragraphs
 
 from mia_core.data import Dataset
@@ -220,7 +220,7 @@ def test_rmia_needs_a_population(models, texts, tmp_path):
                     config=RunConfig(stats=ALWAYS, attacks=["rmia"], params={"rmia": {"references": str(tmp_path / "nope")}}, blind=False))
     (tmp_path / "m.txt").write_text("\n".join(ds.members()))
     (tmp_path / "n.txt").write_text("\n".join(ds.nonmembers()))
-    r = run_mia("run", "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt", "--model", models[0],
+    r = mia("run", "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt", "--model", models[0],
                 "--reference", models[1], "--attacks", "rmia", "--out", tmp_path / "out", "--quiet")
     assert_one_error(r.returncode, r.stderr, "population")
     assert not (tmp_path / "out").exists()

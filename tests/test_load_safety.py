@@ -132,7 +132,7 @@ def _drop_tensor(st_file: Path, name: str) -> None:
 
 @pytest.mark.slow
 def test_a_checkpoint_missing_a_layer_its_config_declares_is_refused_in_one_line(tmp_path, monkeypatch):
-    from helpers import assert_one_error, run_mia
+    from helpers import assert_one_error, mia
 
     folder = tmp_path / "tiny"
     save_tiny_llama(folder)
@@ -143,7 +143,7 @@ def test_a_checkpoint_missing_a_layer_its_config_declares_is_refused_in_one_line
         load_causal_lm(str(folder), reuse=False)
     (tmp_path / "m.txt").write_text("a member text is here\nanother member text\n")
     (tmp_path / "n.txt").write_text("a non-member text is here\nanother non-member\n")
-    r = run_mia("run", "--model", folder, "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt",
+    r = mia("run", "--model", folder, "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt",
                 "--attacks", "loss", "--quiet", "--out", tmp_path / "out",
                 env_extra={"MIA_CACHE_DIR": str(empty_cache(tmp_path / "cache"))})
     assert_one_error(r.returncode, r.stderr, "missing from the checkpoint")
@@ -292,13 +292,13 @@ def test_a_bert_checkpoint_with_a_pooler_loads_as_a_masked_lm_and_says_what_it_d
 
 @pytest.mark.slow
 def test_a_config_json_that_is_not_an_object_is_one_line(tmp_path):
-    from helpers import assert_one_error, run_mia
+    from helpers import assert_one_error, mia
 
     folder = tmp_path / "tiny"
     save_tiny_llama(folder)
     (folder / "config.json").write_text("[1, 2]")
     (tmp_path / "m.txt").write_text("a member text is here\nanother member text\n")
     (tmp_path / "n.txt").write_text("a non-member text is here\nanother non-member\n")
-    r = run_mia("run", "--model", folder, "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt",
+    r = mia("run", "--model", folder, "--members", tmp_path / "m.txt", "--nonmembers", tmp_path / "n.txt",
                 "--attacks", "loss", "--quiet", "--out", tmp_path / "out")
     assert_one_error(r.returncode, r.stderr, "config.json holds a JSON list")

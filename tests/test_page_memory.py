@@ -13,7 +13,6 @@ import pytest
 pytest.importorskip("streamlit")
 from streamlit.testing.v1 import AppTest  # noqa: E402
 
-from helpers import save_tiny_llama  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 APP = str(ROOT / "app.py")
@@ -156,12 +155,7 @@ def test_p_values_and_verdicts_in_words():
     assert verdict_words("ok", SHIFT_WORDS) == "no shift seen" and verdict_words(None, SHIFT_WORDS) == "–"
 
 
-@pytest.fixture(scope="module")
-def tiny_model(tmp_path_factory) -> str:
-    return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
-
-
-def test_inspect_loss_says_its_tokens_and_agrees_with_loss(tiny_model):
+def test_inspect_loss_says_its_tokens_and_agrees_with_loss(tiny_llama):
     """The summary's loss and the LOSS score cover the same tokens, and both say which."""
     import numpy as np
 
@@ -170,7 +164,7 @@ def test_inspect_loss_says_its_tokens_and_agrees_with_loss(tiny_model):
 
     at = AppTest.from_file(APP, default_timeout=TIMEOUT)
     at.session_state["mp_target"] = "custom"
-    at.session_state["mp_target_custom"] = tiny_model
+    at.session_state["mp_target_custom"] = tiny_llama
     at.switch_page(INSPECT).run()
     at.button(key="inspect_go").click().run()
     _no_exception(at)

@@ -36,12 +36,10 @@ def ray_cluster():
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    from helpers import save_tiny_llama
-
+def tiny(tiny_llama):
     from mia_core.models import load_causal_lm
 
-    return load_causal_lm(save_tiny_llama(tmp_path_factory.mktemp("tiny-llama")), device="cpu")
+    return load_causal_lm(tiny_llama, device="cpu")  # the session's tiny Llama folder (conftest.py)
 
 
 @pytest.fixture()

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from helpers import ALWAYS, assert_one_error, run_mia, save_tiny_llama
+from helpers import ALWAYS, assert_one_error, mia
 from tiny_lm import paragraphs
 
 from mia_core import stats as S
@@ -28,8 +28,8 @@ POP = [p[:120] for p in P[6:10]]  # short shots: three of them and a text fit th
 
 
 @pytest.fixture(scope="module")
-def tiny(tmp_path_factory):
-    return load_causal_lm(save_tiny_llama(tmp_path_factory.mktemp("tiny-recall") / "llama"))
+def tiny(tiny_llama):
+    return load_causal_lm(tiny_llama)  # the session's tiny Llama folder (conftest.py)
 
 
 def population(texts) -> Dataset:
@@ -180,7 +180,7 @@ def test_cli_recall_without_prefix_is_one_line_before_loading_the_model(tmp_path
     m.write_text("\n".join(MEM) + "\n")
     n.write_text("\n".join(NON) + "\n")
     # the model path does not exist: an error about the prefix proves the check came first
-    r = run_mia("run", "--model", tmp_path / "no-such-model", "--members", m, "--nonmembers", n,
+    r = mia("run", "--model", tmp_path / "no-such-model", "--members", m, "--nonmembers", n,
                 "--attacks", "recall", "--out", tmp_path / "out")
     assert_one_error(r.returncode, r.stderr, "population")
 
