@@ -85,7 +85,7 @@ def unit(nodeid: str) -> str:
 
 def pytest_collection_modifyitems(config, items):
     """On a worker: heaviest unit first; inside a unit the tests keep their order (a stable sort)."""
-    if os.environ.get("PYTEST_XDIST_WORKER"):
+    if WORKER:
         items.sort(key=lambda it: -SECONDS.get(unit(it.nodeid), 0))
 
 
