@@ -9,13 +9,14 @@ see ``.streamlit/config.toml`` and ``dashboard/hosts.py``). The pages are the fi
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
 import streamlit as st
 
 from dashboard import hosts, warmup
-from dashboard.loaders import model_store
+from dashboard.loaders import model_store, warm_defaults
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, page_setup
 from mia_core import runs
@@ -23,7 +24,8 @@ from mia_core import runs
 if hosts.refuse_foreign_host():  # a page under another host name (DNS rebinding): dashboard/hosts.py
     st.stop()
 
-warmup.start(model_store())  # imports, then the default models, while the user reads the page (once per process)
+# imports, then the default models, while the user reads the page (once per process)
+warmup.start(functools.partial(warm_defaults, model_store()))
 
 ROOT = Path(__file__).resolve().parent
 ICONS = {"Inspect_a_text": ":material/manage_search:", "Calibration_run": ":material/monitoring:", "Document_audit": ":material/menu_book:", "Masked_LM_audit": ":material/theater_comedy:",

@@ -37,8 +37,8 @@ from mia_core.targets import demo as optional
 from mia_core.attacks import REGISTRY, default_attacks
 from dashboard import warmup
 t0 = time.perf_counter()
-from dashboard.loaders import model_store
-warmup.start(model_store()); warmup.wait()  # as the server does when it starts (imports, then the demo models)
+from dashboard.loaders import model_store, warm_defaults
+warmup.start(lambda: warm_defaults(model_store())); warmup.wait()  # as the server does when it starts (imports, then the demo models)
 t_warm = time.perf_counter() - t0
 
 stages, order = {{}}, []

@@ -120,7 +120,7 @@ def default_models() -> list[tuple]:
 
 def preload_defaults(store: dict) -> None:
     """Load :func:`default_models` into ``store`` (called by the server's start-up warm-up thread,
-    :mod:`dashboard.warmup`), their weights read too: a load that an earlier one recorded defers them until a
+    :func:`warm_defaults`), their weights read too: a load that an earlier one recorded defers them until a
     pass needs them (:mod:`mia_core.models.deferred`), and the warm-up is there to spare the first Run that
     wait. A failure is left for the page's own load to report."""
     for settings in default_models():
@@ -128,6 +128,35 @@ def preload_defaults(store: dict) -> None:
             load_model(*settings, _into=store).model  # noqa: B018 - read a deferred model's weights now
         except Exception:  # noqa: BLE001 - a preload only
             pass
+
+
+def measure_default_speed(store: dict) -> None:
+    """This machine's speed for the demo target, measured once (``mia_core.api.plan.measure_speed``: about 600
+    tokens of the demo's population texts after an untimed first one, no cache written), so that the pages' first
+    estimate uses it instead of an assumed speed. Skipped when that model's speed was measured here before, or
+    when the demo target is not in ``store``; a failure is ignored (the first run measures the speed anyway)."""
+    try:
+        from mia_core.api.plan import measure_speed
+        from mia_core.targets.demo import installed_demo
+
+        models = default_models()
+        with store["lock"]:
+            lm = store["models"].get(models[0]) if models else None
+        if lm is None:
+            return
+        demo = installed_demo() or {}
+        path = demo.get("population") or demo.get("nonmembers")
+        measure_speed(lm, path.read_text(encoding="utf-8").splitlines() if path else [])
+    except Exception:  # noqa: BLE001 - a warm-up only
+        return
+
+
+def warm_defaults(store: dict) -> None:
+    """What the server's start-up warm-up does once the model libraries are imported (``app.py`` hands it to
+    :func:`dashboard.warmup.start`): :func:`preload_defaults` into ``store``, then
+    :func:`measure_default_speed`."""
+    preload_defaults(store)
+    measure_default_speed(store)
 
 
 def load_with_progress(spec: str, dtype: str = "auto", quantize: str = "none", device: str = "auto",

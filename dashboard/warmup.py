@@ -8,12 +8,13 @@ the first load that merges it imports peft inside the one-load-at-a-time lock (`
 The server starts this once per process (``app.py``), while the user is still reading the page,
 so that pressing Run or Analyse pays only for the model itself. After the imports it loads the
 bundled demo's target and reference with the sidebar's default settings
-(:func:`dashboard.loaders.preload_defaults`; about 5 s and 1.1 GB for the two 135M models in fp32)
-into the same store the pages use, so the default run starts at once; a page that asks for one of
+(:func:`dashboard.loaders.warm_defaults`; about 5 s and 1.1 GB for the two 135M models in fp32)
+into the same store the pages use, so the default run starts at once (``app.py`` hands that step to
+:func:`start`: this module imports nothing of the dashboard's); a page that asks for one of
 them meanwhile waits for that load and shows its steps. ``MIA_NO_PRELOAD=1`` keeps the imports and
 skips the models; ``MIA_NO_WARMUP=1`` skips both. Then, once per machine and model, it measures
 this machine's speed for the demo target on about 600 tokens of the demo's texts (not cached;
-``mia_core.api.plan.measure_speed``), so that the first time estimate a page shows is this machine's, not an
+``mia_core.api.plan.measure_speed``, also in ``warm_defaults``), so that the first time estimate a page shows is this machine's, not an
 assumed speed. No file is written but that record (``throughput.json``) and the one-off conversion of
 the embedded model (the same as its first load anywhere); no network; a failure is ignored (the
 page's own load reports it). A script thread that imports the same module meanwhile simply waits
@@ -23,13 +24,14 @@ from __future__ import annotations
 
 import os
 import threading
+from typing import Callable
 
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
 _imported = threading.Event()  # set once the warm-up's imports are over (done or failed)
 
 
-def _warm(store: dict | None) -> None:
+def _warm(then: Callable[[], None] | None) -> None:
     try:
         import transformers  # noqa: F401
         from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
@@ -40,44 +42,23 @@ def _warm(store: dict | None) -> None:
         return
     finally:
         _imported.set()
-    if store is not None and not os.environ.get("MIA_NO_PRELOAD"):
-        from .loaders import preload_defaults
-
-        preload_defaults(store)
-        _measure(store)
-
-
-def _measure(store: dict) -> None:
-    """This machine's speed for the demo target, measured once (``mia_core.api.plan.measure_speed``: about 600
-    tokens of the demo's population texts after an untimed first one, no cache written), so that the pages' first
-    estimate uses it instead of an assumed speed. Skipped when that model's speed was measured here before."""
-    try:
-        from mia_core.api.plan import measure_speed
-        from mia_core.targets.demo import installed_demo
-
-        from .loaders import default_models
-
-        models = default_models()
-        with store["lock"]:
-            lm = store["models"].get(models[0]) if models else None
-        if lm is None:
+    if then is not None and not os.environ.get("MIA_NO_PRELOAD"):
+        try:
+            then()
+        except Exception:  # noqa: BLE001 - a warm-up only; the real load reports any problem
             return
-        demo = installed_demo() or {}
-        path = demo.get("population") or demo.get("nonmembers")
-        measure_speed(lm, path.read_text(encoding="utf-8").splitlines() if path else [])
-    except Exception:  # noqa: BLE001 - a warm-up only: the first run measures the speed anyway
-        return
 
 
-def start(store: dict | None = None) -> None:
-    """Start the warm-up once per process (set ``MIA_NO_WARMUP=1`` to skip it); ``store``: the
-    pages' model store (:func:`dashboard.loaders.model_store`) to preload the default models into."""
+def start(then: Callable[[], None] | None = None) -> None:
+    """Start the warm-up once per process (set ``MIA_NO_WARMUP=1`` to skip it); ``then``: what to do once the
+    imports are done, in the warm-up's thread (``app.py``: :func:`dashboard.loaders.warm_defaults`, the default
+    models' preload into the pages' store and the speed measurement; skipped with ``MIA_NO_PRELOAD=1``)."""
     global _thread
     if os.environ.get("MIA_NO_WARMUP"):
         return
     with _lock:
         if _thread is None:
-            _thread = threading.Thread(target=_warm, args=(store,), name="mia-warmup", daemon=True)
+            _thread = threading.Thread(target=_warm, args=(then,), name="mia-warmup", daemon=True)
             _thread.start()
 
 

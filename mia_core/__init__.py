@@ -3,7 +3,7 @@
 Nothing in this package imports Streamlit: the dashboard pages, the CLI
 (``python -m mia_core``) and the tests all call the same functions.
 """
-__version__ = "0.1.0"
+from .version import __version__
 
 # The Python API (mia_core.api), loaded on first use so that ``import mia_core`` stays light:
 #     from mia_core import score, audit, audit_documents, audit_mlm, infer_dataset, plan_run, load
@@ -20,4 +20,4 @@ def __getattr__(name: str):
 
 
 def __dir__():
-    return sorted([*globals(), *_API])  # the one place the version lives: pyproject.toml reads it from here
+    return sorted([*globals(), *_API])

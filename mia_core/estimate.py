@@ -6,9 +6,10 @@ as seconds per token per model parameter by device (the forward pass of a causal
 2 x parameters FLOPs per token, so one figure carries over between model sizes on one machine).
 :func:`speed` uses the model's own figure when there is one, else the one of the model measured
 nearest in size, scaled by size, else it assumes :data:`DEFAULT_TOKENS_PER_S` for a 135M-parameter
-model on a CPU (what a 2-core machine does), and says which. :func:`measure` makes a measurement on
-purpose (the dashboard's start-up warm-up). :func:`cached_texts` tells, without reading them,
-which texts the statistics cache already holds for a loaded model, so that only the others count.
+model on a CPU (what a 2-core machine does), and says which. :func:`mia_core.stats.speed.measure` makes a measurement on
+purpose (the dashboard's start-up warm-up) and :func:`mia_core.stats.speed.cached_texts` tells, without
+reading them, which texts the statistics cache already holds for a loaded model, so that only the others
+count: both run the statistics, so they live above this module, in ``mia_core.stats``.
 Token counts come from the model's tokenizer when it is loaded, else from characters (about 4.2
 characters per token for English with BPE tokenizers).
 """
@@ -18,7 +19,6 @@ import json
 import math
 import time
 from pathlib import Path
-from typing import Sequence
 
 DEFAULT_TOKENS_PER_S = 300.0  # SmolLM2-135M, fp32, 2 CPU cores (benchmarks/first_run.py)
 DEFAULT_PARAMS = 135e6
@@ -159,92 +159,6 @@ def estimate_seconds(n_tokens: int, n_params: float | None = None, device="cpu",
     (``"measured"`` for this model, ``"scaled"`` from another model's, or ``"assumed"``: :func:`speed`)."""
     per, how, _ = speed(n_params, device, model)
     return n_tokens * per, how
-
-
-def measure(lm, texts: Sequence[str], tokens: int = MIN_TOKENS + 100) -> float | None:
-    """Measure and record (:func:`record`) this machine's speed for ``lm``: one small batch of ``texts`` first,
-    not timed (a first forward pays for allocating and warming up), then the following texts up to about
-    ``tokens`` tokens, timed, in this process and without the cache (nothing is stored). Returns the tokens per
-    second measured, or None when the texts hold too few tokens (nothing is recorded then).
-
-    Parameters
-    ----------
-    lm : LoadedModel
-        The loaded model.
-    texts : sequence of str
-        Short texts (one window each), e.g. the bundled demo's.
-    tokens : int
-        About how many tokens the timed part scores (at least :data:`MIN_TOKENS` to be recorded).
-
-    Returns
-    -------
-    float or None
-    """
-    from .stats import StatsSettings
-    from .stats.compute import compute_here
-
-    texts = [t for t in texts if t.strip()]
-    st = StatsSettings()
-    ctx = st.resolved_context(lm)
-    lengths = [count_tokens([t], lm.tokenizer) for t in texts]
-    short = [(t, n) for t, n in zip(texts, lengths) if n < ctx]
-    if len(short) < 2:
-        return None
-    compute_here(lm, [short[0][0]], st)  # the warm-up: not timed
-    timed, n = [], 0
-    for t, k in short[1:]:
-        if n >= tokens:
-            break
-        timed.append(t)
-        n += k
-    if n < MIN_TOKENS:
-        return None
-    t0 = time.perf_counter()
-    compute_here(lm, timed, st)
-    seconds = time.perf_counter() - t0
-    record(n, seconds, lm.n_params, lm.device, lm.identity)
-    return n / seconds if seconds > 0 else None
-
-
-def cached_texts(lm, texts: Sequence[str], settings=None) -> list[bool]:
-    """Which of ``texts`` already have statistics in the disk cache for ``lm`` under ``settings`` (the key
-    :func:`mia_core.stats.compute_stats` reads: ``cache_settings(lm, settings)``, ``text_hash(text)``): a cheap
-    check that each entry's file is there, nothing read or verified (a damaged entry, recomputed by the
-    run, still counts as cached here). All False when the cache cannot be read.
-
-    Parameters
-    ----------
-    lm : LoadedModel
-        The loaded model.
-    texts : sequence of str
-        The texts the pass will score.
-    settings : StatsSettings, optional
-        The pass's settings (None: the defaults).
-
-    Returns
-    -------
-    list of bool
-        One per text.
-    """
-    from .cache import text_hash
-    from .cache.store import settings_key
-    from .paths import cache_subdir
-    from .stats.settings import StatsSettings, cache_settings
-
-    try:
-        folder = cache_subdir("stats", writable=False) / settings_key(cache_settings(lm, settings or StatsSettings()))
-        if not folder.is_dir():
-            return [False] * len(texts)
-        seen: dict[str, bool] = {}
-        out = []
-        for t in texts:
-            h = text_hash(t)
-            if h not in seen:
-                seen[h] = (folder / h[:2] / f"{h}.npz").is_file()
-            out.append(seen[h])
-        return out
-    except Exception:  # noqa: BLE001 - an unreadable cache or model: nothing counts as cached
-        return [False] * len(texts)
 
 
 def describe_estimate(n_texts: int, passes: list[str], n_tokens: int, n_params: float | None = None,

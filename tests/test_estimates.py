@@ -29,6 +29,7 @@ def lm(tiny_path, tmp_path, monkeypatch):
 
 def test_the_estimate_counts_only_the_texts_the_cache_lacks_at_the_models_own_speed(lm):
     from mia_core import estimate as E
+    from mia_core.stats import speed
     from mia_core.api import plan_run
     from mia_core.stats import StatsSettings, compute_stats
 
@@ -57,7 +58,7 @@ def test_the_estimate_counts_only_the_texts_the_cache_lacks_at_the_models_own_sp
     assert "16 of 32 texts already cached" in lower.estimate
     other = plan_run(["loss"], texts=first, target_model=lm, settings=StatsSettings(context=16))
     assert "cached" not in other.estimate.split(" Lowercase")[0]
-    assert E.cached_texts(lm, first + rest) == [True] * 16 + [False] * 8
+    assert speed.cached_texts(lm, first + rest) == [True] * 16 + [False] * 8
 
 
 def test_the_speed_says_where_it_comes_from(lm):
@@ -77,9 +78,10 @@ def test_the_speed_says_where_it_comes_from(lm):
 
 def test_the_warm_up_measurement_records_this_models_speed(lm):
     from mia_core import estimate as E
+    from mia_core.stats import speed
 
-    assert E.measure(lm, TEXTS[:2]) is None and E.measured("cpu", lm.identity) is None  # too few tokens
-    tps = E.measure(lm, TEXTS)
+    assert speed.measure(lm, TEXTS[:2]) is None and E.measured("cpu", lm.identity) is None  # too few tokens
+    tps = speed.measure(lm, TEXTS)
     assert tps and tps > 0 and E.measured("cpu", lm.identity)["tokens_per_s"] == pytest.approx(tps)
     assert not list(_stats_dir().glob("**/*.npz"))  # nothing cached
     from mia_core.api.plan import measure_speed

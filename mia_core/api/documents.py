@@ -294,7 +294,7 @@ def execute_documents(request: DocumentRequest, *, target=None, reference=None, 
 
 def estimate_documents(request: DocumentRequest, *, target=None, reference=None) -> tuple[str, float]:
     """What a prepared document audit will cost, before it runs: the pass over every book the statistics cache
-    lacks (windows of the request's context; :func:`mia_core.estimate.cached_texts` with the audit's key), at this
+    lacks (windows of the request's context; :func:`mia_core.stats.speed.cached_texts` with the audit's key), at this
     machine's measured speed for the model, plus the sequence-level baselines when asked for (their sequences are
     not checked against the cache) and the random forests' k-fold (a few seconds).
 
@@ -312,7 +312,8 @@ def estimate_documents(request: DocumentRequest, *, target=None, reference=None)
         ``(line, seconds)``.
     """
     from ..documents.stages import check_settings
-    from ..estimate import cached_texts, count_tokens, describe_estimate, estimate_seconds
+    from ..estimate import count_tokens, describe_estimate, estimate_seconds
+    from ..stats.speed import cached_texts
     from ..formatting import fmt_seconds
     from ..stats import StatsSettings
 

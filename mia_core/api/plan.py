@@ -31,9 +31,10 @@ class RunPlan:
 
 def _pass_cost(lm, texts: list[str], st, *, n_params, device, tokenizer, target) -> tuple[int, int, float]:
     """One pass over ``texts``: ``(texts cached, tokens still to score, their seconds)``. With ``lm`` loaded the
-    cache is checked (:func:`mia_core.estimate.cached_texts`, the run's key) and the speed is that model's own
+    cache is checked (:func:`mia_core.stats.speed.cached_texts`, the run's key) and the speed is that model's own
     when measured; without it nothing counts as cached and the speed is ``n_params``'s."""
-    from ..estimate import cached_texts, count_tokens, estimate_seconds
+    from ..estimate import count_tokens, estimate_seconds
+    from ..stats.speed import cached_texts
 
     if lm is None:
         n = count_tokens(texts, tokenizer)
@@ -156,7 +157,7 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
         The text column of a table (file or DataFrame) given as ``texts`` or ``population``.
     target_model, reference_model : LoadedModel, optional
         The models when they are loaded already: the estimate then counts only the texts the disk cache
-        lacks for each pass (:func:`mia_core.estimate.cached_texts`) at the model's own measured speed, and
+        lacks for each pass (:func:`mia_core.stats.speed.cached_texts`) at the model's own measured speed, and
         takes ``n_params``, ``device`` and ``tokenizer`` from ``target_model``. Without them it does not
         know the cache (the line says so).
     settings : mia_core.stats.StatsSettings, optional
@@ -206,7 +207,7 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
 
 def measure_speed(lm, texts: Sequence[str]) -> float | None:
     """This machine's speed for ``lm`` measured once and recorded for the estimates
-    (:func:`mia_core.estimate.measure` on ``texts``: an untimed first text, then about 600 tokens, nothing cached);
+    (:func:`mia_core.stats.speed.measure` on ``texts``: an untimed first text, then about 600 tokens, nothing cached);
     None, and nothing run, when that model's speed was measured here before or the texts hold too few tokens.
 
     Parameters
@@ -222,7 +223,8 @@ def measure_speed(lm, texts: Sequence[str]) -> float | None:
         The tokens per second measured.
     """
     from .. import estimate
+    from ..stats.speed import measure
 
     if estimate.measured(lm.device, lm.identity):
         return None
-    return estimate.measure(lm, texts)
+    return measure(lm, texts)

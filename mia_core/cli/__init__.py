@@ -27,7 +27,7 @@ import argparse
 import os
 import sys
 
-from .. import __version__
+from ..version import __version__
 from ..attacks import REGISTRY
 from ..errors import MiaError, safe_text
 from . import cache, documents, infer, mlm, run, shift, target

@@ -61,7 +61,7 @@ def record_settings(sources: dict, dtype: str, quantize: str, device: str) -> di
     the code that loads."""
     import torch
 
-    from .. import __version__
+    from ..version import __version__
 
     return {"record": RECORD_VERSION, "sources": sources, "dtype": dtype, "quantize": quantize, "device": device,
             "mia": __version__, "torch": torch.__version__, "transformers": _version("transformers"),
