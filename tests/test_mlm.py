@@ -23,7 +23,7 @@ import pytest
 from mia_core import mlm as M
 from mia_core.cache import text_hash
 from mia_core.errors import DataError, ModelError, SettingsError
-from mia_core.mlm import audit as mlm_audit, energy as mlm_energy
+from mia_core.mlm import energy as mlm_energy, stages as mlm_stages
 from mia_core.models import MaskedLM, load_masked_lm
 from mia_core.models.masked import forget_loaded
 
@@ -282,13 +282,13 @@ def test_energy_deterministic_given_seed(world):
 
 def test_target_and_reference_score_identical_masks(world, monkeypatch):
     seen = []
-    real = mlm_audit.energies
+    real = mlm_stages.energies
 
     def spy(mlm, *args, **kw):
         seen.append((mlm.name, kw["plan"]))
         return real(mlm, *args, **kw)
 
-    monkeypatch.setattr(mlm_audit, "energies", spy)
+    monkeypatch.setattr(mlm_stages, "energies", spy)
     mem, non, pop = world["mem"][:10], world["non"][:10], world["pop"][:10]
     M.run_mlm_audit(mem, non, pop, str(world["target"]), str(world["reference"]), k=K, n_bootstrap=0)
     assert [name for name, _ in seen] == ["target", "reference"]
@@ -557,12 +557,12 @@ def test_unknown_recipe_is_one_line_before_any_model_loads(world, tmp_path, monk
     def boom(*a, **k):
         raise AssertionError("a model was loaded before the recipe was checked")
 
-    monkeypatch.setattr(mlm_audit, "load_masked_lm", boom)
+    monkeypatch.setattr(mlm_stages, "load_masked_lm", boom)
     with pytest.raises(SettingsError, match="unknown energy recipe 'paper'"):
         M.run_mlm_audit(world["mem"][:3], world["non"][:3], world["pop"][:3], "no/such-target", "no/such-reference",
                         recipe="paper")
     with pytest.raises(SettingsError, match="unknown energy recipe"):
-        mlm_audit.check_inputs(world["mem"][:3], world["non"][:3], world["pop"][:3], recipe=None)
+        mlm_stages.check_inputs(world["mem"][:3], world["non"][:3], world["pop"][:3], recipe=None)
     out = tmp_path / "out"
     assert main(["mlm", "--demo", "--recipe", "mean", "--out", str(out), "--quiet"]) == 2
     err = capsys.readouterr().err.strip().splitlines()

@@ -218,7 +218,8 @@ def prepare_mlm(members=None, nonmembers=None, population=None, model=None, refe
     SettingsError, DataError
         A wrong type or value, an unknown keyword, empty or overlapping sets, ids or groups that do not match.
     """
-    from ..mlm.audit import MlmSettings, _k, run_mlm_audit, text_sets
+    from ..mlm.audit import run_mlm_audit
+    from ..mlm.stages import MlmSettings, _k, text_sets
 
     box = mlm_demo() if demo else None
     if demo:

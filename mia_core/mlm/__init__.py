@@ -8,7 +8,7 @@ with a likelihood ratio between the target and a *reference* MLM trained on othe
 same kind. The method, step by step, with the module that holds each step:
 
 0. **Models and tokenizers (§2.2)** — the loader is ``mia_core.models.masked``
-   (``load_masked_lm``, ``MaskedLM``); ``audit.check_same_tokenizer`` refuses a reference
+   (``load_masked_lm``, ``MaskedLM``); ``tokenizers.check_same_tokenizer`` refuses a reference
    whose tokenizer differs from the target's (the ratio compares the probabilities of the same
    token ids at the same positions).
 1. **Masking patterns (§2.3)** — ``masking``: for a text of ``T`` tokens (special tokens
@@ -44,11 +44,11 @@ same kind. The method, step by step, with the module that holds each step:
    Per-pattern sums are cached on disk (``mia_core.cache.ArrayCache``, namespace ``mlm``) keyed
    by the model's identity, ``K``, seed, mask rate, maximum length, the rounding of ``l`` (when
    not the default's) and the text hash, so a re-run makes no model call.
-3. **Likelihood ratio (§2.2-2.3)** — ``audit``: ``L(s) = E(s; target) - E(s; reference)`` (the
+3. **Likelihood ratio (§2.2-2.3)** — ``stages``: ``L(s) = E(s; target) - E(s; reference)`` (the
    log of the ratio ``p_target(s) / p_reference(s)`` up to the intractable normalisers, which
    are constant across texts). Members have a *low* ``L``; the score reported is ``-L`` (higher
    = more likely member, the project's convention).
-4. **Loss baseline (§3.4)** — ``audit``: the attack of prior work, the target's loss alone: its
+4. **Loss baseline (§3.4)** — ``stages``: the attack of prior work, the target's loss alone: its
    mean loss per masked token, score ``-E / l`` with the ``"sum"`` recipe (whose energy sums
    over the ``l`` masked tokens of each pattern, so it grows with the text's length; the
    per-token average does not) and ``-E`` with ``"released"`` (already per token). With known
@@ -56,21 +56,24 @@ same kind. The method, step by step, with the module that holds each step:
    the loss is ``<= mu``) is reported too. The likelihood ratio (step 3) takes the recipe's
    energies as they are: with ``"sum"``, both models score the same masked tokens, so the
    reference calibrates for how hard, and how long, a text is.
-5. **Population threshold (§2.4)** — ``audit`` (with ``mia_core.metrics``): the threshold flags
+5. **Population threshold (§2.4)** — ``stages`` (with ``mia_core.metrics``): the threshold flags
    a fraction ``alpha`` (default 10 %) of a *population* set of known non-members that is
    disjoint from the evaluated texts; precision and recall of members at that threshold are
    reported next to the AUC (their Table 2).
-6. **Group level (§4.2)** — ``audit``: "patient-level", a group's score is the mean of its
+6. **Group level (§4.2)** — ``stages``: "patient-level", a group's score is the mean of its
    texts' scores.
 7. **Which samples leak (§4.6)** — ``leak``: simple features of the members the attack flags
    vs. those it misses (length, digits, non-alphanumeric characters, rarest-token frequency).
 
-``audit.run_mlm_audit`` runs 0-7 and returns an ``MlmAuditResult`` (``mia_core.runs.results``'s
+``audit.run_mlm_audit`` runs 0-7 (``stages``: each step a named stage) and returns an ``MlmAuditResult``
+(``result``; ``mia_core.runs.results``'s
 ``AuditResult``: ``.metrics``, ``.scores``, ``.summary_text()``, ``.save(dir)``). The CLI is
 ``mia mlm`` (``mia_core.cli.mlm``); the dashboard page is ``pages/4_Masked_LM_audit.py``.
 """
 from ..models import MaskedLM, load_masked_lm  # noqa: F401 - the loader lives in mia_core.models.masked
-from .audit import ATTACKS, DEFAULT_ALPHA, MlmAuditResult, check_same_tokenizer, run_mlm_audit
+from .audit import run_mlm_audit
+from .result import ATTACKS, DEFAULT_ALPHA, MlmAuditResult
+from .tokenizers import check_same_tokenizer
 from .energy import CACHE_VERSION, energies
 from .leak import LEAK_FEATURES, leak_features, token_counts
 from .masking import (DEFAULT_K, DEFAULT_RATE, DEFAULT_RECIPE, RECIPES, MaskPlan, check_recipe, masking_patterns,
