@@ -36,7 +36,7 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
     Parameters
     ----------
     prefix : str
-        The page's session-state prefix: ``{prefix}_job`` (the id of the job this session started), ``{prefix}_go``
+        The page's session-state prefix: ``{prefix}_job`` (the id of the job this session started), ``go_{prefix}``
         (the button), ``{prefix}_acked`` (the jobs already taken). The job shown is the registry's latest of
         ``kind``, whichever tab started it (a new tab finds a running audit, or its result once done).
     kind : str
@@ -57,7 +57,7 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
     reg = registry()
     job = reg.latest(kind)  # the latest audit of this kind, this tab's or another's (one runs at a time)
     busy = job is not None and job.running
-    go_ = st.button(button, type="primary", key=f"{prefix}_go", disabled=busy, help=RUN_HELP)
+    go_ = st.button(button, type="primary", key=f"go_{prefix}", disabled=busy, help=RUN_HELP)
     if go_ and not busy:
         for key in clear:
             st.session_state.pop(key, None)

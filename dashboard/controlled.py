@@ -272,7 +272,7 @@ def show_target() -> None:
                    "after training, so the members' final loss sits below their last point.")
     st.success(f"Target folder: `{st.session_state['controlled_target']}` — members "
                f"`{st.session_state['controlled_members']}`, non-members `{st.session_state['controlled_nonmembers']}`.")
-    if st.button("Use this target (and its base as reference) in the sidebar", key="cx_use"):
+    if st.button("Use this target (and its base as reference) in the sidebar", key="go_cx_use"):
         use_target()
         st.rerun()
     st.page_link(CALIBRATION_PAGE, label="Audit it on the calibration page", icon=":material/monitoring:")

@@ -20,6 +20,8 @@ import streamlit as st
 
 from mia_core.errors import DataError, MiaError
 
+from .ui import put
+
 RESULT_KEY = "di_result"
 TEXT_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 BOOK_TYPES = ["txt", "text", "md", "zip"]  # the Document audit page's: one book per file, or a .zip of them
@@ -33,7 +35,6 @@ DEMO_PASSAGE_WORDS = 64  # the book demo's documents are ~240 words: 64-word pas
 PASSAGE_WORDS, MAX_PASSAGES = 256, 40  # the CLI's defaults (mia infer-dataset --books)
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read on every rerun just to estimate the time
 _SHOWN_SHAPES = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
-KEPT = "_kept"
 # the settings' widgets: (summary key of a run, lowest, highest); a reopened run's settings are put back in them
 SETTINGS = {"di_alpha": ("alpha", 0.0001, 0.5), "di_folds": ("folds", 2, 20),
             "di_perms": ("n_permutations", 99, 100_000), "di_seed": ("seed", 0, 2**32 - 1), "di_passage_words": ("passage_words", 16, 100_000),
@@ -41,27 +42,10 @@ SETTINGS = {"di_alpha": ("alpha", 0.0001, 0.5), "di_folds": ("folds", 2, 20),
 
 
 # ------------------------------------------------------------------ what the user entered, kept
-def kept(widget, label: str, key: str, default, **kw):
-    """``widget(label, key=key, **kw)`` whose value outlives a page switch. Streamlit forgets a widget's value
-    when its page is left; it is kept apart under ``key + "_kept"`` and given back when the page is drawn
-    again (the Inspect page's pattern for its text). ``options`` (a radio, a selectbox): a kept value that is
-    no longer offered falls back to ``default``."""
-    ss = st.session_state
-    if key not in ss:
-        ss[key] = ss.get(key + KEPT, default)
-    if "options" in kw and ss[key] not in list(kw["options"]):
-        ss[key] = default
-    value = widget(label, key=key, **kw)
-    ss[key + KEPT] = value
-    return value
+# the page's widgets are drawn with dashboard.ui.kept: a value outlives a page switch and a source not shown
 
 
-def put(key: str, value) -> None:
-    """Set a kept widget's value (before the widget is drawn in this run)."""
-    st.session_state[key] = st.session_state[key + KEPT] = value
-
-
-UPLOADED = "di_uploaded" + KEPT  # the names of the last uploads: said when they are gone
+UPLOADED = "di_uploaded_names"  # the names of the last uploads: said when they are gone
 
 
 def uploads_left() -> bool:
@@ -95,7 +79,7 @@ def follow_book_demo(unit: str, source: str) -> None:
     now = unit == "books" and source in ("demo", "demo_null")
     was = ss.get("_di_was_book_demo")
     if was != now and was != "restored":  # a reopened run's own passage words stay
-        current = ss.get("di_passage_words", ss.get("di_passage_words" + KEPT, PASSAGE_WORDS))
+        current = ss.get("di_passage_words", PASSAGE_WORDS)
         if now:
             put("di_passage_words", DEMO_PASSAGE_WORDS)
         elif was and current == DEMO_PASSAGE_WORDS:
@@ -513,7 +497,7 @@ def _draw(stored: dict) -> None:
 
     st.download_button(f"Download the per-{'book' if s.get('mode') == 'books' else 'text'} features and scores (CSV)",
                        csv_text(res.scores).encode("utf-8"), file_name="dataset_inference_scores.csv",
-                       mime="text/csv", key="di_download")
+                       mime="text/csv", key="go_di_download")
 
 
 def feature_names(weights: dict) -> dict:

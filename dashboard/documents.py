@@ -406,7 +406,7 @@ def _scores(res) -> None:
         scores_shown[c[5:]] = [fmt_pct(v) for v in sc[c]]
     st.dataframe(scores_shown, hide_index=True, key="doc_scores_table")
     st.download_button("Download the per-book scores (CSV)", csv_text(sc).encode("utf-8"),
-                       file_name="document_scores.csv", mime="text/csv", key="doc_download")
+                       file_name="document_scores.csv", mime="text/csv", key="go_doc_download")
 
 
 def _strip(res) -> None:

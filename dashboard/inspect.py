@@ -30,7 +30,7 @@ from mia_core.targets.demo import demo_corpus_files
 
 from .loaders import corpus_key, token_counts
 from .options import worded
-from .ui import fmt_num, fmt_pct, show_error, stage_progress
+from .ui import fmt_num, fmt_pct, kept, show_error, stage_progress
 
 SEQUENCE_NEEDS = {"target", "target_lower", "reference"}
 
@@ -223,7 +223,7 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     n = int(c1.number_input("Neighbours", 1, 200, int(default.n), key="inspect_nb_n"))
     c2.caption(f"Generator: {default.generator}, {default.m} word(s) replaced"
                + (" (the calibration run's settings)" if run is not None and default.to_dict() != neighbour_settings().to_dict() else ""))
-    if st.button("Generate neighbours", key="inspect_nb_go"):
+    if st.button("Generate neighbours", key="go_inspect_nb"):
         slot = st.empty()
         cb = stage_progress(slot.container())
         try:
@@ -331,13 +331,10 @@ def text_section() -> tuple[str, str, str | None, str]:
                       label_visibility="collapsed")
     text, text_error, text_name = "", None, "pasted text"
     if source == PASTE:
-        # Streamlit forgets a widget's value when the user leaves the page: the text is kept apart, so a
-        # pasted paragraph is still there (and is what "switch the target and compare" analyses) on return
-        if "inspect_text" not in st.session_state:
-            st.session_state["inspect_text"] = st.session_state.get("inspect_text_kept", DEFAULT_TEXT)
-        text = st.text_area("Text to inspect", height=170, key="inspect_text",
-                            help="A paragraph works best; long texts are scored in windows of the model's context.")
-        st.session_state["inspect_text_kept"] = text
+        # kept (dashboard.ui.kept): a pasted paragraph is still there after a look at the upload option or another
+        # page (and is what "switch the target and compare" analyses)
+        text = kept(st.text_area, "Text to inspect", "inspect_text", DEFAULT_TEXT, height=170,
+                    help="A paragraph works best; long texts are scored in windows of the model's context.")
     else:
         up = st.file_uploader("A .txt file (a whole book works: it is scored in windows)",
                               type=["txt", "text", "md"], key="inspect_upload")
@@ -583,7 +580,7 @@ def _run_choice(lm):
             f"({t.get('dtype', '?')}/{t.get('quantize', '?')}): switch the target to it to see where this text's "
             "scores fall among that run's members and non-members.")
     if target_choice(t.get("source")) is not None and st.button(
-            f"Switch the target to {t.get('name', 'that model')} and compare", key="inspect_switch"):
+            f"Switch the target to {t.get('name', 'that model')} and compare", key="go_inspect_switch"):
         switch_target(t.get("source"), t.get("dtype"), t.get("quantize"),
                       reference=(other.get("reference") or {}).get("source"))
         st.session_state["inspect_autorun"] = True

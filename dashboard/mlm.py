@@ -306,7 +306,7 @@ def show_results(stored: dict) -> None:
     with st.expander("Per-text scores"):
         st.dataframe(scores, hide_index=True, key="mlm_scores_table")
     st.download_button("Download the per-text scores (CSV)", csv_text(scores).encode("utf-8"),
-                       file_name="mlm_scores.csv", mime="text/csv", key="mlm_download")
+                       file_name="mlm_scores.csv", mime="text/csv", key="go_mlm_download")
 
 
 def _attack_columns(res) -> None:

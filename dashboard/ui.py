@@ -22,7 +22,7 @@ AUC_EXPLAINER = (
 
 def page_setup(title: str, icon: str = ":material/home:", *, keep: tuple[str, ...] = ()) -> None:
     """The page's title and icon in the browser tab, the wide layout, and what the user entered on the page kept
-    across page switches (:func:`keep_inputs`).
+    across page switches (:func:`keep_inputs`). Every page calls it first (the Home page too).
 
     Parameters
     ----------
@@ -34,18 +34,13 @@ def page_setup(title: str, icon: str = ":material/home:", *, keep: tuple[str, ..
         The widget-key prefixes of this page's inputs, kept across page switches (:func:`keep_inputs`).
     """
     st.set_page_config(page_title=f"{title} · MIA dashboard", page_icon=icon, layout="wide")
-    here, ss = _page_id(), st.session_state
-    returning = ss.get(_LAST_PAGE) != here  # this run comes from another page (or is the session's first)
-    ss[_LAST_PAGE] = here
-    if keep:
-        keep_inputs(*keep, returning=returning)
+    keep_inputs(*keep)
 
 
-_LAST_PAGE = "_last_page"  # session state: the page of the previous run (page_setup)
+_LAST_PAGE = "_last_page"  # session state: the page of the previous run (keep_inputs)
 _KEPT_INPUTS = "_kept_inputs"  # session state: {page: {widget key: value}} (keep_inputs)
-_PLAIN = (str, int, float, bool, type(None))
-_NOT_KEPT = {"trigger_value", "string_trigger_value", "json_trigger_value", "chat_input_value",
-             "file_uploader_state_value", "arrow_value", "bytes_value", "json_value"}  # buttons, uploads, tables
+_STICKY = "_sticky_inputs"  # session state: {page: {widget key: value}} (kept)
+_PLAIN = (str, int, float, bool)
 
 
 def _page_id() -> str:
@@ -56,67 +51,93 @@ def _page_id() -> str:
     return (getattr(ctx, "page_script_hash", "") or "") if ctx is not None else ""
 
 
-def keep_inputs(*prefixes: str, returning: bool = True) -> None:
-    """Keep what the user entered on this page (the widgets whose keys start with one of ``prefixes``) across
-    page switches: on coming back, every entry is as it was left. Called at the top of the page (by
-    :func:`page_setup` with ``keep=``), before its widgets.
+def keep_inputs(*prefixes: str) -> None:
+    """Keep what the user entered on a page (the widgets whose keys start with one of ``prefixes``) across page
+    switches: on coming back, every entry is as it was left. Called at the top of every page, before its widgets
+    (by :func:`page_setup`, with the page's ``keep=``).
 
-    Streamlit forgets a widget's value when another page is shown (it drops the state of every widget the new
-    page does not draw, before that page runs). So every run of the page notes its entries (plain values:
-    text, numbers, choices; not buttons, uploaded files or table selections) apart; when the page is shown
-    again without them, they are put back as values from an earlier run, before its widgets are drawn (as
-    Streamlit's own ``persist_state`` does: without its "created with a default value but also had its value
-    set via the Session State API" warning). Uploaded files cannot be given back to an uploader: they are not
-    kept.
+    Streamlit forgets a widget's value when another page is shown. So at the top of every run that follows a run
+    of the same page, the page's entries are noted: the values under its prefixes as the last run left them (the
+    user's latest input included), plain ones only (text, numbers, choices, lists of them; not uploaded files,
+    which cannot be given back, and not None). The note replaces the previous one, so what the page itself
+    removed (a reopened run's id it consumed on arrival) or stopped drawing is forgotten, as Streamlit forgets it
+    (a plain value under a kept prefix that the page removes in the one run after which the user leaves would
+    come back: the pages' own removable state is consumed on arrival, which is never noted). When the
+    page is shown again after another one, every noted entry that is missing is put back through the public
+    Session State API before its widgets are drawn (Streamlit's own advice: "save your widget values into Session
+    State"); the page's own state is never missing (Streamlit drops only widgets' values), so it is never
+    overwritten. A widget that must also outlive the runs of its own page that do not draw it is drawn with
+    :func:`kept`. Rules for the pages, checked by ``tests/test_page_memory.py``: a button's key never starts with a
+    kept prefix (Streamlit refuses a button value set through Session State; the pages name theirs ``go_...``),
+    and ``.streamlit/config.toml`` turns off Streamlit's log line about a widget given both a default and a
+    Session State value (``global.disableWidgetStateDuplicationWarning``).
 
     Parameters
     ----------
     *prefixes : str
         The page's widget-key prefixes, e.g. ``"cal_"``.
-    returning : bool
-        Whether this run comes from another page (only then are entries put back).
+    """
+    ss, here = st.session_state, _page_id()
+    last = ss.get(_LAST_PAGE)
+    ss[_LAST_PAGE] = here
+    kept = ss.setdefault(_KEPT_INPUTS, {})
+    back = dict(ss.setdefault(_STICKY, {}).get(here, {}))  # kept() widgets: on every run
+    if prefixes:
+        if last == here:
+            kept[here] = _values(tuple(prefixes))
+        else:
+            back = {**kept.get(here, {}), **back}
+    for k, v in back.items():
+        if k not in ss:
+            ss[k] = v
+
+
+def kept(widget, label: str, key: str, default, **kw):
+    """``widget(label, key=key, **kw)`` starting at ``default``, whose value also outlives the runs in which the page
+    does not draw it (a field shown for one choice only: the texts pasted before the user looked at the upload
+    option). Its last value is noted as it is drawn, and :func:`keep_inputs` puts it back, on every run, whenever
+    Streamlit has dropped it (the public Session State API, before the widget is drawn). ``options`` (a radio, a
+    selectbox): a value no longer offered falls back to ``default``.
+
+    Parameters
+    ----------
+    widget : callable
+        A Streamlit widget function (``st.text_area``, ``columns[0].number_input``...), given no ``value``.
+    label, key : str
+        The widget's label and key.
+    default
+        Its value the first time.
+    **kw
+        The widget's other arguments.
+
+    Returns
+    -------
+    object
+        The widget's value.
     """
     ss = st.session_state
-    store = ss.setdefault(_KEPT_INPUTS, {}).setdefault(_page_id(), {})
-    if returning:
-        _put_back({k: v for k, v in store.items() if k not in ss})
-    store.update(_widget_values(tuple(prefixes)))  # a widget not drawn in the last run keeps its noted value
+    if key not in ss:
+        ss[key] = default
+    if "options" in kw and ss[key] not in list(kw["options"]):
+        ss[key] = default
+    value = widget(label, key=key, **kw)
+    if _keepable(value):
+        ss.setdefault(_STICKY, {}).setdefault(_page_id(), {})[key] = value
+    return value
 
 
-def _put_back(values: dict) -> None:
-    """``values`` put back where Streamlit keeps a widget's value from an earlier run (its "persist_state" does the
-    same): the widgets drawn next take them, and tell the browser, as values that were there before this run."""
-    from streamlit.runtime.state import get_session_state
-
-    try:
-        old = get_session_state()._state._old_state
-    except AttributeError:  # another Streamlit version: set them the public way (Streamlit may log a warning)
-        old = st.session_state
-    for k, v in values.items():
-        old[k] = v
+def put(key: str, value) -> None:
+    """Set a :func:`kept` widget's value (before the widget is drawn in this run)."""
+    ss = st.session_state
+    ss[key] = value
+    if _keepable(value):
+        ss.setdefault(_STICKY, {}).setdefault(_page_id(), {})[key] = value
 
 
-def _widget_values(prefixes: tuple[str, ...]) -> dict:
-    """The values of this session's widgets whose keys start with one of ``prefixes``, as the last run left
-    them: plain values only (:data:`_NOT_KEPT`: not buttons, uploads or table and chart selections)."""
-    from streamlit.runtime.state import get_session_state
-
-    try:  # Streamlit's record of which key is a widget, and of what kind
-        state = get_session_state()._state
-        ids, meta = state._key_id_mapper, state._new_widget_state.widget_metadata
-    except AttributeError:  # another Streamlit version: nothing is kept (the page works as before)
-        return {}
-    out = {}
-    for k in list(st.session_state.keys()):
-        if not (isinstance(k, str) and k.startswith(prefixes)):
-            continue
-        m = meta.get(ids.get_id_from_key(k, None) or "")
-        if m is None or m.value_type in _NOT_KEPT:
-            continue  # not a widget (the page's own state, never dropped), or one whose value cannot be given back
-        v = st.session_state[k]
-        if _keepable(v):
-            out[k] = v
-    return out
+def _values(prefixes: tuple[str, ...]) -> dict:
+    """The plain values in this session's state under ``prefixes`` (:func:`_keepable`)."""
+    ss = st.session_state
+    return {k: ss[k] for k in list(ss.keys()) if isinstance(k, str) and k.startswith(prefixes) and _keepable(ss[k])}
 
 
 def _keepable(v) -> bool:

@@ -25,7 +25,7 @@ panel = model_panel(load=True)
 # ------------------------------------------------------------------ input
 source, text, text_error, text_name = text_section()
 corpus, corpus_upload, do_lower = options_section()
-if st.button("Analyse", type="primary", key="inspect_go") or st.session_state.pop("inspect_autorun", False):
+if st.button("Analyse", type="primary", key="go_inspect") or st.session_state.pop("inspect_autorun", False):
     analyse(panel, text, text_error, text_name, do_lower)
 
 lm = panel.target

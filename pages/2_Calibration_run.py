@@ -71,7 +71,7 @@ elif source == "controlled":
                f"`{cx['nonmembers']}`" + (f", population `{cx['population']}`" if cx["population"] else "") + ".")
     if cx["target"] and panel.target_spec != cx["target"]:
         st.info("The sidebar's target is not the experiment's.")
-        if st.button("Use the experiment's target (and its base as reference) in the sidebar", key="cal_cx_models"):
+        if st.button("Use the experiment's target (and its base as reference) in the sidebar", key="go_cal_cx_models"):
             switch_target(cx["target"], reference=cx["reference"])
             st.rerun()
 elif source == "upload":
@@ -197,7 +197,7 @@ elif not busy and chosen:  # what pressing Run will cost, before it is pressed
             context=ctx or None))
     except MiaError:
         pass  # the same inputs give their one-line error when Run is pressed
-if st.button("Run the attacks", type="primary", disabled=busy, key="cal_go",
+if st.button("Run the attacks", type="primary", disabled=busy, key="go_cal",
              help="Runs in the background: you can keep using the dashboard; the run is saved when it finishes."):
     try:
         inputs = read_inputs(source, demo=cx if source == "controlled" else demo, members=members, nonmembers=nonmembers, mode=mode,

@@ -93,7 +93,7 @@ cfg = {"source": source, "demo_files": demo_files, "uploads": uploads, "mode": m
        "max_length": max_length, "batch_size": batch_size, "name": name}
 if line := estimate_line(cfg, panel):  # what pressing Build will cost, before it is pressed
     st.caption("Estimate: " + line)
-build_clicked = st.button("Build the target", type="primary", key="cx_go")
+build_clicked = st.button("Build the target", type="primary", key="go_cx")
 if build_clicked:
     build(cfg, panel.device)
 

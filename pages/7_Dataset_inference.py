@@ -15,11 +15,11 @@ import streamlit as st
 from dashboard import dataset_inference as DI
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
-from dashboard.ui import follow_job, page_setup, show_error
+from dashboard.ui import follow_job, kept, page_setup, show_error
 from mia_core.api.inference import DEFAULT_ALPHA, inference_demo
 from mia_core.errors import MiaError
 
-page_setup("Dataset inference", ":material/dataset:")
+page_setup("Dataset inference", ":material/dataset:", keep=("di_",))  # inputs kept across pages
 panel = model_panel(load=False)
 st.title("Dataset inference")
 st.markdown(
@@ -40,16 +40,16 @@ st.markdown(
 # ------------------------------------------------------------------ data
 st.subheader("1 · Texts or books")
 demo = inference_demo()  # None when the demo is not installed
-unit = DI.kept(st.radio, "Unit of the test", "di_unit", "texts", options=list(DI.UNITS), horizontal=True,
+unit = kept(st.radio, "Unit of the test", "di_unit", "texts", options=list(DI.UNITS), horizontal=True,
                format_func=DI.UNITS.get,
                help="Texts: each text is one unit. Books: one book per file, cut into passages; the book is the unit.")
 if unit == "books":
     opts = (["demo", "demo_null"] if DI.book_demo_available(demo) else []) + ["upload"]
-    source = DI.kept(st.radio, "Books from", "di_book_source", opts[0], options=opts, horizontal=True,
+    source = kept(st.radio, "Books from", "di_book_source", opts[0], options=opts, horizontal=True,
                      label_visibility="collapsed", format_func=DI.BOOK_SOURCES.get)
 else:
     opts = (["demo", "demo_null"] if demo else []) + ["upload", "paste"]
-    source = DI.kept(st.radio, "Texts from", "di_source", opts[0], options=opts, horizontal=True,
+    source = kept(st.radio, "Texts from", "di_source", opts[0], options=opts, horizontal=True,
                      label_visibility="collapsed", format_func=DI.TEXT_SOURCES.get)
 DI.follow_book_demo(unit, source)
 src = DI.Source(unit, source)
@@ -79,12 +79,12 @@ elif source == "upload":
         "Validation books (.txt or a .zip: same kind, known not trained on)" if books else
         "Validation set (same distribution, known not trained on)", key="di_validation_up", **kind) or []
     if books:
-        src.strip = DI.kept(st.checkbox, "Strip Project Gutenberg headers and footers", "di_strip", True)
+        src.strip = kept(st.checkbox, "Strip Project Gutenberg headers and footers", "di_strip", True)
     DI.upload_note(src, left)
 else:
     p1, p2 = st.columns(2)
-    src.suspect_text = DI.kept(p1.text_area, "Suspect texts: one per line", "di_suspect_text", "", height=160)
-    src.validation_text = DI.kept(p2.text_area, "Validation texts: one per line", "di_validation_text", "", height=160)
+    src.suspect_text = kept(p1.text_area, "Suspect texts: one per line", "di_suspect_text", "", height=160)
+    src.validation_text = kept(p2.text_area, "Validation texts: one per line", "di_validation_text", "", height=160)
 
 # ------------------------------------------------------------------ settings
 st.subheader("2 · Test settings")
@@ -94,28 +94,28 @@ def bounds(key: str) -> dict:
     return dict(min_value=DI.SETTINGS[key][1], max_value=DI.SETTINGS[key][2])
 
 
-alpha = DI.kept(a1.number_input, "α (significance level)", "di_alpha", float(DEFAULT_ALPHA), **bounds("di_alpha"),
+alpha = kept(a1.number_input, "α (significance level)", "di_alpha", float(DEFAULT_ALPHA), **bounds("di_alpha"),
                 step=0.01, format="%.4f", help="The verdict is 'used' when the p-value is at most α.")
-folds = DI.kept(a2.number_input, "Folds", "di_folds", 5, **bounds("di_folds"),
+folds = kept(a2.number_input, "Folds", "di_folds", 5, **bounds("di_folds"),
                 help="Cross-fitting folds: each unit is scored by a model fitted on the other folds.")
-perms = DI.kept(a3.number_input, "Permutations", "di_perms", 10_000, **bounds("di_perms"), step=1000,
+perms = kept(a3.number_input, "Permutations", "di_perms", 10_000, **bounds("di_perms"), step=1000,
                 help="Label permutations: p-values down to 1 / (permutations + 1).")
-seed = DI.kept(a4.number_input, "Seed", "di_seed", 0, **bounds("di_seed"))
+seed = kept(a4.number_input, "Seed", "di_seed", 0, **bounds("di_seed"))
 f1, f2 = st.columns([3, 2])
-features = DI.kept(f1.text_input, "Features", "di_features", "default",
+features = kept(f1.text_input, "Features", "di_features", "default",
                    help="default: loss, zlib, Min-K% and Min-K%++ at k = 0.05 ... 0.6, DC-PDD (+ the reference "
                         "attack when the sidebar has a reference model); all; or a comma list "
                         "(e.g. default,lowercase).")
-correction = DI.kept(f2.selectbox, f"Correction across the suspect {unit}", "di_correction", "bh",
+correction = kept(f2.selectbox, f"Correction across the suspect {unit}", "di_correction", "bh",
                      options=list(DI.CORRECTIONS), format_func=DI.CORRECTIONS.get,
                      help="How each suspect unit's own p-value is adjusted for testing them all.")
 settings = DI.Settings(float(alpha), int(folds), int(perms), int(seed), features, correction)
 if unit == "books":
     b1, b2 = st.columns(2)
-    settings.passage_words = int(DI.kept(b1.number_input, "Passage words", "di_passage_words", DI.PASSAGE_WORDS,
+    settings.passage_words = int(kept(b1.number_input, "Passage words", "di_passage_words", DI.PASSAGE_WORDS,
                                          **bounds("di_passage_words"), step=16,
                                          help="Words per passage (the CLI's --passage-words, 256 by default)."))
-    settings.max_passages = int(DI.kept(b2.number_input, "Max passages a book", "di_max_passages", DI.MAX_PASSAGES,
+    settings.max_passages = int(kept(b2.number_input, "Max passages a book", "di_max_passages", DI.MAX_PASSAGES,
                                         **bounds("di_max_passages"),
                                         help="At most this many passages, spread over the book; every book is read "
                                              "as the same number (the shortest book's count)."))
@@ -123,7 +123,7 @@ if unit == "books":
 reg = registry()
 job = reg.latest("di")  # the latest dataset inference, this tab's or another's (one runs at a time)
 busy = job is not None and job.running
-go_ = st.button("Run dataset inference", type="primary", key="di_go", disabled=busy)
+go_ = st.button("Run dataset inference", type="primary", key="go_di", disabled=busy)
 now = DI.signature(src, settings, demo, panel)
 if not busy and (line := DI.estimate(src, settings, demo, panel)):
     st.caption("Estimate: " + line)

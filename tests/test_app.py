@@ -82,7 +82,7 @@ def test_sidebar_bad_model_shows_reason_not_traceback(tmp_path):
     _no_exception(at)
     errs = " ".join(e.value for e in at.sidebar.error)
     assert "no such file" in errs
-    at.button(key="inspect_go").click().run()
+    at.button(key="go_inspect").click().run()
     _no_exception(at)
     assert any("no target model loaded" in e.value for e in at.error)
 
@@ -94,11 +94,11 @@ def test_inspect_page_scores_a_text(tiny_llama):
     assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)
     text = "The <b>quick</b> brown fox & the lazy dog — café naïve. " + _paragraphs("pg35_wells_time_machine.txt", 1)[0]
     at.text_area(key="inspect_text").set_value("   ")
-    at.button(key="inspect_go").click().run()
+    at.button(key="go_inspect").click().run()
     assert any("empty" in e.value for e in at.error)
 
     at.text_area(key="inspect_text").set_value(text)
-    at.button(key="inspect_go").click().run()
+    at.button(key="go_inspect").click().run()
     _no_exception(at)
     assert not at.error
     metrics = {m.label: m.value for m in at.metric}
@@ -125,7 +125,7 @@ def test_inspect_long_text_uses_window_chart(tiny_llama):
     at = _app("pages/1_Inspect_a_text.py", model=tiny_llama)
     at.checkbox(key="inspect_lower").uncheck()
     at.text_area(key="inspect_text").set_value(book[:7500])
-    at.button(key="inspect_go").click().run()
+    at.button(key="go_inspect").click().run()
     _no_exception(at)
     assert int(_num(next(m.value for m in at.metric if m.label == "Tokens"))) > 1500
     assert len(at.get("plotly_chart")) >= 1  # the per-window strip instead of thousands of spans
@@ -156,22 +156,22 @@ def test_calibration_page_validates_runs_and_saves(tiny_llama, runs_dir):
     at.radio(key="cal_source").set_value("paste").run()
     if demo_default:  # the demo brings its own reference model; pasted texts have none here
         assert "ref" not in at.multiselect(key="cal_attacks").value
-    at.button(key="cal_go").click().run()
+    at.button(key="go_cal").click().run()
     assert any("no member texts pasted" in e.value for e in at.error)
     src = _paragraphs("pg43_stevenson_jekyll_and_hyde.txt", 12)
     at.text_area(key="cal_members_text").set_value("\n".join(src[0::2]))
     at.text_area(key="cal_nonmembers_text").set_value("\n".join(src[0::2][:2]))  # same texts in both sets
-    at.button(key="cal_go").click().run()
+    at.button(key="go_cal").click().run()
     assert any("both" in e.value for e in at.error)
     at.text_area(key="cal_nonmembers_text").set_value("\n".join(src[1::2]))
     at.multiselect(key="cal_attacks").set_value(["loss", "zlib", "min_k", "ref"])
-    at.button(key="cal_go").click().run()
+    at.button(key="go_cal").click().run()
     assert any("reference model" in e.value for e in at.error)  # ref attack without a reference
     at.multiselect(key="cal_attacks").set_value(["loss", "zlib", "lowercase", "min_k", "min_k_pp"])
     at.number_input(key="cal_boot").set_value(200).run()
     est = " ".join(c.value for c in at.caption if c.value.startswith("Estimate:"))
     assert "12 texts × 2 passes (target, target lower-cased)" in est, est  # said before Run is pressed
-    at.button(key="cal_go").click().run()
+    at.button(key="go_cal").click().run()
     _no_exception(at)
     assert not at.error, [e.value for e in at.error]
     at = _wait_for_results(at)
@@ -249,12 +249,12 @@ def test_a_controlled_experiments_split_is_a_data_source_without_uploads(tiny_ll
     _no_exception(at)
     assert "The controlled experiment's split" in at.radio(key="cal_source").options
     at.radio(key="cal_source").set_value("controlled").run()
-    at.button(key="cal_cx_models").click().run()  # the experiment's target and reference in the sidebar
+    at.button(key="go_cal_cx_models").click().run()  # the experiment's target and reference in the sidebar
     _no_exception(at)
     assert at.session_state["mp_target_custom"] == str(Path(tiny_llama).resolve())
     assert at.session_state["mp_reference"] == "smollm2"
     at.multiselect(key="cal_attacks").set_value(["loss", "zlib"]).run()
-    at.button(key="cal_go").click().run()
+    at.button(key="go_cal").click().run()
     assert not at.error, [e.value for e in at.error]
     at = _wait_for_results(at)
     assert "LOSS" in at.table[0].value.index
@@ -293,7 +293,7 @@ def test_early_results_come_as_each_pass_finishes(tiny_llama):
 def test_inspect_places_scores_on_a_calibration_run(tiny_llama):
     _engine_run(tiny_llama, 0.2, "placement run")
     at = _app("pages/1_Inspect_a_text.py", model=tiny_llama)
-    at.button(key="inspect_go").click().run()  # the pre-filled paragraph
+    at.button(key="go_inspect").click().run()  # the pre-filled paragraph
     _no_exception(at)
     table = at.table[0].value
     assert "Above % of non-members" in table.columns and "Member at 1% FPR?" in table.columns
@@ -322,12 +322,12 @@ def test_inspect_offers_the_newest_run_on_another_model(tiny_llama, tmp_path):
     at = _app("pages/1_Inspect_a_text.py", model=str(other))
     mine = src[0] + " A sentence of the user's own."
     at.text_area(key="inspect_text").set_value(mine).run()
-    at.button(key="inspect_go").click().run()
+    at.button(key="go_inspect").click().run()
     _no_exception(at)
     hint = " ".join(i.value for i in at.info)
     assert "No calibration run on this exact model" in hint and "run on the other model" in hint
     assert "Above % of non-members" not in at.table[0].value.columns
-    at.button(key="inspect_switch").click().run()
+    at.button(key="go_inspect_switch").click().run()
     _no_exception(at)
     assert at.session_state["mp_target_custom"] == str(Path(tiny_llama).resolve())
     assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)

@@ -133,13 +133,13 @@ def test_document_page_loads():
 def test_document_page_bad_input_shows_error(tiny_llama, tmp_path):
     at = _app(DOC_PAGE, model=tiny_llama)
     at.radio(key="doc_source").set_value("paths").run()
-    at.button(key="doc_go").click().run()  # no books at all
+    at.button(key="go_doc").click().run()  # no books at all
     _no_exception(at)
     assert any("member books" in e for e in _errors(at)), _errors(at)
 
     at.text_area(key="doc_members_paths").input(str(tmp_path / "no_such_folder"))
     at.text_area(key="doc_nonmembers_paths").input(str(tmp_path / "no_such_folder"))
-    at.button(key="doc_go").click().run()
+    at.button(key="go_doc").click().run()
     _no_exception(at)
     assert any("not found" in e for e in _errors(at)), _errors(at)
     assert not at.get("plotly_chart")
@@ -175,7 +175,7 @@ def _finished_audit(at: AppTest, timeout: float = 600.0, done: str = "Best AUC")
 @pytest.mark.slow
 def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     at = _tiny_book_audit(tiny_llama, book_dirs)
-    at.button(key="doc_go").click().run()
+    at.button(key="go_doc").click().run()
     at = _finished_audit(at)
     assert not _errors(at), _errors(at)
 
@@ -226,7 +226,7 @@ def test_document_page_on_ray_workers_gives_the_local_numbers(tiny_llama, book_d
         if engine == "ray":  # enabled once Ray is chosen
             at.number_input(key="doc_workers").set_value(2)
             at.text_input(key="doc_ray_address").input(address)
-        at.button(key="doc_go").click().run()
+        at.button(key="go_doc").click().run()
         return _finished_audit(at)
 
     at = audit("ray", "127.0.0.1:9")
@@ -269,7 +269,7 @@ def test_document_page_demo_runs_offline(tiny_llama):
     at.radio(key="doc_features").set_value("agg")
     at.number_input(key="doc_trees").set_value(50)
     at.checkbox(key="doc_partial").uncheck()
-    at.button(key="doc_go").click().run()
+    at.button(key="go_doc").click().run()
     at = _finished_audit(at)
     assert not _errors(at), _errors(at)
     assert next(m for m in at.metric if m.label == "Member + non-member books").value == "20 + 20"
@@ -299,7 +299,7 @@ def test_mlm_page_engine_choice_checks_the_cluster_first():
     at = _app(MLM_PAGE)
     at.selectbox(key="mlm_engine").set_value("ray").run()
     at.text_input(key="mlm_ray_address").input("127.0.0.1:9")
-    at.button(key="mlm_go").click().run()
+    at.button(key="go_mlm").click().run()
     _no_exception(at)
     assert len(_errors(at)) == 1 and "cannot reach the Ray cluster at 127.0.0.1:9" in _errors(at)[0], _errors(at)
     assert not at.get("plotly_chart")
@@ -308,7 +308,7 @@ def test_mlm_page_engine_choice_checks_the_cluster_first():
 def test_mlm_page_bad_input_shows_error(tmp_path):
     at = _app(MLM_PAGE)
     at.radio(key="mlm_source").set_value("paste").run()
-    at.button(key="mlm_go").click().run()  # no models
+    at.button(key="go_mlm").click().run()  # no models
     _no_exception(at)
     assert any("target masked LM" in e for e in _errors(at)), _errors(at)
 
@@ -316,12 +316,12 @@ def test_mlm_page_bad_input_shows_error(tmp_path):
     at.text_input(key="mlm_reference").input(str(tmp_path / "no_such_model"))
     at.text_area(key="mlm_members_text").input("a member text")
     at.text_area(key="mlm_nonmembers_text").input("a non-member text")
-    at.button(key="mlm_go").click().run()  # no population
+    at.button(key="go_mlm").click().run()  # no population
     _no_exception(at)
     assert any("population" in e for e in _errors(at)), _errors(at)
 
     at.text_area(key="mlm_population_text").input("a member text\nanother text")  # overlaps the members
-    at.button(key="mlm_go").click().run()
+    at.button(key="go_mlm").click().run()
     _no_exception(at)
     assert _errors(at)  # a missing model or the overlap: one sentence, no traceback
 
@@ -339,7 +339,7 @@ def test_mlm_page_runs_on_tiny_masked_lms(tiny_berts):
     at.number_input(key="mlm_k").set_value(2)
     at.number_input(key="mlm_bootstrap").set_value(50)
     at.number_input(key="mlm_alpha").set_value(0.2)
-    at.button(key="mlm_go").click().run()
+    at.button(key="go_mlm").click().run()
     at = _finished_audit(at, done="AUC")
     assert not _errors(at), _errors(at)
 
@@ -368,7 +368,7 @@ def test_mlm_page_demo_runs_offline():
     at = _app(MLM_PAGE)
     at.number_input(key="mlm_k").set_value(2)
     at.number_input(key="mlm_bootstrap").set_value(100)
-    at.button(key="mlm_go").click().run()
+    at.button(key="go_mlm").click().run()
     at = _finished_audit(at, done="AUC")
     assert not _errors(at), _errors(at)
     table = next(d.value for d in at.dataframe if "AUC [95% CI]" in d.value.columns)
@@ -388,25 +388,25 @@ def test_controlled_page_loads():
 def test_controlled_page_validates_before_training(tmp_path):
     at = _app(CX_PAGE)
     at.number_input(key="cx_members_pct").set_value(60)  # 60 + 40 + 20 = 120%
-    at.button(key="cx_go").click().run()
+    at.button(key="go_cx").click().run()
     _no_exception(at)
     assert any("add up to 100%" in e for e in _errors(at)), _errors(at)
 
     at.number_input(key="cx_members_pct").set_value(40)
     at.text_input(key="cx_lr").input("fast")
-    at.button(key="cx_go").click().run()
+    at.button(key="go_cx").click().run()
     _no_exception(at)
     assert any("learning rate" in e for e in _errors(at)), _errors(at)
 
     at.text_input(key="cx_lr").input("")
     at.number_input(key="cx_epochs").set_value(0)
-    at.button(key="cx_go").click().run()
+    at.button(key="go_cx").click().run()
     _no_exception(at)
     assert any("epoch" in e for e in _errors(at)), _errors(at)
 
     at.number_input(key="cx_epochs").set_value(1)
     at.text_input(key="cx_name").input("../escape")
-    at.button(key="cx_go").click().run()
+    at.button(key="go_cx").click().run()
     _no_exception(at)
     assert any("experiment name" in e for e in _errors(at)), _errors(at)
 
@@ -415,7 +415,7 @@ def test_controlled_page_validates_before_training(tmp_path):
     if any(p.stem == "members" for p in demo_corpus_files()):
         at.text_input(key="cx_name").input("tiny")
         at.number_input(key="cx_max_texts").set_value(5)  # 5 texts: 2 members, 2 non-members, 1 population
-        at.button(key="cx_go").click().run()
+        at.button(key="go_cx").click().run()
         _no_exception(at)
         assert any("population" in e for e in _errors(at)), _errors(at)
     assert "controlled_target" not in at.session_state
@@ -439,7 +439,7 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     import uuid  # a fresh name: the controlled/ folder of the shared test cache outlives the session
 
     at.text_input(key="cx_name").input(f"page-test-{uuid.uuid4().hex[:12]}")
-    at.button(key="cx_go").click().run()
+    at.button(key="go_cx").click().run()
     _no_exception(at)
     assert not _errors(at), _errors(at)
     target = Path(at.session_state["controlled_target"])
@@ -450,7 +450,7 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
     nonmembers = Path(at.session_state["controlled_nonmembers"]).read_text(encoding="utf-8").splitlines()
     assert len(members) == 8 and len(nonmembers) == 8 and not set(members) & set(nonmembers)
     assert at.session_state["controlled_reference"] == tiny_llama
-    at.button(key="cx_use").click().run()
+    at.button(key="go_cx_use").click().run()
     _no_exception(at)
     assert at.session_state["mp_target"] == "custom" and at.session_state["mp_target_custom"] == str(target)
     import shutil
@@ -467,7 +467,7 @@ def test_dataset_inference_page_demo_gives_a_verdict_offline():
     _no_exception(at)
     assert any(c.value.startswith("Estimate: 200 texts") for c in at.caption)  # before Run, as on the calibration page
     at.number_input(key="di_perms").set_value(999)
-    at.button(key="di_go").click().run()
+    at.button(key="go_di").click().run()
     at = _finished_audit(at, done="p-value (one-sided")
     assert not _errors(at), _errors(at)
     metrics = {m.label: m.value for m in at.metric}
@@ -502,7 +502,7 @@ def test_dataset_inference_page_refuses_bad_input_in_one_line():
     at.radio(key="di_source").set_value("paste").run()
     at.text_area(key="di_suspect_text").set_value("one text\ntwo texts")
     at.text_area(key="di_validation_text").set_value("three\nfour")
-    at.button(key="di_go").click().run()
+    at.button(key="go_di").click().run()
     _no_exception(at)
     errs = _errors(at)
     assert len(errs) == 1 and "at least 10" in errs[0]
@@ -518,7 +518,7 @@ def _book_demo(at: AppTest | None = None) -> AppTest:
     at = at or _app(DI_PAGE)
     at.radio(key="di_unit").set_value("books").run()
     at.number_input(key="di_perms").set_value(999).run()
-    at.button(key="di_go").click().run()
+    at.button(key="go_di").click().run()
     return _finished_audit(at, done="p-value (one-sided")
 
 

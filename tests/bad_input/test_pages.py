@@ -180,7 +180,7 @@ def _cal_click(at: AppTest, members, nonmembers, attacks=("loss", "zlib")) -> Ap
     at.file_uploader(key="cal_members").set_value(members)
     at.file_uploader(key="cal_nonmembers").set_value(nonmembers)
     at.multiselect(key="cal_attacks").set_value(list(attacks))
-    return at.button(key="cal_go").click().run()
+    return at.button(key="go_cal").click().run()
 
 
 @pytest.mark.parametrize("case", list(CAL_CASES))
@@ -261,7 +261,7 @@ def _doc_click(at: AppTest, members, nonmembers, norms=None) -> AppTest:
     at.file_uploader(key="doc_nonmembers_up").set_value(nonmembers)
     if norms is not None:
         at.multiselect(key="doc_norms").set_value(norms)
-    return at.button(key="doc_go").click().run()
+    return at.button(key="go_doc").click().run()
 
 
 @pytest.mark.parametrize("case", list(DOC_CASES))
@@ -330,7 +330,7 @@ def _mlm_click(at: AppTest, members, nonmembers, population) -> AppTest:
     at.file_uploader(key="mlm_members_up").set_value(members)
     at.file_uploader(key="mlm_nonmembers_up").set_value(nonmembers)
     at.file_uploader(key="mlm_population_up").set_value(population)
-    return at.button(key="mlm_go").click().run()
+    return at.button(key="go_mlm").click().run()
 
 
 @pytest.mark.parametrize("case", list(MLM_CASES))
@@ -384,7 +384,7 @@ def inspect_app(env):
 
 def _inspect_click(at: AppTest, upload) -> AppTest:
     at.file_uploader(key="inspect_upload").set_value(upload)
-    return at.button(key="inspect_go").click().run()
+    return at.button(key="go_inspect").click().run()
 
 
 @pytest.mark.parametrize("case", list(INSPECT_CASES))
@@ -436,7 +436,7 @@ def cx_app(env):
 
 def _cx_click(at: AppTest, corpus) -> AppTest:
     at.file_uploader(key="cx_upload").set_value(corpus)
-    return at.button(key="cx_go").click().run()
+    return at.button(key="go_cx").click().run()
 
 
 def _no_experiment(env) -> None:

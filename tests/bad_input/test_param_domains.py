@@ -252,7 +252,7 @@ def test_calibration_page_widgets_and_run_button_use_the_domains(tmp_path, monke
     a = at.text_input(key="cal_param_rmia_a")  # optional (unset: tuned): a text box, its domain in the help
     assert a.value == "" and "[0, 1]" in a.help and "auto" in a.help
     at.text_input(key="cal_param_recall_prefix").set_value("/dev/zero")
-    at.button(key="cal_go").click().run()
+    at.button(key="go_cal").click().run()
     assert not at.exception, [e.value for e in at.exception]
     errors = [e.value for e in at.main.error]
     assert any("recall.prefix" in e and "/dev/zero" in e for e in errors), errors
