@@ -56,6 +56,10 @@ references) at a = 1, docs/gradnorm-rmia.md. ``n_z``: how many population texts 
 default all), ``seed``, ``online`` (default False, see above), ``out_refs`` (``pm``: Privacy
 Meter's largest half with 4+ references; ``mean``).
 
+**Where.** This module is the method: the likelihoods, the marginal ``Pr(x)``, the score, the tuning of ``a``
+and the attack's ``prepare``/``score``; :mod:`mia_core.attacks.rmia_references` is its model side (reference
+folders, the population sample, each reference's passes).
+
 **Cost.** One statistics pass per reference model over the audited and population texts
 (cached, batched), plus the target pass over the population; the score itself is a sort.
 Population texts are the z's, so RMIA does not score them for the population threshold
@@ -63,17 +67,15 @@ Population texts are the z's, so RMIA does not score them for the population thr
 """
 from __future__ import annotations
 
-import json
 import time
 from pathlib import Path
 
 import numpy as np
 
-from ..cache import text_hash
 from ..errors import SettingsError
-from ..targets import REFERENCE_MEMBERS, REFERENCES_INDEX
 from .base import AttackInputs, register, scored_tokens
 from .domains import check_values, flag, number, one_of, text, whole
+from .rmia_references import population_sample, reference_list, reference_passes
 
 DEFAULTS = {"references": None, "gamma": 1.0, "a": None, "n_z": None, "seed": 0, "online": False, "out_refs": "pm"}
 FALLBACK_A = 0.3  # Privacy Meter's offline_a when it is not tuned (a commented-out fallback in modules/mia/attack.py)
@@ -108,8 +110,6 @@ DOMAINS = {
     "out_refs": one_of("pm", "mean", note="Pr_OUT with 4+ references: the largest half of the OUT signals (pm, "
                                           "Privacy Meter) or the mean over every OUT reference"),
 }
-MEMBERS_FILE = REFERENCE_MEMBERS  # written by make-references into every reference folder
-INDEX_FILE = REFERENCES_INDEX  # written by make-references into its output folder
 
 
 def requires(params: dict) -> set:
@@ -127,27 +127,6 @@ def _settings(params: dict) -> dict:
     p = check_values("rmia", DOMAINS, p)
     refs = [r.strip() for r in p["references"].split(",") if r.strip()] if p["references"] else []
     return {**p, "references": refs}
-
-
-def expand_references(specs: list[str]) -> list[tuple[str, set[str] | None]]:
-    """``[(model spec, hashes of the texts it trained on, or None when unknown)]``.
-
-    A folder written by ``make-references`` (holding ``references.json``) stands for all of
-    its reference models.
-    """
-    out = []
-    for s in specs:
-        p = Path(s).expanduser()
-        if p.is_dir() and (p / INDEX_FILE).exists():
-            index = json.loads((p / INDEX_FILE).read_text())
-            for r in index.get("references", []):
-                out.extend(expand_references([str(p / r["dir"])]))
-            continue
-        members = None
-        if p.is_dir() and (p / MEMBERS_FILE).exists():
-            members = set(json.loads((p / MEMBERS_FILE).read_text()).get("text_hashes", []))
-        out.append((s, members))
-    return out
 
 
 def likelihoods(stats, first_token: bool, per_byte: bool) -> np.ndarray:
@@ -285,104 +264,6 @@ def _a(st: dict, d: dict) -> float:
     return float(d.get("a", FALLBACK_A))
 
 
-def _population_sample(ctx, st: dict) -> list[str]:
-    """The population texts z RMIA compares with (all, or ``n_z`` of them drawn with ``seed``).
-
-    Parameters
-    ----------
-    ctx : RunContext
-        The run's context (its ``population``).
-    st : dict
-        The checked parameters (:func:`_settings`).
-
-    Returns
-    -------
-    list of str
-        The sampled population texts, in their original order.
-    """
-    pop = getattr(ctx, "population", None)
-    if pop is None or not len(pop):
-        raise SettingsError("RMIA (rmia) needs known non-member texts: give {population}", options=("population",))
-    z_texts = list(pop.texts)
-    if st["n_z"] is not None and st["n_z"] < len(z_texts):
-        idx = np.sort(np.random.default_rng(st["seed"]).permutation(len(z_texts))[: st["n_z"]])
-        z_texts = [z_texts[i] for i in idx]
-    return z_texts
-
-
-def _reference_list(ctx, st: dict) -> tuple[list[tuple[str | None, set[str] | None]], str]:
-    """The reference models RMIA reads: ``references=`` folders (checked before any pass), else the run's reference.
-
-    Parameters
-    ----------
-    ctx : RunContext
-        The run's context (its ``reference``).
-    st : dict
-        The checked parameters (:func:`_settings`).
-
-    Returns
-    -------
-    tuple
-        ``(refs, variant)``: ``[(spec, members)]`` (``(None, None)`` for the run's own reference) and the
-        variant's description.
-    """
-    if st["references"]:
-        from ..models import resolve_spec
-
-        refs = expand_references(st["references"])
-        for spec, _ in refs:  # a missing folder or file: one-line error before any model pass
-            resolve_spec(spec)
-        return refs, f"{len(refs)} reference model(s)"
-    if ctx.reference is None:
-        raise SettingsError("RMIA (rmia) without references= needs a reference model ({reference})",
-                            options=("reference",))
-    return [(None, None)], "offline, the run's reference model"
-
-
-def _reference_passes(inputs: AttackInputs, ctx, refs, z_texts: list[str]) -> tuple[list, list, list, list[dict]]:
-    """Each reference model's passes on the audited and the population texts, one model in memory at a time.
-
-    Parameters
-    ----------
-    inputs : AttackInputs
-        The audited texts.
-    ctx : RunContext
-        The run's context (``compute``, ``reference``, ``target``, ``progress``).
-    refs : list of tuple
-        From :func:`_reference_list`.
-    z_texts : list of str
-        The population texts.
-
-    Returns
-    -------
-    tuple
-        ``(ref_stats, seen_x, seen_z, described)``: ``[(stats on x, stats on z)]`` per reference, which audited
-        and population texts each reference trained on, and a description of each reference.
-    """
-    target = ctx.target
-    ref_stats, seen_x, seen_z, described = [], [], [], []
-    x_hash = [text_hash(t) for t in inputs.texts]
-    z_hash = [text_hash(t) for t in z_texts]
-    for k, (spec, members) in enumerate(refs):
-        if spec is None:
-            lm = ctx.reference
-        else:
-            from ..models import load_causal_lm
-
-            lm = load_causal_lm(spec, dtype=target.dtype, device=target.device, progress=ctx.progress, reuse=False)
-        rx = ctx.compute(lm, list(inputs.texts), label=f"RMIA reference {k + 1}/{len(refs)}")
-        rz = ctx.compute(lm, z_texts, label=f"RMIA reference {k + 1}/{len(refs)} (population)")
-        ref_stats.append((rx, rz))
-        seen_x.append(np.array([h in members for h in x_hash]) if members else np.zeros(len(x_hash), bool))
-        seen_z.append(np.array([h in members for h in z_hash]) if members else np.zeros(len(z_hash), bool))
-        described.append({"model": lm.name, "identity": lm.identity, "same_tokenizer": target.same_tokenizer(lm),
-                          "membership_record": members is not None,
-                          "population_texts_seen": int(seen_z[-1].sum()), "audited_texts_seen": int(seen_x[-1].sum())})
-        if spec is not None:
-            del lm  # one reference model in memory at a time
-    return ref_stats, seen_x, seen_z, described
-
-
 def _likelihood_table(x_stats, z_stats, ref_stats, seen_x, seen_z, described: list[dict], first_token: bool) -> dict:
     """The likelihoods RMIA scores from, in one unit (per scored token, or per byte when a tokenizer differs).
 
@@ -391,7 +272,7 @@ def _likelihood_table(x_stats, z_stats, ref_stats, seen_x, seen_z, described: li
     x_stats, z_stats : list of TokenStats
         The target's statistics of the audited and the population texts.
     ref_stats, seen_x, seen_z, described
-        From :func:`_reference_passes`.
+        From :func:`mia_core.attacks.rmia_references.reference_passes`.
     first_token : bool
         Whether each text's first token is scored.
 
@@ -490,11 +371,11 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
         (``a_tuning``), ``seconds``, ``spearman_with_target_likelihood``, ``notes`` and ``warning`` when any.
     """
     st = _settings(params)
-    z_texts = _population_sample(ctx, st)
+    z_texts = population_sample(ctx, st)
     t0 = time.time()
-    refs, variant = _reference_list(ctx, st)
+    refs, variant = reference_list(ctx, st)
     z_stats = ctx.compute(ctx.target, z_texts, label="RMIA population pass (target)")
-    ref_stats, seen_x, seen_z, described = _reference_passes(inputs, ctx, refs, z_texts)
+    ref_stats, seen_x, seen_z, described = reference_passes(inputs, ctx, refs, z_texts)
     per_byte = not all(r["same_tokenizer"] for r in described)
     d = inputs.extra["rmia"] = _likelihood_table(inputs.target, z_stats, ref_stats, seen_x, seen_z, described,
                                                  inputs.first_token)
