@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
+from mia_core.api.inference import InferenceOptions
 from mia_core.errors import DataError, MiaError
 
 from .ui import put
@@ -32,13 +33,23 @@ BOOK_SOURCES = {"demo": "Book demo: member vs non-member documents",
                 "demo_null": "Book demo null: non-member documents in two halves", "upload": "Upload books"}
 CORRECTIONS = {"bh": "Benjamini-Hochberg (false-discovery rate)", "holm": "Holm (family-wise error)"}
 DEMO_PASSAGE_WORDS = 64  # the book demo's documents are ~240 words: 64-word passages give each 3-4
-PASSAGE_WORDS, MAX_PASSAGES = 256, 40  # the CLI's defaults (mia infer-dataset --books)
+PASSAGE_WORDS, MAX_PASSAGES = InferenceOptions.default("passage_words"), InferenceOptions.default("max_passages")
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read on every rerun just to estimate the time
 _SHOWN_SHAPES = (KeyError, TypeError, ValueError, AttributeError, IndexError, OverflowError)
-# the settings' widgets: (summary key of a run, lowest, highest); a reopened run's settings are put back in them
-SETTINGS = {"di_alpha": ("alpha", 0.0001, 0.5), "di_folds": ("folds", 2, 20),
-            "di_perms": ("n_permutations", 99, 100_000), "di_seed": ("seed", 0, 2**32 - 1), "di_passage_words": ("passage_words", 16, 100_000),
-            "di_max_passages": ("max_passages", 1, 10_000)}
+# the settings' widgets: {widget key: option name}; their limits and defaults are the options' own
+# (mia_core.dataset_inference.options.InferenceOptions), and a reopened run's settings are put back in them
+SETTINGS = {"di_alpha": "alpha", "di_folds": "folds", "di_perms": "n_permutations", "di_seed": "seed",
+            "di_passage_words": "passage_words", "di_max_passages": "max_passages"}
+
+
+def limits(key: str) -> dict:
+    """``min_value`` / ``max_value`` of the setting widget ``key``: its option's domain."""
+    return InferenceOptions.widget_limits(SETTINGS[key])
+
+
+def default(key: str):
+    """The default of the setting widget ``key``: its option's."""
+    return InferenceOptions.default(SETTINGS[key])
 
 
 # ------------------------------------------------------------------ what the user entered, kept
@@ -93,10 +104,13 @@ def restore_settings(summary: dict) -> None:
     put("di_unit", "books" if summary.get("mode") == "books" else "texts")
     if summary.get("correction") in CORRECTIONS:
         put("di_correction", summary["correction"])
-    for key, (field_, lo, hi) in SETTINGS.items():
-        v = summary.get(field_)
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and lo <= v <= hi:
-            put(key, float(v) if key == "di_alpha" else int(v))
+    for key, name in SETTINGS.items():
+        v = summary.get(name)
+        if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
+            try:
+                put(key, InferenceOptions.check_some(**{name: v})[name])
+            except MiaError:  # outside the option's domain: the widget keeps its value
+                pass
     st.session_state["_di_was_book_demo"] = "restored"
 
 

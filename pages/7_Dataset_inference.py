@@ -16,7 +16,7 @@ from dashboard import dataset_inference as DI
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
 from dashboard.ui import follow_job, kept, page_setup, show_error
-from mia_core.api.inference import DEFAULT_ALPHA, inference_demo
+from mia_core.api.inference import inference_demo
 from mia_core.errors import MiaError
 
 page_setup("Dataset inference", ":material/dataset:", keep=("di_",))  # inputs kept across pages
@@ -90,17 +90,14 @@ else:
 st.subheader("2 · Test settings")
 a1, a2, a3, a4 = st.columns(4)
 
-def bounds(key: str) -> dict:
-    return dict(min_value=DI.SETTINGS[key][1], max_value=DI.SETTINGS[key][2])
-
-
-alpha = kept(a1.number_input, "α (significance level)", "di_alpha", float(DEFAULT_ALPHA), **bounds("di_alpha"),
+bounds = DI.limits  # the options' domains (mia_core.dataset_inference.options)
+alpha = kept(a1.number_input, "α (significance level)", "di_alpha", float(DI.default("di_alpha")), **bounds("di_alpha"),
                 step=0.01, format="%.4f", help="The verdict is 'used' when the p-value is at most α.")
-folds = kept(a2.number_input, "Folds", "di_folds", 5, **bounds("di_folds"),
+folds = kept(a2.number_input, "Folds", "di_folds", DI.default("di_folds"), **bounds("di_folds"),
                 help="Cross-fitting folds: each unit is scored by a model fitted on the other folds.")
-perms = kept(a3.number_input, "Permutations", "di_perms", 10_000, **bounds("di_perms"), step=1000,
+perms = kept(a3.number_input, "Permutations", "di_perms", DI.default("di_perms"), **bounds("di_perms"), step=1000,
                 help="Label permutations: p-values down to 1 / (permutations + 1).")
-seed = kept(a4.number_input, "Seed", "di_seed", 0, **bounds("di_seed"))
+seed = kept(a4.number_input, "Seed", "di_seed", DI.default("di_seed"), **bounds("di_seed"))
 f1, f2 = st.columns([3, 2])
 features = kept(f1.text_input, "Features", "di_features", "default",
                    help="default: loss, zlib, Min-K% and Min-K%++ at k = 0.05 ... 0.6, DC-PDD (+ the reference "

@@ -10,7 +10,7 @@
   (``mia_core.data.sets``), but ``score_texts`` (``mia score``, ``api.score``) scores texts as given, so an
   empty text reaches every attack that can run without labels and must come back NaN (SMIA learns from
   labels: it never runs there and never sees an empty text);
-* parameters inside their declared domains (``attacks.domains``): every default is inside, and a value
+* parameters inside their declared domains (``mia_core.options``): every default is inside, and a value
   outside is refused with a one-line ``SettingsError`` naming ``attack.parameter``;
 * a name is registered once: a second attack under a taken name is refused, naming both.
 """

@@ -16,9 +16,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
+from ..dataset_inference.options import InferenceOptions  # noqa: F401 - the run's declared options, for the front ends
 from ..errors import SettingsError
-from .checks import (_bool, _callable, _choice, _column, _device, _documents, _dtype, _int, _mapping, _model,
-                     _model_spec, _names, _prefix, _prob, _seed, _texts, MAX_PERMUTATIONS)
+from .checks import (_bool, _callable, _column, _device, _documents, _dtype, _mapping, _model, _model_spec, _names,
+                     _texts)
 
 DEMOS = ("demo", "demo_null")
 DEFAULT_ALPHA = 0.01  # mia_core.dataset_inference.DEFAULT_ALPHA (a test holds them equal), without importing it
@@ -310,13 +311,20 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
     """
     from ..dataset_inference.significance import estimate_seconds
 
+    if isinstance(features, (list, tuple)) and all(isinstance(f, str) for f in features):
+        features = ",".join(features)  # a list of names is the comma list
+    o = InferenceOptions.check(features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed,
+                               prefix=prefix, cache=cache, correction=correction, combination=combination,
+                               passage_words=passage_words, max_passages=max_passages)
+    features, alpha, folds, n_permutations, seed = o.features, o.alpha, o.folds, o.n_permutations, o.seed
+    passage_words, max_passages = o.passage_words, o.max_passages
     settings = {"features": features, "alpha": alpha, "folds": folds, "n_permutations": n_permutations,
-                "seed": seed, "params": dict(params or {}), "prefix": prefix, "cache": cache, "correction": correction,
-                "combination": combination, **({"passage_words": passage_words, "max_passages": max_passages}
-                                               if books else {})}
+                "seed": seed, "params": dict(params or {}), "prefix": o.prefix, "cache": o.cache,
+                "correction": o.correction, "combination": o.combination,
+                **({"passage_words": passage_words, "max_passages": max_passages} if books else {})}
     checked = _check(suspect, validation, books=books, reference=reference is not None, population=population,
                      s={**settings, "passage_words": passage_words, "max_passages": max_passages})
-    tests = estimate_seconds(len(suspect) + len(validation), n_permutations=n_permutations, combination=combination)
+    tests = estimate_seconds(len(suspect) + len(validation), n_permutations=n_permutations, combination=o.combination)
     return InferenceRequest(checked=checked, model=model, reference=reference, settings=settings,
                             load={"dtype": dtype, "device": device, "trust_remote_code": trust_remote_code},
                             read_notes=list(read_notes), tests_seconds=tests)
@@ -383,21 +391,18 @@ def _features(value):
 
 
 def _checked_arguments(a: dict) -> dict:
-    """:func:`infer_dataset`'s settings checked (type and range, one line naming the parameter), in order."""
+    """:func:`infer_dataset`'s arguments checked (type and range, one line naming the parameter), in order: the
+    run's options by their declared domains (:class:`~mia_core.dataset_inference.options.InferenceOptions`), the
+    rest (models, attack parameters, how the models load, the sets' column) here."""
     from ..attacks import check_params
-    from ..dataset_inference.significance import COMBINATIONS
 
+    features = _features(a["features"])
+    names = tuple(InferenceOptions.declared())
+    o = InferenceOptions.check(**{**{n: a[n] for n in names},
+                                  "features": ",".join(features) if isinstance(features, list) else features})
     return {"model": _model_spec("model", a["model"]), "reference": _model_spec("reference", a["reference"]),
-            "features": _features(a["features"]), "alpha": _prob("alpha", a["alpha"]),
-            "folds": _int("folds", a["folds"], 2),
-            "n_permutations": _int("n_permutations", a["n_permutations"], 99, MAX_PERMUTATIONS),
-            "seed": _seed(a["seed"]), "params": check_params(_mapping("params", a["params"])),
-            "prefix": _prefix(a["prefix"]), "cache": _bool("cache", a["cache"]), "dtype": _dtype(a["dtype"]),
+            **o.as_dict(), "params": check_params(_mapping("params", a["params"])), "dtype": _dtype(a["dtype"]),
             "device": _device(a["device"]), "books": _bool("books", a["books"]),
-            "correction": _choice("correction", a["correction"], ("bh", "holm")),
-            "combination": _choice("combination", a["combination"], COMBINATIONS),
-            "passage_words": _int("passage_words", a["passage_words"], 16),
-            "max_passages": _int("max_passages", a["max_passages"], 1),
             "progress": _callable("progress", a["progress"]), "text_column": _column("text_column", a["text_column"])}
 
 
@@ -437,9 +442,10 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
     features : str or list of str
         ``"default"``, ``"all"`` or attack families (``mia_core.dataset_inference.features``).
     alpha : float
-        Significance level of the verdict, in (0, 1).
+        Significance level of the verdict, in (0, 0.5].
     folds, n_permutations, seed
-        The one-sided permutation test's folds (>= 2), label permutations (99 to 1,000,000) and seed.
+        The one-sided permutation test's folds (2 to 20), label permutations (99 to 1,000,000) and seed
+        (every option's domain: :class:`~mia_core.dataset_inference.options.InferenceOptions`).
     combination : str
         How the oriented features are combined, always with non-negative weights: ``"nonneg"`` (fitted by
         cross-fitting, the default) or ``"mean"`` (equal weights, reads no label);

@@ -110,7 +110,7 @@ class Attack:
         ``{param: allowed values}`` and ``{param: bool | int | float}`` (for parameters whose default is None),
         filled in from ``domains``.
     domains : dict
-        ``{param: Domain}``: the values each parameter may take (``attacks.domains``).
+        ``{param: Domain}``: the values each parameter may take (``mia_core.options``).
     """
 
     name: str
@@ -128,7 +128,7 @@ class Attack:
     # {param: bool | int | float} for parameters whose default is None ("from a preset"), so the
     # CLI and the page coerce what the user types; filled in from ``domains``
     types: dict = field(default_factory=dict)
-    # {param: Domain}: the values each parameter may take (``attacks.domains``), declared in the
+    # {param: Domain}: the values each parameter may take (``mia_core.options``), declared in the
     # attack's module next to its defaults; every parameter has one (``attacks.register``)
     domains: dict = field(default_factory=dict)
 
@@ -155,7 +155,7 @@ class Attack:
         """``params`` (this attack's ``{name: value}``) checked against the declared domains and
         coerced; ``SettingsError`` (one line naming ``[prefix]attack.name``, the value and the
         domain) for an unknown name or a value outside its domain."""
-        from .domains import check_values
+        from ..options import check_values
 
         return check_values(self.name, self.domains, dict(params or {}), prefix=prefix)
 
@@ -203,7 +203,7 @@ def register(name, label: str | None = None, *, needs: tuple = ("target",), cita
     """Register an attack: ``@register("loss", "LOSS", citation=...)`` on its module's ``score`` function (the
     one line an attack file needs), or ``register(Attack(...))``.
 
-    Every parameter must have a declared domain (``DOMAINS`` in the attack's module, ``attacks.domains``) and
+    Every parameter must have a declared domain (``DOMAINS`` in the attack's module, ``mia_core.options``) and
     its default must lie in it. A name is registered once: a second attack under a taken name is refused
     (``ValueError`` naming both), unless it is the same module's same function again (a module reloaded).
 

@@ -47,7 +47,7 @@ import numpy as np
 
 from ..errors import SettingsError
 from .base import AttackInputs, register
-from .domains import check_values, flag, number, path
+from ..options import check_values, flag, number, path
 
 _READABLE: set = set()  # fingerprints of the corpora check_corpus has read (a corpus is read once while unchanged)
 _LOCK = threading.Lock()

@@ -39,7 +39,7 @@ import numpy as np
 from ..errors import SettingsError
 from ..stats.gradients import NORMS, compute_grad_norms
 from .base import AttackInputs, register
-from .domains import one_of
+from ..options import one_of
 
 DEFAULTS = {"p": "l2", "aggregate": "global", "variant": "default"}
 AGGREGATES = ("global", "mean")

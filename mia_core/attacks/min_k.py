@@ -14,7 +14,7 @@ for texts shorter than 1/k tokens). The first token is left out unless ``first_t
 import numpy as np
 
 from .base import AttackInputs, per_text, register
-from .domains import number
+from ..options import number
 
 DEFAULTS = {"k": 0.2}
 DOMAINS = {"k": number(0, 1, lo_open=True, note="fraction of lowest-scoring tokens averaged")}

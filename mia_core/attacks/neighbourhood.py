@@ -31,7 +31,7 @@ from ..cache import text_hash
 from ..errors import SettingsError
 from ..neighbours import DEFAULT_GENERATOR, Neighbour, NeighbourSettings, make_generator, parse_generator_spec
 from .base import AttackInputs, register, scored_tokens
-from .domains import number, one_of, text, whole
+from ..options import number, one_of, text, whole
 
 DEFAULTS = {"generator": DEFAULT_GENERATOR, "n": 25, "m": 1, "dropout": 0.7, "seed": 0}
 DOMAINS = {

@@ -44,7 +44,7 @@ import numpy as np
 from ..cache import text_hash
 from ..errors import DataError, SettingsError
 from .base import AttackInputs, register, scored_tokens
-from .domains import check_values, one_of, path, text, whole
+from ..options import check_values, one_of, path, text, whole
 
 DEFAULTS = {"n_shots": 12, "prefix": None, "separator": "", "shots": "first", "seed": 0}
 DOMAINS = {

@@ -30,7 +30,7 @@ the first included (it is predicted from the BOS/EOS prefix, ``mia_core.stats``)
 import numpy as np
 
 from .base import AttackInputs, register
-from .domains import one_of
+from ..options import one_of
 
 FORMS = ("difference", "ratio")
 DEFAULTS = {"form": "difference"}

@@ -74,7 +74,7 @@ import numpy as np
 
 from ..errors import SettingsError
 from .base import AttackInputs, register, scored_tokens
-from .domains import check_values, flag, number, one_of, text, whole
+from ..options import check_values, flag, number, one_of, text, whole
 from .rmia_references import population_sample, reference_list, reference_passes
 
 DEFAULTS = {"references": None, "gamma": 1.0, "a": None, "n_z": None, "seed": 0, "online": False, "out_refs": "pm"}
@@ -86,7 +86,7 @@ MIN_TUNING_CLASS = 3  # population texts per class (IN / OUT for the paired refe
 def _check_references(value: str) -> None:
     """Reference model specs (a comma list): a path among them may not be a device, a FIFO or under
     /dev, /proc or /sys (whether a spec names a model is found out when it is resolved)."""
-    from .domains import special_reason
+    from ..options import special_reason
 
     for spec in (s.strip() for s in value.split(",")):
         if spec:

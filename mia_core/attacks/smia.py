@@ -38,7 +38,7 @@ from ..smia import (PRESETS, check_saved, configuration, expected_settings, load
 from ..smia import (BRANCH, DROPOUT, GENERATOR_WORDS, HIDDEN, META_FILE, PAPER_CONFIGURATION, SMIA_FORMAT,  # noqa: F401
                     SMIA_VERSION, SWEEP, WEIGHTS_FILE, PairFeatures, SmiaModel, build_net, load_smia, train_smia)
 from .base import AttackInputs, register
-from .domains import check_values, flag, number, one_of, path, text, whole
+from ..options import check_values, flag, number, one_of, path, text, whole
 from .neighbourhood import DEFAULTS as NEIGHBOUR_DEFAULTS
 from .neighbourhood import DOMAINS as NEIGHBOUR_DOMAINS
 from .neighbourhood import SCORE_DEFAULTS as NEIGHBOUR_SCORE_DEFAULTS

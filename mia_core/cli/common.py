@@ -29,7 +29,7 @@ import re
 import sys
 from typing import Iterable
 
-from ..errors import safe_text
+from ..errors import MiaError, safe_text
 
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE_CHOICES = ("none", "int8", "int4")
@@ -67,6 +67,35 @@ def _number(s: str, kind):
     if kind is float and not math.isfinite(v):
         raise argparse.ArgumentTypeError(f"must be a finite number, got {s!r}")
     return v
+
+
+def option_type(options, name: str):
+    """``type=`` for the flag of an audit option: its declared domain (``mia_core.options``) reads the text."""
+    domain = options.domain(name)
+
+    def parse(s: str):
+        try:
+            return domain.check(s, name)
+        except MiaError:
+            raise argparse.ArgumentTypeError(f"must be {domain.describe()}, got {s}") from None
+    parse.__name__ = name
+    return parse
+
+
+def add_options(group, options, flags: dict[str, str]) -> None:
+    """One flag per declared option of an audit (``{option name: flag}``; ``mia_core.options.Options``): its
+    default, its help (with the default) and its check come from the option's field, so the command line
+    states no limit of its own. The parsed value lands under the option's name."""
+    for name, flag in flags.items():
+        d, default = options.domain(name), options.default(name)
+        kw = {"dest": name, "default": default, "help": f"{options.help(name)} (default {default})",
+              "metavar": flag.lstrip("-").upper().replace("-", "_")}
+        if d.kind == "choice":
+            kw["choices"] = list(d.choices)
+            del kw["metavar"]
+        else:
+            kw["type"] = option_type(options, name)
+        group.add_argument(flag, **kw)
 
 
 def int_at_least(lo: int):

@@ -17,8 +17,9 @@ from pathlib import Path
 
 from ..errors import SettingsError, safe_text
 from ..runs.outputs import check_output_dir, final_path, staged_output
-from .common import (ProgressBar, add_model_args, add_output_args, add_progress_args, fraction, input_path,
-                     int_at_least, print_notes, print_report)
+from ..api.inference import InferenceOptions
+from .common import (ProgressBar, add_model_args, add_options, add_output_args, add_progress_args, input_path,
+                     print_notes, print_report)
 
 
 def register(subparsers) -> None:
@@ -44,11 +45,8 @@ def register(subparsers) -> None:
     d.add_argument("--books", action="store_true",
                    help="each file (or file in a folder) is a book: cut into passages, tested book by book and as a "
                         "collection (the book is the unit of the test)")
-    d.add_argument("--correction", default="bh", choices=["bh", "holm"],
-                   help="the correction across the suspect texts' (or books') own p-values (bh: Benjamini-Hochberg, the false "
-                        "discovery rate; holm: the family-wise error rate)")
-    d.add_argument("--passage-words", type=int_at_least(16), default=256, help="words per passage with --books")
-    d.add_argument("--max-passages", type=int_at_least(1), default=40, help="passages per book at most, with --books")
+    add_options(d, InferenceOptions, {"correction": "--correction", "passage_words": "--passage-words",
+                                      "max_passages": "--max-passages"})
     d.add_argument("--demo", action="store_true",
                    help="the bundled demo: its members as the suspect set, its non-members as validation")
     d.add_argument("--demo-null", action="store_true",
@@ -57,21 +55,12 @@ def register(subparsers) -> None:
                                  "embedded SmolLM2-135M, or the demo target with --demo)",
                    reference_help="a reference model: adds the reference attack as a feature", quantize=False)
     t = p.add_argument_group("test")
-    t.add_argument("--combination", default="nonneg", choices=["nonneg", "mean"],
-                   help="how the features are combined, always with non-negative weights (higher = more "
-                        "member-like only): nonneg, fitted by cross-fitting (default), or mean, equal weights")
-    t.add_argument("--features", default="default",
-                   help="default (loss, zlib, min_k and min_k_pp at k = 0.05..0.6, dc_pdd; + ref with --reference, "
-                        "+ recall with --population), all, or a comma list (e.g. default,lowercase)")
+    add_options(t, InferenceOptions, {"combination": "--combination", "features": "--features"})
     t.add_argument("--param", action="append", default=[], metavar="ATTACK.NAME=VALUE",
                    help="a feature attack's parameter, e.g. --param dc_pdd.corpus=FOLDER (repeatable; see "
                         "mia run --list-params); min_k.k and min_k_pp.k are the paper's grid here")
-    t.add_argument("--alpha", type=fraction, default=0.01, help="significance level of the verdict (default 0.01)")
-    t.add_argument("--folds", type=int_at_least(2), default=5, help="cross-fitting folds (default 5)")
-    t.add_argument("--permutations", type=int_at_least(99), default=10_000,
-                   help="label permutations of the primary test (default 10,000: p down to 1e-4)")
-    t.add_argument("--prefix", default="auto", choices=["auto", "always", "none"],
-                   help="what goes in front of every text (auto: as the model saw texts in training)")
+    add_options(t, InferenceOptions, {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations",
+                                      "prefix": "--prefix"})
     add_output_args(p, out_help="folder for dataset_inference.json and scores.csv", bootstrap=False,
                     seed_help="seed of the folds, the permutations and the splits")
     add_progress_args(p)
@@ -110,7 +99,7 @@ def run(args) -> int:
     request = prepare_inference(
         sets.suspect, sets.validation, model=args.model or sets.target, reference=args.reference,
         population=sets.population, books=args.books, features=args.features, alpha=args.alpha, folds=args.folds,
-        n_permutations=args.permutations, seed=args.seed, params=parse_params(args.param),
+        n_permutations=args.n_permutations, seed=args.seed, params=parse_params(args.param),
         prefix=args.prefix, cache=not args.no_cache, passage_words=args.passage_words,
         max_passages=args.max_passages, correction=args.correction, combination=args.combination,
         read_notes=read, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code)

@@ -23,11 +23,25 @@ the module that holds each:
 
 The CLI is ``mia infer-dataset``; the Python API ``mia_core.infer_dataset``.
 """
-from .audit import DEFAULT_ALPHA, RESULT_FILE, DatasetInferenceResult, check_inputs, run_dataset_inference
-from .features import K_GRID, parse_features
-from .guards import MIN_TEXTS, check_sets, iid_guard, near_duplicates
-from .significance import format_p, paper_test, permutation_test
+# loaded on first use, so that reading the options (``.options``: the command line's flags) imports no pandas
+_NAMES = {"DEFAULT_ALPHA": "options", "RESULT_FILE": "audit", "DatasetInferenceResult": "audit",
+          "check_inputs": "audit", "run_dataset_inference": "audit", "K_GRID": "features",
+          "parse_features": "features", "MIN_TEXTS": "guards", "check_sets": "guards", "iid_guard": "guards",
+          "near_duplicates": "guards", "format_p": "significance", "paper_test": "significance",
+          "permutation_test": "significance"}
+__all__ = sorted(_NAMES)
 
-__all__ = ["DEFAULT_ALPHA", "DatasetInferenceResult", "K_GRID", "MIN_TEXTS", "RESULT_FILE", "check_inputs",
-           "check_sets", "format_p", "iid_guard", "near_duplicates", "paper_test", "parse_features",
-           "permutation_test", "run_dataset_inference"]
+
+def __getattr__(name: str):
+    import importlib
+    import importlib.util
+
+    if name in _NAMES:
+        return getattr(importlib.import_module(f".{_NAMES[name]}", __name__), name)
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f".{name}", __name__)  # a submodule, as ``di.books``
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_NAMES])

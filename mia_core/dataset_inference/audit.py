@@ -25,9 +25,9 @@ from .guards import check_sets, nfkc
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, p_number, power_curve
 from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage,  # noqa: F401
                      guard_stage, load_stage, model_name, run_config, tested_notes, units_frame)
+from .options import DEFAULT_ALPHA
 from .verdict import test_stage
 
-DEFAULT_ALPHA = 0.01
 VERDICTS = ("used", "not_shown", "refused")
 RESULT_FILE = "dataset_inference.json"
 

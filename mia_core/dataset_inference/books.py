@@ -43,13 +43,12 @@ from ..progress import Progress, noop
 from . import features as F
 from .audit import DEFAULT_ALPHA, DatasetInferenceResult
 from .guards import near_duplicates
+from .options import MAX_PASSAGES, PASSAGE_WORDS, InferenceOptions
 from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage, guard_stage,
                      load_stage, model_name, run_config, tested_notes, units_frame)
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS
 from .verdict import CORRECTIONS, benjamini_hochberg, holm, test_stage  # noqa: F401 - the names books used to hold
 
-PASSAGE_WORDS = 256
-MAX_PASSAGES = 40
 MIN_BOOKS = 5
 
 
@@ -72,8 +71,7 @@ def check_books(suspect, validation, *, passage_words: int, max_passages: int) -
         if len(s) < MIN_BOOKS:
             raise DataError(f"the {name} set has {len(s)} book(s); the book test needs at least {MIN_BOOKS} in each "
                             "set (the book is the unit of the test)")
-    if int(passage_words) < 16 or int(max_passages) < 1:
-        raise DataError("passages need at least 16 words, and at least one passage per book")
+    InferenceOptions.check_some(passage_words=passage_words, max_passages=max_passages)
     near = near_duplicates([d.text for d in suspect], [d.text for d in validation])
     if near:
         i, j = near[0]

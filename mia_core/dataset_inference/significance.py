@@ -74,7 +74,8 @@ import math
 import numpy as np
 
 from ..formatting import format_p, p_number  # noqa: F401 - the p-value's words, re-exported here
-from ..errors import DataError, SettingsError
+from ..errors import DataError
+from ..options import check_option, one_of, whole
 
 CLIP_FRAC = 0.05  # linear_di.py: remove_outliers(remove_frac=0.05, outliers="clip"), 2.5 % each side
 DEFAULT_FOLDS = 5
@@ -83,6 +84,11 @@ MAX_PERMUTATIONS = 1_000_000  # p down to 1e-6; more says nothing a court could 
 RIDGE = 1.0  # the least-squares classifier's penalty on standardised features (not on the intercept)
 COMBINATIONS = ("nonneg", "mean")
 DEFAULT_COMBINATION = "nonneg"
+# the test's settings' domains (mia_core.options), also the fields of dataset_inference.options.InferenceOptions;
+# more folds than 20 add nothing to the weights and multiply the test's time
+FOLDS_DOMAIN = whole(2, 20)
+PERMUTATIONS_DOMAIN = whole(99, MAX_PERMUTATIONS)
+COMBINATION_DOMAIN = one_of(*COMBINATIONS)
 
 
 # ---------------------------------------------------------------------------------------------- paper
@@ -229,16 +235,11 @@ def check_matrix(X: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def check_settings(*, folds, n_permutations, combination=DEFAULT_COMBINATION) -> None:
-    """``SettingsError`` (one line, naming the option) for settings the test cannot use."""
-    if isinstance(folds, bool) or not isinstance(folds, (int, np.integer)) or folds < 2:
-        raise SettingsError(f"{{folds}} must be a whole number of at least 2, got {folds!r}", options=("folds",))
-    if (isinstance(n_permutations, bool) or not isinstance(n_permutations, (int, np.integer))
-            or not 99 <= n_permutations <= MAX_PERMUTATIONS):
-        raise SettingsError(f"{{n_permutations}} must be a whole number from 99 to {MAX_PERMUTATIONS:,} (p-values "
-                            f"down to 1e-6), got {n_permutations!r}", options=("n_permutations",))
-    if combination not in COMBINATIONS:
-        raise SettingsError(f"{{combination}} must be one of {', '.join(COMBINATIONS)}, got {combination!r}",
-                            options=("combination",))
+    """``SettingsError`` (one line, naming the option) for settings the test cannot use (their domains:
+    :data:`FOLDS_DOMAIN`, :data:`PERMUTATIONS_DOMAIN`, :data:`COMBINATION_DOMAIN`)."""
+    check_option("folds", FOLDS_DOMAIN, folds)
+    check_option("n_permutations", PERMUTATIONS_DOMAIN, n_permutations)
+    check_option("combination", COMBINATION_DOMAIN, combination)
 
 
 def permutation_test(X: np.ndarray, y: np.ndarray, *, folds: int = DEFAULT_FOLDS,

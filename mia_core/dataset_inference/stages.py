@@ -23,12 +23,11 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import SettingsError
 from ..progress import Progress
 from . import features as F
 from .guards import iid_guard
+from .options import InferenceOptions
 from .significance import DEFAULT_COMBINATION, check_settings, format_p
-from .verdict import CORRECTIONS
 
 
 @dataclass
@@ -75,12 +74,13 @@ class Checked:
 
 
 def check_test_settings(*, alpha, folds, n_permutations, combination=DEFAULT_COMBINATION) -> None:
-    """The test's settings (one line each, naming the option), before anything is read or loaded.
+    """The test's settings (one line each, naming the option), before anything is read or loaded: the domains of
+    :class:`~mia_core.dataset_inference.options.InferenceOptions`.
 
     Parameters
     ----------
     alpha : float
-        The significance level, in (0, 1).
+        The significance level, in (0, 0.5].
     folds, n_permutations, combination
         As ``significance.check_settings`` checks them.
 
@@ -89,8 +89,7 @@ def check_test_settings(*, alpha, folds, n_permutations, combination=DEFAULT_COM
     SettingsError
         A setting the test cannot use.
     """
-    if isinstance(alpha, bool) or not isinstance(alpha, (int, float, np.integer, np.floating)) or not 0 < alpha < 1:
-        raise SettingsError(f"{{alpha}} must be a number between 0 and 1, got {alpha!r}", options=("alpha",))
+    InferenceOptions.check_some(alpha=alpha)
     check_settings(folds=folds, n_permutations=n_permutations, combination=combination)
 
 
@@ -102,9 +101,7 @@ def check_correction(correction: str) -> None:
     correction : str
         The correction asked for (``verdict.CORRECTIONS``).
     """
-    if correction not in CORRECTIONS:
-        raise SettingsError(f"{{correction}} must be one of {', '.join(CORRECTIONS)}, got {correction!r}",
-                            options=("correction",))
+    InferenceOptions.check_some(correction=correction)
 
 
 def run_config(families: list[str], *, params: dict | None, prefix: str, use_cache: bool):

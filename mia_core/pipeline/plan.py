@@ -37,7 +37,7 @@ def check_config(cfg: RunConfig) -> RunConfig:
     call it before loading a model): the attacks, every attack parameter against its declared domain
     (:func:`mia_core.attacks.check_params`) and the run's numbers. Returns the configuration with the
     parameters coerced to their types; ``SettingsError``, one line naming the setting, otherwise."""
-    from ..attacks.domains import number, whole
+    from ..options import number, whole
 
     parse_attacks(list(cfg.attacks))
     params = check_params(cfg.params)

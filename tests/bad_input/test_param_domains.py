@@ -1,7 +1,7 @@
 """Attack parameters outside their declared domain (issue 27, item 5): refused before any model loads.
 
 Every attack parameter has a declared domain (``DOMAINS`` next to ``DEFAULTS`` in its attack module,
-``mia_core.attacks.domains``), checked by one function (``mia_core.attacks.check_params``) that the
+``mia_core.options``), checked by one function (``mia_core.attacks.check_params``) that the
 CLI (``--param``, ``--smia-save``, ``--smia-load``), the pipeline (``run_attacks`` ->
 ``pipeline.check_config``) and the calibration page (``dashboard.calibration.build_config``) call.
 nan, inf, negative counts, fractions out of range, wrong types, device files and /proc paths are one
@@ -284,7 +284,7 @@ def test_every_parameter_has_a_domain_and_its_default_lies_in_it():
 
 def test_an_attack_without_declared_domains_cannot_be_registered():
     from mia_core.attacks import Attack, register
-    from mia_core.attacks.domains import number
+    from mia_core.options import number
 
     with pytest.raises(ValueError, match="declared domains"):
         register(Attack("bad_attack", "Bad", ("target",), lambda inputs, **k: None, "-", {"t": 1.0}))

@@ -1,8 +1,14 @@
-"""Parameter domains: the values each attack parameter may take, checked before any model loads.
+"""Declared options: the values each setting may take, checked before any model loads.
 
-Every attack module declares ``DOMAINS = {name: Domain}`` next to its ``DEFAULTS`` (one entry per
-parameter; :func:`mia_core.attacks.register` refuses an attack with an undeclared parameter), built
-with the constructors below:
+Two kinds of settings use it. **An attack's parameters**: every attack module declares ``DOMAINS = {name: Domain}``
+next to its ``DEFAULTS`` (one entry per parameter; :func:`mia_core.attacks.register` refuses an attack with an
+undeclared parameter). **An audit's options**: an audit declares a frozen :class:`Options` dataclass whose fields
+(:func:`option`) carry their default, their domain and their one-line help; its :meth:`Options.check` is the one
+check of those options, and the CLI's flags, the pages' widget limits and the docs' tables are made from the fields.
+This module sits low (it imports :mod:`mia_core.errors` and, when it shows a path, :mod:`mia_core.paths` and
+:mod:`mia_core.data.decoding`), so every audit and front end can use it.
+
+Domains are built with the constructors below:
 
 * :func:`number`  a finite float, with bounds that are open or closed at each end;
 * :func:`whole`   an integer, with a lower / upper bound and single extra values (SMIA's
@@ -22,7 +28,8 @@ inf"); an input file that does not exist is a ``DataError`` ("... (not found)"),
 other missing input. :func:`mia_core.attacks.check_params` applies the domains to a run's
 ``{attack: {name: value}}``; the CLI (``--param``), the pipeline (:func:`mia_core.pipeline.check_config`,
 the first thing ``run_attacks`` does) and the calibration page (``dashboard.calibration.build_request``)
-all call it.
+all call it. :func:`check_option` checks one audit option (``{name}`` in its message, as ``mia_core.errors``
+asks).
 """
 from __future__ import annotations
 
@@ -31,11 +38,11 @@ import numbers
 import os
 import stat
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Callable
 
-from ..errors import DataError, SettingsError
+from .errors import DataError, SettingsError
 
 NONE_WORDS = ("", "none")  # what a user types for "not given" (an optional parameter)
 SPECIAL_ROOTS = ("/dev", "/proc", "/sys")  # never a parameter's file or folder
@@ -285,7 +292,7 @@ def _resolved(p: Path) -> Path | None:
 def _kind(p: Path) -> str | None:
     """'a character device', 'a FIFO'... for a special file; None for a regular file, a folder or
     a path that is not there."""
-    from ..paths import file_kind
+    from .paths import file_kind
 
     try:
         kind = file_kind(p.stat().st_mode)
@@ -347,13 +354,13 @@ def _path(value: str, where: str, d: Domain) -> str:
 
 def _short_repr(raw: str) -> str:
     """``raw`` as messages show it: its ``repr``, or, past 120 characters, shortened in the middle."""
-    from ..data.decoding import SHOWN_PATH_CHARS
+    from .data.decoding import SHOWN_PATH_CHARS
 
     return repr(raw) if len(raw) <= SHOWN_PATH_CHARS else f"'{_short_path(raw)}'"
 
 
 def _short_path(p) -> str:
-    from ..data.decoding import shown_path
+    from .data.decoding import shown_path
 
     return shown_path(p)
 
@@ -368,3 +375,146 @@ def check_values(attack: str, domains: dict, params: dict, *, prefix: str = "") 
             raise SettingsError(f"{prefix}{attack}: no parameter {name!r} (its parameters: {known})")
         out[name] = domains[name].check(value, f"{prefix}{attack}.{name}")
     return out
+
+
+# ---------------------------------------------------------------------------- declared options of an audit
+def option(default, domain: Domain, help: str):
+    """A field of an :class:`Options` dataclass: its default, its :class:`Domain` and its one-line help (the CLI's
+    ``--help``, the page's tooltip, the docs' option table).
+
+    Parameters
+    ----------
+    default
+        The value when none is given.
+    domain : Domain
+        The values it may take.
+    help : str
+        What it means, in one line.
+
+    Returns
+    -------
+    dataclasses.Field
+    """
+    return field(default=default, metadata={"domain": domain, "help": help})
+
+
+def check_option(name: str, domain: Domain, value, *, strict: bool = True):
+    """``value`` checked against ``domain``, named ``{name}`` in the one-line ``SettingsError`` (each front end words
+    it: a flag, a widget label, a parameter name). ``strict`` (a Python caller): a number or a flag must be given
+    as one, not as text (the command line's strings are coerced by the domain itself).
+
+    Parameters
+    ----------
+    name : str
+        The option's API name.
+    domain : Domain
+        Its domain.
+    value
+        The value given.
+    strict : bool
+        Refuse text for numbers and flags.
+
+    Returns
+    -------
+    object
+        The value, coerced to the domain's type.
+    """
+    where = "{" + name + "}"
+    if strict and domain.kind in ("int", "float", "bool") and isinstance(value, (str, bytes)) and not (
+            domain.optional and value is None):
+        raise SettingsError(f"{where} must be {domain.describe()}, got {_shown(value)} (text)", options=(name,))
+    try:
+        return domain.check(value, where)
+    except (SettingsError, DataError) as e:
+        raise type(e)(e.template, options=(*e.options, name)) from None
+
+
+class Options:
+    """The declared options of one audit: subclass it as a frozen dataclass whose fields are :func:`option`\\ s.
+
+    :meth:`check` is the one check of those options, whoever gives them (the API's ``prepare_*``, the CLI's flags,
+    a page's widgets); the CLI's flags (:func:`mia_core.cli.common.add_options`), the pages' widget limits
+    (:meth:`widget_limits`) and the docs' option tables (:meth:`table`) are made from the same fields, so no
+    limit is written twice.
+    """
+
+    @classmethod
+    def declared(cls) -> dict:
+        """``{name: dataclasses.Field}`` of the options, in their order."""
+        return {f.name: f for f in fields(cls) if "domain" in f.metadata}
+
+    @classmethod
+    def domain(cls, name: str) -> Domain:
+        """The :class:`Domain` of option ``name``."""
+        return cls.declared()[name].metadata["domain"]
+
+    @classmethod
+    def help(cls, name: str) -> str:
+        """The one-line help of option ``name``."""
+        return cls.declared()[name].metadata["help"]
+
+    @classmethod
+    def default(cls, name: str):
+        """The default of option ``name``."""
+        return cls.declared()[name].default
+
+    @classmethod
+    def check(cls, *, strict: bool = True, **values):
+        """An instance from ``values`` (the others at their defaults), each checked against its domain.
+
+        Parameters
+        ----------
+        strict : bool
+            Refuse text for numbers and flags (a Python caller); False for text from a command line.
+        **values
+            Option values by name.
+
+        Returns
+        -------
+        Options
+
+        Raises
+        ------
+        SettingsError
+            One line naming the option: an unknown name, or a value outside its domain.
+        """
+        declared = cls.declared()
+        for name in values:
+            if name not in declared:
+                raise SettingsError(f"no setting {name!r}: the settings are {', '.join(declared)}")
+        return cls(**{n: check_option(n, f.metadata["domain"], values[n], strict=strict) if n in values else f.default
+                      for n, f in declared.items()})
+
+    @classmethod
+    def check_some(cls, *, strict: bool = True, **values) -> dict:
+        """Only the given options checked (an engine function's own guard, with the same domains)."""
+        return {n: check_option(n, cls.domain(n), v, strict=strict) for n, v in values.items()}
+
+    @classmethod
+    def widget_limits(cls, name: str) -> dict:
+        """``min_value`` / ``max_value`` of a number widget for option ``name``, from its domain (an open end
+        moves in by a ten-thousandth of the range, or of 1 when unbounded on the other side)."""
+        d = cls.domain(name)
+        out = {}
+        span = (d.hi - d.lo) if d.lo is not None and d.hi is not None else 1.0
+        if d.lo is not None:
+            out["min_value"] = (d.lo + span * 1e-4 if d.lo_open else d.lo)
+        if d.hi is not None:
+            out["max_value"] = (d.hi - span * 1e-4 if d.hi_open else d.hi)
+        if d.kind == "int":
+            out = {k: int(v) for k, v in out.items()}
+        else:
+            out = {k: float(v) for k, v in out.items()}
+        return out
+
+    @classmethod
+    def table(cls) -> str:
+        """The options as a Markdown table (name, default, values, meaning), for the docs."""
+        rows = ["| option | default | values | meaning |", "|---|---|---|---|"]
+        for n, f in cls.declared().items():
+            rows.append(f"| `{n}` | `{f.default!r}` | {f.metadata['domain'].describe()} | {f.metadata['help']} |")
+        return "\n".join(rows)
+
+    def as_dict(self) -> dict:
+        """``{name: value}`` of the options."""
+        return {n: getattr(self, n) for n in self.declared()}

@@ -1,0 +1,46 @@
+"""Dataset inference's declared options (:class:`InferenceOptions`): the one home of every setting's default,
+domain and help. :func:`mia_core.api.inference.prepare_inference` checks a run's settings with
+:meth:`InferenceOptions.check`; the engine's own guards (:func:`~mia_core.dataset_inference.stages.check_test_settings`,
+:func:`~mia_core.dataset_inference.significance.check_settings`, the book cut) check with the same domains; the
+command line's flags (``mia infer-dataset``), the page's widget limits and the option table of
+``docs/dataset-inference.md`` are made from the fields.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..options import Options, flag, number, one_of, option, text, whole
+from .significance import (COMBINATION_DOMAIN, DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, FOLDS_DOMAIN,
+                           PERMUTATIONS_DOMAIN)
+
+DEFAULT_ALPHA = 0.01
+PASSAGE_WORDS = 256
+MAX_PASSAGES = 40
+CORRECTIONS = ("bh", "holm")
+PREFIXES = ("auto", "always", "none")  # mia_core.stats.PREFIX_MODES (checked equal by the options' test)
+MAX_SEED = 2**32 - 1  # what numpy's legacy seeding and scikit-learn's random_state take
+
+
+@dataclass(frozen=True)
+class InferenceOptions(Options):
+    """The settings of a dataset-inference run (texts, or books with ``passage_words`` / ``max_passages``)."""
+
+    features: str = option("default", text(what="default, all, or feature names, comma-separated"),
+                           "default (loss, zlib, min_k and min_k_pp at k = 0.05..0.6, dc_pdd; + ref with a reference, "
+                           "+ recall with a population), all, or a comma list (e.g. default,lowercase)")
+    alpha: float = option(DEFAULT_ALPHA, number(0, 0.5, lo_open=True), "significance level of the verdict")
+    folds: int = option(DEFAULT_FOLDS, FOLDS_DOMAIN, "cross-fitting folds of the combination's weights")
+    n_permutations: int = option(DEFAULT_PERMUTATIONS, PERMUTATIONS_DOMAIN,
+                                 "label permutations of the primary test (10,000: p down to 1e-4)")
+    seed: int = option(0, whole(0, MAX_SEED), "seed of the folds, the permutations and the splits")
+    prefix: str = option("auto", one_of(*PREFIXES), "what goes in front of every text (auto: as the model saw "
+                                                      "texts in training)")
+    cache: bool = option(True, flag(), "read and write the statistics cache")
+    correction: str = option("bh", one_of(*CORRECTIONS),
+                             "the correction across the suspect texts' (or books') own p-values (bh: "
+                             "Benjamini-Hochberg, the false discovery rate; holm: the family-wise error rate)")
+    combination: str = option(DEFAULT_COMBINATION, COMBINATION_DOMAIN,
+                              "how the features are combined, always with non-negative weights (higher = more "
+                              "member-like only): nonneg, fitted by cross-fitting, or mean, equal weights")
+    passage_words: int = option(PASSAGE_WORDS, whole(16, 100_000), "words per passage (books)")
+    max_passages: int = option(MAX_PASSAGES, whole(1, 10_000), "passages per book at most (books)")

@@ -1,0 +1,118 @@
+"""Declared options (``mia_core.options``): an audit's settings have one home, and every front end reads it.
+
+For every registered ``Options`` class (today: dataset inference's ``InferenceOptions``): each default is inside its
+domain; a value just outside each bound is refused in one line naming the option, the same by the API's
+``prepare_*``, the command line's flag and the engine's own guard; the page's widget limits are the domain's bounds;
+the docs' option table is the one the fields make; an unknown option and a number given as text are refused.
+"""
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pytest
+
+from mia_core.dataset_inference.options import InferenceOptions
+from mia_core.errors import SettingsError
+
+ROOT = Path(__file__).resolve().parent.parent
+OPTIONS = [InferenceOptions]
+TEXTS = [f"suspect text number {i} about a quiet harbour town and its boats" for i in range(12)]
+OTHER = [f"validation text number {i} about a busy mountain road and its inns" for i in range(12)]
+FLAGS = {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations", "passage_words": "--passage-words",
+         "max_passages": "--max-passages"}
+
+
+def _outside(d) -> list:
+    """Values just outside a number domain's bounds."""
+    out = []
+    if d.lo is not None:
+        out.append(d.lo if d.lo_open else (d.lo - 1 if d.kind == "int" else d.lo - 1e-3))
+    if d.hi is not None:
+        out.append(d.hi if d.hi_open else (d.hi + 1 if d.kind == "int" else d.hi + 1e-3))
+    return out
+
+
+@pytest.mark.parametrize("cls", OPTIONS, ids=lambda c: c.__name__)
+def test_every_default_is_inside_its_domain_and_an_instance_is_frozen(cls):
+    o = cls.check()
+    for name, f in cls.declared().items():
+        assert f.metadata["help"] and "\n" not in f.metadata["help"], name
+        assert cls.check_some(**{name: f.default})[name] == f.default
+    with pytest.raises(Exception):
+        o.alpha = 0.2  # frozen: a checked instance stays checked
+
+
+@pytest.mark.parametrize("cls", OPTIONS, ids=lambda c: c.__name__)
+def test_a_value_outside_a_bound_is_one_line_naming_the_option(cls):
+    seen = 0
+    for name, f in cls.declared().items():
+        d = f.metadata["domain"]
+        if d.kind not in ("int", "float"):
+            continue
+        for v in _outside(d):
+            with pytest.raises(SettingsError) as e:
+                cls.check(**{name: v})
+            assert e.value.options[-1] == name and "\n" not in str(e.value) and f"{{{name}}}" in e.value.template
+            seen += 1
+    assert seen >= 8
+    with pytest.raises(SettingsError, match="no setting 'permutations'"):
+        cls.check(permutations=99)
+    with pytest.raises(SettingsError, match=r"\(text\)"):
+        cls.check(folds="5")  # a Python caller gives a number as a number
+    assert cls.check(strict=False, folds="5").folds == 5  # the command line's text
+
+
+def test_the_api_the_cli_and_the_engine_refuse_the_same_values(capsys):
+    """One limit each: ``prepare_inference`` (the API), ``mia infer-dataset``'s flags and the engine's guard."""
+    from helpers import mia
+
+    from mia_core.api.inference import prepare_inference
+    from mia_core.dataset_inference.stages import check_test_settings
+
+    for name, flag in FLAGS.items():
+        for v in _outside(InferenceOptions.domain(name)):
+            with pytest.raises(SettingsError) as e:
+                prepare_inference(TEXTS, OTHER, **{name: v})
+            assert e.value.options[-1] == name, (name, v)
+            out = mia("infer-dataset", "--demo", flag, str(v))
+            lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+            assert out.returncode == 2 and len(lines) == 1 and flag in lines[0] and str(v) in lines[0], out.stderr
+    with pytest.raises(SettingsError) as e:
+        check_test_settings(alpha=0.7, folds=5, n_permutations=999)
+    assert "alpha" in e.value.options
+    with pytest.raises(SettingsError) as e:
+        check_test_settings(alpha=0.01, folds=21, n_permutations=999)
+    assert "folds" in e.value.options
+    # inside every domain: accepted by all three
+    req = prepare_inference(TEXTS, OTHER, alpha=0.5, folds=20, n_permutations=99)
+    assert req.settings["folds"] == 20 and req.settings["alpha"] == 0.5
+
+
+def test_the_page_limits_are_the_domains():
+    from dashboard.dataset_inference import SETTINGS, limits
+
+    for key, name in SETTINGS.items():
+        d, got = InferenceOptions.domain(name), limits(key)
+        if d.lo_open:
+            assert d.lo < got["min_value"] < d.lo + (d.hi - d.lo) * 1e-3
+        else:
+            assert got["min_value"] == d.lo
+        assert got["max_value"] == d.hi and isinstance(got["max_value"], int if d.kind == "int" else float)
+
+
+def test_the_options_agree_with_the_engines_own_lists():
+    from mia_core.dataset_inference import options as O
+    from mia_core.dataset_inference.verdict import CORRECTIONS
+    from mia_core.stats.settings import PREFIX_MODES
+
+    assert tuple(O.PREFIXES) == tuple(PREFIX_MODES) and set(O.CORRECTIONS) == set(CORRECTIONS)
+    assert math.isclose(O.DEFAULT_ALPHA, __import__("mia_core.api.inference", fromlist=["x"]).DEFAULT_ALPHA)
+
+
+@pytest.mark.parametrize("cls,doc", [(InferenceOptions, "docs/dataset-inference.md")])
+def test_the_docs_table_is_the_one_the_fields_make(cls, doc):
+    text = (ROOT / doc).read_text(encoding="utf-8")
+    start = text.index(f"<!-- options:{cls.__name__} -->") + len(f"<!-- options:{cls.__name__} -->")
+    table = text[start:text.index("<!-- /options -->", start)].strip()
+    assert table == cls.table(), "regenerate the table: python -c 'from ... import %s as O; print(O.table())'" % cls.__name__
