@@ -13,10 +13,10 @@ from collections.abc import Iterable, Mapping
 from typing import Sequence
 
 from ..errors import DataError, SettingsError, safe_text
+from ..dataset_inference.significance import MAX_PERMUTATIONS  # noqa: F401 - infer_dataset's, kept here for tests and pages
+from ..options import MAX_SEED
 
-MAX_PERMUTATIONS = 1_000_000  # infer_dataset's n_permutations at most (p-values down to 1e-6; beyond: hours)
 MAX_BOOTSTRAP = 1_000_000  # n_bootstrap at most (the CIs do not gain from more)
-MAX_SEED = 2**32 - 1  # what numpy's legacy seeding and scikit-learn's random_state take
 
 
 def _shown(value, limit: int = 60) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import Options, flag, number, one_of, option, text, whole
+from ..options import MAX_SEED, Options, flag, number, one_of, option, text, whole
 from .significance import (COMBINATION_DOMAIN, DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, FOLDS_DOMAIN,
                            PERMUTATIONS_DOMAIN)
 
@@ -18,7 +18,6 @@ PASSAGE_WORDS = 256
 MAX_PASSAGES = 40
 CORRECTIONS = ("bh", "holm")
 PREFIXES = ("auto", "always", "none")  # mia_core.stats.PREFIX_MODES (checked equal by the options' test)
-MAX_SEED = 2**32 - 1  # what numpy's legacy seeding and scikit-learn's random_state take
 
 
 @dataclass(frozen=True)
