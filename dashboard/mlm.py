@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from mia_core.reports import plots
-from mia_core.api.mlm import execute_mlm, mlm_choices, mlm_demo, prepare_mlm, read_mlm_files
+from mia_core.api.mlm import MlmOptions, execute_mlm, mlm_choices, mlm_demo, prepare_mlm, read_mlm_files
 from mia_core.errors import DataError, SettingsError
 from mia_core.metrics import decision_cis, metrics_rows
 from mia_core.models import load_masked_lm
@@ -137,15 +137,16 @@ def settings_section() -> dict:
     st.session_state.setdefault("mlm_k", choices["k"][recipe])  # the widget takes its value from here (no default)
     a1, a2, a3, a4 = st.columns(4)
     out = {"recipe": recipe}
-    out["alpha"] = a1.number_input("α: share of the population flagged", min_value=0.001, max_value=0.999,
+    out["alpha"] = a1.number_input("α: share of the population flagged", **MlmOptions.widget_limits("alpha"),
                                    value=choices["alpha"], step=0.01, format="%.3f", key="mlm_alpha",
                                    help="§2.4: the threshold is the (1-α) quantile of the population's scores.")
-    out["k"] = a2.number_input("K: masking patterns per text", min_value=1, max_value=100, key="mlm_k",
+    out["k"] = a2.number_input("K: masking patterns per text", **MlmOptions.widget_limits("k"), key="mlm_k",
                                help="§2.3: 15% of the tokens masked in each of K patterns. The recipe's K (10 for "
                                     "sum, 20 for released) is set when the recipe is chosen; a K typed here wins.")
-    out["seed"] = a3.number_input("Seed", min_value=0, value=0, key="mlm_seed")
-    out["n_boot"] = a4.number_input("Bootstrap resamples (AUC CI)", min_value=0, max_value=10000, value=1000,
-                                    step=100, key="mlm_bootstrap")
+    out["seed"] = a3.number_input("Seed", **MlmOptions.widget_limits("seed"), value=MlmOptions.default("seed"),
+                                  key="mlm_seed")
+    out["n_boot"] = a4.number_input("Bootstrap resamples (AUC CI)", **MlmOptions.widget_limits("n_bootstrap"),
+                                    value=MlmOptions.default("n_bootstrap"), step=100, key="mlm_bootstrap")
     with st.expander("Advanced"):
         out["engine"] = engine_widgets("mlm")
     return out

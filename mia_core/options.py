@@ -44,6 +44,7 @@ from typing import Callable
 
 from .errors import DataError, SettingsError
 
+MAX_BOOTSTRAP = 1_000_000  # n_bootstrap at most, every audit's (the CIs do not gain from more)
 MAX_SEED = 2**32 - 1  # what numpy's legacy seeding and scikit-learn's random_state take: every seed's bound
 NONE_WORDS = ("", "none")  # what a user types for "not given" (an optional parameter)
 SPECIAL_ROOTS = ("/dev", "/proc", "/sys")  # never a parameter's file or folder

@@ -14,9 +14,10 @@ import pytest
 
 from mia_core.dataset_inference.options import InferenceOptions
 from mia_core.errors import SettingsError
+from mia_core.mlm.options import MlmOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-OPTIONS = [InferenceOptions]
+OPTIONS = [InferenceOptions, MlmOptions]
 TEXTS = [f"suspect text number {i} about a quiet harbour town and its boats" for i in range(12)]
 OTHER = [f"validation text number {i} about a busy mountain road and its inns" for i in range(12)]
 FLAGS = {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations", "passage_words": "--passage-words",
@@ -40,7 +41,7 @@ def test_every_default_is_inside_its_domain_and_an_instance_is_frozen(cls):
         assert f.metadata["help"] and "\n" not in f.metadata["help"], name
         assert cls.check_some(**{name: f.default})[name] == f.default
     with pytest.raises(Exception):
-        o.alpha = 0.2  # frozen: a checked instance stays checked
+        o.seed = 2  # frozen: a checked instance stays checked
 
 
 @pytest.mark.parametrize("cls", OPTIONS, ids=lambda c: c.__name__)
@@ -56,11 +57,11 @@ def test_a_value_outside_a_bound_is_one_line_naming_the_option(cls):
             assert e.value.options[-1] == name and "\n" not in str(e.value) and f"{{{name}}}" in e.value.template
             seen += 1
     assert seen >= 8
-    with pytest.raises(SettingsError, match="no setting 'permutations'"):
-        cls.check(permutations=99)
+    with pytest.raises(SettingsError, match="no setting 'no_such_option'"):
+        cls.check(no_such_option=99)
     with pytest.raises(SettingsError, match=r"\(text\)"):
-        cls.check(folds="5")  # a Python caller gives a number as a number
-    assert cls.check(strict=False, folds="5").folds == 5  # the command line's text
+        cls.check(seed="5")  # a Python caller gives a number as a number
+    assert cls.check(strict=False, seed="5").seed == 5  # the command line's text
 
 
 def test_the_api_the_cli_and_the_engine_refuse_the_same_values(capsys):
@@ -89,6 +90,41 @@ def test_the_api_the_cli_and_the_engine_refuse_the_same_values(capsys):
     assert req.settings["folds"] == 20 and req.settings["alpha"] == 0.5
 
 
+MLM_FLAGS = {"alpha": "--alpha", "k": "--masks", "rate": "--mask-rate", "batch_tokens": "--batch-tokens"}
+
+
+def test_the_masked_lm_api_cli_and_engine_refuse_the_same_values():
+    from helpers import mia
+
+    from mia_core.api.mlm import prepare_mlm
+    from mia_core.mlm.stages import check_inputs
+
+    for name, flag in MLM_FLAGS.items():
+        for v in _outside(MlmOptions.domain(name)):
+            with pytest.raises(SettingsError) as e:
+                prepare_mlm(demo=True, **{name: v})
+            assert e.value.options[-1] == name, (name, v)
+            out = mia("mlm", "--demo", flag, str(v))
+            lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+            assert out.returncode == 2 and len(lines) == 1 and flag in lines[0] and str(v) in lines[0], out.stderr
+    for bad in ({"alpha": 1.0}, {"rate": 0.0}, {"k": 1001}, {"seed": -1}):
+        with pytest.raises(SettingsError) as e:
+            check_inputs(TEXTS[:3], OTHER[:3], [f"a population text {i}" for i in range(3)], **bad)
+        assert set(bad) <= set(e.value.options), (bad, e.value.options)
+
+
+def test_the_masked_lm_page_limits_are_the_domains():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
+    at.switch_page("pages/4_Masked_LM_audit.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    for key, name in (("mlm_alpha", "alpha"), ("mlm_k", "k"), ("mlm_seed", "seed"), ("mlm_bootstrap", "n_bootstrap")):
+        w = at.number_input(key=key)
+        lim = MlmOptions.widget_limits(name)
+        assert (w.min, w.max) == (lim["min_value"], lim["max_value"]), (key, w.min, w.max, lim)
+
+
 def test_the_page_limits_are_the_domains():
     from dashboard.dataset_inference import SETTINGS, limits
 
@@ -110,7 +146,7 @@ def test_the_options_agree_with_the_engines_own_lists():
     assert math.isclose(O.DEFAULT_ALPHA, __import__("mia_core.api.inference", fromlist=["x"]).DEFAULT_ALPHA)
 
 
-@pytest.mark.parametrize("cls,doc", [(InferenceOptions, "docs/dataset-inference.md")])
+@pytest.mark.parametrize("cls,doc", [(InferenceOptions, "docs/dataset-inference.md"), (MlmOptions, "docs/mlm.md")])
 def test_the_docs_table_is_the_one_the_fields_make(cls, doc):
     text = (ROOT / doc).read_text(encoding="utf-8")
     start = text.index(f"<!-- options:{cls.__name__} -->") + len(f"<!-- options:{cls.__name__} -->")

@@ -14,9 +14,8 @@ from typing import Sequence
 
 from ..errors import DataError, SettingsError, safe_text
 from ..dataset_inference.significance import MAX_PERMUTATIONS  # noqa: F401 - infer_dataset's, kept here for tests and pages
-from ..options import MAX_SEED
+from ..options import MAX_BOOTSTRAP, MAX_SEED  # noqa: F401 - MAX_BOOTSTRAP: the front door's, read by its modules
 
-MAX_BOOTSTRAP = 1_000_000  # n_bootstrap at most (the CIs do not gain from more)
 
 
 def _shown(value, limit: int = 60) -> str:

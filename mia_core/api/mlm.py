@@ -12,31 +12,28 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..errors import MiaError
-from .checks import (_bool, _callable, _choice, _column, _device, _dtype, _int, _kwargs, _model_spec, _num, _prob,
-                     _seed, _sequence, _texts, MAX_BOOTSTRAP)
+from ..mlm.options import MlmOptions
+from .checks import _bool, _callable, _column, _device, _dtype, _kwargs, _model_spec, _sequence, _texts
 
 
 def _mlm_checks() -> dict:
-    from ..mlm.masking import RECIPES
+    """The check of each keyword :func:`prepare_mlm` takes: the audit's options by their declared domains
+    (:class:`~mia_core.mlm.options.MlmOptions`; the recipe by its own check, which describes each recipe), the ids
+    and groups (sequences) and how the models load here."""
+    def declared(name):
+        return lambda v: MlmOptions.check_some(**{name: v})[name]
 
     return {
-        "k": lambda v: _int("k", v, 1, optional=True),
-        "seed": _seed,
-        "rate": lambda v: _num("rate", v, 0, 1, lo_open=True),
-        "alpha": lambda v: _prob("alpha", v),
-        "recipe": lambda v: _choice("recipe", v, tuple(RECIPES)),
+        **{n: declared(n) for n in MlmOptions.declared()},
+        "recipe": lambda v: MlmOptions.check_some(recipe=check_recipe(v))["recipe"],
         "member_groups": lambda v: _sequence("member_groups", v),
         "nonmember_groups": lambda v: _sequence("nonmember_groups", v),
         "population_groups": lambda v: _sequence("population_groups", v),
         "member_ids": lambda v: _sequence("member_ids", v),
         "nonmember_ids": lambda v: _sequence("nonmember_ids", v),
-        "batch_tokens": lambda v: _int("batch_tokens", v, 1),
-        "n_bootstrap": lambda v: _int("n_bootstrap", v, 0, MAX_BOOTSTRAP),
-        "cache": lambda v: _bool("cache", v),
         "device": _device,
         "dtype": _dtype,
         "trust_remote_code": lambda v: _bool("trust_remote_code", v),
-        "vocab_only": lambda v: _bool("vocab_only", v),
         "progress": lambda v: _callable("progress", v),
     }
 

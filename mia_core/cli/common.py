@@ -82,13 +82,15 @@ def option_type(options, name: str):
     return parse
 
 
-def add_options(group, options, flags: dict[str, str]) -> None:
+def add_options(group, options, flags: dict[str, str], *, say_default: bool = True) -> None:
     """One flag per declared option of an audit (``{option name: flag}``; ``mia_core.options.Options``): its
-    default, its help (with the default) and its check come from the option's field, so the command line
-    states no limit of its own. The parsed value lands under the option's name."""
+    default, its help (with the default, unless the parser's formatter adds it: ``say_default=False``) and its
+    check come from the option's field, so the command line states no limit of its own. The parsed value lands
+    under the option's name."""
     for name, flag in flags.items():
         d, default = options.domain(name), options.default(name)
-        kw = {"dest": name, "default": default, "help": f"{options.help(name)} (default {default})",
+        kw = {"dest": name, "default": default,
+              "help": options.help(name) + (f" (default {default})" if say_default else ""),
               "metavar": flag.lstrip("-").upper().replace("-", "_")}
         if d.kind == "choice":
             kw["choices"] = list(d.choices)

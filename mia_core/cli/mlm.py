@@ -17,8 +17,9 @@ import time
 
 from ..errors import SettingsError, safe_lines
 from ..runs.outputs import check_output_dir, final_path, staged_output
-from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
-                     positive_int, print_notes)
+from ..api.mlm import MlmOptions
+from .common import (input_path, add_options, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args,
+                     print_notes)
 
 
 def register(subparsers) -> None:
@@ -52,16 +53,11 @@ def register(subparsers) -> None:
                    help="accept a reference with the same vocabulary whose tokenizer normalises text differently "
                         "(e.g. lowercases); both models get the target's tokenisation")
     a = p.add_argument_group("attack")
-    a.add_argument("--recipe", default="sum", metavar="{sum,released}",
-                   help="energy recipe (§2.3). 'sum': ceil(0.15 T) masked tokens per pattern, K = 10, their "
-                        "log-probabilities summed; 'released' (the authors' released code as described in issue 28): "
-                        "int(0.15 T) masked tokens (at least 1), K = 20, mean loss per masked token")
-    a.add_argument("--masks", type=positive_int, default=None,
-                   help="K, the number of random masking patterns per text (§2.3); unset (None): the "
-                        "recipe's, 10 with 'sum' and 20 with 'released'; a given --masks always wins")
-    a.add_argument("--mask-rate", type=fraction, default=0.15, help="share of tokens masked in each pattern (§2.3)")
-    a.add_argument("--alpha", type=fraction, default=0.1, help="share of the population flagged by the threshold (§2.4)")
-    a.add_argument("--batch-tokens", type=positive_int, default=8192, help="padded tokens per forward pass (memory knob)")
+    # the recipe keeps its own check (its one-line refusal describes each recipe): its default and help are the option's
+    a.add_argument("--recipe", default=MlmOptions.default("recipe"), metavar="{%s}" % ",".join(MlmOptions.domain("recipe").choices),
+                   help=MlmOptions.help("recipe"))
+    add_options(a, MlmOptions, {"k": "--masks", "rate": "--mask-rate", "alpha": "--alpha", "batch_tokens": "--batch-tokens"},
+                say_default=False)  # the parser's formatter says each default
     add_engine_args(p)
     add_output_args(p, out_default="mia_mlm", cache="do not read or write the energy cache",
                     seed_help="seed for the masking patterns and the bootstrap")
@@ -96,7 +92,7 @@ def cmd_mlm(args) -> int:
                           group_column=args.group_column)
     print_notes(sets["notes"])
     request = prepare_mlm(
-        model=args.model, reference=args.reference, k=args.masks, seed=args.seed, rate=args.mask_rate,
+        model=args.model, reference=args.reference, k=args.k, seed=args.seed, rate=args.rate,
         alpha=args.alpha, recipe=args.recipe, batch_tokens=args.batch_tokens, n_bootstrap=args.bootstrap,
         cache=not args.no_cache, device=args.device, dtype=args.dtype, trust_remote_code=args.trust_remote_code,
         vocab_only=args.vocab_match_only, **sets)

@@ -70,18 +70,26 @@ same kind. The method, step by step, with the module that holds each step:
 ``AuditResult``: ``.metrics``, ``.scores``, ``.summary_text()``, ``.save(dir)``). The CLI is
 ``mia mlm`` (``mia_core.cli.mlm``); the dashboard page is ``pages/4_Masked_LM_audit.py``.
 """
-from ..models import MaskedLM, load_masked_lm  # noqa: F401 - the loader lives in mia_core.models.masked
-from .audit import run_mlm_audit
-from .result import ATTACKS, DEFAULT_ALPHA, MlmAuditResult
-from .tokenizers import check_same_tokenizer
-from .energy import CACHE_VERSION, energies
-from .leak import LEAK_FEATURES, leak_features, token_counts
-from .masking import (DEFAULT_K, DEFAULT_RATE, DEFAULT_RECIPE, RECIPES, MaskPlan, check_recipe, masking_patterns,
-                      n_masked, plan_masks, recipe_k)
+# loaded on first use, so that reading the options (``.options``: the command line's flags) imports no pandas
+_NAMES = {"MaskedLM": "..models", "load_masked_lm": "..models", "run_mlm_audit": ".audit", "ATTACKS": ".result",
+          "DEFAULT_ALPHA": ".options", "MlmAuditResult": ".result", "check_same_tokenizer": ".tokenizers",
+          "CACHE_VERSION": ".energy", "energies": ".energy", "LEAK_FEATURES": ".leak", "leak_features": ".leak",
+          "token_counts": ".leak", "DEFAULT_K": ".masking", "DEFAULT_RATE": ".masking", "DEFAULT_RECIPE": ".masking",
+          "RECIPES": ".masking", "MaskPlan": ".masking", "check_recipe": ".masking", "masking_patterns": ".masking",
+          "n_masked": ".masking", "plan_masks": ".masking", "recipe_k": ".masking"}
+__all__ = sorted(_NAMES)
 
-__all__ = [
-    "ATTACKS", "CACHE_VERSION", "DEFAULT_ALPHA", "DEFAULT_K", "DEFAULT_RATE", "DEFAULT_RECIPE", "LEAK_FEATURES",
-    "MaskPlan", "MaskedLM", "MlmAuditResult", "RECIPES", "check_recipe", "check_same_tokenizer", "energies",
-    "leak_features", "load_masked_lm", "masking_patterns", "n_masked", "plan_masks", "recipe_k", "run_mlm_audit",
-    "token_counts",
-]
+
+def __getattr__(name: str):
+    import importlib
+    import importlib.util
+
+    if name in _NAMES:
+        return getattr(importlib.import_module(_NAMES[name], __name__), name)
+    if not name.startswith("_") and importlib.util.find_spec(f"{__name__}.{name}") is not None:
+        return importlib.import_module(f".{name}", __name__)  # a submodule, as ``mlm.stages``
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__():
+    return sorted([*globals(), *_NAMES])

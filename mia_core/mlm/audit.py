@@ -11,7 +11,8 @@ from typing import Sequence
 
 from ..progress import Progress
 from .masking import DEFAULT_RATE, DEFAULT_RECIPE
-from .result import ATTACKS, DEFAULT_ALPHA, MlmAuditResult
+from .options import DEFAULT_ALPHA
+from .result import ATTACKS, MlmAuditResult
 from .stages import MlmSettings, _k, run_stages, text_sets
 from .tokenizers import check_same_tokenizer
 

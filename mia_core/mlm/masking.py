@@ -31,10 +31,15 @@ import numpy as np
 
 from ..cache import text_hash
 from ..errors import SettingsError
+from ..options import MAX_SEED, check_option, number, whole
 
 DEFAULT_K = 10
 DEFAULT_RATE = 0.15
 DEFAULT_RECIPE = "sum"
+# the masking settings' domains (mia_core.options), also fields of mlm.options.MlmOptions
+K_DOMAIN = whole(1, 1000)
+RATE_DOMAIN = number(0, 1, lo_open=True, hi_open=True)  # 1 would mask every token: every pattern alike
+SEED_DOMAIN = whole(0, MAX_SEED)
 # what each recipe fixes: the default K, how l is rounded, and how the energy aggregates a pattern's
 # masked tokens ("sum" of their log-probabilities, or their "mean"); "about" is the one-line description
 RECIPES = {
@@ -71,12 +76,9 @@ def n_masked(token_count: int, rate: float = DEFAULT_RATE, recipe: str = DEFAULT
 
 
 def _check_settings(k: int, seed: int, rate: float) -> None:
-    if int(k) != k or k < 1:
-        raise SettingsError(f"the number of masking patterns K must be a whole number >= 1, got {k}.")
-    if int(seed) != seed or seed < 0:
-        raise SettingsError(f"the seed must be a whole number >= 0, got {seed}.")
-    if not 0.0 < float(rate) <= 1.0:
-        raise SettingsError(f"the mask rate must be in (0, 1], got {rate}.")
+    check_option("k", K_DOMAIN, k)
+    check_option("seed", SEED_DOMAIN, seed)
+    check_option("rate", RATE_DOMAIN, rate)
 
 
 def masking_patterns(token_count: int, k: int, seed: int, text_hash: str, rate: float = DEFAULT_RATE,

@@ -15,7 +15,6 @@ from ..runs.outputs import save_output
 from ..runs.results import AuditResult, neutralise_cell
 from .masking import DEFAULT_RECIPE, RECIPES, MaskPlan
 
-DEFAULT_ALPHA = 0.1
 ATTACKS = ("likelihood_ratio", "loss")
 
 

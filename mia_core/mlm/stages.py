@@ -13,14 +13,15 @@ import numpy as np
 import pandas as pd
 
 from ..cache import text_hash
-from ..errors import DataError, SettingsError
+from ..errors import DataError
 from ..models import MaskedLM, load_masked_lm
 from ..progress import Progress, noop
 from .energy import energies
 from .leak import _leak_table, token_counts
 from .masking import (DEFAULT_RATE, DEFAULT_RECIPE, RECIPES, MaskPlan, _check_settings, _subplan, check_recipe,
                       plan_masks, recipe_k)
-from .result import DEFAULT_ALPHA, MlmAuditResult
+from .options import DEFAULT_ALPHA, MlmOptions
+from .result import MlmAuditResult
 from .tokenizers import check_same_tokenizer
 
 
@@ -64,9 +65,8 @@ def check_inputs(members: Sequence[str], nonmembers: Sequence[str], population: 
     settings out of range. Returns the (members, non-members, population) texts. A front end that loads the
     models itself (the dashboard page) calls it first, so bad input is named before any model loads. ``k`` None:
     the recipe's default ``K``; an unknown ``recipe`` is a one-line ``SettingsError``."""
-    check_recipe(recipe)
-    if not 0.0 < float(alpha) < 1.0:
-        raise SettingsError(f"alpha (the share of the population flagged) must be between 0 and 1, got {alpha}.")
+    check_recipe(recipe)  # one line describing each recipe
+    MlmOptions.check_some(alpha=alpha)
     _check_settings(recipe_k(recipe, k), seed, rate)
     mem, non, pop = _texts("members", members), _texts("non-members", nonmembers), _texts("population texts", population)
     if not mem:
