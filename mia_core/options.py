@@ -222,6 +222,11 @@ def path(mode: str, *, optional: bool = True, words: tuple = (), validate: Calla
     return Domain("path", mode=mode, optional=optional, words=tuple(words), validate=validate, note=note)
 
 
+# ---------------------------------------------------------------------------- domains every audit shares
+SEED = whole(0, MAX_SEED, note="a seed (numpy's legacy seeding and scikit-learn's random_state take these)")
+BOOTSTRAP = whole(0, MAX_BOOTSTRAP, note="bootstrap resamples (0: none; the CIs do not gain from more)")
+
+
 # ---------------------------------------------------------------------------- helpers
 def _fmt(v) -> str:
     if v is None:

@@ -152,3 +152,25 @@ def test_the_docs_table_is_the_one_the_fields_make(cls, doc):
     start = text.index(f"<!-- options:{cls.__name__} -->") + len(f"<!-- options:{cls.__name__} -->")
     table = text[start:text.index("<!-- /options -->", start)].strip()
     assert table == cls.table(), "regenerate the table: python -c 'from ... import %s as O; print(O.table())'" % cls.__name__
+
+
+def test_the_shared_bounds_hold_on_every_path():
+    """A seed and a bootstrap count have one bound each (``mia_core.options.SEED`` / ``BOOTSTRAP``): ``mia run``'s
+    flags and ``prepare_run`` refuse 10**12 resamples in one line before any model loads (issue 50: one path
+    skipped the cap and sat at "metrics 95 %")."""
+    from helpers import mia
+
+    from mia_core.api.request import prepare_run
+    from mia_core.data import texts_from_strings
+    from mia_core.options import BOOTSTRAP, SEED
+
+    assert BOOTSTRAP.hi == 1_000_000 and SEED.hi == 2**32 - 1
+    for flag, value in (("--bootstrap", "1000000000000"), ("--seed", str(2**32))):
+        out = mia("run", "--demo", flag, value)
+        lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+        assert out.returncode == 2 and len(lines) == 1 and flag in lines[0] and value in lines[0], out.stderr
+    data = texts_from_strings(TEXTS[:4], OTHER[:4])
+    for kw in ({"n_bootstrap": 10**12}, {"seed": 2**32}):
+        with pytest.raises(SettingsError) as e:
+            prepare_run(data, **kw)
+        assert "\n" not in str(e.value) and next(iter(kw)) in str(e.value)

@@ -93,7 +93,7 @@ def _prob(name: str, value, *, optional: bool = False):
 
 
 def _seed(value, name: str = "seed") -> int:
-    return _int(name, value, 0, MAX_SEED)
+    return _int(name, value, 0, MAX_SEED)  # mia_core.options.SEED's bounds
 
 
 def _bool(name: str, value, *, optional: bool = False):

@@ -30,6 +30,7 @@ import sys
 from typing import Iterable
 
 from ..errors import MiaError, safe_text
+from ..options import BOOTSTRAP, SEED
 
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
 QUANTIZE_CHOICES = ("none", "int8", "int4")
@@ -71,7 +72,11 @@ def _number(s: str, kind):
 
 def option_type(options, name: str):
     """``type=`` for the flag of an audit option: its declared domain (``mia_core.options``) reads the text."""
-    domain = options.domain(name)
+    return domain_type(options.domain(name), name)
+
+
+def domain_type(domain, name: str):
+    """``type=`` for a flag whose values are a ``mia_core.options.Domain``'s (e.g. ``mia_core.options.SEED``)."""
 
     def parse(s: str):
         try:
@@ -295,10 +300,12 @@ def add_output_args(p: argparse.ArgumentParser, *, out_default=None, out_help: s
     if cache:
         o.add_argument("--no-cache", action="store_true", help=cache)
     if bootstrap:
-        o.add_argument("--bootstrap", type=non_negative_int, default=1000, help="bootstrap resamples for the CIs")
-        o.add_argument("--n-bootstrap", type=non_negative_int, dest="bootstrap", help=argparse.SUPPRESS)  # older spelling
+        o.add_argument("--bootstrap", type=domain_type(BOOTSTRAP, "bootstrap"), default=1000,
+                       help="bootstrap resamples for the CIs")
+        o.add_argument("--n-bootstrap", type=domain_type(BOOTSTRAP, "bootstrap"), dest="bootstrap",
+                       help=argparse.SUPPRESS)  # older spelling
     if seed_help:
-        o.add_argument("--seed", type=non_negative_int, default=0, help=seed_help)
+        o.add_argument("--seed", type=domain_type(SEED, "seed"), default=0, help=seed_help)
     return o
 
 

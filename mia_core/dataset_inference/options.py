@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import MAX_SEED, Options, flag, number, one_of, option, text, whole
+from ..options import SEED, Options, flag, number, one_of, option, text, whole
 from .significance import (COMBINATION_DOMAIN, DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, FOLDS_DOMAIN,
                            PERMUTATIONS_DOMAIN)
 
@@ -31,7 +31,7 @@ class InferenceOptions(Options):
     folds: int = option(DEFAULT_FOLDS, FOLDS_DOMAIN, "cross-fitting folds of the combination's weights")
     n_permutations: int = option(DEFAULT_PERMUTATIONS, PERMUTATIONS_DOMAIN,
                                  "label permutations of the primary test (10,000: p down to 1e-4)")
-    seed: int = option(0, whole(0, MAX_SEED), "seed of the folds, the permutations and the splits")
+    seed: int = option(0, SEED, "seed of the folds, the permutations and the splits")
     prefix: str = option("auto", one_of(*PREFIXES), "what goes in front of every text (auto: as the model saw "
                                                       "texts in training)")
     cache: bool = option(True, flag(), "read and write the statistics cache")

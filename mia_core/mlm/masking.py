@@ -31,7 +31,7 @@ import numpy as np
 
 from ..cache import text_hash
 from ..errors import SettingsError
-from ..options import MAX_SEED, check_option, number, whole
+from ..options import SEED, check_option, number, whole
 
 DEFAULT_K = 10
 DEFAULT_RATE = 0.15
@@ -39,7 +39,7 @@ DEFAULT_RECIPE = "sum"
 # the masking settings' domains (mia_core.options), also fields of mlm.options.MlmOptions
 K_DOMAIN = whole(1, 1000)
 RATE_DOMAIN = number(0, 1, lo_open=True, hi_open=True)  # 1 would mask every token: every pattern alike
-SEED_DOMAIN = whole(0, MAX_SEED)
+SEED_DOMAIN = SEED
 # what each recipe fixes: the default K, how l is rounded, and how the energy aggregates a pattern's
 # masked tokens ("sum" of their log-probabilities, or their "mean"); "about" is the one-line description
 RECIPES = {

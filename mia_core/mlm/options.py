@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..options import MAX_BOOTSTRAP, Options, flag, number, one_of, option, whole
+from ..options import BOOTSTRAP, Options, flag, number, one_of, option, whole
 from .masking import DEFAULT_RATE, DEFAULT_RECIPE, K_DOMAIN, RATE_DOMAIN, RECIPES, SEED_DOMAIN
 
 DEFAULT_ALPHA = 0.1
@@ -29,7 +29,7 @@ class MlmOptions(Options):
     alpha: float = option(DEFAULT_ALPHA, ALPHA_DOMAIN, "share of the population flagged by the threshold (§2.4)")
     seed: int = option(0, SEED_DOMAIN, "seed of the masking patterns and the bootstrap")
     batch_tokens: int = option(8192, whole(1), "padded tokens per forward pass (memory knob)")
-    n_bootstrap: int = option(1000, whole(0, MAX_BOOTSTRAP), "bootstrap resamples of the AUC's confidence interval")
+    n_bootstrap: int = option(1000, BOOTSTRAP, "bootstrap resamples of the AUC's confidence interval")
     cache: bool = option(True, flag(), "read and write the energy cache")
     vocab_only: bool = option(False, flag(), "accept a reference with the same vocabulary whose tokenizer normalises "
                                              "text differently (both models get the target's tokenisation)")

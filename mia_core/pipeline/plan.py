@@ -37,14 +37,14 @@ def check_config(cfg: RunConfig) -> RunConfig:
     call it before loading a model): the attacks, every attack parameter against its declared domain
     (:func:`mia_core.attacks.check_params`) and the run's numbers. Returns the configuration with the
     parameters coerced to their types; ``SettingsError``, one line naming the setting, otherwise."""
-    from ..options import number, whole
+    from ..options import BOOTSTRAP, SEED, number, whole
 
     parse_attacks(list(cfg.attacks))
     params = check_params(cfg.params)
     for where, dom, value in (
-        ("n_bootstrap", whole(0), cfg.n_bootstrap),
-        ("seed", whole(0), cfg.seed),
-        ("split_seed", whole(0), cfg.split_seed),
+        ("n_bootstrap", BOOTSTRAP, cfg.n_bootstrap),
+        ("seed", SEED, cfg.seed),
+        ("split_seed", SEED, cfg.split_seed),
         ("population_alpha", number(0, 1, lo_open=True, hi_open=True), cfg.population_alpha),
         ("split", number(0, 1, lo_open=True, hi_open=True, optional=True), cfg.split or None),  # 0 / None: no split
         ("stats.context", whole(2, also=(0,), optional=True), cfg.stats.context),  # 0 / None: the model's
