@@ -84,27 +84,56 @@ def read_corpus(items: Iterable, *, mode: str = "auto", notes: list[str] | None 
 
 
 def write_split(sets: dict[str, Sequence[str]], folder: Path) -> dict[str, Path]:
-    """Write each non-empty set of a split to ``folder/<role>.txt``, one text per line.
+    """Write each non-empty set of a split to ``folder/<role>.txt``, one text per line, following the ``--out``
+    rules (``mia_core.runs.outputs``): ``folder`` is new, empty, or one this tool wrote (it is marked as such);
+    a folder of the user's, a file in the way, or a file name that is a symbolic link is refused in one line and
+    nothing is written; each file is written aside and renamed into place.
 
     Parameters
     ----------
     sets : dict
         ``{"members": [...], "nonmembers": [...], "population": [...]}`` (``mia_core.data.split_corpus``).
     folder : pathlib.Path
-        The experiment folder (created if needed).
+        The experiment folder (created if needed; :func:`experiment_folder`).
 
     Returns
     -------
     dict
         ``{role: path}`` of the files written.
+
+    Raises
+    ------
+    mia_core.errors.SettingsError
+        ``folder`` is not a folder this tool may write into (before anything is written).
     """
+    import os
+
+    from ..runs.outputs import write_marker, written_by_mia
+
     folder = Path(folder)
+    shown = str(folder)
+    if folder.is_symlink():
+        raise SettingsError(f"the experiment folder {shown} is a symbolic link: give a folder of its own.")
+    if folder.exists():
+        if not folder.is_dir():
+            raise SettingsError(f"the experiment folder {shown} exists and is not a folder.")
+        if any(folder.iterdir()) and not written_by_mia(folder):
+            raise SettingsError(f"the experiment folder {shown} holds files this tool did not write: they are "
+                                "never replaced; give a new folder.")
+    roles = [role for role, texts in sets.items() if texts]
+    for role in roles:
+        if (folder / f"{role}.txt").is_symlink():
+            raise SettingsError(f"{folder / f'{role}.txt'} is a symbolic link: the split is never written through "
+                                "one; give a new folder.")
     folder.mkdir(parents=True, exist_ok=True)
+    if not written_by_mia(folder):
+        write_marker(folder, kind="controlled experiment")
     files = {}
-    for role, texts in sets.items():
-        if texts:
-            files[role] = folder / f"{role}.txt"
-            files[role].write_text("\n".join(texts) + "\n", encoding="utf-8")
+    for role in roles:
+        files[role] = folder / f"{role}.txt"
+        tmp = folder / f".{role}.txt.tmp-{os.getpid()}"
+        tmp.write_text("\n".join(sets[role]) + "\n", encoding="utf-8")
+        os.replace(tmp, files[role])
     return files
 
 

@@ -332,3 +332,35 @@ def test_weight_mismatch_refused_unless_asked_then_recorded_everywhere(tmp_path,
     assert any("do not match its checkpoint" in n for n in run["report"])
     # the accepted load is never handed to a caller that did not ask
     assert_one_error(main(args + ["--out", str(tmp_path / "c")]), capsys.readouterr().err, "missing")
+
+
+def test_write_split_never_replaces_a_users_file(tmp_path):
+    """Issue 50: ``api.targets.write_split`` overwrote the ``members.txt`` of a folder the user named. Now a folder
+    of the user's, or a split file that is a symbolic link, is one line and nothing is written; a new folder is
+    marked as the tool's, and writing the split there again replaces only its own files."""
+    from mia_core.api.targets import write_split
+    from mia_core.errors import SettingsError
+
+    sets = {"members": ["a member text"], "nonmembers": ["a non-member text"], "population": []}
+    user = tmp_path / "my-data"
+    user.mkdir()
+    (user / "members.txt").write_text("the user's own members, irreplaceable\n")
+    before = _tree(user)
+    with pytest.raises(SettingsError, match="did not write") as e:
+        write_split(sets, user)
+    assert "\n" not in str(e.value) and _tree(user) == before
+
+    own = tmp_path / "experiment"
+    files = write_split(sets, own)
+    assert (own / OUTPUT_MARKER).is_file() and set(files) == {"members", "nonmembers"}
+    assert files["members"].read_text() == "a member text\n"
+    files = write_split({**sets, "members": ["another member"]}, own)  # its own folder: replaced
+    assert files["members"].read_text() == "another member\n" and not list(own.glob(".*.tmp-*"))
+
+    secret = tmp_path / "secret.txt"
+    secret.write_text("not to be touched\n")
+    (own / "nonmembers.txt").unlink()
+    (own / "nonmembers.txt").symlink_to(secret)
+    with pytest.raises(SettingsError, match="symbolic link"):
+        write_split(sets, own)
+    assert secret.read_text() == "not to be touched\n"
