@@ -174,3 +174,20 @@ def test_the_shared_bounds_hold_on_every_path():
         with pytest.raises(SettingsError) as e:
             prepare_run(data, **kw)
         assert "\n" not in str(e.value) and next(iter(kw)) in str(e.value)
+
+
+def test_folds_beyond_the_units_are_reported_as_the_folds_used():
+    """Issue 50: ``--folds`` above the number of units was accepted and reported as asked ("100 folds") while the
+    test cut one unit per fold. The settings now record the folds used, and a note says why."""
+    from mia_core.api.inference import prepare_inference
+
+    from mia_core.documents import Document
+
+    def books(word, n):
+        return [Document(name=f"{word}{i}", text=" ".join(f"{word}{i} line {j} of a long tale" for j in range(60)),
+                         source="(test)", strip={"stripped": False}) for i in range(n)]
+
+    req = prepare_inference(books("harbour", 6), books("mountain", 6), books=True, folds=15, passage_words=16)
+    assert req.checked.settings["folds"] == 12
+    assert any("15 folds were asked for" in n and "12 folds" in n for n in req.checked.notes), req.checked.notes
+    assert prepare_inference(TEXTS[:10], OTHER[:10], folds=20).checked.settings["folds"] == 20  # 20 texts: kept

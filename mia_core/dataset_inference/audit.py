@@ -24,7 +24,7 @@ from . import features as F
 from .guards import check_sets, nfkc
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, p_number, power_curve
 from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage,  # noqa: F401
-                     guard_stage, load_stage, model_name, run_config, tested_notes, units_frame)
+                     folds_used, guard_stage, load_stage, model_name, run_config, tested_notes, units_frame)
 from .options import DEFAULT_ALPHA
 from .verdict import test_stage
 
@@ -180,6 +180,7 @@ def check_text_run(suspect: Sequence[str], validation: Sequence[str], *, referen
                                      population=population, alpha=alpha, folds=folds, n_permutations=n_permutations,
                                      combination=combination)
     cfg = run_config(fams, params=params, prefix=prefix, use_cache=use_cache)
+    folds = folds_used(folds, len(s) + len(v), "texts", notes)
     settings = {"alpha": alpha, "folds": folds, "n_permutations": n_permutations, "seed": seed,
                 "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check}
     return Checked("texts", s, v, fams, cfg, settings, notes,

@@ -44,8 +44,8 @@ from . import features as F
 from .audit import DEFAULT_ALPHA, DatasetInferenceResult
 from .guards import near_duplicates
 from .options import MAX_PASSAGES, PASSAGE_WORDS, InferenceOptions
-from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage, guard_stage,
-                     load_stage, model_name, run_config, tested_notes, units_frame)
+from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage, folds_used,
+                     guard_stage, load_stage, model_name, run_config, tested_notes, units_frame)
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS
 from .verdict import CORRECTIONS, benjamini_hochberg, holm, test_stage  # noqa: F401 - the names books used to hold
 
@@ -122,6 +122,7 @@ def check_book_run(suspect, validation, *, reference: bool = False, features="de
     if m < max_passages:
         notes.append(f"every book is read as {m} passage(s) of {passage_words} words, spread over the book (the "
                      f"shortest book has {m}): equal counts keep the books exchangeable under the null")
+    folds = folds_used(folds, len(suspect) + len(validation), "books", notes)
     settings = {"alpha": alpha, "folds": folds, "n_permutations": n_permutations, "seed": seed,
                 "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check,
                 "passage_words": passage_words, "max_passages": max_passages, "passages_per_book": m}

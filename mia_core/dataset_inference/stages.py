@@ -93,6 +93,33 @@ def check_test_settings(*, alpha, folds, n_permutations, combination=DEFAULT_COM
     check_settings(folds=folds, n_permutations=n_permutations, combination=combination)
 
 
+def folds_used(folds: int, n_units: int, unit: str, notes: list) -> int:
+    """The folds the test really uses: at most one unit (text or book) per fold, as the permutation test cuts
+    them (``significance.permutation_test``); a note says so when fewer than asked, so that the report states
+    what ran.
+
+    Parameters
+    ----------
+    folds : int
+        The folds asked for.
+    n_units : int
+        Suspect plus validation units.
+    unit : str
+        ``"texts"`` or ``"books"``.
+    notes : list
+        Receives the note.
+
+    Returns
+    -------
+    int
+    """
+    k = int(min(folds, n_units))
+    if k < folds:
+        notes.append(f"{folds} folds were asked for, but there are {n_units} {unit}: {k} folds (one {unit[:-1]} "
+                     "each) are used")
+    return k
+
+
 def check_correction(correction: str) -> None:
     """``SettingsError`` (one line) for a correction across the units' p-values that is not ``bh`` or ``holm``.
 
