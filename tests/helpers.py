@@ -106,6 +106,7 @@ def stop_model_loads(monkeypatch, stop=None) -> None:
     """Every model load (and the masked-LM audit, and fine-tuning) calls ``stop`` (default: raise ``Reached``)."""
     import mia_core.cli.target as target_cli
     import mia_core.mlm as mlm
+    import mia_core.mlm.stages  # noqa: F401 - imported before the patch: it binds load_masked_lm when it is imported
     import mia_core.models as models
 
     def reach(*a, **k):

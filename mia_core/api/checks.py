@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from typing import Sequence
 
 from ..errors import DataError, SettingsError, safe_text
-from ..dataset_inference.significance import MAX_PERMUTATIONS  # noqa: F401 - infer_dataset's, kept here for tests and pages
+from ..dataset_inference.significance import MAX_PERMUTATIONS  # noqa: F401 - infer_dataset's, for tests and pages
 from ..options import MAX_BOOTSTRAP, MAX_SEED  # noqa: F401 - MAX_BOOTSTRAP: the front door's, read by its modules
 
 
@@ -133,6 +133,14 @@ def _names(name: str, value, *, optional: bool = True):
                 raise SettingsError(f"{{{name}}}[{i}] must be a name (a string), got {_shown(x)}", options=(name,))
         return items
     raise _bad(name, "a comma list or a list of names (strings)", value)
+
+
+def _request(value, cls: type, prepare: str):
+    """``value`` itself when it is a ``cls`` (what ``prepare()`` returns), else one line naming ``request``."""
+    if not isinstance(value, cls):
+        raise SettingsError(f"{{request}} must be a {cls.__name__}, as {prepare}() returns it, got {_shown(value)}",
+                            options=("request",))
+    return value
 
 
 def _column(name: str, value, *, optional: bool = True):

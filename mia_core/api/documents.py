@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from ..errors import SettingsError
 
 from .checks import (_bool, _callable, _choice, _column, _device, _documents, _dtype, _int, _kwargs, _model_spec,
-                     _n_jobs, _names, _neighbours, _pairs, _seed, _whole_list)
+                     _n_jobs, _names, _neighbours, _pairs, _request, _seed, _whole_list)
 from ..neighbours.base import DEFAULT_GENERATOR  # noqa: F401 - the CLI's default neighbour generator
 
 _DOCUMENT_CHECKS = {
@@ -283,6 +283,7 @@ def execute_documents(request: DocumentRequest, *, target=None, reference=None, 
     -------
     mia_core.documents.DocumentAuditResult
     """
+    _request(request, DocumentRequest, "prepare_documents")
     from .. import documents  # looked up here: documents.run_document_audit is what is called
 
     if target is None:

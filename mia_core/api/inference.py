@@ -19,7 +19,7 @@ from typing import Sequence
 from ..dataset_inference.options import InferenceOptions  # noqa: F401 - the run's declared options, for the front ends
 from ..errors import SettingsError
 from .checks import (_bool, _callable, _column, _device, _documents, _dtype, _mapping, _model, _model_spec, _names,
-                     _texts)
+                     _request, _texts)
 
 DEMOS = ("demo", "demo_null")
 DEFAULT_ALPHA = 0.01  # mia_core.dataset_inference.DEFAULT_ALPHA (a test holds them equal), without importing it
@@ -366,6 +366,7 @@ def execute_inference(request: InferenceRequest, *, progress=None, load=None, ta
     mia_core.dataset_inference.DatasetInferenceResult
         Its notes start with the request's reader notes.
     """
+    _request(request, InferenceRequest, "prepare_inference")
     from .. import dataset_inference as di
 
     model = request.model if target is None else target

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ..errors import MiaError
 from ..mlm.options import MlmOptions
-from .checks import _bool, _callable, _column, _device, _dtype, _kwargs, _model_spec, _sequence, _texts
+from .checks import _bool, _callable, _column, _device, _dtype, _kwargs, _model_spec, _request, _sequence, _texts
 
 
 def _mlm_checks() -> dict:
@@ -269,6 +269,7 @@ def execute_mlm(request: MlmRequest, *, progress=None):
     -------
     mia_core.mlm.MlmAuditResult
     """
+    _request(request, MlmRequest, "prepare_mlm")
     from .. import mlm  # looked up here: mlm.run_mlm_audit is what is called
 
     kw = dict(request.settings)

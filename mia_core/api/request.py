@@ -14,7 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Sequence
 
-from ..errors import SettingsError, Worded
+from ..errors import DataError, SettingsError, Worded
+from .checks import _request, _shown
 
 
 @dataclass
@@ -223,6 +224,13 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
     from ..pipeline import RunConfig, check_config, check_population, uses_reference
     from ..stats import StatsSettings
 
+    from ..data import Dataset
+
+    for name, value, optional in (("data", data, False), ("population", population, True), ("train", train, True)):
+        if not (isinstance(value, Dataset) or (optional and value is None)):
+            raise DataError(f"{{{name}}} must be a mia_core.data.Dataset (mia_core.data.load_dataset or "
+                            f"texts_from_strings){' or None' if optional else ''}, got {_shown(value)}",
+                            options=(name,))
     params, modify = dict(params or {}), check_modify(modify)
     check_population(population, list(data.texts) + (list(train.texts) if train is not None else []))
     ref_spec = reference_spec(model, reference)
@@ -285,6 +293,7 @@ def execute_run(request: RunRequest, *, target=None, reference=None, progress=No
     mia_core.pipeline.RunResult
         With ``config["skipped"]`` and a ``skipped ...`` note per attack the plan skipped.
     """
+    _request(request, RunRequest, "prepare_run")
     from ..attacks import REGISTRY
     from ..attacks.neighbourhood import run_coupling_warning
     from ..pipeline import run_attacks
@@ -328,6 +337,7 @@ def execute_modified(request: RunRequest, target, reference=None, *, progress=No
     dict
         ``{"verbatim": metrics, variant: metrics, ..., "modifications": ..., "n_unmodified": ...}``.
     """
+    _request(request, RunRequest, "prepare_run")
     from dataclasses import replace
 
     from ..pipeline.modified import run_modified

@@ -396,3 +396,41 @@ def test_a_hub_spec_of_thousands_of_characters_is_one_line(tmp_path, monkeypatch
         assert "\n" not in msg and len(msg) < 600 and "hf:" in msg, msg
         with pytest.raises(DataError):
             mia_core.score(spec)
+
+
+def test_each_execute_function_takes_only_its_own_request():
+    """Issue 50: ``execute_run`` / ``execute_documents`` / ``execute_mlm`` / ``execute_inference`` given anything but
+    the request their ``prepare_*`` returns raised AttributeError; now one line naming ``request``."""
+    from mia_core.api.documents import execute_documents
+    from mia_core.api.inference import execute_inference
+    from mia_core.api.mlm import execute_mlm
+    from mia_core.api.request import execute_modified, execute_run
+    from mia_core.errors import SettingsError
+
+    for fn, want in ((execute_run, "RunRequest"), (execute_documents, "DocumentRequest"), (execute_mlm, "MlmRequest"),
+                     (execute_inference, "InferenceRequest")):
+        for bad in (None, [], {"data": 1}, "request", 5):
+            with pytest.raises(SettingsError) as e:
+                fn(bad)
+            assert e.value.options == ("request",) and want in str(e.value) and "\n" not in str(e.value), (fn, bad)
+    with pytest.raises(SettingsError, match="RunRequest"):
+        execute_modified([], target=None)
+
+
+def test_prepare_run_takes_datasets_only():
+    """Issue 50: ``prepare_run`` given None, ``[]``, a generator, bytes, a DataFrame or a list of strings as
+    ``population`` raised AttributeError or TypeError; now one line naming the parameter."""
+    import pandas as pd
+
+    from mia_core.api.request import prepare_run
+    from mia_core.data import texts_from_strings
+    from mia_core.errors import DataError
+
+    good = texts_from_strings(TEXTS[:4], OTHER[:4])
+    for name, bad in (("data", None), ("data", []), ("data", (t for t in TEXTS)), ("data", b"texts"),
+                      ("data", pd.DataFrame({"x": [1, 2]})), ("population", ["a population text"]),
+                      ("train", "train.txt")):
+        kw = {"data": good, name: bad}
+        with pytest.raises(DataError) as e:
+            prepare_run(**kw)
+        assert e.value.options == (name,) and "\n" not in str(e.value), (name, bad)
