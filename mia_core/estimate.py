@@ -41,12 +41,31 @@ def _device_kind(device) -> str:
     return "cpu" if d.startswith("cpu") else d.split(":")[0]
 
 
+MAX_FILE_BYTES = 1 << 20  # a record of a few machines and models is a few kB: anything larger is not one
+
+
 def _read() -> dict:
+    """The speed records, or ``{}`` when the file is missing, too large, not JSON, nested past Python's limit or not a
+    mapping (a damaged or hostile cache file only means no record: the next measured run writes a new one)."""
     p = _path()
     try:
-        return json.loads(p.read_text()) if p is not None and p.exists() else {}
-    except (OSError, ValueError):
+        if p is None or not p.is_file() or p.stat().st_size > MAX_FILE_BYTES:
+            return {}
+        data = json.loads(p.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError, UnicodeDecodeError):
         return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _valid(entry) -> bool:
+    """A record entry that can be used: a positive, finite seconds per token per parameter (and parameter count)."""
+    if not isinstance(entry, dict):
+        return False
+    try:
+        per, n = float(entry.get("s_per_token_param")), float(entry.get("n_params", 1))
+    except (TypeError, ValueError):
+        return False
+    return math.isfinite(per) and per > 0 and math.isfinite(n) and n > 0
 
 
 def record(n_tokens: int, seconds: float, n_params: int, device, model: str | None = None) -> None:
@@ -90,10 +109,11 @@ def measured(device="cpu", model: str | None = None) -> dict | None:
     model's own (None when it was never measured here)."""
     data = _read()
     if model:
-        got = (data.get("models") or {}).get(f"{_device_kind(device)} {model}")
+        models = data.get("models")
+        got = models.get(f"{_device_kind(device)} {model}") if isinstance(models, dict) else None
     else:
         got = data.get(_device_kind(device))
-    return got if isinstance(got, dict) and got.get("s_per_token_param") else None
+    return got if _valid(got) else None
 
 
 def speed(n_params: float | None = None, device="cpu", model: str | None = None) -> tuple[float, str, str]:
@@ -135,8 +155,9 @@ def _nearest(device, n_params: float) -> dict | None:
     """The measurement on ``device`` of the model closest in size to ``n_params`` (a tiny model's speed says
     little about a large one's), else the device's last one."""
     data, kind = _read(), _device_kind(device)
-    same = [m for k, m in (data.get("models") or {}).items() if k.split(" ", 1)[0] == kind
-            and isinstance(m, dict) and m.get("s_per_token_param") and m.get("n_params")]
+    models = data.get("models")
+    same = [m for k, m in (models.items() if isinstance(models, dict) else ())
+            if isinstance(k, str) and k.split(" ", 1)[0] == kind and _valid(m) and m.get("n_params")]
     if same:
         return min(same, key=lambda m: abs(math.log(float(m["n_params"]) / n_params)))
     return measured(device)

@@ -199,3 +199,20 @@ def test_the_document_audit_and_controlled_pages_show_an_estimate_before_run():
         assert not at.exception, [e.value for e in at.exception]
         lines = [c.value for c in at.caption if c.value.startswith("Estimate:")]
         assert len(lines) == 1 and lines[0].startswith(start) and also in lines[0], (page, lines)
+
+
+@pytest.mark.parametrize("content", ["[" * 200_000, "[" * (2 << 20), "[1, 2]", '{"cpu": "fast", "models": [1]}',
+                                     '{"cpu": {"s_per_token_param": -1}, "models": {"cpu x": {"s_per_token_param": "nan"}}}',
+                                     '{"cpu": {"s_per_token_param": 1e-12, "n_params": 0}}', "\udcff" * 10])
+def test_a_damaged_or_hostile_speed_record_means_no_record(content, tmp_path, monkeypatch):
+    """Issue 50: a ``throughput.json`` of 100 MB of ``[`` ended ``mia run`` in a RecursionError. A file too large,
+    nested past Python's limit, not a mapping, or with unusable entries is read as no record; the next measured
+    run writes a good one over it."""
+    from mia_core import estimate as E
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path))
+    (tmp_path / E.FILE).write_text(content, encoding="utf-8", errors="surrogateescape")
+    assert E.measured("cpu") is None and E.measured("cpu", "some-model") is None
+    assert E.speed(135e6, "cpu", "some-model")[1] == "assumed"
+    E.record(1000, 2.0, 135_000_000, "cpu", "some-model")
+    assert E.speed(135e6, "cpu", "some-model")[1] == "measured"
