@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from ..dataset_inference.options import InferenceOptions  # noqa: F401 - the run's declared options, for the front ends
-from ..errors import SettingsError
+from ..errors import DataError, SettingsError
 from .checks import (_bool, _callable, _column, _device, _documents, _dtype, _mapping, _model, _model_spec, _names,
-                     _request, _texts)
+                     _request, _shown, _texts)
 
 DEMOS = ("demo", "demo_null")
 DEFAULT_ALPHA = 0.01  # mia_core.dataset_inference.DEFAULT_ALPHA (a test holds them equal), without importing it
@@ -110,6 +110,10 @@ def read_inference_sets(suspect=None, validation=None, population=None, *, demo:
     """
     if demo is not None and demo not in DEMOS:
         raise SettingsError(f"demo must be one of {', '.join(DEMOS)}, got {demo!r}")
+    if demo is None:
+        for name, value in (("suspect", suspect), ("validation", validation)):
+            if value is None or (isinstance(value, (list, tuple)) and not value):
+                raise DataError(f"{{{name}}} is missing: give its files (or a demo)", options=(name,))
     if books:
         if demo is not None:
             return _demo_sets(demo, books=True, mode=mode, text_column=text_column)
@@ -264,6 +268,13 @@ def _check(suspect, validation, *, books: bool, reference: bool, population, s: 
         if population:
             raise SettingsError("{population} is not used with {books}: the book test has no ReCaLL feature",
                                 options=("population", "books"))
+        from ..documents import Document
+
+        for name, xs in (("suspect", suspect), ("validation", validation)):
+            bad = next((x for x in xs if not isinstance(x, Document)), None) if isinstance(xs, (list, tuple)) else xs
+            if bad is not None:
+                raise DataError(f"{{{name}}} must be books (mia_core.documents.Document, as read_inference_sets "
+                                f"reads them) with {{books}}, got {_shown(bad)}", options=(name, "books"))
         return check_book_run(suspect, validation, passage_words=s["passage_words"],
                               max_passages=s["max_passages"], **common)
     from ..dataset_inference.audit import check_text_run
@@ -311,6 +322,10 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
     """
     from ..dataset_inference.significance import estimate_seconds
 
+    if isinstance(read_notes, (str, bytes)) or not isinstance(read_notes, (list, tuple)) or not all(
+            isinstance(n, str) for n in read_notes):
+        raise SettingsError(f"{{read_notes}} must be a list of notes (strings), got {_shown(read_notes)}",
+                            options=("read_notes",))
     if isinstance(features, (list, tuple)) and all(isinstance(f, str) for f in features):
         features = ",".join(features)  # a list of names is the comma list
     o = InferenceOptions.check(features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed,

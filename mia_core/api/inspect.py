@@ -22,7 +22,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import MiaError
+from ..errors import DataError, MiaError, SettingsError
 
 # the per-token values: the raw probability, RatioNorm and MaxNorm (Meeus et al. 2024 §4.2.2)
 NORMALISATIONS = ("prob", "ratio", "max")
@@ -42,7 +42,10 @@ def text_hash(text: str) -> str:
         32 hexadecimal digits (SHA-256 of the UTF-8 text, cut).
     """
     from ..cache import text_hash as _hash
+    from .checks import _shown
 
+    if not isinstance(text, str):
+        raise DataError(f"{{text}} must be a text (a string), got {_shown(text)}", options=("text",))
     return _hash(text)
 
 
@@ -69,9 +72,15 @@ def read_text(upload, *, strip_gutenberg: bool = True, notes: list[str] | None =
     mia_core.errors.DataError
         Over the size limit, binary content or unreadable.
     """
+    import os
+
     from .. import data
     from ..data.decoding import _read_bytes
+    from .checks import _shown
 
+    if not (isinstance(upload, (str, os.PathLike)) or (hasattr(upload, "getvalue") and hasattr(upload, "name"))):
+        raise DataError(f"{{upload}} must be a file path or an uploaded file (with name and getvalue()), got "
+                        f"{_shown(upload)}", options=("upload",))
     name, raw = _read_bytes(upload, data.MAX_BYTES)
     text, _ = data.decode_bytes(raw, getattr(upload, "name", name), notes)
     if strip_gutenberg:
@@ -136,6 +145,15 @@ def text_statistics(text: str, lm, *, reference=None, lower: bool = True,
     mia_core.errors.MiaError
         Fewer than two tokens to predict, or a model pass failed.
     """
+    from ..models import LoadedModel
+    from .checks import _shown
+
+    if not isinstance(text, str):
+        raise DataError(f"{{text}} must be a text (a string), got {_shown(text)}", options=("text",))
+    for name, m in (("lm", lm), ("reference", reference)):
+        if not (isinstance(m, LoadedModel) or (name == "reference" and m is None)):
+            raise SettingsError(f"{{{name}}} must be a loaded model (mia_core.load or load_causal_lm), got "
+                                f"{_shown(m)}: load a model spec first", options=(name,))
     from ..pipeline import text_passes
     from ..stats import StatsSettings, scores_first_token
 

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
-from ..errors import SettingsError
+from ..errors import DataError, SettingsError
 
 EXPERIMENTS = "controlled"  # the experiments' folder under the cache root
 _NAME = re.compile(r"[A-Za-z0-9._-]+")
@@ -182,8 +182,11 @@ def build_target(sets: dict[str, Sequence[str]], folder: Path, *, base: str, met
     """
     from ..targets import make_target
 
+    if not isinstance(sets, dict) or not sets.get("members") or not isinstance(sets.get("nonmembers", []), (list, tuple)):
+        raise DataError("{sets} must be a split with its member texts ({'members': [...], 'nonmembers': [...]}, "
+                        "as read_corpus or mia_core.data.split_corpus makes it)", options=("sets",))
     return make_target(list(sets["members"]), base=base, out_dir=Path(folder) / "target", method=method,
-                       epochs=int(epochs), lr=lr, seed=int(seed), heldout_texts=list(sets["nonmembers"]),
+                       epochs=int(epochs), lr=lr, seed=int(seed), heldout_texts=list(sets.get("nonmembers") or []),
                        progress=progress, max_length=int(max_length), batch_size=int(batch_size), device=device,
                        data_files={k: str(v) for k, v in (files or {}).items()})
 

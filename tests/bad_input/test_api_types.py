@@ -434,3 +434,22 @@ def test_prepare_run_takes_datasets_only():
         with pytest.raises(DataError) as e:
             prepare_run(**kw)
         assert e.value.options == (name,) and "\n" not in str(e.value), (name, bad)
+
+
+def test_more_front_door_functions_answer_wrong_types_in_one_line():
+    """Issue 50's list: ``api.inspect.read_text(None | bytes)``, ``text_hash(None)``, ``text_statistics`` given a
+    model spec, ``api.targets.build_target({})``, ``prepare_inference(read_notes=5)`` and strings with
+    ``books=True`` raised TypeError, AttributeError or KeyError; ``read_inference_sets(None, None)`` was accepted."""
+    from mia_core.api import inference, inspect, targets
+    from mia_core.errors import MiaError
+
+    cases = [("upload", lambda: inspect.read_text(None)), ("upload", lambda: inspect.read_text(b"some text")),
+             ("text", lambda: inspect.text_hash(None)), ("lm", lambda: inspect.text_statistics("a text", "smollm2")),
+             ("sets", lambda: targets.build_target({}, "unused-folder", base="smollm2")),
+             ("read_notes", lambda: inference.prepare_inference(TEXTS[:10], OTHER[:10], read_notes=5)),
+             ("suspect", lambda: inference.prepare_inference(TEXTS[:5], OTHER[:5], books=True)),
+             ("suspect", lambda: inference.read_inference_sets(None, None))]
+    for name, call in cases:
+        with pytest.raises(MiaError) as e:
+            call()
+        assert name in e.value.options and "\n" not in str(e.value), (name, str(e.value))
