@@ -121,17 +121,20 @@ def kept(widget, label: str, key: str, default, **kw):
     if "options" in kw and ss[key] not in list(kw["options"]):
         ss[key] = default
     value = widget(label, key=key, **kw)
-    if _keepable(value):
-        ss.setdefault(_STICKY, {}).setdefault(_page_id(), {})[key] = value
+    _stick(key, value)
     return value
 
 
 def put(key: str, value) -> None:
     """Set a :func:`kept` widget's value (before the widget is drawn in this run)."""
-    ss = st.session_state
-    ss[key] = value
+    st.session_state[key] = value
+    _stick(key, value)
+
+
+def _stick(key: str, value) -> None:
+    """Note ``value`` as the :func:`kept` widget ``key``'s, on this page (a plain value only)."""
     if _keepable(value):
-        ss.setdefault(_STICKY, {}).setdefault(_page_id(), {})[key] = value
+        st.session_state.setdefault(_STICKY, {}).setdefault(_page_id(), {})[key] = value
 
 
 def _values(prefixes: tuple[str, ...]) -> dict:
