@@ -259,6 +259,11 @@ def test_books_demo_the_collection_is_detected_and_the_null_is_not(tmp_path):
     assert s["passages_per_book"] == min(b["n_passages"] for b in s["books"])
     res.save(tmp_path / "books")
     assert "Per book" in (tmp_path / "books" / "report.html").read_text()
+    # a book name holding a line break (a zip member can) stays on its book's line of the report (issue 50)
+    import dataclasses
+
+    forged = dataclasses.replace(res, summary={**s, "books": [{**s["books"][0], "book": "a.txt\nerror: forged"}]})
+    assert "\nerror: forged" not in forged.summary_text() and "a.txt\\nerror: forged" in forged.summary_text()
     null = mia_core.infer_dataset(non[::2], non[1::2], str(demo_paths()["target"]), books=True, passage_words=64,
                                   n_permutations=999, alpha=0.05, device="cpu")
     assert null.summary["verdict"] == "not_shown" and null.summary["p_value"] > 0.05

@@ -126,3 +126,19 @@ def test_the_stages_are_short_functions():
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > 80:
                 long.append(f"{path.name}:{node.name}")
     assert not long, long
+
+
+def test_books_of_one_name_are_numbered_apart():
+    """Issue 50: six zip members of one name became six books of one name (their lines and p-values could not be
+    told apart). The check stage numbers repeated names across both sets, and says so."""
+    from mia_core.api.inference import prepare_inference
+    from mia_core.documents import Document
+
+    def books(word):
+        return [Document(name="chapter.txt", text=" ".join(f"{word}{i} line {j} of a long tale" for j in range(60)),
+                         source="(test)", strip={"stripped": False}) for i in range(6)]
+
+    req = prepare_inference(books("harbour"), books("mountain"), books=True, passage_words=16)
+    names = [d.name for d in [*req.checked.suspect, *req.checked.validation]]
+    assert len(set(names)) == 12 and names[:2] == ["chapter.txt", "chapter.txt_2"] and names[-1] == "chapter.txt_12"
+    assert any("11 book(s) shared a name" in n for n in req.checked.notes)

@@ -138,8 +138,7 @@ def _names(name: str, value, *, optional: bool = True):
 def _request(value, cls: type, prepare: str):
     """``value`` itself when it is a ``cls`` (what ``prepare()`` returns), else one line naming ``request``."""
     if not isinstance(value, cls):
-        raise SettingsError(f"{{request}} must be a {cls.__name__}, as {prepare}() returns it, got {_shown(value)}",
-                            options=("request",))
+        raise _bad("request", f"a {cls.__name__}, as {prepare}() returns it", value)
     return value
 
 

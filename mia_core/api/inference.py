@@ -19,7 +19,7 @@ from typing import Sequence
 from ..dataset_inference.options import InferenceOptions  # noqa: F401 - the run's declared options, for the front ends
 from ..errors import DataError, SettingsError
 from .checks import (_bool, _callable, _column, _device, _documents, _dtype, _mapping, _model, _model_spec, _names,
-                     _request, _shown, _texts)
+                     _bad, _request, _shown, _texts)
 
 DEMOS = ("demo", "demo_null")
 DEFAULT_ALPHA = 0.01  # mia_core.dataset_inference.DEFAULT_ALPHA (a test holds them equal), without importing it
@@ -324,8 +324,7 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
 
     if isinstance(read_notes, (str, bytes)) or not isinstance(read_notes, (list, tuple)) or not all(
             isinstance(n, str) for n in read_notes):
-        raise SettingsError(f"{{read_notes}} must be a list of notes (strings), got {_shown(read_notes)}",
-                            options=("read_notes",))
+        raise _bad("read_notes", "a list of notes (strings)", read_notes)
     if isinstance(features, (list, tuple)) and all(isinstance(f, str) for f in features):
         features = ",".join(features)  # a list of names is the comma list
     o = InferenceOptions.check(features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed,

@@ -17,7 +17,7 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from ..errors import DataError
+from ..errors import DataError, safe_text
 from ..progress import Progress, noop
 from ..runs.results import AuditResult, json_default, write_csv
 from . import features as F
@@ -81,7 +81,8 @@ class DatasetInferenceResult(AuditResult):
                              f"{unit}, the same data): " + ", ".join(f"n={c['n']}: {c['median_p']:.2g}"
                                                                      for c in s["power_curve"]))
             for b in s.get("books") or []:
-                lines.append(f"  book {b['book']}: p = {b['p_value']:.3g}, {s['correction']}-adjusted {b['p_adjusted']:.3g}"
+                lines.append(f"  book {safe_text(b['book'])}: p = {b['p_value']:.3g}, {s['correction']}-adjusted "
+                             f"{b['p_adjusted']:.3g}"
                              + ("  FLAGGED" if b["flagged"] else ""))
             if not books:
                 lines.append(f"texts that stand out on their own ({s['correction']}-adjusted conformal p <= alpha): "

@@ -83,6 +83,26 @@ def check_books(suspect, validation, *, passage_words: int, max_passages: int) -
     return []
 
 
+def unique_names(suspect: list, validation: list, notes: list) -> tuple[list, list]:
+    """The books with names unique across both sets (a repeated name gets ``_2``, ``_3``..., as the document audit
+    names them), so that each book's line and p-value can be told apart; a note says how many were renamed.
+    Six zip members of one name were six books of one name."""
+    from dataclasses import replace
+
+    seen: dict[str, int] = {}
+    out, renamed = [], 0
+    for d in [*suspect, *validation]:
+        k = seen.get(d.name, 0)
+        seen[d.name] = k + 1
+        if k:
+            renamed += 1
+            d = replace(d, name=f"{d.name}_{k + 1}")
+        out.append(d)
+    if renamed:
+        notes.append(f"{renamed} book(s) shared a name with another: numbered (_2, _3...) to tell them apart")
+    return out[:len(suspect)], out[len(suspect):]
+
+
 def equal_passages(books, passage_words: int, max_passages: int) -> tuple[list[list[str]], int]:
     """Every book cut into the same number of passages: the shortest book's count, at most ``max_passages``."""
     m = min(len(passages(d.text, passage_words, max_passages)) for d in books)
@@ -126,7 +146,8 @@ def check_book_run(suspect, validation, *, reference: bool = False, features="de
     settings = {"alpha": alpha, "folds": folds, "n_permutations": n_permutations, "seed": seed,
                 "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check,
                 "passage_words": passage_words, "max_passages": max_passages, "passages_per_book": m}
-    return Checked("books", list(suspect), list(validation), fams, cfg, settings, notes, cut=cut)
+    suspect, validation = unique_names(list(suspect), list(validation), notes)
+    return Checked("books", suspect, validation, fams, cfg, settings, notes, cut=cut)
 
 
 def run_book_inference(suspect, validation, target, *, reference=None, features="default",
