@@ -38,7 +38,8 @@ from mia_core.attacks import REGISTRY, default_attacks
 from dashboard import warmup
 t0 = time.perf_counter()
 from dashboard.loaders import model_store, warm_defaults
-warmup.start(lambda: warm_defaults(model_store())); warmup.wait()  # as the server does when it starts (imports, then the demo models)
+store = model_store()
+warmup.start(lambda: warm_defaults(store)); warmup.wait()  # as app.py does when the server starts (imports, then the demo models)
 t_warm = time.perf_counter() - t0
 
 stages, order = {{}}, []
