@@ -242,3 +242,168 @@ def test_the_sidebar_says_when_the_weights_are_not_read_yet(tiny):
     assert "weights read when a pass needs them" in _status_line(lm) and "loaded in" not in _status_line(lm)
     lm.model  # noqa: B018
     assert "loaded in" in _status_line(lm)
+
+
+# --------------------------------------------------------------------------- forged and damaged records (issue 50)
+
+def _record(folder: Path):
+    """The load record of ``folder`` (fp32 on the CPU): its settings, the record as written, and a writer."""
+    from mia_core.models import causal
+    from mia_core.models.deferred import _RECORD_ARRAY, _RECORD_KEY, _store
+
+    settings = causal._record_settings(causal.resolve_spec(str(folder)), "fp32", "none", "cpu", False)
+    store = _store(settings)
+    rec = json.loads(str(store.get(_RECORD_KEY)[_RECORD_ARRAY][()]))
+
+    def write(r: dict) -> None:
+        store.put(_RECORD_KEY, {_RECORD_ARRAY: np.array(json.dumps(r))})
+
+    return settings, rec, write
+
+
+def _same_model(lm, full) -> None:
+    """``lm`` is ``full``'s model as far as any score can tell, whether its weights were read or deferred."""
+    for k in ("identity", "name", "dtype", "quantize", "device", "max_context", "vocab_size", "base_spec", "source"):
+        assert getattr(lm, k) == getattr(full, k), k
+    assert lm.same_tokenizer(full) and lm.tokenizer(TEXT).input_ids == full.tokenizer(TEXT).input_ids
+    assert {k: lm.info.get(k) for k in ("trained_prefix_token_id", "base", "method")} == \
+        {k: full.info.get(k) for k in ("trained_prefix_token_id", "base", "method")}
+
+
+HOSTILE = (None, "x", float("nan"), 1e300, -1, 0, [], {}, [None], [1], "cuda:0")
+
+
+def test_no_value_in_any_field_of_a_record_changes_a_figure_a_score_depends_on(tiny):
+    """Every field of the record (and the fields older records held: identity, device, context length, tokenizer
+    folder), set to each hostile value or removed: the record is refused with a reason, or it still gives this
+    model's weight fingerprint, context length, vocabulary size and tokenizer. Never an exception."""
+    from mia_core.models import causal
+    from mia_core.models.deferred import Recorded, find_record
+
+    folder, _ = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    settings, rec, write = _record(folder)
+    source = causal._source(causal.resolve_spec(str(folder)))
+    fingerprint = full.identity.rsplit("|w:", 1)[-1]
+    refused = used = 0
+    for key in [*rec, "identity", "device", "max_context", "tok_src", "vocab_size"]:
+        variants = [{**rec, key: v} for v in HOSTILE] + [{k: v for k, v in rec.items() if k != key}]
+        for forged in variants:
+            write(forged)
+            got = find_record(settings, source)
+            if isinstance(got, Recorded):
+                used += 1
+                assert (got.fingerprint, got.max_context, got.vocab_size) == (fingerprint, full.max_context,
+                                                                              full.vocab_size), (key, forged[key])
+                assert probe_ids_of(got.tokenizer) == probe_ids_of(full.tokenizer)
+            else:
+                refused += 1
+                assert isinstance(got, str) and got and "\n" not in got, (key, got)
+    assert refused > 100 and used > 0  # the display-only fields (a loss of 0, say) may pass their range checks
+
+
+def probe_ids_of(tok) -> list[int]:
+    from mia_core.models.loaded import probe_ids
+
+    return probe_ids(tok)
+
+
+@pytest.mark.parametrize("edit", [
+    {"identity": "local:0000000000000000|fp32|none|w:0000000000000000"},  # another model's identity
+    {"max_context": 7}, {"device": "cuda:0"}, {"device": "meta"}, {"vocab_size": 3},
+    {"time": float("nan")}, {"time": 1e300}, {"time": "yesterday"}, {"files": [1]}, {"files": [None]},
+    {"name": "someone else"}, {"info": {"trained_prefix_token_id": 7}},
+])
+def test_an_edited_record_never_serves_another_model_nor_fails(tiny, edit):
+    """The forgeries a copied, restored or shared cache folder can hold: a load is this model's (deferred or
+    read in full), never another's figures, never a traceback."""
+    folder, _ = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    _, rec, write = _record(folder)
+    write({**rec, **edit})
+    lm = load_causal_lm(str(folder), reuse=False)
+    _same_model(lm, full)
+    assert lm.info.get("trained_prefix_token_id") is None
+
+
+def test_a_tokenizer_elsewhere_is_never_read(tiny, tmp_path):
+    """A record naming a tokenizer folder outside the model (the same size and probe, three ids swapped): the
+    tokenizer is read from the model's own folder."""
+    import shutil
+
+    folder, _ = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    other = tmp_path / "other_tokenizer"
+    shutil.copytree(folder, other)
+    spec = json.loads((other / "tokenizer.json").read_text())
+    vocab = spec["model"]["vocab"]
+    words = [w for w in ("the", "of", "and") if w in vocab]
+    ids = [vocab[w] for w in words]
+    for w, i in zip(words, ids[1:] + ids[:1]):
+        vocab[w] = i
+    (other / "tokenizer.json").write_text(json.dumps(spec))
+    _, rec, write = _record(folder)
+    write({**rec, "tok_src": str(other)})
+    lm = load_causal_lm(str(folder), reuse=False)
+    _same_model(lm, full)
+    assert lm.tokenizer("the end of the day and night").input_ids == \
+        full.tokenizer("the end of the day and night").input_ids
+
+
+def test_a_record_of_another_model_is_this_models_or_none(tiny, tmp_path):
+    """Another model's record (its weights differ in one sampled element) copied in: refused, since its files
+    are not this model's; the same record re-pointed at this model's files, digest and all: the identity read
+    from the files is this model's, not the other's."""
+    import shutil
+
+    folder, _ = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    _, rec, write = _record(folder)
+    other = tmp_path / "other"
+    shutil.copytree(folder, other)
+    f = other / "model.safetensors"
+    count = full.model.get_input_embeddings().weight.numel()
+    _bump(f, _element_offset(f, "model.embed_tokens.weight", 32 * (count - 1) // 63))
+    theirs = load_causal_lm(str(other), reuse=False)
+    assert theirs.identity.rsplit("|w:", 1)[-1] != full.identity.rsplit("|w:", 1)[-1]
+    _, their_rec, _ = _record(other)
+    write(their_rec)
+    lm = load_causal_lm(str(folder), reuse=False)
+    assert not isinstance(lm, DeferredLoadedModel)
+    _same_model(lm, full)
+    write({**their_rec, "files": rec["files"], "digest": rec["digest"]})
+    lm = load_causal_lm(str(folder), reuse=False)
+    assert isinstance(lm, DeferredLoadedModel)
+    _same_model(lm, full)
+
+
+def test_weights_in_the_caches_models_folder_are_not_a_local_models(tiny):
+    """A record of a local folder whose weight files were put in the cache's ``models/`` folder (another model's
+    copy there, with its digest): not this model's files, a full load."""
+    import shutil
+
+    folder, root = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    _, rec, write = _record(folder)
+    planted = root / "models" / "planted"
+    planted.mkdir(parents=True)
+    shutil.copy(folder / "model.safetensors", planted / "model.safetensors")
+    shutil.copy(folder / "config.json", planted / "config.json")
+    write({**rec, "files": [str(planted / "model.safetensors")]})
+    lm = load_causal_lm(str(folder), reuse=False)
+    assert not isinstance(lm, DeferredLoadedModel)
+    _same_model(lm, full)
+
+
+def test_a_record_not_used_is_said_in_one_line(tiny):
+    from mia_core.cache import collect_notes
+
+    folder, _ = tiny
+    load_causal_lm(str(folder), reuse=False)
+    _, rec, write = _record(folder)
+    write({**rec, "time": "yesterday"})
+    with collect_notes() as notes:
+        lm = load_causal_lm(str(folder), reuse=False)
+    assert not isinstance(lm, DeferredLoadedModel)
+    said = [n for n in notes if "load record" in n]
+    assert len(said) == 1 and "\n" not in said[0] and "damaged (time)" in said[0], notes

@@ -13,7 +13,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import dataclass, field
 
-from ..errors import SettingsError
+from ..errors import DataError, SettingsError
 
 from .checks import (_bool, _callable, _choice, _column, _device, _documents, _dtype, _int, _kwargs, _model_spec,
                      _n_jobs, _names, _neighbours, _pairs, _request, _seed, _whole_list)
@@ -165,6 +165,24 @@ def document_choices() -> dict:
             "normalizations": {n: LABELS.get(n, n) for n in NORMALIZATIONS}}
 
 
+def _check_files(files, name: str) -> None:
+    """``files`` (``member_files``, ``nonmember_files``) is a path, an upload (``name`` and ``getvalue()``) or a list
+    of them: one line naming ``name`` otherwise, before anything is read."""
+    import os
+
+    from .checks import _bad
+
+    def readable(f) -> bool:
+        return isinstance(f, (str, os.PathLike)) or (hasattr(f, "getvalue") and isinstance(getattr(f, "name", None),
+                                                                                             str))
+
+    items = files if isinstance(files, (list, tuple)) else [files]
+    bad = next((f for f in items if not readable(f)), None) if files else None
+    if bad is not None:
+        raise _bad(name, "folders, .zip or .txt files (paths) or uploaded files (with name and getvalue()), in a list",
+                   bad, DataError)
+
+
 def _books(value, files, what: str, *, strip: bool, text_column: str | None):
     """Books given (Documents, texts, paths, a DataFrame: the API's reading), or ``files`` read by
     :func:`read_documents`."""
@@ -235,6 +253,8 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
         if model in (None, "smollm2"):
             model = str(demo_paths()["target"])
     else:
+        _check_files(member_files, "member_files")
+        _check_files(nonmember_files, "nonmember_files")
         docs = [_books(members, member_files, "members", strip=strip, text_column=text_column),
                 _books(nonmembers, nonmember_files, "nonmembers", strip=strip, text_column=text_column)]
     document_set(docs[0], docs[1], options)

@@ -12,11 +12,11 @@ from .store import (  # noqa: F401 - private names: tests read them here
     ArrayCache,
     Lookup,
     _log,
-    _note,
+    note,
     _write_atomic,
     collect_notes,
     settings_key,
     text_hash,
 )
 
-__all__ = ["ENTRY", "NAMESPACES", "ArrayCache", "Lookup", "collect_notes", "settings_key", "text_hash"]
+__all__ = ["ENTRY", "NAMESPACES", "ArrayCache", "Lookup", "collect_notes", "note", "settings_key", "text_hash"]

@@ -61,6 +61,7 @@ ENTRY = "__entry__"  # the array in every entry that says what the entry is for
 
 _NOTES: contextvars.ContextVar[list | None] = contextvars.ContextVar("mia_cache_notes", default=None)
 _log = logging.getLogger("mia_core.cache")  # the package's logger, as before the split
+_LOGGED: set[str] = set()  # the notes sent to the logger (outside a collect_notes block) by this process
 
 
 @contextmanager
@@ -76,10 +77,15 @@ def collect_notes():
         _NOTES.reset(token)
 
 
-def _note(message: str) -> None:
+def note(message: str) -> None:
+    """A note about the cache (an entry not used, not stored): collected by :func:`collect_notes` where a block
+    collects them (once each), else sent to the ``mia_core.cache`` logger."""
     notes = _NOTES.get()
     if notes is None:
-        _log.warning(message)
+        if message not in _LOGGED:  # once per process: a read-only cache is met by every store a run opens
+            if len(_LOGGED) < 10_000:
+                _LOGGED.add(message)
+            _log.warning(message)
     elif message not in notes:
         notes.append(message)
 
@@ -137,7 +143,7 @@ class ArrayCache:
             # a filled cache on a read-only mount (or shared read-only): read it, store nothing new
             self.read_only = True
             self.dir = cache_subdir(namespace, writable=False) / self.key
-            _note(f"cache: {cache_root(writable=False)} is read-only: cached statistics are read from it, "
+            note(f"cache: {cache_root(writable=False)} is read-only: cached statistics are read from it, "
                   "new ones are not stored")
         elif enabled:
             self.dir = cache_subdir(namespace) / self.key
@@ -237,7 +243,7 @@ class ArrayCache:
     def _reject(self, h: str, why: str) -> None:
         self.misses += 1
         self.rejected.append((h, why))
-        _note(f"cache: an entry in {self.dir} was not used and is recomputed ({why}): text {h[:12]}")
+        note(f"cache: an entry in {self.dir} was not used and is recomputed ({why}): text {h[:12]}")
 
     def put(self, h: str, arrays: dict[str, np.ndarray], suffix: str = ".npz") -> None:
         """Store an entry. A write that fails (a full disk, a folder made read-only) stops the run with
@@ -255,7 +261,7 @@ class ArrayCache:
         p = self._path(h, suffix)
         p.parent.mkdir(parents=True, exist_ok=True)
         if os.path.lexists(p) and not p.is_file():  # not ours to replace: the entry is simply not stored
-            _note(f"cache: {p} is not a file (a folder or a link is in the way): that entry is not stored; "
+            note(f"cache: {p} is not a file (a folder or a link is in the way): that entry is not stored; "
                   "remove it to cache that text again")
             return
         arrays = {k: np.asarray(v) for k, v in arrays.items()}
@@ -277,7 +283,7 @@ class ArrayCache:
             return None
         out, why = self._read(p, h, None)
         if out is None:
-            _note(f"cache: a long text's saved progress in {self.dir} was not used ({why}): text {h[:12]}")
+            note(f"cache: a long text's saved progress in {self.dir} was not used ({why}): text {h[:12]}")
         return out
 
     def put_partial(self, h: str, arrays: dict[str, np.ndarray]) -> bool:

@@ -350,7 +350,7 @@ def cached_blind_baseline(
     """
     import json
 
-    from ..cache.store import ArrayCache, _note
+    from ..cache.store import ArrayCache, note
 
     def compute() -> dict:
         return blind_baseline(member_texts, nonmember_texts, folds=folds, seed=seed, n_bootstrap=n_bootstrap,
@@ -365,7 +365,7 @@ def cached_blind_baseline(
     try:
         store = ArrayCache(BLIND_NAMESPACE, settings)
     except SettingsError as e:  # an unusable cache folder: the baseline without it
-        _note(f"cache: the blind baseline is not cached ({e})")
+        note(f"cache: the blind baseline is not cached ({e})")
         return compute()
     reason = {}
 
@@ -383,7 +383,7 @@ def cached_blind_baseline(
     try:
         store.put(key, {_BLIND_ARRAY: np.array(blob)})
     except SettingsError as e:  # a full disk: this run goes on, uncached
-        _note(f"cache: the blind baseline is not cached ({e})")
+        note(f"cache: the blind baseline is not cached ({e})")
     return out
 
 

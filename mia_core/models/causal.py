@@ -496,48 +496,101 @@ def _record_settings(ms: ModelSpec, dtype: str, quantize: str, device: str, trus
     return record_settings(sources, dtype, quantize, device)
 
 
+def _source(ms: ModelSpec):
+    """Where a deferred load of ``ms`` reads its tokenizer and finds its weight files (:class:`.deferred.Source`),
+    derived as the full load finds them: a local folder's own; a GGUF's converted copy; a target's own tokenizer
+    (else its base's) and its merged copy (LoRA) or its own weights (full fine-tune). None where no record is
+    kept (a base on the hub)."""
+    from ..paths import cache_subdir
+    from .deferred import Source
+    from .gguf import converted_dir_name
+
+    models = cache_subdir("models", writable=False)
+    loc = Path(ms.location)
+    if ms.kind == "local":
+        return Source(loc, loc, (models,))
+    if ms.kind == "gguf":
+        folder = models / converted_dir_name(loc)
+        return Source(folder, folder, (models,))
+    meta = json.loads((loc / TARGET_MARKER).read_text())
+    base = _resolve_base(meta.get("base") if isinstance(meta, dict) else None, loc)
+    if base.kind == "hub":
+        return None
+    base_folder = models / converted_dir_name(Path(base.location)) if base.kind == "gguf" else Path(base.location)
+    tok_src = loc if (loc / "tokenizer_config.json").exists() else base_folder
+    return Source(tok_src, loc if meta.get("method", "lora") == "full" else None, (models,))
+
+
+def _derived_info(ms: ModelSpec) -> dict:
+    """The parts of a load's ``info`` a score may depend on, as the full load finds them (:func:`_read_target`):
+    the source, and a target's base, method and the prefix it was trained with."""
+    info: dict = {"kind": ms.kind, "location": ms.location}
+    if ms.kind == "target":
+        tgt = Path(ms.location)
+        meta = json.loads((tgt / TARGET_MARKER).read_text())
+        info["base"] = meta.get("base")
+        info["method"] = meta.get("method", "lora")
+        trained = _trained_prefix(tgt, meta)
+        if trained is not _UNKNOWN:
+            info["trained_prefix_token_id"] = trained
+    return info
+
+
 def _deferred(ms: ModelSpec, settings: dict | None, dtype: str, quantize: str, device: str, trust_remote_code: bool,
               progress: Progress) -> LoadedModel | None:
-    """``ms`` with its weights deferred (:mod:`.deferred`): the tokenizer read, every other figure from the record
-    of the earlier load whose weight files these still are. None when there is no such record (a full load)."""
+    """``ms`` with its weights deferred (:mod:`.deferred`): the tokenizer read, every figure a score depends on
+    derived from the files and the settings (the identity's weight fingerprint read from the weight files, the
+    tokenizer from the model's own folder, the context length and vocabulary size from its config, the device
+    from the settings), the rest from the record of the earlier load whose weight files these still are. None
+    when there is no usable record (a full load; a record there but not usable is named in one line)."""
     if settings is None:
         return None
-    from ..paths import cache_subdir
-    from .deferred import DeferredLoadedModel, find_record, read_tokenizer
+    from ..cache.store import note
+    from .deferred import DeferredLoadedModel, Recorded, find_record
 
     try:
-        roots = [Path(ms.location), cache_subdir("models", writable=False)]
-    except SettingsError:
+        source = _source(ms)
+        info = _derived_info(ms)
+    except (OSError, ValueError, AttributeError, TypeError, ModelError, SettingsError):
         return None
-    rec = find_record(settings, roots)
-    if rec is None:
+    if source is None:
         return None
     progress(f"loading {ms.display}", 0.0)
     if ms.kind in ("local", "target"):
         check_config_json(ms.location, ms.display)
-    try:
-        with library_bars_off(True):
-            tok = read_tokenizer(rec)
-    except (*LOAD_ERRORS, TypeError):
-        return None  # the full load says what is wrong
-    if tok is None:
+    with library_bars_off(True):
+        rec = find_record(settings, source)
+    if not isinstance(rec, Recorded):
+        if rec is not None:
+            note(f"cache: the load record of {ms.display} was not used ({rec}): its weights are read in full")
         return None
-    info = dict(rec["info"])
-    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(rec["time"]))
+    fields = rec.fields
+    when = time.strftime("%Y-%m-%d %H:%M", time.localtime(fields["time"]))
     info["weights"] = (f"read when a pass first needs them; their files match (headers, first and last rows and "
                        f"253 elements of every tensor) those of the load of {when} that checked them: "
-                       f"{rec['info'].get('weights', '')}")
+                       f"{fields['weights']}")
+    info["weight_fingerprint"] = rec.fingerprint
+    if fields["known_sentence_loss"] is not None:
+        info["known_sentence_loss"] = fields["known_sentence_loss"]
 
     def full_load() -> LoadedModel:  # no new record: this one matched, and a changed model stops the pass
         return _load(ms, dtype, quantize, device, trust_remote_code, noop)
 
+    recorded = {"vocab_size": rec.vocab_size, "memory_bytes": fields["memory_bytes"]}
     lm = DeferredLoadedModel(
-        full_load=full_load, recorded=rec, tokenizer=tok, name=rec["name"], identity=rec["identity"],
-        dtype=dtype, quantize=quantize, device=rec["device"], max_context=rec["max_context"], load_seconds=0.0,
-        n_params=rec["n_params"], base_spec=rec.get("base_spec"), info=info, source=rec.get("source"),
+        full_load=full_load, recorded=recorded, tokenizer=rec.tokenizer,
+        name=DEMO_TARGET_NAME if known_model(ms) == "demo-target" else ms.display,
+        identity=f"{settings['sources']['identity']}|{dtype}|{quantize}|w:{rec.fingerprint}",
+        dtype=dtype, quantize=quantize, device=device, max_context=rec.max_context, load_seconds=0.0,
+        n_params=fields["n_params"], base_spec=info.get("base"), info=info, source=_shown_source(ms),
     )
     progress(f"loaded {ms.display} (its weights are read when a pass needs them)", 1.0)
     return lm
+
+
+def _shown_source(ms: ModelSpec) -> str:
+    """Where a model was loaded from, as its ``LoadedModel.source`` says: the embedded name, a hub id or a path."""
+    return EMBEDDED_NAME if ms.is_embedded else (ms.location if ms.kind == "hub" else str(Path(ms.location).resolve()))
 
 
 def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_code: bool,
@@ -581,8 +634,7 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         tokenizer=read.tok,
         name=DEMO_TARGET_NAME if known == "demo-target" else ms.display,
         identity=f"{ident}|{dtype}|{quantize}|w:{fingerprint}",
-        source=EMBEDDED_NAME if ms.is_embedded else (ms.location if ms.kind == "hub"
-                                                     else str(Path(ms.location).resolve())),
+        source=_shown_source(ms),
         dtype=dtype,
         quantize=quantize,
         device=device,
@@ -596,11 +648,23 @@ def _load(ms: ModelSpec, dtype: str, quantize: str, device: str, trust_remote_co
         progress(f"checking {ms.display} on a known sentence", 0.95)
         info["known_sentence_loss"] = round(check_known_loss(lm, known), 4)
     if record is not None and read.files and read.tok_src and not info.get("accepted_mismatch"):
-        from .deferred import save_record
-
-        save_record(record, lm, read.files, read.tok_src)
+        _save_record(ms, record, lm, read)
     progress(f"loaded {ms.display}", 1.0)
     return lm
+
+
+def _save_record(ms: ModelSpec, record: dict, lm: LoadedModel, read: _Read) -> None:
+    """Keep the record of this load (:func:`.deferred.save_record`) when its tokenizer came from the folder a
+    deferred load derives (:func:`_source`)."""
+    from .deferred import save_record
+
+    try:
+        source = _source(ms)
+        same = source is not None and Path(read.tok_src).resolve() == source.tok_src.resolve()
+    except (OSError, ValueError, AttributeError, TypeError, ModelError, SettingsError):
+        return
+    if same:
+        save_record(record, lm, read.files, source)
 
 
 _UNKNOWN = object()

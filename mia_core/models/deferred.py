@@ -21,6 +21,24 @@ Only loads whose weights come from local safetensors files are deferred: not hub
 from the loaded config), quantised loads, models running their own code, accelerate's placement, or loads that
 accepted a weight mismatch.
 
+A record is a cache entry like any other (a cache folder is copied between machines, restored from a backup,
+shared): nothing a score depends on is read from it (:func:`find_record`). The model's identity is the source's
+identity, the settings, and a weight fingerprint read from the weight files themselves (:func:`plan_fingerprint`:
+the same 64 elements of every tensor, cast as the load casts, that :func:`~mia_core.models.verify.weight_fingerprint`
+reads from the weights in memory; the record only says which tensor of the files each one is). The tokenizer is read
+from the model's own folder (a GGUF's converted copy; a target's, else its base's) and its files must be the ones
+the recorded load read (:func:`tokenizer_digest`); the context length and vocabulary size come from the model's
+``config.json`` by the load's rules, the device from the settings, the name, source and a target's base, method and
+training prefix from its folder. The weight files must be the source's own (a target's merged copy: a folder of
+the cache's ``models/``) and exactly that folder's checkpoint. Every field is checked for type and range
+(:data:`_CHECKS`); the fields kept as written (the parameter count, the memory footprint, the words of the check,
+the known sentence's loss, the time) enter no score. A record that fails any of this is not used: the load reads
+the weights, with a one-line note saying why.
+
+What this does not bind: a weight file changed where neither digest samples (the same limit as the in-memory
+fingerprint), and a converted GGUF copy or merged copy replaced whole by other weights: the identity is then that
+of the weights actually in the files (never another model's cached scores), and a full load reads the same files.
+
 When a pass first touches ``lm.model``, the model is loaded in full, verified as any load is (the loading report,
 rows read back against the files, a shipped model's known sentence), and its identity must be the one the run has
 been using for its cache keys: if not (the files changed in between), the pass stops with a one-line
@@ -35,6 +53,7 @@ import os
 import threading
 import time
 from pathlib import Path
+from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -44,7 +63,8 @@ from .loaded import LoadedModel, probe_ids
 from .merged import _version
 
 LOADS_NAMESPACE = "loads"  # the cache's folder of load records (``mia_core.cache.store.NAMESPACES``)
-RECORD_VERSION = 1  # bump when what a record holds, or how a load computes it, changes
+RECORD_VERSION = 2  # bump when what a record holds, or how a load computes it, changes (2: nothing a score
+# depends on is read from it, issue 50)
 _RECORD_KEY = "0" * 32  # one record per settings folder (the settings are the key)
 _RECORD_ARRAY = "record"
 _ROW_BYTES = 1 << 16  # at most this much of a tensor's first and last rows enters the digest
@@ -117,61 +137,328 @@ def _store(settings: dict):
     return ArrayCache(LOADS_NAMESPACE, settings)
 
 
-_FIELDS = {"identity": str, "name": str, "dtype": str, "quantize": str, "device": str, "max_context": int,
-           "n_params": int, "vocab_size": int, "memory_bytes": int, "info": dict, "tok_src": str, "files": list,
-           "digest": str, "time": float, "tokenizer_len": int, "probe_ids": list}
+# --------------------------------------------------------------------------- what a load derives, not reads
+
+_TORCH_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
+                 "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
+_SAMPLES = 64  # the weight fingerprint's elements per tensor (``verify.SAMPLES_PER_TENSOR``)
+_TOKENIZER_SUFFIXES = (".json", ".txt", ".model", ".jinja", ".tiktoken")
+_TOKENIZER_FILE_CAP = 64 * 2**20  # a tokenizer file larger than this is not one: no record
 
 
-def find_record(settings: dict, roots: list[Path]) -> dict | None:
-    """The record of an earlier load with these settings whose weight files lie under one of ``roots`` (the
-    source's folder, the cache's converted copies) and still match it (:func:`files_digest`), or None (none,
-    unreadable, files elsewhere, or the files differ)."""
+def tokenizer_digest(folder: Path) -> str | None:
+    """16 hex digits over the names and bytes of the files a tokenizer may read in ``folder`` (its top-level
+    ``.json``, ``.txt``, ``.model``, ``.jinja`` and ``.tiktoken`` files: the tokenizer, its configuration, special
+    tokens, vocabulary, merges, chat template). None when the folder cannot be read or holds a file too large."""
+    h = hashlib.sha256()
+    try:
+        for f in sorted(Path(folder).iterdir()):
+            if f.suffix in _TOKENIZER_SUFFIXES and f.is_file():
+                if f.stat().st_size > _TOKENIZER_FILE_CAP:
+                    return None
+                h.update(f"{f.name}:{f.stat().st_size}:".encode())
+                h.update(f.read_bytes())
+    except OSError:
+        return None
+    return h.hexdigest()[:16]
+
+
+def config_figures(folder: Path, tok) -> dict | None:
+    """The context length and vocabulary size a model's ``config.json`` in ``folder`` declares, by the load's own
+    rules (``causal._max_context``: the first of ``max_position_embeddings``, ``n_positions``,
+    ``max_sequence_length``, ``seq_length``, else the tokenizer's ``model_max_length`` when plausible, else 1024;
+    ``vocab_size``, or its ``text_config``'s). None when the file cannot be read or names no vocabulary size."""
+    try:
+        cfg = json.loads((Path(folder) / "config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(cfg, dict):
+        return None
+
+    def positive(v) -> bool:
+        return isinstance(v, int) and not isinstance(v, bool) and v > 0
+
+    context = next((cfg[k] for k in ("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+                    if positive(cfg.get(k))), None)
+    if context is None:
+        v = getattr(tok, "model_max_length", None)
+        context = v if isinstance(v, int) and 0 < v < 10**7 else 1024
+    vocab = cfg.get("vocab_size")
+    if not positive(vocab) and isinstance(cfg.get("text_config"), dict):
+        vocab = cfg["text_config"].get("vocab_size")
+    return {"max_context": context, "vocab_size": vocab} if positive(vocab) else None
+
+
+def _tensors(files: list[Path]) -> dict | None:
+    """Every tensor of the safetensors ``files``: name -> (file, absolute offset, safetensors dtype, shape,
+    bytes). None when a file cannot be read as safetensors."""
+    from .verify import safetensors_header
+
+    out = {}
+    for f in files:
+        header = safetensors_header(Path(f))
+        if header is None:
+            return None
+        try:
+            with open(f, "rb") as fh:
+                start = 8 + int.from_bytes(fh.read(8), "little")
+            size = Path(f).stat().st_size
+            for name, t in header.items():
+                if name == "__metadata__":
+                    continue
+                a, b = (int(x) for x in t["data_offsets"])
+                shape = [int(d) for d in t["shape"]]
+                if t["dtype"] not in _TORCH_DTYPES or start + b > size or a > b or min(shape, default=0) < 0:
+                    return None
+                out[name] = (Path(f), start + a, t["dtype"], shape, b - a)
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    return out
+
+
+def _file_sample(tensor: tuple, dtype: str) -> bytes | None:
+    """The bytes :func:`~mia_core.models.verify.weight_fingerprint` reads of this file tensor once loaded in
+    ``dtype`` (a torch dtype's name): its 64 evenly spaced elements, cast as the load casts."""
+    import torch
+
+    f, offset, kind, shape, nbytes = tensor
+    item = _ITEMSIZE[kind]
+    count = int(np.prod(shape, dtype=np.int64)) if shape else 1
+    if count * item != nbytes:
+        return None
+    if count == 0:
+        return b""
+    k = min(count, _SAMPLES)
+    idx = (np.arange(k, dtype=np.int64) * (count - 1)) // max(1, k - 1)
+    with open(f, "rb") as fh, mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as m:
+        buf = np.frombuffer(m, dtype=np.uint8)
+        try:
+            raw = buf[(offset + idx * item)[:, None] + np.arange(item)].tobytes()
+        finally:
+            del buf
+    target = getattr(torch, dtype, None)
+    if not isinstance(target, torch.dtype):
+        return None
+    values = torch.frombuffer(bytearray(raw), dtype=getattr(torch, _TORCH_DTYPES[kind])).to(target)
+    return values.contiguous().view(-1).view(torch.uint8).numpy().tobytes() if values.element_size() else b""
+
+
+def weight_plan(model, files: list[Path]) -> list | None:
+    """How the model's weight fingerprint is read from its files: for every tensor the fingerprint reads (by
+    name), ``[name, shape, dtype, ""]`` where the files hold it under that name (its sample is read from them),
+    else ``[name, shape, dtype, hex of its sampled bytes]`` (a buffer computed from the config, such as rotary
+    frequencies). None unless the plan reproduces the model's fingerprint from the files (a load that casts in
+    another way, a tensor on the meta device): that model's loads are not deferred."""
+    from .verify import _sample, _unique_tensors, weight_fingerprint
+
+    tensors = _tensors(files)
+    if tensors is None:
+        return None
+    plan = []
+    for n, t in sorted(_unique_tensors(model), key=lambda x: x[0]):
+        if t.device.type == "meta":
+            return None
+        dtype = str(t.dtype).removeprefix("torch.")
+        if n in tensors and tensors[n][3] == list(t.shape):
+            plan.append([n, list(t.shape), dtype, ""])
+        else:
+            s = _sample(t)
+            raw = s.contiguous().view(-1).view(__import__("torch").uint8).numpy().tobytes() if s.element_size() else b""
+            plan.append([n, list(t.shape), dtype, raw.hex()])
+    return plan if plan_fingerprint(plan, files) == weight_fingerprint(model) else None
+
+
+def plan_fingerprint(plan: list, files: list[Path]) -> str | None:
+    """The weight fingerprint (:func:`~mia_core.models.verify.weight_fingerprint`) of the model ``files`` load
+    into, read from the files by ``plan`` (:func:`weight_plan`), without loading it. None when the plan does not
+    fit the files (a tensor missing, of another shape, a file unreadable)."""
+    tensors = _tensors(files)
+    if tensors is None:
+        return None
+    h = hashlib.sha256()
+    try:
+        for name, shape, dtype, own in plan:
+            h.update(f"{name}:{tuple(shape)}:torch.{dtype}:".encode())
+            if own:
+                h.update(bytes.fromhex(own))
+            else:
+                t = tensors.get(name)
+                if t is None or t[3] != list(shape):
+                    return None
+                sample = _file_sample(t, dtype)
+                if sample is None:
+                    return None
+                h.update(sample)
+            h.update(b";")
+    except (OSError, ValueError, TypeError, IndexError):
+        return None
+    return h.hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- the record
+
+def _is_int(v, low: int = 0, high: int = 2**62) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+def _is_plan(v) -> bool:
+    return isinstance(v, list) and 0 < len(v) <= 10**6 and all(
+        isinstance(e, list) and len(e) == 4 and isinstance(e[0], str) and isinstance(e[1], list)
+        and all(_is_int(d) for d in e[1]) and e[2] in _TORCH_DTYPES.values() and isinstance(e[3], str)
+        and len(e[3]) <= 2 * 8 * _SAMPLES and all(c in "0123456789abcdef" for c in e[3]) for e in v)
+
+
+# every field of a record and what it must be: anything else (a field missing, added, of another type or out of
+# range) is a record this version did not write, and the load reads the weights
+_CHECKS: dict[str, Callable[[object], bool]] = {
+    "record": lambda v: v == RECORD_VERSION,
+    "tokenizer_class": lambda v: v is None or (isinstance(v, str) and v.isidentifier()),
+    "tokenizer_len": lambda v: _is_int(v, 1, 10**7),
+    "probe_ids": lambda v: isinstance(v, list) and len(v) <= 1000 and all(_is_int(i, 0, 10**7) for i in v),
+    "tokenizer_digest": lambda v: isinstance(v, str) and len(v) == 16,
+    "plan": _is_plan,
+    "n_params": lambda v: _is_int(v, 1),
+    "memory_bytes": lambda v: _is_int(v),
+    "weights": lambda v: isinstance(v, str) and len(v) <= 2000,
+    "known_sentence_loss": lambda v: v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)
+                                                   and np.isfinite(v)),
+    "files": lambda v: isinstance(v, list) and 0 < len(v) <= 10**4 and all(isinstance(f, str) for f in v),
+    "digest": lambda v: isinstance(v, str) and len(v) == 16,
+    "time": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and np.isfinite(v)
+    and 0 <= v <= time.time() + 86400,
+}
+
+
+@dataclass(frozen=True)
+class Source:
+    """What a deferred load derives from the source and the machine, never from a record: the folder its
+    tokenizer is read from, the folder its weight files must be in (None: a folder of its own under the cache's
+    ``models/``, a target's merged copy), and the roots any weight file must lie under."""
+
+    tok_src: Path
+    weights_dir: Path | None
+    roots: tuple[Path, ...]
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """A record that verified: the weight fingerprint read from the files by its plan, the figures derived from
+    the files (``max_context``, ``vocab_size``), the tokenizer read from its own folder, and the record's fields
+    that no score depends on (checked for type and range: ``n_params``, ``memory_bytes``, ``weights``,
+    ``known_sentence_loss``, ``time``)."""
+
+    fingerprint: str
+    tokenizer: object
+    max_context: int
+    vocab_size: int
+    fields: dict
+
+
+def _weights_folder(files: list[str], source: Source) -> str | None:
+    """Why the record's weight files are not this source's (None: they are): every file a safetensors file of
+    one folder, that folder the source's own (or a folder of the cache's ``models/``), and the files exactly
+    that folder's checkpoint files."""
+    from .verify import checkpoint_files
+
+    paths = [Path(os.path.abspath(f)) for f in files]
+    folders = {p.parent for p in paths}
+    if len(folders) != 1:
+        return "its weight files are in several folders"
+    (folder,) = folders
+    if source.weights_dir is not None:
+        if folder != Path(os.path.abspath(source.weights_dir)):
+            return "its weight files are not the model's own"
+    elif not any(folder.parent == Path(os.path.abspath(r)) for r in source.roots):
+        return "its weight files are not in this cache's models folder"
+    if sorted(paths) != sorted(Path(os.path.abspath(f)) for f in checkpoint_files(str(folder))):
+        return "its weight files are not the folder's checkpoint"
+    return None
+
+
+def find_record(settings: dict, source: Source) -> Recorded | str | None:
+    """The verified record of an earlier load with these settings (:class:`Recorded`); None when there is none;
+    else why the one there is not used (damaged, foreign, or its files changed), for a one-line note.
+
+    Nothing a score depends on is read from the record: the identity's weight fingerprint is read from the weight
+    files (:func:`plan_fingerprint`), the tokenizer from the source's own folder (whose files must be those the
+    recorded load read, :func:`tokenizer_digest`), the context length and vocabulary size from its
+    ``config.json`` (:func:`config_figures`), the device from the settings."""
     try:
         store = _store(settings)
     except SettingsError:
         return None
-    got = {}
+    got: dict = {}
 
-    def check(arrays: dict) -> str | None:
+    def check(arrays: dict) -> None:  # the verdict is the load's note, not the store's
         try:
             rec = json.loads(str(arrays[_RECORD_ARRAY][()]))
-        except (KeyError, ValueError, TypeError):
-            return "not a load record"
-        if not isinstance(rec, dict) or any(not isinstance(rec.get(k), t) for k, t in _FIELDS.items() if k != "time"):
-            return "not a load record"
-        got["rec"] = rec
+        except (KeyError, ValueError, TypeError, IndexError):
+            got["why"] = "not a load record"
+            return None
+        if not isinstance(rec, dict) or set(rec) != set(_CHECKS):
+            got["why"] = "not a load record of this version"
+            return None
+        bad = sorted(k for k, ok in _CHECKS.items() if not ok(rec[k]))
+        got["why" if bad else "rec"] = f"damaged ({', '.join(bad)})" if bad else rec
         return None
 
+    rejected = len(store.rejected)
     if store.get(_RECORD_KEY, check) is None:
-        return None
+        return store.rejected[-1][1] if len(store.rejected) > rejected else None
+    if "rec" not in got:
+        return got.get("why", "not a load record")
     rec = got["rec"]
+    why = _weights_folder(rec["files"], source)
+    if why:
+        return why
     files = [Path(f) for f in rec["files"]]
-    under = [os.path.join(os.path.abspath(r), "") for r in roots]
-    if not all(isinstance(f, str) and os.path.abspath(f).startswith(tuple(under)) for f in rec["files"]):
-        return None  # a record this load did not write: its files are not this source's
-    if not files or files_digest(files) != rec["digest"]:
-        return None
-    return rec
+    if files_digest(files) != rec["digest"]:
+        return "the weight files changed since"
+    fingerprint = plan_fingerprint(rec["plan"], files)
+    if fingerprint is None:
+        return "its weight plan does not fit the files"
+    if tokenizer_digest(source.tok_src) != rec["tokenizer_digest"]:
+        return "the tokenizer files changed since"
+    tok = read_tokenizer(rec, source.tok_src)
+    if isinstance(tok, str):
+        return tok
+    figures = config_figures(files[0].parent, tok)
+    if figures is None:
+        return "the model's config.json names no vocabulary size"
+    if rec["n_params"] > sum(int(np.prod(t[3], dtype=np.int64)) for t in (_tensors(files) or {}).values()):
+        return "it counts more parameters than the files hold"
+    fields = {k: rec[k] for k in ("n_params", "memory_bytes", "weights", "known_sentence_loss", "time")}
+    return Recorded(fingerprint, tok, figures["max_context"], figures["vocab_size"], fields)
 
 
-def save_record(settings: dict, lm: LoadedModel, files: list[Path], tok_src: str) -> None:
-    """Keep what a full load found (``lm``: its identity, sizes, record of checks), the weight files it read with
-    their digest, and where its tokenizer came from. A cache that cannot take it only means the next load reads
-    the weights too."""
-    digest = files_digest(files) if files else None
-    if digest is None:
-        return
+def save_record(settings: dict, lm: LoadedModel, files: list[Path], source: Source) -> None:
+    """Keep what a full load found (``lm``: the check of its weights, sizes, its tokenizer's class, size and
+    probe), the weight files it read with their digest, the plan that reads its weight fingerprint from them, and
+    the digest of its tokenizer's files. Kept only where a later load can derive every figure a score depends on
+    from the files and find the same (the fingerprint by the plan, the context length and vocabulary size from
+    ``config.json``): else the next load reads the weights too, as it does when the cache cannot take it."""
     import transformers
 
+    digest = files_digest(files) if files else None
+    plan = weight_plan(lm.model, files) if digest else None
     tok = lm.tokenizer
+    figures = config_figures(Path(files[0]).parent, tok) if plan else None
+    tok_digest = tokenizer_digest(source.tok_src)
+    if (figures is None or tok_digest is None or figures != {"max_context": lm.max_context,
+                                                             "vocab_size": lm.vocab_size}
+            or lm.info.get("weight_fingerprint") != lm.identity.rsplit("|w:", 1)[-1]
+            or _weights_folder([str(f) for f in files], source)):
+        return
     cls = type(tok).__name__
-    rec = {"tokenizer_class": cls if getattr(transformers, cls, None) is type(tok) else None,
-           "tokenizer_len": len(tok), "probe_ids": probe_ids(tok),
-           "identity": lm.identity, "name": lm.name, "dtype": lm.dtype, "quantize": lm.quantize, "device": lm.device,
-           "max_context": int(lm.max_context), "n_params": int(lm.n_params), "vocab_size": int(lm.vocab_size),
-           "memory_bytes": int(lm.memory_bytes), "base_spec": lm.base_spec, "source": lm.source,
-           "info": lm.info, "tok_src": str(tok_src), "files": [os.path.abspath(f) for f in files],
-           "digest": digest, "time": time.time()}
+    rec = {"record": RECORD_VERSION,
+           "tokenizer_class": cls if getattr(transformers, cls, None) is type(tok) else None,
+           "tokenizer_len": len(tok), "probe_ids": probe_ids(tok), "tokenizer_digest": tok_digest, "plan": plan,
+           "n_params": int(lm.n_params), "memory_bytes": int(lm.memory_bytes),
+           "weights": str(lm.info.get("weights", ""))[:2000],
+           "known_sentence_loss": lm.info.get("known_sentence_loss"),
+           "files": [os.path.abspath(f) for f in files], "digest": digest, "time": time.time()}
+    if any(not ok(rec[k]) for k, ok in _CHECKS.items()):
+        return
     try:
         blob = json.dumps(rec)
         _store(settings).put(_RECORD_KEY, {_RECORD_ARRAY: np.array(blob)})
@@ -179,20 +466,44 @@ def save_record(settings: dict, lm: LoadedModel, files: list[Path], tok_src: str
         return
 
 
-def read_tokenizer(rec: dict):
-    """The tokenizer of a recorded load, read from the same folder: with the class the load's ``AutoTokenizer``
-    chose, when that is one of transformers' own (``AutoTokenizer`` reads the model's config to choose it, which
-    imports transformers' modelling code: about 1.5 s), else with ``AutoTokenizer``; with the padding token the
-    load set. None (read the model in full) unless it has the recorded size and tokenizes the probe as recorded."""
+_GENERIC_TOKENIZERS = ("TokenizersBackend", "PreTrainedTokenizerFast", "PythonBackend", "SentencePieceBackend")
+
+
+def _declared_class(folder: Path) -> str | None:
+    """The tokenizer class the folder's ``tokenizer_config.json`` names (without a ``Fast`` suffix), or None."""
+    try:
+        cfg = json.loads((Path(folder) / "tokenizer_config.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    name = cfg.get("tokenizer_class") if isinstance(cfg, dict) else None
+    return name.removesuffix("Fast") if isinstance(name, str) else None
+
+
+def read_tokenizer(rec: dict, folder: Path):
+    """The tokenizer of a recorded load, read from ``folder`` (the source's own, never a folder the record
+    names): with the class the load's ``AutoTokenizer`` chose, when that is one of transformers' own and either a
+    generic one or the one the folder's ``tokenizer_config.json`` names (``AutoTokenizer`` reads the model's config
+    to choose it, which imports transformers' modelling code: about 1.5 s), else with ``AutoTokenizer``; with the
+    padding token the load set. A string (why not: read the model in full) unless it has the recorded size and
+    tokenizes the probe as recorded."""
     import transformers
 
-    cls = getattr(transformers, rec.get("tokenizer_class") or "", None)
-    if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedTokenizerBase)):
+    from .hub import LOAD_ERRORS
+
+    name = rec.get("tokenizer_class") or ""
+    cls = getattr(transformers, name, None)
+    if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedTokenizerBase)
+            and (name in _GENERIC_TOKENIZERS or name.removesuffix("Fast") == _declared_class(folder))):
         cls = transformers.AutoTokenizer
-    tok = cls.from_pretrained(rec["tok_src"], local_files_only=True, _from_auto=True)
+    try:
+        tok = cls.from_pretrained(str(folder), local_files_only=True, _from_auto=True)
+    except (*LOAD_ERRORS, TypeError):
+        return "its tokenizer could not be read"
     if tok.pad_token_id is None:
         tok.pad_token = tok.eos_token or tok.unk_token
-    return tok if len(tok) == rec["tokenizer_len"] and probe_ids(tok) == rec["probe_ids"] else None
+    if len(tok) != rec["tokenizer_len"] or probe_ids(tok) != rec["probe_ids"]:
+        return "the tokenizer reads otherwise than recorded"
+    return tok
 
 
 class DeferredLoadedModel(LoadedModel):

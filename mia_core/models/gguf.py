@@ -37,7 +37,7 @@ def converted_gguf_dir(gguf_path: str | Path, progress: Progress = noop) -> Path
     (:func:`publish_dir`); if another process published first, ours is discarded and theirs used.
     """
     gguf_path = Path(gguf_path)
-    name = f"{gguf_path.stem}-{file_fingerprint(gguf_path)}"
+    name = converted_dir_name(gguf_path)
     out = cache_subdir("models", writable=False) / name
     if (out / CONVERTED_MARKER).exists():  # converted before: reading it needs no write (a read-only cache)
         return out
@@ -60,6 +60,11 @@ def converted_gguf_dir(gguf_path: str | Path, progress: Progress = noop) -> Path
             _remove_abandoned_tmps(out)
         progress("conversion done", 0.5)
         return out
+
+
+def converted_dir_name(gguf_path: Path) -> str:
+    """The name of a GGUF file's converted copy under the cache's ``models/``: its stem and its fingerprint."""
+    return f"{gguf_path.stem}-{file_fingerprint(gguf_path)}"
 
 
 def _remove_abandoned_tmps(out: Path, min_age_s: float = 3600.0) -> None:

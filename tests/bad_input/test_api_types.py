@@ -453,3 +453,19 @@ def test_more_front_door_functions_answer_wrong_types_in_one_line():
         with pytest.raises(MiaError) as e:
             call()
         assert name in e.value.options and "\n" not in str(e.value), (name, str(e.value))
+
+
+def test_document_files_of_the_wrong_type_are_named_before_anything_is_read(tmp_path):
+    """``prepare_documents`` with bytes file names, (name, bytes) pairs or a dict as ``*_files`` raised TypeError;
+    a wrong non-member entry was found only after the members were read."""
+    from mia_core.api.documents import prepare_documents
+    from mia_core.errors import DataError
+
+    missing = str(tmp_path / "not-there.txt")
+    for name, kw in (("member_files", {"member_files": [b"a.txt"], "nonmember_files": [missing]}),
+                     ("member_files", {"member_files": [(b"a.txt", b"text")], "nonmember_files": [missing]}),
+                     ("member_files", {"member_files": {b"a.txt": b"text"}, "nonmember_files": [missing]}),
+                     ("nonmember_files", {"member_files": [missing], "nonmember_files": [5]})):
+        with pytest.raises(DataError) as e:
+            prepare_documents(model="smollm2", **kw)
+        assert e.value.options == (name,) and "\n" not in str(e.value), (name, str(e.value))

@@ -413,3 +413,20 @@ def test_int4_is_labelled_with_its_compute_dtype(monkeypatch):
     assert (lm.dtype, lm.quantize) == ("bf16", "int4") and seen["dtype"] == "bf16"
     assert causal.load_causal_lm("m", dtype="fp16", quantize="int4", device="cpu", reuse=False).dtype == "fp16"
     assert causal.load_causal_lm("m", dtype="fp32", quantize="none", device="cpu", reuse=False).dtype == "fp32"
+
+
+def test_a_read_only_cache_is_said_once(tmp_path, monkeypatch, caplog):
+    """Every store a run opens meets the read-only cache: the note is logged once per process, not once per store
+    (it was printed two or three times in one run)."""
+    import logging
+
+    from mia_core.cache import store
+
+    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "ro-cache"))
+    monkeypatch.setattr(store, "cache_writable", lambda: "a read-only folder")
+    monkeypatch.setattr(store, "_LOGGED", set(), raising=False)
+    with caplog.at_level(logging.WARNING, logger="mia_core.cache"):
+        for namespace in ("stats", "blind", "loads", "stats"):
+            store.ArrayCache(namespace, {"model": "m"})
+    said = [r.getMessage() for r in caplog.records if "is read-only" in r.getMessage()]
+    assert len(said) == 1, said
