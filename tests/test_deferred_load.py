@@ -283,7 +283,7 @@ def test_no_value_in_any_field_of_a_record_changes_a_figure_a_score_depends_on(t
     folder, _ = tiny
     full = load_causal_lm(str(folder), reuse=False)
     settings, rec, write = _record(folder)
-    source = causal._source(causal.resolve_spec(str(folder)))
+    source = causal._source(causal.resolve_spec(str(folder)), "cpu")
     fingerprint = full.identity.rsplit("|w:", 1)[-1]
     refused = used = 0
     for key in [*rec, "identity", "device", "max_context", "tok_src", "vocab_size"]:
@@ -407,3 +407,34 @@ def test_a_record_not_used_is_said_in_one_line(tiny):
     assert not isinstance(lm, DeferredLoadedModel)
     said = [n for n in notes if "load record" in n]
     assert len(said) == 1 and "\n" not in said[0] and "damaged (time)" in said[0], notes
+
+
+def test_a_lora_targets_record_names_its_own_merged_copy_only(tiny, tmp_path):
+    """A LoRA target on the tiny base: the second load is deferred, from the merged copy its files and its base's
+    key; a record re-pointed at another folder of the cache's ``models/`` (the base's weights planted there, digest
+    and all) is refused, and the load is the target's."""
+    import shutil
+
+    from mia_core.targets.target import make_target
+
+    folder, root = tiny
+    texts = [f"A short member text number {i} about rivers." for i in range(8)]
+    target = tmp_path / "target"
+    make_target(texts, base=str(folder), out_dir=target, method="lora", epochs=1,
+                heldout_texts=["A held-out text about ships.", "Another one about hills."])
+    full = load_causal_lm(str(target), reuse=False)
+    again = load_causal_lm(str(target), reuse=False)
+    assert isinstance(again, DeferredLoadedModel)
+    _same_model(again, full)
+    _, rec, write = _record(target)
+    planted = root / "models" / "planted"
+    planted.mkdir(parents=True)
+    for name in ("model.safetensors", "config.json"):
+        shutil.copy(folder / name, planted / name)
+    from mia_core.models.deferred import files_digest
+
+    write({**rec, "files": [str(planted / "model.safetensors")],
+           "digest": files_digest([planted / "model.safetensors"])})
+    lm = load_causal_lm(str(target), reuse=False)
+    assert not isinstance(lm, DeferredLoadedModel)
+    _same_model(lm, full)

@@ -496,29 +496,33 @@ def _record_settings(ms: ModelSpec, dtype: str, quantize: str, device: str, trus
     return record_settings(sources, dtype, quantize, device)
 
 
-def _source(ms: ModelSpec):
-    """Where a deferred load of ``ms`` reads its tokenizer and finds its weight files (:class:`.deferred.Source`),
-    derived as the full load finds them: a local folder's own; a GGUF's converted copy; a target's own tokenizer
-    (else its base's) and its merged copy (LoRA) or its own weights (full fine-tune). None where no record is
-    kept (a base on the hub)."""
+def _source(ms: ModelSpec, device: str):
+    """Where a deferred load of ``ms`` on ``device`` reads its tokenizer and finds its weight files
+    (:class:`.deferred.Source`), derived as the full load finds them: a local folder's own; a GGUF's converted copy;
+    a target's own tokenizer (else its base's) and its merged copy (LoRA: the one its files and its base's key) or
+    its own weights (a full fine-tune). None where no record is kept (a base on the hub)."""
     from ..paths import cache_subdir
     from .deferred import Source
     from .gguf import converted_dir_name
+    from .merged import merged_dir
 
     models = cache_subdir("models", writable=False)
     loc = Path(ms.location)
     if ms.kind == "local":
-        return Source(loc, loc, (models,))
+        return Source(loc, loc)
     if ms.kind == "gguf":
         folder = models / converted_dir_name(loc)
-        return Source(folder, folder, (models,))
+        return Source(folder, folder)
     meta = json.loads((loc / TARGET_MARKER).read_text())
     base = _resolve_base(meta.get("base") if isinstance(meta, dict) else None, loc)
     if base.kind == "hub":
         return None
     base_folder = models / converted_dir_name(Path(base.location)) if base.kind == "gguf" else Path(base.location)
     tok_src = loc if (loc / "tokenizer_config.json").exists() else base_folder
-    return Source(tok_src, loc if meta.get("method", "lora") == "full" else None, (models,))
+    if meta.get("method", "lora") == "full":
+        return Source(tok_src, loc)
+    key = _merged_key(ms, base_folder, "none", device, False)
+    return None if key is None else Source(tok_src, merged_dir(loc, key))
 
 
 def _derived_info(ms: ModelSpec) -> dict:
@@ -549,7 +553,7 @@ def _deferred(ms: ModelSpec, settings: dict | None, dtype: str, quantize: str, d
     from .deferred import DeferredLoadedModel, Recorded, find_record
 
     try:
-        source = _source(ms)
+        source = _source(ms, device)
         info = _derived_info(ms)
     except (OSError, ValueError, AttributeError, TypeError, ModelError, SettingsError):
         return None
@@ -659,7 +663,7 @@ def _save_record(ms: ModelSpec, record: dict, lm: LoadedModel, read: _Read) -> N
     from .deferred import save_record
 
     try:
-        source = _source(ms)
+        source = _source(ms, record["device"])
         same = source is not None and Path(read.tok_src).resolve() == source.tok_src.resolve()
     except (OSError, ValueError, AttributeError, TypeError, ModelError, SettingsError):
         return

@@ -331,13 +331,12 @@ _CHECKS: dict[str, Callable[[object], bool]] = {
 
 @dataclass(frozen=True)
 class Source:
-    """What a deferred load derives from the source and the machine, never from a record: the folder its
-    tokenizer is read from, the folder its weight files must be in (None: a folder of its own under the cache's
-    ``models/``, a target's merged copy), and the roots any weight file must lie under."""
+    """What a deferred load derives from the source and the settings, never from a record: the folder its
+    tokenizer is read from and the folder its weight files must be in (the model's own; a GGUF's converted copy, a
+    LoRA target's merged copy under the cache's ``models/``)."""
 
     tok_src: Path
-    weights_dir: Path | None
-    roots: tuple[Path, ...]
+    weights_dir: Path
 
 
 @dataclass(frozen=True)
@@ -355,22 +354,14 @@ class Recorded:
 
 
 def _weights_folder(files: list[str], source: Source) -> str | None:
-    """Why the record's weight files are not this source's (None: they are): every file a safetensors file of
-    one folder, that folder the source's own (or a folder of the cache's ``models/``), and the files exactly
-    that folder's checkpoint files."""
+    """Why the record's weight files are not this source's (None: they are): they must be exactly the checkpoint
+    files of the source's own weights folder."""
     from .verify import checkpoint_files
 
-    paths = [Path(os.path.abspath(f)) for f in files]
-    folders = {p.parent for p in paths}
-    if len(folders) != 1:
-        return "its weight files are in several folders"
-    (folder,) = folders
-    if source.weights_dir is not None:
-        if folder != Path(os.path.abspath(source.weights_dir)):
-            return "its weight files are not the model's own"
-    elif not any(folder.parent == Path(os.path.abspath(r)) for r in source.roots):
-        return "its weight files are not in this cache's models folder"
-    if sorted(paths) != sorted(Path(os.path.abspath(f)) for f in checkpoint_files(str(folder))):
+    paths = sorted(Path(os.path.abspath(f)) for f in files)
+    if {p.parent for p in paths} != {Path(os.path.abspath(source.weights_dir))}:
+        return "its weight files are not the model's own"
+    if paths != sorted(Path(os.path.abspath(f)) for f in checkpoint_files(str(source.weights_dir))):
         return "its weight files are not the folder's checkpoint"
     return None
 
