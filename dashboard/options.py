@@ -38,6 +38,7 @@ LABELS = {
     "correction": "Correction across the suspect texts or books",
     "books": "Unit of the test (Books)",
     "combination": "the combination of features (combination in the Python API, --combination)",
+    "control": "the negative control (control in the Python API, --control)",
     "n_bootstrap": "Bootstrap resamples",
     "seed": "Seed",
     # where the model passes run (dashboard/engine.py)

@@ -261,7 +261,8 @@ def _check(suspect, validation, *, books: bool, reference: bool, population, s: 
     """The check stage of ``mia_core.dataset_inference`` (texts or books) on the settings ``s``."""
     common = dict(reference=reference, features=s["features"], alpha=s["alpha"], folds=s["folds"],
                   n_permutations=s["n_permutations"], seed=s["seed"], params=s["params"], prefix=s["prefix"],
-                  use_cache=s["cache"], correction=s["correction"], combination=s["combination"])
+                  use_cache=s["cache"], correction=s["correction"], combination=s["combination"],
+                  control=s["control"], adjust_length=s["adjust_length"])
     if books:
         from ..dataset_inference.books import check_book_run
 
@@ -287,7 +288,8 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
                       alpha: float = DEFAULT_ALPHA, folds: int = 5, n_permutations: int = 10_000, seed: int = 0,
                       params: dict | None = None, prefix: str = "auto", cache: bool = True,
                       passage_words: int = 256, max_passages: int = 40, correction: str = "bh",
-                      combination: str = "nonneg", read_notes: Sequence[str] = (), dtype: str = "auto",
+                      combination: str = "nonneg", control: str = "auto", adjust_length: bool = True,
+                      read_notes: Sequence[str] = (), dtype: str = "auto",
                       device: str = "auto", trust_remote_code: bool = False) -> InferenceRequest:
     """Every check of a dataset-inference run that needs no model, once, before any model loads.
 
@@ -302,7 +304,7 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
     books : bool
         The book is the unit of the test (``mia_core.dataset_inference.books``).
     features, alpha, folds, n_permutations, seed, params, prefix, cache, passage_words, max_passages,
-    correction, combination
+    correction, combination, control, adjust_length
         As :func:`infer_dataset` takes them (``params``: ``{attack: {name: value}}``, already checked against
         the attacks' domains, e.g. by :func:`mia_core.cli.common.parse_params`).
     read_notes : list of str
@@ -329,12 +331,14 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
         features = ",".join(features)  # a list of names is the comma list
     o = InferenceOptions.check(features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed,
                                prefix=prefix, cache=cache, correction=correction, combination=combination,
-                               passage_words=passage_words, max_passages=max_passages)
+                               control=control, adjust_length=adjust_length, passage_words=passage_words,
+                               max_passages=max_passages)
     features, alpha, folds, n_permutations, seed = o.features, o.alpha, o.folds, o.n_permutations, o.seed
     passage_words, max_passages = o.passage_words, o.max_passages
     settings = {"features": features, "alpha": alpha, "folds": folds, "n_permutations": n_permutations,
                 "seed": seed, "params": dict(params or {}), "prefix": o.prefix, "cache": o.cache,
-                "correction": o.correction, "combination": o.combination,
+                "correction": o.correction, "combination": o.combination, "control": o.control,
+                "adjust_length": o.adjust_length,
                 **({"passage_words": passage_words, "max_passages": max_passages} if books else {})}
     checked = _check(suspect, validation, books=books, reference=reference is not None, population=population,
                      s={**settings, "passage_words": passage_words, "max_passages": max_passages})
@@ -438,7 +442,8 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
                   alpha: float = 0.01, folds: int = 5, n_permutations: int = 10_000, seed: int = 0,
                   params: dict | None = None, prefix: str = "auto", cache: bool = True, dtype: str = "auto",
                   device: str = "auto", books: bool = False, passage_words: int = 256, max_passages: int = 40,
-                  correction: str = "bh", combination: str = "nonneg", progress=None, text_column: str | None = None):
+                  correction: str = "bh", combination: str = "nonneg", control: str = "auto",
+                  adjust_length: bool = True, progress=None, text_column: str | None = None):
     """Was the suspect collection used to train the model? Dataset inference with a p-value.
 
     Parameters
@@ -468,6 +473,15 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
     correction : str
         Across the suspect texts' (or books') own conformal p-values: ``"bh"`` (Benjamini-Hochberg, the
         false-discovery rate) or ``"holm"`` (the family-wise error rate).
+    control : str
+        The negative control, a model that never saw either set: ``"auto"`` (the reference if given, else a
+        ``make-target`` target's base, else the embedded SmolLM2; every feature is then read target minus
+        control, and the verdict is refused when the control alone separates the sets) or ``"none"``
+        (``mia_core.dataset_inference.control``). The verdict then assumes the control responds to the sets'
+        length, style and topic as the target would; ``.summary["assumptions"]`` says so.
+    adjust_length : bool
+        Adjust every feature for text length (its residual from one pooled, label-free fit on the texts' lengths in
+        tokens, words and characters).
     books : bool
         ``suspect`` and ``validation`` are books (Documents, texts or paths of files/folders, one book per
         file): each is cut into passages of ``passage_words`` words (at least 16; at most ``max_passages``),
@@ -503,7 +517,8 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
         s, v, model=a["model"], reference=a["reference"], population=pop, books=a["books"], features=a["features"],
         alpha=a["alpha"], folds=a["folds"], n_permutations=a["n_permutations"], seed=a["seed"], params=a["params"],
         prefix=a["prefix"], cache=a["cache"], passage_words=a["passage_words"], max_passages=a["max_passages"],
-        correction=a["correction"], combination=a["combination"], dtype=a["dtype"], device=a["device"])
+        correction=a["correction"], combination=a["combination"], control=a["control"],
+        adjust_length=a["adjust_length"], dtype=a["dtype"], device=a["device"])
     return execute_inference(request, progress=a["progress"],
                              load=lambda spec: _model(spec, dtype=a["dtype"], device=a["device"]))
 

@@ -60,7 +60,10 @@ def register(subparsers) -> None:
                    help="a feature attack's parameter, e.g. --param dc_pdd.corpus=FOLDER (repeatable; see "
                         "mia run --list-params); min_k.k and min_k_pp.k are the paper's grid here")
     add_options(t, InferenceOptions, {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations",
-                                      "prefix": "--prefix"})
+                                      "prefix": "--prefix", "control": "--control"})
+    t.add_argument("--no-length-adjust", dest="adjust_length", action="store_false",
+                   help="do not adjust the features for text length (default: "
+                        + InferenceOptions.help("adjust_length") + ")")
     add_output_args(p, out_help="folder for dataset_inference.json and scores.csv", bootstrap=False,
                     seed_help="seed of the folds, the permutations and the splits")
     add_progress_args(p)
@@ -102,6 +105,7 @@ def run(args) -> int:
         n_permutations=args.n_permutations, seed=args.seed, params=parse_params(args.param),
         prefix=args.prefix, cache=not args.no_cache, passage_words=args.passage_words,
         max_passages=args.max_passages, correction=args.correction, combination=args.combination,
+        control=args.control, adjust_length=args.adjust_length,
         read_notes=read, dtype=args.dtype, device=args.device, trust_remote_code=args.trust_remote_code)
     printed = [] if args.books else [*read, *request.notes, *filter(None, [request.estimate_note])]
     print_notes(printed)

@@ -23,8 +23,10 @@ from ..runs.results import AuditResult, json_default, write_csv
 from . import features as F
 from .guards import check_sets, nfkc
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, p_number, power_curve
-from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage,  # noqa: F401
-                     folds_used, guard_stage, load_stage, model_name, run_config, tested_notes, units_frame)
+from .stages import (Checked, check_correction, check_test_settings, control_refusal, control_stage,  # noqa: F401
+                     feature_attacks, feature_stage, folds_used, guard_stage, load_stage, model_name, rests_on,
+                     run_config, tested_notes, units_frame)
+from .options import InferenceOptions
 from .options import DEFAULT_ALPHA
 from .verdict import test_stage
 
@@ -63,7 +65,9 @@ class DatasetInferenceResult(AuditResult):
             lines.append(f"VERDICT [refused]: {s['verdict_reason']}")
         else:
             lines += [
-                f"features ({len(s['features'])}): {', '.join(s['features'])}",
+                f"features ({len(s['features'])}"
+                + (", each the target's minus the negative control's" if s.get("control_model") else "")
+                + (", adjusted for length" if s.get("adjust_length") else "") + f"): {', '.join(s['features'])}",
                 f"one-sided permutation test over {unit} (Welch t of the combined scores, non-negative weights, "
                 f"{s['folds']} folds, {s['n_permutations']:,} permutations): "
                 f"{format_p(s['p_value'], s['p_value_is_bound'])}   (primary; the larger of the permutation "
@@ -88,7 +92,13 @@ class DatasetInferenceResult(AuditResult):
                 lines.append(f"texts that stand out on their own ({s['correction']}-adjusted conformal p <= alpha): "
                              f"{s.get('n_flagged', 0)} of {s['n_suspect']}")
             lines += [f"IID guard: blind baseline AUC {s['blind_auc']:.3f}, permutation p = {s.get('blind_p_value', 1):.3g}"
+                      + (f"; word count AUC {s['length_auc']:.3f}, permutation p = {s['length_p_value']:.3g}"
+                         if s.get("length_auc") is not None else "")
                       if s.get("blind_auc") is not None else "IID guard: blind baseline skipped",
+                      (f"negative control: {s['control_model']} (the same test on its own features: "
+                       f"{format_p(s['control_p_value'])}); the features tested are the target's minus the control's"
+                       if s.get("control_model") and s.get("control_p_value") is not None
+                       else "negative control: none"),
                       f"VERDICT [{s['verdict']}]: {s['verdict_reason']}"]
         lines += [f"note: {n}" for n in self.report]
         return "\n".join(lines)
@@ -158,7 +168,8 @@ def check_text_run(suspect: Sequence[str], validation: Sequence[str], *, referen
                    population: Sequence[str] = (), features="default", alpha: float = DEFAULT_ALPHA,
                    folds: int = DEFAULT_FOLDS, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
                    combination: str = DEFAULT_COMBINATION, correction: str = "bh", params: dict | None = None,
-                   prefix: str = "auto", use_cache: bool = True, iid_check: bool = True) -> Checked:
+                   prefix: str = "auto", use_cache: bool = True, iid_check: bool = True, control: str = "auto",
+                   adjust_length: bool = True) -> Checked:
     """The check stage of a run over texts: the correction, :func:`check_inputs` and the scoring configuration.
 
     Parameters
@@ -168,7 +179,7 @@ def check_text_run(suspect: Sequence[str], validation: Sequence[str], *, referen
     reference : bool
         A reference model is given (the ``ref`` feature can run).
     population, features, alpha, folds, n_permutations, seed, combination, correction, params, prefix,
-    use_cache, iid_check
+    use_cache, iid_check, control, adjust_length
         As :func:`run_dataset_inference` takes them.
 
     Returns
@@ -177,13 +188,15 @@ def check_text_run(suspect: Sequence[str], validation: Sequence[str], *, referen
         ``mode = "texts"``; what :func:`infer_texts` runs on.
     """
     check_correction(correction)
+    InferenceOptions.check_some(control=control, adjust_length=adjust_length)
     s, v, fams, notes = check_inputs(suspect, validation, features=features, reference=reference,
                                      population=population, alpha=alpha, folds=folds, n_permutations=n_permutations,
                                      combination=combination)
     cfg = run_config(fams, params=params, prefix=prefix, use_cache=use_cache)
     folds = folds_used(folds, len(s) + len(v), "texts", notes)
     settings = {"alpha": alpha, "folds": folds, "n_permutations": n_permutations, "seed": seed,
-                "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check}
+                "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check,
+                "control": control, "adjust_length": adjust_length}
     return Checked("texts", s, v, fams, cfg, settings, notes,
                    population=[str(t).strip() for t in population if str(t).strip()])
 
@@ -193,7 +206,8 @@ def run_dataset_inference(suspect: Sequence[str], validation: Sequence[str], tar
                           folds: int = DEFAULT_FOLDS, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
                           combination: str = DEFAULT_COMBINATION, correction: str = "bh",
                           params: dict | None = None, prefix: str = "auto", use_cache: bool = True,
-                          iid_check: bool = True, checked: Checked | None = None, load=None,
+                          iid_check: bool = True, control: str = "auto", adjust_length: bool = True,
+                          checked: Checked | None = None, load=None,
                           progress: Progress | None = None) -> DatasetInferenceResult:
     """Was the suspect set used to train ``target``? (Maini et al. 2024, NeurIPS, "LLM Dataset
     Inference: Did you train on my dataset?").
@@ -221,6 +235,11 @@ def run_dataset_inference(suspect: Sequence[str], validation: Sequence[str], tar
         The feature attacks' parameters, the prefix, the statistics cache.
     iid_check : bool
         False skips the blind-baseline guard (recorded; for tests on synthetic sets only).
+    control : str
+        The negative control (``control.control_spec``): ``"auto"`` (the reference if given, else the target's
+        base, else the embedded SmolLM2) or ``"none"``.
+    adjust_length : bool
+        Adjust every feature for text length (``control.length_adjust``).
     checked : Checked, optional
         The check stage already made for these inputs (:func:`check_text_run`, which
         ``mia_core.api.inference.prepare_inference`` keeps in its request): not made again, and its sets and
@@ -234,13 +253,15 @@ def run_dataset_inference(suspect: Sequence[str], validation: Sequence[str], tar
     -------
     DatasetInferenceResult
         The verdict is ``used`` when the one-sided p-value is at most ``alpha``, ``not_shown`` otherwise,
-        ``refused`` when the IID guard finds the sets differ without the model (no model pass is then made).
+        ``refused`` when the IID guard finds the sets differ without the model (no model pass is then made) or the
+        negative control alone scores the suspect texts as more member-like.
     """
     if checked is None:
         checked = check_text_run(suspect, validation, reference=reference is not None, population=population,
                                  features=features, alpha=alpha, folds=folds, n_permutations=n_permutations,
                                  seed=seed, combination=combination, correction=correction, params=params,
-                                 prefix=prefix, use_cache=use_cache, iid_check=iid_check)
+                                 prefix=prefix, use_cache=use_cache, iid_check=iid_check, control=control,
+                                 adjust_length=adjust_length)
     return infer_texts(checked, target, reference=reference, load=load, progress=progress)
 
 
@@ -250,7 +271,8 @@ def _text_summary(c: Checked) -> dict:
     return {"n_suspect": len(c.suspect), "n_validation": len(c.validation), "alpha": float(st["alpha"]),
             "folds": int(st["folds"]), "n_permutations": int(st["n_permutations"]), "seed": int(st["seed"]),
             "p_value": None, "p_value_ttest": None, "self_check_p_value": None, "blind_auc": None, "weights": {},
-            "features": [], "combination": st["combination"], "correction": st["correction"]}
+            "features": [], "combination": st["combination"], "correction": st["correction"],
+            "control": st.get("control", "auto"), "adjust_length": bool(st.get("adjust_length", True))}
 
 
 def _text_tests(X: np.ndarray, y: np.ndarray, ok: np.ndarray, st: dict, notes: list, progress: Progress) -> dict:
@@ -289,14 +311,20 @@ def infer_texts(checked: Checked, target, *, reference=None, load=None,
     y = np.r_[np.ones(len(c.suspect), int), np.zeros(len(c.validation), int)]
     df = pd.DataFrame({"text_id": ids, "set": np.where(y == 1, "suspect", "validation")})
     if not guard_stage(c.suspect, c.validation, seed=st["seed"], iid_check=st["iid_check"], summary=summary,
-                       notes=notes, progress=progress):
+                       notes=notes, progress=progress, adjust_length=st.get("adjust_length", True)):
         summary["seconds"] = round(time.time() - t0, 2)
         return DatasetInferenceResult(summary=summary, scores=df, metrics={}, report=notes)
     target, reference = load_stage(target, reference, load)
     summary.update(model=model_name(target), reference_model=None if reference is None else model_name(reference))
-    names, X, ok = feature_stage(c.suspect + c.validation, y, ids, target, reference=reference,
-                                 population=c.population, cfg=c.config, attacks=feature_attacks(c.families),
-                                 notes=notes, progress=progress)
+    control, cfg, attacks = control_stage(target, reference, c, load, summary, notes)
+    fs = feature_stage(c.suspect + c.validation, y, ids, target, reference=control if control is not None else reference,
+                       population=c.population, cfg=cfg, attacks=attacks, notes=notes, progress=progress,
+                       control=control is not None, adjust_length=st.get("adjust_length", True))
+    names, X, ok = fs.names, fs.X, fs.ok
+    summary.update(length_r2=fs.length_r2)
+    if control_refusal(fs, y, st, summary, notes):
+        summary["seconds"] = round(time.time() - t0, 2)
+        return DatasetInferenceResult(summary=summary, scores=df, metrics={}, report=notes)
     tested = _text_tests(X, y, ok, st, notes, progress)
     progress("power curve", 0.97)
     summary.update(tested["summary"], features=names, weights=dict(zip(names, tested["perm"]["weights"])),
@@ -304,6 +332,7 @@ def infer_texts(checked: Checked, target, *, reference=None, load=None,
                                            combination=st["combination"]),
                    n_excluded=int((~ok).sum()), iid_check=bool(st["iid_check"]), seconds=round(time.time() - t0, 2),
                    scored_tokens={"prefix": st["prefix"]})
+    rests_on(summary, fs, st.get("adjust_length", True))
     progress("done", 1.0)
     return DatasetInferenceResult(summary=summary, scores=units_frame(df, names, X, ok, tested),
                                   metrics=tested["metrics"], report=notes)

@@ -44,8 +44,9 @@ from . import features as F
 from .audit import DEFAULT_ALPHA, DatasetInferenceResult
 from .guards import near_duplicates
 from .options import MAX_PASSAGES, PASSAGE_WORDS, InferenceOptions
-from .stages import (Checked, check_correction, check_test_settings, feature_attacks, feature_stage, folds_used,
-                     guard_stage, load_stage, model_name, run_config, tested_notes, units_frame)
+from .stages import (Checked, Features, check_correction, check_test_settings, control_refusal,  # noqa: F401
+                     control_stage, feature_attacks, feature_stage, folds_used, guard_stage, load_stage, model_name,
+                     rests_on, run_config, tested_notes, units_frame)
 from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS
 from .verdict import CORRECTIONS, benjamini_hochberg, holm, test_stage  # noqa: F401 - the names books used to hold
 
@@ -113,7 +114,7 @@ def check_book_run(suspect, validation, *, reference: bool = False, features="de
                    folds: int = DEFAULT_FOLDS, n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
                    passage_words: int = PASSAGE_WORDS, max_passages: int = MAX_PASSAGES, params: dict | None = None,
                    prefix: str = "auto", use_cache: bool = True, iid_check: bool = True, correction: str = "bh",
-                   combination: str = DEFAULT_COMBINATION) -> Checked:
+                   combination: str = DEFAULT_COMBINATION, control: str = "auto", adjust_length: bool = True) -> Checked:
     """The check stage of a run over books: settings, the two sets of books (:func:`check_books`), the
     features, the scoring configuration, and every book cut into the same number of passages.
 
@@ -124,7 +125,7 @@ def check_book_run(suspect, validation, *, reference: bool = False, features="de
     reference : bool
         A reference model is given (the ``ref`` feature can run).
     features, alpha, folds, n_permutations, seed, passage_words, max_passages, params, prefix, use_cache,
-    iid_check, correction, combination
+    iid_check, correction, combination, control, adjust_length
         As :func:`run_book_inference` takes them.
 
     Returns
@@ -135,6 +136,7 @@ def check_book_run(suspect, validation, *, reference: bool = False, features="de
     """
     check_correction(correction)
     check_test_settings(alpha=alpha, folds=folds, n_permutations=n_permutations, combination=combination)
+    InferenceOptions.check_some(control=control, adjust_length=adjust_length)
     notes = check_books(suspect, validation, passage_words=passage_words, max_passages=max_passages)
     fams = F.parse_features(features, reference=reference, population=False)
     cfg = run_config(fams, params=params, prefix=prefix, use_cache=use_cache)
@@ -145,7 +147,8 @@ def check_book_run(suspect, validation, *, reference: bool = False, features="de
     folds = folds_used(folds, len(suspect) + len(validation), "books", notes)
     settings = {"alpha": alpha, "folds": folds, "n_permutations": n_permutations, "seed": seed,
                 "combination": combination, "correction": correction, "prefix": prefix, "iid_check": iid_check,
-                "passage_words": passage_words, "max_passages": max_passages, "passages_per_book": m}
+                "passage_words": passage_words, "max_passages": max_passages, "passages_per_book": m,
+                "control": control, "adjust_length": adjust_length}
     suspect, validation = unique_names(list(suspect), list(validation), notes)
     return Checked("books", suspect, validation, fams, cfg, settings, notes, cut=cut)
 
@@ -155,7 +158,8 @@ def run_book_inference(suspect, validation, target, *, reference=None, features=
                        n_permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0,
                        passage_words: int = PASSAGE_WORDS, max_passages: int = MAX_PASSAGES, params: dict | None = None,
                        prefix: str = "auto", use_cache: bool = True, iid_check: bool = True,
-                       correction: str = "bh", combination: str = DEFAULT_COMBINATION, checked: Checked | None = None,
+                       correction: str = "bh", combination: str = DEFAULT_COMBINATION, control: str = "auto",
+                       adjust_length: bool = True, checked: Checked | None = None,
                        load=None, progress: Progress | None = None) -> DatasetInferenceResult:
     """Dataset inference over books (module docstring).
 
@@ -165,7 +169,8 @@ def run_book_inference(suspect, validation, target, *, reference=None, features=
         The books in question and books of the same kind known not to be trained on.
     target, reference : LoadedModel or str
         Loaded models, or specs that ``load(spec)`` loads once the model-free checks have passed.
-    features, alpha, folds, n_permutations, seed, params, prefix, use_cache, iid_check, correction, combination
+    features, alpha, folds, n_permutations, seed, params, prefix, use_cache, iid_check, correction, combination,
+    control, adjust_length
         As ``audit.run_dataset_inference`` takes them.
     passage_words, max_passages
         Words per passage (at least 16) and passages per book at most.
@@ -185,7 +190,8 @@ def run_book_inference(suspect, validation, target, *, reference=None, features=
         checked = check_book_run(suspect, validation, reference=reference is not None, features=features, alpha=alpha,
                                  folds=folds, n_permutations=n_permutations, seed=seed, passage_words=passage_words,
                                  max_passages=max_passages, params=params, prefix=prefix, use_cache=use_cache,
-                                 iid_check=iid_check, correction=correction, combination=combination)
+                                 iid_check=iid_check, correction=correction, combination=combination,
+                                 control=control, adjust_length=adjust_length)
     return infer_books(checked, target, reference=reference, load=load, progress=progress)
 
 
@@ -198,27 +204,37 @@ def _book_summary(c: Checked) -> dict:
             "max_passages": int(st["max_passages"]), "passages_per_book": int(st["passages_per_book"]),
             "n_passages": int(sum(map(len, c.cut))), "p_value": None, "p_value_ttest": None,
             "self_check_p_value": None, "blind_auc": None, "weights": {}, "features": [], "power_curve": [],
-            "books": [], "combination": st["combination"], "correction": st["correction"]}
+            "books": [], "combination": st["combination"], "correction": st["correction"],
+            "control": st.get("control", "auto"), "adjust_length": bool(st.get("adjust_length", True))}
 
 
-def _book_features(c: Checked, yb: np.ndarray, target, reference, notes: list,
-                   progress: Progress) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The features stage over books: every passage's features from one scoring stage, a book's the means over
-    its passages with every feature. Returns the names, the books' features and the mask of books kept."""
+def _book_features(c: Checked, yb: np.ndarray, target, control, cfg, attacks: list, notes: list,
+                   progress: Progress, *, calibrated: bool):
+    """The features stage over books: every passage's features from one scoring stage (calibrated against the
+    control and adjusted for length as the run says), a book's the means over its passages with every feature.
+    Returns the stage's :class:`~mia_core.dataset_inference.stages.Features` with the books' rows (``ok``: the
+    books kept)."""
     texts = [p for cut in c.cut for p in cut]
     owner = np.repeat(np.arange(len(c.cut)), [len(cut) for cut in c.cut])
-    names, X, ok = feature_stage(texts, yb[owner], [f"p{i + 1:05d}" for i in range(len(texts))], target,
-                                 reference=reference, population=[], cfg=c.config,
-                                 attacks=feature_attacks(c.families), notes=notes, progress=progress)
-    Xb = np.full((len(c.cut), len(names)), np.nan)
-    for b in range(len(c.cut)):
-        sel = ok & (owner == b)
-        if sel.any():
-            Xb[b] = X[sel].mean(0)
+    fs = feature_stage(texts, yb[owner], [f"p{i + 1:05d}" for i in range(len(texts))], target, reference=control,
+                       population=[], cfg=cfg, attacks=attacks, notes=notes, progress=progress, control=calibrated,
+                       adjust_length=c.settings.get("adjust_length", True))
+
+    def means(X):
+        Xb = np.full((len(c.cut), X.shape[1]), np.nan)
+        for b in range(len(c.cut)):
+            sel = fs.ok & (owner == b)
+            if sel.any():
+                Xb[b] = X[sel].mean(0)
+        return Xb
+
+    Xb = means(fs.X)
+    cXb = None if fs.control_X is None else means(fs.control_X)
     kept = np.isfinite(Xb).all(1)
     if (~kept).any():
         notes.append(f"{int((~kept).sum())} book(s) excluded: no passage with every feature")
-    return names, Xb, kept
+    ntok = np.array([fs.n_tokens[owner == b].sum() for b in range(len(c.cut))])
+    return Features(fs.names, Xb, kept, ntok, fs.control_names, cXb, fs.length_r2)
 
 
 def _book_tests(Xb: np.ndarray, yb: np.ndarray, kept: np.ndarray, st: dict, notes: list, progress: Progress) -> dict:
@@ -267,7 +283,8 @@ def infer_books(checked: Checked, target, *, reference=None, load=None,
     df = pd.DataFrame({"book": [d.name for d in [*c.suspect, *c.validation]],
                        "set": np.where(yb == 1, "suspect", "validation")})
     if not guard_stage([" ".join(p) for p in c.cut[:n_s]], [" ".join(p) for p in c.cut[n_s:]], seed=st["seed"],
-                       iid_check=st["iid_check"], summary=summary, notes=notes, progress=progress):
+                       iid_check=st["iid_check"], summary=summary, notes=notes, progress=progress,
+                       adjust_length=st.get("adjust_length", True)):
         summary["seconds"] = round(time.time() - t0, 2)
         return DatasetInferenceResult(summary=summary, scores=df, report=notes)
     if st["iid_check"]:
@@ -275,12 +292,20 @@ def infer_books(checked: Checked, target, *, reference=None, load=None,
                      "the two sets of books, only catch a large one")
     target, reference = load_stage(target, reference, load)
     summary.update(model=model_name(target), reference_model=None if reference is None else model_name(reference))
-    names, Xb, kept = _book_features(c, yb, target, reference, notes, progress)
+    control, cfg, attacks = control_stage(target, reference, c, load, summary, notes)
+    fs = _book_features(c, yb, target, control if control is not None else reference, cfg, attacks, notes, progress,
+                        calibrated=control is not None)
+    names, Xb, kept = fs.names, fs.X, fs.ok
+    summary.update(length_r2=fs.length_r2)
+    if control_refusal(fs, yb, st, summary, notes, unit="books"):
+        summary["seconds"] = round(time.time() - t0, 2)
+        return DatasetInferenceResult(summary=summary, scores=df, report=notes)
     tested = _book_tests(Xb, yb, kept, st, notes, progress)
     summary.update(tested["summary"], features=names, weights=dict(zip(names, tested["perm"]["weights"])),
                    books=_per_book(c, yb, kept, tested), n_excluded=int((~kept).sum()),
                    iid_check=bool(st["iid_check"]), seconds=round(time.time() - t0, 2),
                    scored_tokens={"prefix": st["prefix"]})
+    rests_on(summary, fs, st.get("adjust_length", True))
     df["n_passages"] = [len(p) for p in c.cut]
     df = units_frame(df, names, Xb, kept, tested)
     progress("done", 1.0)

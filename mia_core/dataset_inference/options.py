@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..options import SEED, Options, flag, number, one_of, option, text, whole
+from .control import CONTROLS
 from .significance import (COMBINATION_DOMAIN, DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, FOLDS_DOMAIN,
                            PERMUTATIONS_DOMAIN)
 
@@ -41,5 +42,11 @@ class InferenceOptions(Options):
     combination: str = option(DEFAULT_COMBINATION, COMBINATION_DOMAIN,
                               "how the features are combined, always with non-negative weights (higher = more "
                               "member-like only): nonneg, fitted by cross-fitting, or mean, equal weights")
+    control: str = option("auto", one_of(*CONTROLS),
+                          "the negative control, a model that never saw either set: auto (the reference model if "
+                          "given, else the target's base, else the embedded SmolLM2; the test reads every feature "
+                          "target minus control, and refuses when the control alone separates the sets) or none")
+    adjust_length: bool = option(True, flag(), "adjust every feature for text length (its residual from one pooled, "
+                                               "label-free fit on the lengths in tokens, words and characters)")
     passage_words: int = option(PASSAGE_WORDS, whole(16, 100_000), "words per passage (books)")
     max_passages: int = option(MAX_PASSAGES, whole(1, 10_000), "passages per book at most (books)")

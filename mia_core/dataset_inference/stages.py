@@ -157,8 +157,9 @@ def run_config(families: list[str], *, params: dict | None, prefix: str, use_cac
 
 
 def guard_stage(suspect: list[str], validation: list[str], *, seed: int, iid_check: bool, summary: dict,
-                notes: list, progress: Progress) -> bool:
-    """The IID guard (``guards.iid_guard``) into ``summary`` and ``notes``.
+                notes: list, progress: Progress, adjust_length: bool = True) -> bool:
+    """The IID guard (``guards.iid_guard``) and the length check (``guards.length_check``) into ``summary`` and
+    ``notes``.
 
     Parameters
     ----------
@@ -167,17 +168,22 @@ def guard_stage(suspect: list[str], validation: list[str], *, seed: int, iid_che
     seed : int
         The guard's seed.
     iid_check : bool
-        False skips the guard (recorded in ``notes``).
+        False skips the guard and the length check (recorded in ``notes``).
     summary, notes : dict, list
         Updated in place.
     progress : callable
         ``progress(message, fraction)``.
+    adjust_length : bool
+        The features will be adjusted for length: a length difference is then said, not refused; without the
+        adjustment, lengths that differ (permutation p at most ``guards.GUARD_ALPHA``) refuse the verdict.
 
     Returns
     -------
     bool
         False when the verdict is refused (no model pass is then made).
     """
+    from .guards import GUARD_ALPHA, length_check
+
     if not iid_check:
         notes.append("the IID guard (blind baseline) was switched off: the p-value assumes the sets are exchangeable")
         return True
@@ -190,6 +196,19 @@ def guard_stage(suspect: list[str], validation: list[str], *, seed: int, iid_che
         summary.update(verdict="refused", verdict_reason=g["message"])
         return False
     notes.append(f"IID guard: {g['message']}")
+    lc = length_check(suspect, validation, seed=seed)
+    summary.update(length_auc=lc["auc"], length_p_value=lc["p_value"])
+    differ = lc["p_value"] <= GUARD_ALPHA
+    if differ and not adjust_length:
+        summary.update(verdict="refused", verdict_reason=(
+            f"the two sets differ in length ({lc['message']}), which every membership feature responds to, and the "
+            "length adjustment is off: a p-value here would measure length, not training. Refused: keep the length "
+            "adjustment on, or draw sets of the same lengths"))
+        return False
+    notes.append(f"IID guard, {lc['message']}: " + (
+        ("they differ; every feature is adjusted for length" if differ else "no clear difference; every feature is "
+         "adjusted for length all the same") if adjust_length else "no clear difference (features not adjusted for "
+                                                                    "length, as asked)"))
     return True
 
 
@@ -214,21 +233,132 @@ def load_stage(target, reference, load) -> tuple:
     return target, reference
 
 
+def control_stage(target, reference, c: Checked, load, summary: dict, notes: list) -> tuple:
+    """The negative control of the run (``control.control_spec``), loaded when it is not the reference, and the
+    scoring configuration and feature attacks that give its pass (the ``ref`` feature added: its pass is the
+    control's). Returns ``(control or None, cfg, attacks)``; the summary names the control (or None) and the notes
+    say which it is, or why there is none.
+
+    Raises
+    ------
+    ModelError
+        The control could not be loaded (one line, naming ``control``).
+    """
+    from ..errors import ModelError
+    from .control import control_spec
+
+    spec, note = control_spec(target, reference, c.settings.get("control", "auto"))
+    summary["control_model"] = None
+    if spec is None:
+        notes.append(note)
+        return None, c.config, feature_attacks(c.families)
+    ctl = spec
+    if isinstance(spec, str) and not (reference is not None and spec is reference):
+        try:
+            ctl = load(spec) if load is not None else _load_causal(spec)
+        except ModelError as e:
+            raise ModelError(f"the negative control ({spec}) could not be loaded: {e}; give a reference model, or "
+                             "run without a control ({control} none)", options=(*e.options, "control")) from None
+    if getattr(ctl, "identity", None) == getattr(target, "identity", None):
+        notes.append("no negative control: the control would be the target itself")
+        return None, c.config, feature_attacks(c.families)
+    notes.append(note if model_name(ctl).lower() in note.lower() else f"{note} ({model_name(ctl)})")
+    families = list(c.families) + ([] if "ref" in c.families else ["ref"])
+    cfg = run_config(families, params=c.config.params, prefix=c.config.stats.prefix, use_cache=c.config.use_cache)
+    summary["control_model"] = model_name(ctl)
+    return ctl, cfg, feature_attacks(families)
+
+
+def _load_causal(spec):
+    from ..models import load_causal_lm
+
+    return load_causal_lm(spec)
+
+
+def control_refusal(fs: Features, y: np.ndarray, st: dict, summary: dict, notes: list, unit: str = "texts") -> bool:
+    """The control's own check (``control.control_check``) into ``summary`` and ``notes``; True when it refuses
+    the verdict (the control alone scores the suspect units as more member-like)."""
+    from .control import control_check
+
+    if fs.control_X is None:
+        return False
+    ok = fs.ok
+    cc = control_check(fs.control_X[ok], y[ok], folds=st["folds"], seed=st["seed"], combination=st["combination"],
+                       unit=unit)
+    summary.update(control_p_value=cc["p_value"], control_message=cc["message"])
+    if cc["refused"]:
+        summary.update(verdict="refused", verdict_reason=cc["message"])
+        return True
+    notes.append(cc["message"])
+    return False
+
+
+def rests_on(summary: dict, fs: Features, adjust_length: bool) -> None:
+    """The verdict's sentence completed with what it rests on: the control and its assumption, the length
+    adjustment (``summary["assumptions"]`` lists them for the API and the report)."""
+    from .control import ASSUMPTION
+
+    said = []
+    if summary.get("control_model"):
+        said.append(f"It reads what the target sees beyond the negative control ({summary['control_model']}): "
+                    f"{ASSUMPTION}.")
+    if adjust_length:
+        said.append("Every feature was adjusted for text length (a pooled, label-free fit on the texts' lengths in "
+                    "tokens, words and characters).")
+    summary["assumptions"] = said
+    if said and summary.get("verdict") in ("used", "not_shown"):
+        summary["verdict_reason"] = f"{summary['verdict_reason']} {' '.join(said)}"
+
+
 def model_name(m) -> str:
     """How the result names a model: a loaded model's name, else its spec."""
     return str(getattr(m, "name", None) or m)
 
 
+@dataclass
+class Features:
+    """What the features stage gives the tests.
+
+    Attributes
+    ----------
+    names : list of str
+        The features the test reads (calibrated against the control when there is one).
+    X : numpy.ndarray
+        ``(units, features)``; length-adjusted where the run adjusts (rows of ``ok`` only).
+    ok : numpy.ndarray
+        The units with every feature (and every control feature).
+    n_tokens : numpy.ndarray
+        Each unit's token count (the target's tokenizer).
+    control_names : list of str
+        The control's own features (empty: no control).
+    control_X : numpy.ndarray or None
+        Their matrix, adjusted as ``X``.
+    length_r2 : dict
+        ``{feature: share of its variance length explained}`` (empty: not adjusted).
+    """
+
+    names: list
+    X: np.ndarray
+    ok: np.ndarray
+    n_tokens: np.ndarray
+    control_names: list = field(default_factory=list)
+    control_X: np.ndarray | None = None
+    length_r2: dict = field(default_factory=dict)
+
+
 def feature_stage(texts: list[str], y: np.ndarray, ids: list[str], target, *, reference, population: list[str], cfg,
-                  attacks: list, notes: list, progress: Progress) -> tuple[list[str], np.ndarray, np.ndarray]:
-    """The features of every text from one scoring stage (``features``).
+                  attacks: list, notes: list, progress: Progress, control: bool = False,
+                  adjust_length: bool = False) -> Features:
+    """The features of every text from one scoring stage (``features``), calibrated against the negative control
+    and adjusted for length where asked (``control``).
 
     Parameters
     ----------
     texts, y, ids
         The scored texts (suspect first), their sets (1: suspect) and ids.
     target, reference : LoadedModel
-        The models (``reference`` None: none).
+        The models (``reference`` None: none; with ``control``, the negative control, whose pass is the run's
+        reference pass).
     population : list of str
         Known non-members (ReCaLL's prefix); empty: none.
     cfg : mia_core.pipeline.RunConfig
@@ -239,14 +369,20 @@ def feature_stage(texts: list[str], y: np.ndarray, ids: list[str], target, *, re
         The scoring stage's and the features' notes are appended.
     progress : callable
         ``progress(message, fraction)``; the scoring stage takes 0.05 to 0.90 of the run.
+    control : bool
+        ``reference`` is the negative control: the test reads every feature target minus control
+        (``control.calibrate``) and the control's own features are kept for its check.
+    adjust_length : bool
+        Every feature (and control feature) replaced by its residual from the pooled, label-free fit on the texts'
+        lengths in tokens, words and characters (``control.length_adjust``).
 
     Returns
     -------
-    tuple
-        ``(names, X, ok)``: feature names, the features matrix, the mask of texts with every feature.
+    Features
     """
     from ..data import Dataset
     from ..pipeline import score_stage
+    from .control import calibrate, control_columns, length_adjust, text_lengths
 
     pop_ds = (Dataset(texts=population, labels=[0] * len(population), ids=[f"p{i + 1:04d}" for i in range(len(population))])
               if population else None)
@@ -254,9 +390,27 @@ def feature_stage(texts: list[str], y: np.ndarray, ids: list[str], target, *, re
                      progress=lambda m, f: progress(m, 0.05 + 0.85 * f),
                      dataset=Dataset(texts=texts, labels=y, ids=ids, report=[]), train_mask=np.zeros(len(y), bool))
     notes += st.report
-    names, X, ok, fnotes = F.clean(F.feature_columns(st.inputs, attacks, cfg.params, st.scores))
+    cols = F.feature_columns(st.inputs, attacks, cfg.params, st.scores)
+    n_tokens = np.array([s.n_tokens for s in st.inputs.target])
+    cnames, cX, cok = [], None, np.ones(len(texts), bool)
+    if control:
+        ccols = control_columns(st.inputs, attacks, cfg.params)
+        cols = calibrate(cols, ccols, notes)
+        cnames, cX, cok, cnotes = F.clean(ccols)
+        notes += [f"control: {n}" for n in cnotes]
+    names, X, ok, fnotes = F.clean(cols)
     notes += fnotes
-    return names, X, ok
+    ok = ok & cok
+    r2 = {}
+    if adjust_length and ok.sum() > 3:
+        X = X.copy()
+        lengths = text_lengths(texts, n_tokens)[ok]
+        X[ok], shares = length_adjust(X[ok], lengths)
+        r2 = dict(zip(names, np.round(shares, 4).tolist()))
+        if cX is not None:
+            cX = cX.copy()
+            cX[ok], _ = length_adjust(cX[ok], lengths)
+    return Features(names, X, ok, n_tokens, cnames, cX, r2)
 
 
 def feature_attacks(families: Sequence[str]) -> list:
