@@ -498,7 +498,10 @@ def _draw(stored: dict) -> None:
                    "sets of unequal spread or size (issue 38): its p-value and verdict come from that test. Run the "
                    "same sets again for the current one.", icon=":material/history:")
     shown = None
-    if verdict == "refused":
+    if verdict == "refused" and s.get("control_p_value") is not None:
+        st.caption(md_text(f"Negative control {s.get('control_model')}: the same test on its own features gave "
+                           f"p = {_p(s, 'control_p_value')}; the target's features were not tested."))
+    elif verdict == "refused":
         st.caption(md_text(f"Blind baseline AUC {_fmt(s.get('blind_auc'))}: no model pass was made."))
     elif s.get("mode") == "books":
         shown = _book_part(res)
@@ -544,7 +547,10 @@ def _primary_metric(col, s: dict, unit: str) -> None:
                     f"of the Welch t of the combined scores (non-negative weights, {s.get('folds', '?')} folds, "
                     f"{int(s.get('n_permutations') or 0):,} permutations), reported as the larger of its p-value "
                     "and the Welch t-test's: exact when the sets are exchangeable, and valid when they differ only "
-                    "in spread or size. The primary figure.")
+                    "in spread or size. The primary figure."
+                    + (f" Every feature is the target's minus the negative control's ({s['control_model']}: a model "
+                       "that never saw either set)." if s.get("control_model") else " No negative control.")
+                    + (" Every feature is adjusted for text length." if s.get("adjust_length") else ""))
 
 
 def _blind_metric(col, s: dict) -> None:
