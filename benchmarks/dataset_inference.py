@@ -143,22 +143,28 @@ def _speed(args, mem, held, target) -> None:
           f"10,000 {time.perf_counter() - t0:.2f} s")
     if not args.skip_speed:
         from mia_core.data import texts_from_strings
+        from mia_core.models import load_causal_lm
         from mia_core.pipeline import RunConfig, run_attacks
 
-        attacks = ["loss", "zlib", "min_k", "min_k_pp", "dc_pdd"]
-        os.environ["MIA_CACHE_DIR"] = tempfile.mkdtemp(prefix="mia-di-speed-a-")
-        t0 = time.perf_counter()
-        run_attacks(texts_from_strings(mem[200:400], held[200:400]), target,
-                    config=RunConfig(attacks=attacks, n_bootstrap=1000))
-        t_cal = time.perf_counter() - t0
-        os.environ["MIA_CACHE_DIR"] = tempfile.mkdtemp(prefix="mia-di-speed-b-")
-        t0 = time.perf_counter()
-        run_dataset_inference(mem[200:400], held[200:400], target)
-        t_di = time.perf_counter() - t0
-        print(f"   calibration run ({', '.join(attacks)}, 1,000 bootstrap) {t_cal:.0f} s; dataset inference "
-              f"(the same attacks as features, 10,000 permutations, paper test, self-check, power curve, guard) "
-              f"{t_di:.0f} s: {t_di / t_cal:.2f}x (fresh caches each)")
-
+        base = load_causal_lm(None)  # the target's base: the reference of the calibration run, the audit's control
+        attacks = ["loss", "zlib", "min_k", "min_k_pp", "dc_pdd", "ref"]
+        times = {}
+        for label, run in (
+                ("calibration", lambda: run_attacks(texts_from_strings(mem[200:400], held[200:400]), target,
+                                                    reference=base, config=RunConfig(attacks=attacks, n_bootstrap=1000))),
+                ("audit, control auto (the base)", lambda: run_dataset_inference(mem[200:400], held[200:400], target)),
+                ("audit, control none", lambda: run_dataset_inference(mem[200:400], held[200:400], target,
+                                                                      control="none"))):
+            os.environ["MIA_CACHE_DIR"] = tempfile.mkdtemp(prefix="mia-di-speed-")
+            t0 = time.perf_counter()
+            run()
+            times[label] = time.perf_counter() - t0
+        cal = times["calibration"]
+        print(f"   calibration run ({', '.join(attacks)}, the base as reference, 1,000 bootstrap) {cal:.0f} s; "
+              f"dataset inference (the same attacks as features, the base as its negative control, 10,000 "
+              f"permutations, paper test, self-check, power curve, guard) {times['audit, control auto (the base)']:.0f} s"
+              f" ({times['audit, control auto (the base)'] / cal:.2f}x); without the control (one pass fewer) "
+              f"{times['audit, control none']:.0f} s ({times['audit, control none'] / cal:.2f}x); fresh caches each")
 
 if __name__ == "__main__":
     main()
