@@ -2,12 +2,14 @@
 
 1. **Real never-trained splits**: the demo's 200 never-trained texts (non-members + population) split at the median
    of a property (words, tokens, punctuation per word, mean word length), each half in turn the suspect set; the
-   primary test's p-value on the control's own features (SmolLM2), the target's raw features and the calibrated
-   ones (target minus SmolLM2), each with no length adjustment, tokens only, and tokens + words + characters.
+   primary test's p-value (the ``nonneg`` combination, as measured first) on the control's own features (SmolLM2),
+   the target's raw features and the calibrated ones (target minus SmolLM2), each with no length adjustment,
+   tokens only, and tokens + words + characters.
 2. **Power on weak fine-tunes** (one LoRA epoch of SmolLM2 on 400 AG News texts, ``make-target``, seeds 0 and 1):
-   per-draw p-values of 10 random draws at 25 / 50 / 100 texts a set, per candidate (9,999 permutations).
+   per-draw p-values of 10 random draws at 25 / 50 / 100 texts a set, per candidate features and combination
+   (9,999 permutations).
 3. **False positives on real held-out texts**: 200 random halves of each target's 400 held-out texts, the
-   calibrated, length-adjusted test and the control's own check (999 permutations).
+   calibrated, length-adjusted test (the default combination) and the control's own check (999 permutations).
 
 Feature matrices are computed once (``run_dataset_inference`` with no control and no adjustment, for the target
 and for SmolLM2, on the same texts) and kept in ``--work``. Needs ``../shared/data`` for AG News (these machines
@@ -53,6 +55,7 @@ def matrices(work: Path, name: str, members, others, target, base) -> dict:
     d["raw"] = d["XT"][:, [nT.index(n) for n in shared]]
     d["control"] = d["XC"][:, [nC.index(n) for n in shared]]
     d["cal"] = d["raw"] - d["control"]
+    d["names"] = shared
     return d
 
 
@@ -81,7 +84,8 @@ def splits(d) -> None:
             y = pick.astype(int)
             cells = []
             for which in ("control", "raw", "cal"):
-                ps = [permutation_test(_adjust(d[which][idx], d, idx, how), y, n_permutations=999)["p_value"]
+                ps = [permutation_test(_adjust(d[which][idx], d, idx, how), y, n_permutations=999,
+                                       combination="nonneg")["p_value"]
                       for how in ("none", "tok", "all")]
                 cells.append(f"{which} " + " / ".join(f"{p:.2g}" for p in ps))
             print(f"  {prop:12s} {side}: " + " | ".join(cells), flush=True)
@@ -92,18 +96,22 @@ def power(d, name: str, sizes=(25, 50, 100), draws: int = 10) -> None:
 
     si, vi = np.flatnonzero(d["ok"] & (d["y"] == 1)), np.flatnonzero(d["ok"] & (d["y"] == 0))
     ref = d["XT"][:, [list(d["namesT"]).index("ref")]] if "ref" in list(d["namesT"]) else d["cal"][:, :1]
-    cands = {"before: raw, no reference": ("raw", "none"), "before: raw + base as reference": ("raw+ref", "none"),
-             "now: target - base, adjusted": ("cal", "all")}
+    cands = {"before: raw, no reference (nonneg)": ("raw", "none", "nonneg"),
+             "before: raw + base as reference (nonneg)": ("raw+ref", "none", "nonneg"),
+             "target - base, adjusted, nonneg": ("cal", "all", "nonneg"),
+             "target - base, adjusted, mean": ("cal", "all", "mean"),
+             "now: target - base, adjusted, families": ("cal", "all", "families")}
     print(f"\n2. power, {name} (per-draw p, 9,999 permutations)")
     for n in sizes:
-        for label, (which, how) in cands.items():
+        for label, (which, how, comb) in cands.items():
             ps = []
             for r in range(draws):
                 g = np.random.default_rng([r, n])
                 idx = np.r_[g.choice(si, n, replace=False), g.choice(vi, n, replace=False)]
                 X = np.c_[d["raw"][idx], ref[idx]] if which == "raw+ref" else d[which][idx]
+                names = [*d["names"], "ref"] if which == "raw+ref" else d["names"]
                 ps.append(permutation_test(_adjust(X, d, idx, how), np.r_[np.ones(n, int), np.zeros(n, int)],
-                                           n_permutations=9999, seed=r)["p_value"])
+                                           n_permutations=9999, seed=r, combination=comb, names=names)["p_value"])
             ps = np.array(ps)
             print(f"  n={n:3d} {label:32s} below 1e-3 in {(ps < 1e-3).sum()}/{draws}: "
                   + " ".join(f"{p:.1g}" for p in ps), flush=True)
@@ -118,8 +126,8 @@ def false_positives(d, name: str, splits_n: int = 200) -> None:
     for r in range(splits_n):
         y = np.zeros(len(vi), int)
         y[np.random.default_rng([r, 99]).permutation(len(vi))[: len(vi) // 2]] = 1  # not the folds' stream
-        ps.append(permutation_test(X, y, n_permutations=999, seed=r)["p_value"])
-        cs.append(permutation_test(C, y, n_permutations=999, seed=r + 11)["p_value"])
+        ps.append(permutation_test(X, y, n_permutations=999, seed=r, names=d["names"])["p_value"])
+        cs.append(permutation_test(C, y, n_permutations=999, seed=r + 11, names=d["names"])["p_value"])
     ps, cs = np.array(ps), np.array(cs)
     print(f"\n3. {name}: {splits_n} random halves of {len(vi)} held-out texts: p <= 0.05 in {np.mean(ps <= 0.05):.3f}, "
           f"<= 0.01 in {np.mean(ps <= 0.01):.3f}; the control refuses (p <= 0.01) in {np.mean(cs <= 0.01):.3f}",

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 import streamlit as st
 
-from mia_core.api.inference import InferenceOptions
+from mia_core.api.inference import InferenceOptions, combination_words
 from mia_core.errors import DataError, MiaError
 
 from .ui import put
@@ -544,7 +544,8 @@ def _self_check(s: dict) -> None:
 def _primary_metric(col, s: dict, unit: str) -> None:
     col.metric("p-value (one-sided test)", _p(s, "p_value", "p_value_is_bound"),
                help=f"Is the suspect set more member-like than the validation set? A permutation test, over {unit}, "
-                    f"of the Welch t of the combined scores (non-negative weights, {s.get('folds', '?')} folds, "
+                    f"of the Welch t of the combined scores ({combination_words(s.get('combination'))}, "
+                    f"{s.get('folds', '?')} folds, "
                     f"{int(s.get('n_permutations') or 0):,} permutations), reported as the larger of its p-value "
                     "and the Welch t-test's: exact when the sets are exchangeable, and valid when they differ only "
                     "in spread or size. The primary figure."
@@ -649,7 +650,13 @@ def _charts(res, *, power: bool) -> None:
         weights = None
     if weights is not None:
         st.plotly_chart(weights, key="di_weights")
-    st.caption("Weights of the test's combination on standardised features, fitted on all units and kept "
-               "non-negative: every feature is oriented so that higher means more member-like, and the combined "
-               "score can only rise with a feature. Correlated features (Min-K% at neighbouring k) share weight; "
-               "a weight of 0 means the feature adds nothing the others do not.")
+    if s.get("combination") == "nonneg":
+        st.caption("Weights of the test's combination on standardised features, fitted on all units and kept "
+                   "non-negative: every feature is oriented so that higher means more member-like, and the combined "
+                   "score can only rise with a feature. Correlated features (Min-K% at neighbouring k) share weight; "
+                   "a weight of 0 means the feature adds nothing the others do not.")
+    else:
+        st.caption("Weights of the test's combination on standardised features, set before the run (no label is "
+                   "read): every feature is oriented so that higher means more member-like, and "
+                   + ("each attack counts once, its weight shared by its columns (Min-K% at seven k)."
+                      if s.get("combination") == "families" else "every feature counts equally."))

@@ -44,11 +44,12 @@ def test_permutation_p_values_are_valid_under_the_null_and_small_under_a_shift()
     X = rng.normal(size=(80, 4))
     X[:40, 0] += 1.5  # the suspect texts more member-like in one feature (over 30 such draws the largest p was 0.004)
     assert permutation_test(X, y2, n_permutations=999, seed=0, combination="mean")["p_value"] <= 0.01
-    got = permutation_test(X, y2, n_permutations=999, seed=0)  # the default: non-negative fitted weights
+    assert permutation_test(X, y2, n_permutations=999, seed=0)["p_value"] <= 0.01  # the default: families
+    got = permutation_test(X, y2, n_permutations=999, seed=0, combination="nonneg")  # non-negative fitted weights
     assert got["p_value"] <= 0.01 and got["weights"][0] > max(got["weights"][1:]) and min(got["weights"]) >= 0
     assert got["p_value_is_bound"] == (got["p_value"] == pytest.approx(1 / 1000))
     X[:40, 0] -= 3.0  # now less member-like: never "used", whatever the size of the difference
-    for c in ("mean", "nonneg"):
+    for c in ("mean", "nonneg", "families"):
         assert permutation_test(X, y2, n_permutations=999, seed=0, combination=c)["p_value"] > 0.5
 
 

@@ -51,7 +51,7 @@ def test_bad_input_is_one_line_before_any_model():
 def test_the_time_of_the_tests_is_said_when_it_is_long():
     from mia_core.api.inference import prepare_inference
 
-    request = prepare_inference(NEW, OLD, n_permutations=1_000_000)
+    request = prepare_inference(NEW, OLD, n_permutations=1_000_000, combination="nonneg")  # the slower fit
     assert request.tests_seconds >= 10
     assert request.estimate_note.startswith("the permutation tests (1,000,000 permutations) will take about")
 

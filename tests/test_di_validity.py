@@ -43,6 +43,25 @@ def books(rng, n_books: int, passages: int) -> np.ndarray:
     return np.array([features(rng, 1)[0] + features(rng, passages).mean(0) for _ in range(n_books)])
 
 
+def skewed(rng, n: int, *, spread: float = 1.0, left: bool = True, df: int = 3) -> np.ndarray:
+    """Chi-square margins (``df`` 3: skewness 1.6) joined as the one-factor model's normals are (a Gaussian copula),
+    standardised, mirrored when ``left``; then scaled by ``spread`` about the same mean (0)."""
+    from scipy.stats import chi2, norm
+
+    Z = features(rng, n)
+    C = (chi2.ppf(norm.cdf(Z), df) - df) / np.sqrt(2 * df)
+    return spread * (-C if left else C)
+
+
+def mixed(rng, n: int, size: float = 0.5) -> np.ndarray:
+    """One family of features ``size`` sd more member-like and another ``size`` sd less (issue 51: a set that
+    differs, not a set trained on)."""
+    X = features(rng, n)
+    X[:, :4] += size
+    X[:, 4:8] -= size
+    return X
+
+
 NULLS = {
     "exchangeable, 50 + 50": lambda r: (features(r, 50), features(r, 50)),
     "sizes 25 + 200": lambda r: (features(r, 25), features(r, 200)),
@@ -54,6 +73,12 @@ NULLS = {
     "suspect less member-like (0.5 sd), 100 + 100": lambda r: (features(r, 100, shift=-0.5), features(r, 100)),
     # the books mode gives every book the same number of passages (the shortest book's): 5 books of 2 + 30 of 2
     "books, equal passages, 5 + 30": lambda r: (books(r, 5, 2), books(r, 30, 2)),
+    # issue 51: skew with unequal spread, another correlation structure, a mixed shift (nonneg: 87 % at 0.05)
+    "left-skewed, 10 suspect of twice the spread + 200": lambda r: (skewed(r, 10, spread=2.0), skewed(r, 200)),
+    "chi-square margins, 200 + 25 validation of twice the spread": lambda r: (skewed(r, 200, left=False),
+                                                                              skewed(r, 25, spread=2.0, left=False)),
+    "another correlation (independent features), 25 + 200": lambda r: (r.normal(size=(25, D)), features(r, 200)),
+    "mixed shift (+0.5 / -0.5 sd in two families), 100 + 100": lambda r: (mixed(r, 100), features(r, 100)),
 }
 
 
@@ -95,3 +120,22 @@ def test_power_on_a_weak_signal_that_moves_every_feature():
         y = np.r_[np.ones(100), np.zeros(100)].astype(int)
         hits += permutation_test(X, y, n_permutations=199, seed=rep)["p_value"] <= ALPHA
     assert hits / 60 >= 0.5, f"power {hits / 60:.0%}"
+
+
+def test_a_mixed_shift_between_attack_families_is_not_used():
+    """The default combination (each attack family once: ``features.by_family``) on features named as the product
+    names them: Min-K% 0.5 sd more member-like and Min-K%++ 0.5 sd less is no evidence of training; fitted
+    non-negative weights said "used" in most such runs."""
+    names = ["loss", "zlib"] + [f"min_k@{k}" for k in (0.1, 0.2, 0.3, 0.4, 0.5)] + \
+        [f"min_k_pp@{k}" for k in (0.1, 0.2, 0.3, 0.4, 0.5)]
+    hits = {"families": 0, "nonneg": 0}
+    for rep in range(100):
+        rng = np.random.default_rng([13, rep])
+        S = features(rng, 100)
+        S[:, 2:7] += 0.5
+        S[:, 7:12] -= 0.5
+        X = np.r_[S, features(rng, 100)]
+        y = np.r_[np.ones(100), np.zeros(100)].astype(int)
+        for c in hits:
+            hits[c] += permutation_test(X, y, n_permutations=199, seed=rep, combination=c, names=names)["p_value"] <= ALPHA
+    assert hits["families"] <= 100 * BOUND and hits["nonneg"] >= 50, hits

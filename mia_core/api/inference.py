@@ -288,7 +288,7 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
                       alpha: float = DEFAULT_ALPHA, folds: int = 5, n_permutations: int = 10_000, seed: int = 0,
                       params: dict | None = None, prefix: str = "auto", cache: bool = True,
                       passage_words: int = 256, max_passages: int = 40, correction: str = "bh",
-                      combination: str = "nonneg", control: str = "auto", adjust_length: bool = True,
+                      combination: str = "families", control: str = "auto", adjust_length: bool = True,
                       read_notes: Sequence[str] = (), dtype: str = "auto",
                       device: str = "auto", trust_remote_code: bool = False) -> InferenceRequest:
     """Every check of a dataset-inference run that needs no model, once, before any model loads.
@@ -442,7 +442,7 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
                   alpha: float = 0.01, folds: int = 5, n_permutations: int = 10_000, seed: int = 0,
                   params: dict | None = None, prefix: str = "auto", cache: bool = True, dtype: str = "auto",
                   device: str = "auto", books: bool = False, passage_words: int = 256, max_passages: int = 40,
-                  correction: str = "bh", combination: str = "nonneg", control: str = "auto",
+                  correction: str = "bh", combination: str = "families", control: str = "auto",
                   adjust_length: bool = True, progress=None, text_column: str | None = None):
     """Was the suspect collection used to train the model? Dataset inference with a p-value.
 
@@ -467,8 +467,9 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
         The one-sided permutation test's folds (2 to 20), label permutations (99 to 1,000,000) and seed
         (every option's domain: :class:`~mia_core.dataset_inference.options.InferenceOptions`).
     combination : str
-        How the oriented features are combined, always with non-negative weights: ``"nonneg"`` (fitted by
-        cross-fitting, the default) or ``"mean"`` (equal weights, reads no label);
+        How the oriented features are combined, always with non-negative weights: ``"families"`` (the default:
+        the mean over attack families of their standardised features, each attack counted once, reading no
+        label), ``"nonneg"`` (fitted by cross-fitting) or ``"mean"`` (every feature equally, reads no label);
         ``mia_core.dataset_inference.significance``.
     correction : str
         Across the suspect texts' (or books') own conformal p-values: ``"bh"`` (Benjamini-Hochberg, the
@@ -593,6 +594,24 @@ def inference_feature_label(name: str) -> str:
     from ..dataset_inference.features import feature_label
 
     return feature_label(name)
+
+
+def combination_words(name) -> str:
+    """How a result's ``combination`` combined the features, in words ("the mean over attack families, each counted
+    once"); a run saved before a name existed reads "non-negative weights".
+
+    Parameters
+    ----------
+    name : str or None
+        ``summary["combination"]``.
+
+    Returns
+    -------
+    str
+    """
+    from ..dataset_inference.significance import COMBINATION_WORDS
+
+    return COMBINATION_WORDS.get(name, "non-negative weights")
 
 
 def inference_notes(summary: dict, notes: Sequence[str] = ()) -> dict:

@@ -22,7 +22,8 @@ from ..progress import Progress, noop
 from ..runs.results import AuditResult, json_default, write_csv
 from . import features as F
 from .guards import check_sets, nfkc
-from .significance import DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p, p_number, power_curve
+from .significance import (COMBINATION_WORDS, DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, format_p,
+                           p_number, power_curve)
 from .stages import (Checked, check_correction, check_test_settings, control_refusal, control_stage,  # noqa: F401
                      feature_attacks, feature_stage, folds_used, guard_stage, load_stage, model_name, rests_on,
                      run_config, tested_notes, units_frame)
@@ -68,7 +69,8 @@ class DatasetInferenceResult(AuditResult):
                 f"features ({len(s['features'])}"
                 + (", each the target's minus the negative control's" if s.get("control_model") else "")
                 + (", adjusted for length" if s.get("adjust_length") else "") + f"): {', '.join(s['features'])}",
-                f"one-sided permutation test over {unit} (Welch t of the combined scores, non-negative weights, "
+                f"one-sided permutation test over {unit} (Welch t of the combined scores, "
+                f"{COMBINATION_WORDS.get(s.get('combination'), 'non-negative weights')}, "
                 f"{s['folds']} folds, {s['n_permutations']:,} permutations): "
                 f"{format_p(s['p_value'], s['p_value_is_bound'])}   (primary; the larger of the permutation "
                 f"p {p_number(s['p_value_permutation'], s['p_value_permutation'] <= s['p_value_resolution'])} "
@@ -275,14 +277,16 @@ def _text_summary(c: Checked) -> dict:
             "control": st.get("control", "auto"), "adjust_length": bool(st.get("adjust_length", True))}
 
 
-def _text_tests(X: np.ndarray, y: np.ndarray, ok: np.ndarray, st: dict, notes: list, progress: Progress) -> dict:
+def _text_tests(X: np.ndarray, y: np.ndarray, ok: np.ndarray, st: dict, notes: list, progress: Progress,
+                names=None) -> dict:
     """The tests stage over texts (``verdict.test_stage``) on the texts with every feature, and their notes."""
     Xk, yk = X[ok], y[ok]
     if yk.sum() < 2 or (1 - yk).sum() < 2:
         raise DataError("fewer than 2 suspect or validation texts have every feature: nothing to test")
     progress("permutation test", 0.92)
     tested = test_stage(Xk, yk, alpha=st["alpha"], folds=st["folds"], n_permutations=st["n_permutations"],
-                        seed=st["seed"], combination=st["combination"], correction=st["correction"], unit="text")
+                        seed=st["seed"], combination=st["combination"], correction=st["correction"], unit="text",
+                        names=names)
     tested_notes(tested, st["alpha"], notes)
     return tested
 
@@ -325,11 +329,11 @@ def infer_texts(checked: Checked, target, *, reference=None, load=None,
     if control_refusal(fs, y, st, summary, notes):
         summary["seconds"] = round(time.time() - t0, 2)
         return DatasetInferenceResult(summary=summary, scores=df, metrics={}, report=notes)
-    tested = _text_tests(X, y, ok, st, notes, progress)
+    tested = _text_tests(X, y, ok, st, notes, progress, names)
     progress("power curve", 0.97)
     summary.update(tested["summary"], features=names, weights=dict(zip(names, tested["perm"]["weights"])),
                    power_curve=power_curve(X[ok], y[ok], folds=st["folds"], seed=st["seed"],
-                                           combination=st["combination"]),
+                                           combination=st["combination"], names=names),
                    n_excluded=int((~ok).sum()), iid_check=bool(st["iid_check"]), seconds=round(time.time() - t0, 2),
                    scored_tokens={"prefix": st["prefix"]})
     rests_on(summary, fs, st.get("adjust_length", True))

@@ -237,14 +237,15 @@ def _book_features(c: Checked, yb: np.ndarray, target, control, cfg, attacks: li
     return Features(fs.names, Xb, kept, ntok, fs.control_names, cXb, fs.length_r2)
 
 
-def _book_tests(Xb: np.ndarray, yb: np.ndarray, kept: np.ndarray, st: dict, notes: list, progress: Progress) -> dict:
+def _book_tests(Xb: np.ndarray, yb: np.ndarray, kept: np.ndarray, st: dict, notes: list, progress: Progress,
+                names=None) -> dict:
     """The tests stage over books (``verdict.test_stage``, no split t-test) on the books kept, and its note."""
     if yb[kept].sum() < 2 or (1 - yb[kept]).sum() < 2:
         raise DataError("fewer than 2 suspect or validation books have usable passages: nothing to test")
     progress("permutation test over books", 0.93)
     tested = test_stage(Xb[kept], yb[kept], alpha=st["alpha"], folds=st["folds"], n_permutations=st["n_permutations"],
                         seed=st["seed"], combination=st["combination"], correction=st["correction"], paper=False,
-                        unit="book")
+                        unit="book", names=names)
     tested_notes(tested, st["alpha"], notes, paper=False)
     return tested
 
@@ -300,7 +301,7 @@ def infer_books(checked: Checked, target, *, reference=None, load=None,
     if control_refusal(fs, yb, st, summary, notes, unit="books"):
         summary["seconds"] = round(time.time() - t0, 2)
         return DatasetInferenceResult(summary=summary, scores=df, report=notes)
-    tested = _book_tests(Xb, yb, kept, st, notes, progress)
+    tested = _book_tests(Xb, yb, kept, st, notes, progress, names)
     summary.update(tested["summary"], features=names, weights=dict(zip(names, tested["perm"]["weights"])),
                    books=_per_book(c, yb, kept, tested), n_excluded=int((~kept).sum()),
                    iid_check=bool(st["iid_check"]), seconds=round(time.time() - t0, 2),

@@ -153,14 +153,14 @@ def calibrate(target_cols: dict, control_cols: dict, notes: list) -> dict[str, n
 
 
 def control_check(X: np.ndarray, y: np.ndarray, *, folds: int, seed: int, combination: str,
-                  unit: str = "texts") -> dict:
+                  unit: str = "texts", names=None) -> dict:
     """The primary test (``significance.permutation_test``) on the control's own features: does a model that never
     saw either set score the suspect units as more member-like? ``{"p_value", "refused", "caution", "message"}``."""
     from .significance import format_p, permutation_test
 
     n = min(int(y.sum()), int((1 - y).sum()))
     r = permutation_test(X, y, folds=min(folds, n), n_permutations=CONTROL_PERMUTATIONS, seed=seed + 11,
-                         combination=combination)
+                         combination=combination, names=names)
     p = float(r["p_value"])
     refused, caution = p <= CONTROL_REFUSE, CONTROL_REFUSE < p <= CONTROL_CAUTION
     if refused:

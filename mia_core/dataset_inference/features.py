@@ -126,3 +126,25 @@ def clean(cols: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray, np.ndarra
         notes.append(f"{int((~ok).sum())} text(s) excluded: a feature could not be computed for them "
                      "(e.g. too short to score)")
     return kept, X, ok, notes
+
+
+def family(name: str) -> str:
+    """The attack family of a feature: ``"min_k_pp@0.6"`` -> ``"min_k_pp"``."""
+    return str(name).split("@")[0]
+
+
+def by_family(X: np.ndarray, names=None) -> tuple[np.ndarray, list[str], np.ndarray]:
+    """Every feature standardised (pooled mean and deviation: reads no label) and averaged within its attack family
+    (:func:`family`), so that each attack counts once however many columns it has (Min-K% and Min-K%++ have seven
+    each). Returns the ``(units, families)`` matrix, the families, and each feature's weight in the mean over
+    families (``1 / (families x its family's columns)``). Without ``names`` each column is its own family."""
+    X = np.asarray(X, float)
+    names = [str(i) for i in range(X.shape[1])] if names is None else [str(n) for n in names]
+    mu, sd = X.mean(0), X.std(0)
+    Z = (X - mu) / np.where(sd > 0, sd, 1.0)
+    fams = list(dict.fromkeys(family(n) for n in names))
+    cols = [[j for j, n in enumerate(names) if family(n) == f] for f in fams]
+    w = np.zeros(len(names))
+    for js in cols:
+        w[js] = 1.0 / (len(fams) * len(js))
+    return np.column_stack([Z[:, js].mean(1) for js in cols]), fams, w

@@ -41,7 +41,9 @@ class InferenceOptions(Options):
                              "Benjamini-Hochberg, the false discovery rate; holm: the family-wise error rate)")
     combination: str = option(DEFAULT_COMBINATION, COMBINATION_DOMAIN,
                               "how the features are combined, always with non-negative weights (higher = more "
-                              "member-like only): nonneg, fitted by cross-fitting, or mean, equal weights")
+                              "member-like only): families, the mean over attack families of their standardised "
+                              "features (each attack counts once; reads no label), nonneg, fitted by cross-fitting, "
+                              "or mean, every feature equally")
     control: str = option("auto", one_of(*CONTROLS),
                           "the negative control, a model that never saw either set: auto (the reference model if "
                           "given, else the target's base, else the embedded SmolLM2; the test reads every feature "

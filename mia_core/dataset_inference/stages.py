@@ -284,7 +284,7 @@ def control_refusal(fs: Features, y: np.ndarray, st: dict, summary: dict, notes:
         return False
     ok = fs.ok
     cc = control_check(fs.control_X[ok], y[ok], folds=st["folds"], seed=st["seed"], combination=st["combination"],
-                       unit=unit)
+                       unit=unit, names=fs.control_names)
     summary.update(control_p_value=cc["p_value"], control_message=cc["message"])
     if cc["refused"]:
         summary.update(verdict="refused", verdict_reason=cc["message"])

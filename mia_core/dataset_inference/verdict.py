@@ -81,7 +81,8 @@ def wider_spread_p(s: np.ndarray, y: np.ndarray, n_permutations: int = 999, seed
     return float((1 + (t[1:] >= t[0] - 1e-12).sum()) / (1 + n_permutations))
 
 
-def unit_p_values(X: np.ndarray, y: np.ndarray, *, alpha: float, correction: str = "bh", seed: int = 0) -> dict:
+def unit_p_values(X: np.ndarray, y: np.ndarray, *, alpha: float, correction: str = "bh", seed: int = 0,
+                  names=None) -> dict:
     """Step 4 of the module docstring: ``{"score"`` (label-free, every unit), ``"p_value"``, ``"p_adjusted"``,
     ``"flagged"`` (suspect units, in order), ``"floor"``, ``"floor_note"``, ``"spread_p_value"``}``.
 
@@ -89,7 +90,10 @@ def unit_p_values(X: np.ndarray, y: np.ndarray, *, alpha: float, correction: str
     spread wider than the validation set's (:func:`wider_spread_p` at most :data:`SPREAD_ALPHA`) breaks that even
     without training (25 never-trained texts of twice the spread against 200: a text flagged at BH 0.05 in 38.6 %
     of runs), so then no unit is flagged and the note says why."""
-    s = combined_scores(np.asarray(X, float), np.zeros((len(y), 1)), combination="mean", folds=None)[:, 0]
+    from .features import by_family
+
+    X = np.asarray(X, float) if names is None else by_family(X, names)[0]
+    s = combined_scores(X, np.zeros((len(y), 1)), combination="mean", folds=None)[:, 0]
     p = conformal_p_values(s, y)
     adj = CORRECTIONS[correction](p) if len(p) else p
     spread_p = wider_spread_p(s, y, seed=seed)
@@ -114,17 +118,19 @@ def unit_p_values(X: np.ndarray, y: np.ndarray, *, alpha: float, correction: str
 
 def test_stage(X: np.ndarray, y: np.ndarray, *, alpha: float, folds: int, n_permutations: int, seed: int,
                combination: str = DEFAULT_COMBINATION, correction: str = "bh", paper: bool = True,
-               unit: str = "text") -> dict:
+               unit: str = "text", names=None) -> dict:
     """Steps 1-5 (module docstring) on the kept units. Returns ``{"summary": fields for the result's
     summary, "metrics": the tests, "perm", "units"}``."""
-    perm = permutation_test(X, y, folds=folds, n_permutations=n_permutations, seed=seed, combination=combination)
+    perm = permutation_test(X, y, folds=folds, n_permutations=n_permutations, seed=seed, combination=combination,
+                            names=names)
     pap = paper_test(X[y == 1], X[y == 0], seed=seed) if paper else None
     Xv = X[y == 0]
     half = np.zeros(len(Xv), int)
     half[np.random.default_rng([seed, 2]).permutation(len(Xv))[: len(Xv) // 2]] = 1
     selfc = permutation_test(Xv, half, folds=min(folds, len(Xv)), n_permutations=min(n_permutations, 999),
-                             seed=seed + 1, combination=combination)
-    units = unit_p_values(X, y, alpha=alpha, correction=correction, seed=seed)
+                             seed=seed + 1, combination=combination, names=names)
+    units = unit_p_values(X, y, alpha=alpha, correction=correction, seed=seed,
+                          names=names if combination == "families" else None)
     p, bound = perm["p_value"], perm["p_value_is_bound"]
     n_flag = int(units["flagged"].sum())
     plural = unit + "s"
