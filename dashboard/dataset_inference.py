@@ -635,7 +635,8 @@ def _charts(res, *, power: bool) -> None:
     s = res.summary
     scores = res.scores[~res.scores["excluded"]]
     hist = plots.di_score_histogram(scores.loc[scores["set"] == "suspect", "score"],
-                                    scores.loc[scores["set"] == "validation", "score"])
+                                    scores.loc[scores["set"] == "validation", "score"],
+                                    title=plots.di_score_title(s.get("combination")))
     side = plots.di_power_curve(s["power_curve"], alpha=s["alpha"], n_permutations=s.get("n_permutations")) \
         if power and s.get("power_curve") else None
     weights = plots.di_weights(feature_names(s["weights"])) if s.get("weights") else None

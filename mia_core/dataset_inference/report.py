@@ -220,7 +220,8 @@ def _figures(result) -> list[str]:
     s = result.summary
     sc = result.scores[~result.scores["excluded"]]
     figs = [plots.di_score_histogram(sc.loc[sc["set"] == "suspect", "score"],
-                                     sc.loc[sc["set"] == "validation", "score"])]
+                                     sc.loc[sc["set"] == "validation", "score"],
+                                     title=plots.di_score_title(s.get("combination")))]
     if s.get("power_curve"):
         figs.append(plots.di_power_curve(s["power_curve"], alpha=s["alpha"], n_permutations=s.get("n_permutations")))
     figs.append(plots.di_weights({feature_label(k): v for k, v in s["weights"].items()}))

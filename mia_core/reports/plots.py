@@ -15,7 +15,7 @@ non-members have one colour each everywhere, and axes show rates as percentages.
 * :func:`population_histogram` members, non-members and a population with the population threshold
   (Mireshghallah et al. 2022 §2.4, their Figure 3).
 * :func:`loss_curve`        a fine-tuned target's loss per epoch on its members and non-members.
-* :func:`di_score_histogram`, :func:`di_power_curve`, :func:`di_weights`  dataset inference (Maini et
+* :func:`di_score_histogram` (:func:`di_score_title`), :func:`di_power_curve`, :func:`di_weights`  dataset inference (Maini et
   al. 2024): the combined out-of-fold scores of the two sets, the p-value against the number of texts,
   the linear model's feature weights.
 """
@@ -399,10 +399,16 @@ def smia_learning_curve(curves: dict) -> go.Figure:
     return fig
 
 
+def di_score_title(combination) -> str:
+    """The combined-score histogram's title for a run's ``combination``: out of fold only where weights were
+    fitted (``nonneg``); a fixed combination reads no label."""
+    return "Combined score (out of fold)" if combination in (None, "nonneg") else "Combined score (no label read)"
+
+
 def di_score_histogram(suspect_scores: Iterable[float], validation_scores: Iterable[float], *,
                        title: str = "Combined score (out of fold)") -> go.Figure:
-    """Dataset inference: each text's combined score from the fold model that did not see it; the suspect set
-    (member colour) lies to the right of the validation set (non-member colour) when it was trained on."""
+    """Dataset inference: each text's combined score (``nonneg``: from the fold model that did not see it); the
+    suspect set (member colour) lies to the right of the validation set (non-member colour) when it was trained on."""
     fig = go.Figure()
     for v, name, colour in ((suspect_scores, "suspect", MEMBER_COLOUR), (validation_scores, "validation",
                                                                            NONMEMBER_COLOUR)):
