@@ -416,7 +416,10 @@ def find_record(settings: dict, source: Source) -> Recorded | str | None:
     figures = config_figures(files[0].parent, tok)
     if figures is None:
         return "the model's config.json names no vocabulary size"
-    if rec["n_params"] > sum(int(np.prod(t[3], dtype=np.int64)) for t in (_tensors(files) or {}).values()):
+    from .verify import checkpoint_params
+
+    held = checkpoint_params(files)
+    if held is None or rec["n_params"] > held:
         return "it counts more parameters than the files hold"
     fields = {k: rec[k] for k in ("n_params", "memory_bytes", "weights", "known_sentence_loss", "time")}
     return Recorded(fingerprint, tok, figures["max_context"], figures["vocab_size"], fields)
