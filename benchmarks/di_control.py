@@ -4,12 +4,13 @@
    of a property (words, tokens, punctuation per word, mean word length), each half in turn the suspect set; the
    primary test's p-value (the ``nonneg`` combination, as measured first) on the control's own features (SmolLM2),
    the target's raw features and the calibrated ones (target minus SmolLM2), each with no length adjustment,
-   tokens only, and tokens + words + characters.
+   tokens only, and tokens + words + characters; and the calibrated ones with each text's WBC against SmolLM2
+   (issue 52: the product's features with a control that shares the target's tokenizer).
 2. **Power on weak fine-tunes** (one LoRA epoch of SmolLM2 on 400 AG News texts, ``make-target``, seeds 0 and 1):
    per-draw p-values of 10 random draws at 25 / 50 / 100 texts a set, per candidate features and combination
    (9,999 permutations).
 3. **False positives on real held-out texts**: 200 random halves of each target's 400 held-out texts, the
-   calibrated, length-adjusted test (the default combination) and the control's own check (999 permutations).
+   calibrated, length-adjusted test with WBC (the default combination) and the control's own check (999 permutations).
 
 Feature matrices are computed once (``run_dataset_inference`` with no control and no adjustment, for the target
 and for SmolLM2, on the same texts) and kept in ``--work``. Needs ``../shared/data`` for AG News (these machines
@@ -56,6 +57,15 @@ def matrices(work: Path, name: str, members, others, target, base) -> dict:
     d["control"] = d["XC"][:, [nC.index(n) for n in shared]]
     d["cal"] = d["raw"] - d["control"]
     d["names"] = shared
+    w = work / f"{name}_wbc.npy"  # each text's WBC, target against SmolLM2 (issue 52): a feature with a control
+    if not w.exists():
+        from mia_core.attacks import REGISTRY
+        from mia_core.pipeline.stages import text_passes
+
+        inputs = text_passes([str(t) for t in d["texts"]], target, reference=base)
+        np.save(w, np.asarray(REGISTRY["wbc"].score(inputs, **REGISTRY["wbc"].params), float))
+    d["calw"] = np.c_[d["cal"], np.load(w)]
+    d["namesw"] = [*shared, "wbc"]
     return d
 
 
@@ -83,7 +93,7 @@ def splits(d) -> None:
         for side, pick in (("above", v > np.median(v)), ("below", v <= np.median(v))):
             y = pick.astype(int)
             cells = []
-            for which in ("control", "raw", "cal"):
+            for which in ("control", "raw", "cal", "calw"):
                 ps = [permutation_test(_adjust(d[which][idx], d, idx, how), y, n_permutations=999,
                                        combination="nonneg")["p_value"]
                       for how in ("none", "tok", "all")]
@@ -100,7 +110,8 @@ def power(d, name: str, sizes=(25, 50, 100), draws: int = 10) -> None:
              "before: raw + base as reference (nonneg)": ("raw+ref", "none", "nonneg"),
              "target - base, adjusted, nonneg": ("cal", "all", "nonneg"),
              "target - base, adjusted, mean": ("cal", "all", "mean"),
-             "now: target - base, adjusted, families": ("cal", "all", "families")}
+             "target - base, adjusted, families": ("cal", "all", "families"),
+             "now: target - base + WBC, adjusted, families": ("calw", "all", "families")}
     print(f"\n2. power, {name} (per-draw p, 9,999 permutations)")
     for n in sizes:
         for label, (which, how, comb) in cands.items():
@@ -109,7 +120,8 @@ def power(d, name: str, sizes=(25, 50, 100), draws: int = 10) -> None:
                 g = np.random.default_rng([r, n])
                 idx = np.r_[g.choice(si, n, replace=False), g.choice(vi, n, replace=False)]
                 X = np.c_[d["raw"][idx], ref[idx]] if which == "raw+ref" else d[which][idx]
-                names = [*d["names"], "ref"] if which == "raw+ref" else d["names"]
+                names = ([*d["names"], "ref"] if which == "raw+ref" else d["namesw"] if which == "calw"
+                         else d["names"])
                 ps.append(permutation_test(_adjust(X, d, idx, how), np.r_[np.ones(n, int), np.zeros(n, int)],
                                            n_permutations=9999, seed=r, combination=comb, names=names)["p_value"])
             ps = np.array(ps)
@@ -121,12 +133,12 @@ def false_positives(d, name: str, splits_n: int = 200) -> None:
     from mia_core.dataset_inference.significance import permutation_test
 
     vi = np.flatnonzero(d["ok"] & (d["y"] == 0))
-    X, C = _adjust(d["cal"][vi], d, vi, "all"), _adjust(d["control"][vi], d, vi, "all")
+    X, C = _adjust(d["calw"][vi], d, vi, "all"), _adjust(d["control"][vi], d, vi, "all")
     ps, cs = [], []
     for r in range(splits_n):
         y = np.zeros(len(vi), int)
         y[np.random.default_rng([r, 99]).permutation(len(vi))[: len(vi) // 2]] = 1  # not the folds' stream
-        ps.append(permutation_test(X, y, n_permutations=999, seed=r, names=d["names"])["p_value"])
+        ps.append(permutation_test(X, y, n_permutations=999, seed=r, names=d["namesw"])["p_value"])
         cs.append(permutation_test(C, y, n_permutations=999, seed=r + 11, names=d["names"])["p_value"])
     ps, cs = np.array(ps), np.array(cs)
     print(f"\n3. {name}: {splits_n} random halves of {len(vi)} held-out texts: p <= 0.05 in {np.mean(ps <= 0.05):.3f}, "

@@ -22,6 +22,7 @@ from dashboard.ui import AUC_EXPLAINER, early_table, md_text, page_setup, show_e
 from mia_core.reports import plots
 from mia_core import runs
 from mia_core.attacks import REGISTRY, default_attacks
+from mia_core.attacks.base import needs_line
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
 from mia_core.targets.demo import demo_reference, installed_demo
@@ -116,6 +117,8 @@ chosen = st.multiselect("Attacks to run", list(REGISTRY), default=None if "cal_a
                         key="cal_attacks",
                         format_func=lambda n: f"{REGISTRY[n].label} — {REGISTRY[n].citation}")
 params: dict = {}
+with st.expander("What each attack needs and costs"):
+    st.markdown("\n".join(f"- **{a.label}** ({a.citation}): {needs_line(a)}." for a in REGISTRY.values()))
 with_params = [a for a in chosen if REGISTRY[a].params]
 if with_params:
     with st.expander("Attack parameters (defaults from the papers)"):

@@ -71,7 +71,7 @@ def world(tmp_path_factory):
 
 def _params(target, corpus) -> dict:
     nb = {"generator": f"offline:{target}", "n": N_NEIGHBOURS}
-    return {"neighbourhood": nb, "smia": {**nb, "epochs": 40}, "recall": {"n_shots": 4},
+    return {"neighbourhood": nb, "smia": {**nb, "epochs": 40}, "recall": {"n_shots": 4}, "con_recall": {"n_shots": 4},
             "dc_pdd": {"corpus": str(corpus)}}
 
 

@@ -104,7 +104,8 @@ def test_param_reaches_every_registered_parameter_with_its_type(tmp_path):
         (tmp_path / "smia" / f).write_text("")
     # parameters whose domain is a file, a folder or a generator spec (checked when given)
     valid = {"prefix": tmp_path / "texts.txt", "corpus": tmp_path / "texts.txt", "save": tmp_path / "new",
-             "load": tmp_path / "smia", "generator": "offline"}
+             "load": tmp_path / "smia", "generator": "offline", "windows": "2,3",
+             "member_prefix": tmp_path / "texts.txt"}
     for name, a in REGISTRY.items():
         for key, default in a.params.items():
             kind = a.param_type(key)
@@ -148,7 +149,7 @@ def test_every_attack_registers_itself_in_the_registry_order():
     from mia_core.attacks.base import Attack
 
     assert list(REGISTRY) == ["loss", "zlib", "lowercase", "ref", "min_k", "min_k_pp", "neighbourhood", "smia",
-                              "gradnorm", "rmia", "recall", "dc_pdd"]
+                              "gradnorm", "rmia", "recall", "dc_pdd", "wbc", "con_recall"]
     for name, a in REGISTRY.items():
         src = inspect.getsource(inspect.getmodule(a.score))
         assert f'@register("{name}"' in src, name

@@ -174,6 +174,65 @@ def test_recall_prefix_file_and_its_checks(tiny, tmp_path, monkeypatch):
     assert calls["n"] == 0
 
 
+# ----------------------------------------------------------------------------- Con-ReCall
+def test_con_recall_scores_equal_hand_computed_values(tiny, tmp_path):
+    """(LL(x | P_non) - gamma LL(x | P_mem)) / LL(x) per text (Wang et al. 2024 §3) against raw forward passes; the
+    non-member pass is ReCaLL's, so gamma = 0 is ReCaLL's score exactly."""
+    n, gamma = 2, 0.7
+    known = [p[:120] for p in P[12:14]]  # known members (a file): neither audited nor in the population
+    f = tmp_path / "members.txt"
+    f.write_text("\n".join(known) + "\n", encoding="utf-8")
+    params = {"recall": {"n_shots": n}, "con_recall": {"n_shots": n, "member_prefix": str(f), "gamma": gamma}}
+    res = run_attacks(texts_from_strings(MEM, NON), tiny, population=population(POP),
+                      config=RunConfig(stats=ALWAYS, attacks=["recall", "con_recall"], params=params, use_cache=False,
+                                       n_bootstrap=0, blind=False))
+    for text, got in zip(MEM + NON, res.scores["con_recall"]):
+        ll = text_logprobs(tiny, text)[1:].mean()
+        ll_non = text_logprobs(tiny, text, "".join(POP[:n]))[1:].mean()
+        ll_mem = text_logprobs(tiny, text, "".join(known))[1:].mean()
+        assert got == pytest.approx((ll_non - gamma * ll_mem) / ll, abs=1e-4)
+    assert res.extra["con_recall"]["member"]["source"] == str(f) and res.extra["con_recall"]["non_member"]["n_shots"] == n
+    params["con_recall"]["gamma"] = 0
+    zero = run_attacks(texts_from_strings(MEM, NON), tiny, population=population(POP),
+                       config=RunConfig(stats=ALWAYS, attacks=["recall", "con_recall"], params=params, use_cache=False,
+                                        n_bootstrap=0, blind=False))
+    np.testing.assert_allclose(zero.scores["con_recall"], zero.scores["recall"], atol=1e-12)
+
+
+def test_con_recall_member_prefix_from_the_training_part_and_its_checks(tiny, tmp_path, monkeypatch):
+    texts = texts_from_strings(MEM + [p[:150] for p in P[20:23]], NON + [p[:150] for p in P[23:26]])
+    res = run_attacks(texts, tiny, population=population(POP),
+                      config=RunConfig(stats=ALWAYS, attacks=["con_recall"], params={"con_recall": {"n_shots": 2}},
+                                       split=0.5, split_seed=0, use_cache=False, n_bootstrap=0, blind=False))
+    assert res.extra["con_recall"]["member"]["source"] == "labelled training part"
+    train = res.scores["split"].to_numpy() == "train"
+    members_in_train = [t for t, y, m in zip(texts.texts, texts.labels, train) if m and y == 1]
+    assert np.isfinite(res.scores["con_recall"][~train]).all()
+    i = int(np.flatnonzero(~train)[0])  # an evaluated text, by hand: the first two training members as the prefix
+    text = texts.texts[i]
+    ll, ll_non = text_logprobs(tiny, text)[1:].mean(), text_logprobs(tiny, text, "".join(POP[:2]))[1:].mean()
+    ll_mem = text_logprobs(tiny, text, "".join(members_in_train[:2]))[1:].mean()
+    assert res.scores["con_recall"][i] == pytest.approx((ll_non - 0.5 * ll_mem) / ll, abs=1e-4)
+    # no labels and no member file: one line before any model pass; a member prefix text that is evaluated: refused
+    calls = {"n": 0}
+    real = SC._forward
+    monkeypatch.setattr(SC, "_forward", lambda *a, **k: (calls.__setitem__("n", calls["n"] + 1), real(*a, **k))[1])
+    with pytest.raises(SettingsError, match="labelled") as e:
+        run_attacks(texts_from_strings(MEM, NON), tiny, population=population(POP),
+                    config=RunConfig(stats=ALWAYS, attacks=["con_recall"], use_cache=False, blind=False))
+    assert "\n" not in str(e.value) and calls["n"] == 0
+    with pytest.raises(SettingsError, match="gamma"):
+        run_attacks(texts_from_strings(MEM, NON), tiny, population=population(POP),
+                    config=RunConfig(stats=ALWAYS, attacks=["con_recall"], params={"con_recall": {"gamma": -1}},
+                                     split=0.5, use_cache=False, blind=False))
+    f = tmp_path / "members.txt"
+    f.write_text(MEM[0] + "\n", encoding="utf-8")
+    with pytest.raises(DataError, match="also evaluated"):
+        run_attacks(texts_from_strings(MEM, NON), tiny, population=population(POP),
+                    config=RunConfig(stats=ALWAYS, attacks=["con_recall"], params={"con_recall": {"member_prefix": str(f)}},
+                                     use_cache=False, blind=False))
+
+
 @pytest.mark.slow
 def test_cli_recall_without_prefix_is_one_line_before_loading_the_model(tmp_path):
     m, n = tmp_path / "m.txt", tmp_path / "n.txt"

@@ -32,6 +32,9 @@ class RunRequest:
         The checked configuration (attacks as planned, parameters coerced to their domains).
     skipped : dict
         ``{attack: why}`` for attacks asked for (``"all"``) that these inputs cannot run.
+    optional : list of str
+        Attacks asked for by ``"all"``: skipped with the reason, not refused, when the loaded models turn out
+        unable to run them (WBC with a reference of another tokenizer: ``pipeline.plan.check_tokenizers``).
     population, train : mia_core.data.Dataset or None
         Known non-members; SMIA's separate labelled training set.
     load : dict
@@ -49,6 +52,7 @@ class RunRequest:
     train: object = None
     load: dict = field(default_factory=dict)
     modify: list = field(default_factory=list)
+    optional: list = field(default_factory=list)
 
     @property
     def attacks(self) -> list[str]:
@@ -243,7 +247,9 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
         use_cache=cache, n_bootstrap=n_bootstrap, seed=seed, split=split or None,
         split_seed=seed if split_seed is None else split_seed, population_alpha=alpha, blind=blind,
         score_first_token=first_token))
+    raw = [str(a).strip() for a in (attacks.split(",") if isinstance(attacks, str) else attacks)]
     return RunRequest(data=data, model=model, config=cfg, skipped=skipped, population=population, train=train,
+                      optional=list(names) if "all" in raw else [],
                       reference=ref_spec if uses_reference(names, cfg.params) else None,
                       load={"dtype": dtype, "device": device, "quantize": quantize,
                             "trust_remote_code": trust_remote_code}, modify=modify)
@@ -307,9 +313,9 @@ def execute_run(request: RunRequest, *, target=None, reference=None, progress=No
         warn(coupled)
     extra = {"partial": partial} if partial is not None else {}
     result = run_attacks(request.data, target, reference=reference, config=request.config, train=request.train,
-                         population=request.population, progress=progress or noop, **extra)
+                         population=request.population, progress=progress or noop, optional=request.optional, **extra)
     if request.skipped:
-        result.config["skipped"] = dict(request.skipped)
+        result.config["skipped"] = {**request.skipped, **(result.config.get("skipped") or {})}
         result.report += [f"skipped {REGISTRY[n].label} ({n}): it {why}" for n, why in request.skipped.items()]
     return result
 

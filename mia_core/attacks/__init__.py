@@ -13,6 +13,7 @@ from .base import REGISTRY, Attack, AttackInputs, register
 from . import loss, zlib_ratio, lowercase, reference, min_k, min_k_pp  # noqa: E402,F401,I001
 from . import neighbourhood, smia  # noqa: E402,F401
 from . import gradnorm, rmia, recall, dc_pdd  # noqa: E402,F401
+from . import wbc, con_recall  # noqa: E402,F401
 
 
 def check_params(params: dict | None, *, prefix: str = "") -> dict:

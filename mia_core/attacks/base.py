@@ -111,6 +111,10 @@ class Attack:
         filled in from ``domains``.
     domains : dict
         ``{param: Domain}``: the values each parameter may take (``mia_core.options``).
+    one_tokenizer : bool
+        It compares the target and the reference token by token, so both must share a tokenizer.
+    cost : str
+        What it costs beyond the target's one pass over the texts, in words ("" for nothing).
     """
 
     name: str
@@ -131,6 +135,12 @@ class Attack:
     # {param: Domain}: the values each parameter may take (``mia_core.options``), declared in the
     # attack's module next to its defaults; every parameter has one (``attacks.register``)
     domains: dict = field(default_factory=dict)
+    # compares the target and the reference token by token: a reference with another tokenizer is refused
+    # (named explicitly) or skipped (``all``) once both models are loaded, before any pass (``pipeline.plan``)
+    one_tokenizer: bool = False
+    # what it costs beyond the target's one pass over the texts, in words (the page's list, --list-params);
+    # "" for an attack read from that pass alone
+    cost: str = ""
 
     def __post_init__(self):
         for name, d in self.domains.items():
@@ -178,6 +188,21 @@ OPTIONAL_INPUTS = {
 }
 
 
+NEEDS_WORDS = {"reference": "a reference model", "labels": "labelled texts to learn from (a split or a training set)",
+               "population": "known non-member texts (a population)"}
+
+
+def needs_line(attack: Attack, params: dict | None = None) -> str:
+    """One line on what ``attack`` needs besides the target and what it costs beyond the target's one pass,
+    e.g. ``needs a reference model (with the target's tokenizer); costs the reference model's pass, shared with
+    ref`` (the calibration page's list, ``mia run --list-params``)."""
+    needs = [NEEDS_WORDS[n] for n in ("reference", "labels", "population") if n in attack.inputs_needed(params)]
+    if attack.one_tokenizer and needs and needs[0] == NEEDS_WORDS["reference"]:
+        needs[0] += " with the target's tokenizer"
+    head = "needs " + " and ".join(needs) if needs else "needs only the target"
+    return f"{head}; costs {attack.cost or 'nothing beyond the target pass'}"
+
+
 def scored_tokens(stats: list[TokenStats], first_token: bool = False) -> list[TokenStats]:
     """``stats`` without each text's first token (unless ``first_token``)."""
     if stats is None or first_token:
@@ -199,7 +224,8 @@ REGISTRY: dict[str, Attack] = {}  # in registration order (attacks/__init__.py i
 
 
 def register(name, label: str | None = None, *, needs: tuple = ("target",), citation: str = "", defaults=None,
-             domains=None, prepare=None, requires=None, population_ok: bool = True):
+             domains=None, prepare=None, requires=None, population_ok: bool = True, one_tokenizer: bool = False,
+             cost: str = ""):
     """Register an attack: ``@register("loss", "LOSS", citation=...)`` on its module's ``score`` function (the
     one line an attack file needs), or ``register(Attack(...))``.
 
@@ -213,7 +239,7 @@ def register(name, label: str | None = None, *, needs: tuple = ("target",), cita
         The attack's name (what ``--attacks`` and ``--param NAME.x`` use), or a whole :class:`Attack`.
     label : str, optional
         Its name in tables and plots (default: ``name``).
-    needs, citation, defaults, domains, prepare, requires, population_ok
+    needs, citation, defaults, domains, prepare, requires, population_ok, one_tokenizer, cost
         The :class:`Attack` fields of the same names (``defaults`` is ``params``).
 
     Returns
@@ -226,7 +252,8 @@ def register(name, label: str | None = None, *, needs: tuple = ("target",), cita
 
     def decorate(score):
         _add(Attack(name, label or name, tuple(needs), score, citation, dict(defaults or {}), prepare=prepare,
-                    population_ok=population_ok, requires=requires, domains=dict(domains or {})))
+                    population_ok=population_ok, requires=requires, domains=dict(domains or {}),
+                    one_tokenizer=one_tokenizer, cost=cost))
         return score
 
     return decorate

@@ -183,7 +183,7 @@ def token_alphas(token_ids: np.ndarray, logprob: np.ndarray, freq: np.ndarray, a
 
 
 @register("dc_pdd", "DC-PDD", citation="Zhang et al. 2024 (DC-PDD) §4", defaults=DEFAULTS, prepare=prepare,
-          requires=requires, domains=DOMAINS)
+          requires=requires, domains=DOMAINS, cost="counting token frequencies in its corpus once (cached)")
 def score(inputs: AttackInputs, a: float = 0.01, corpus=None, first_occurrence: bool = True) -> np.ndarray:
     """DC-PDD scores: ``beta(x)``, the mean capped ``alpha_t`` over each text's first-occurrence tokens (§4).
 

@@ -124,7 +124,8 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
 
 @register("gradnorm", "Gradient norm",
           citation="Rezaei & Liu 2021; MIMIR's variant (arXiv:2402.17012, Duan et al. 2024) has the opposite sign",
-          defaults=DEFAULTS, prepare=prepare, domains=DOMAINS)
+          defaults=DEFAULTS, prepare=prepare, domains=DOMAINS,
+          cost="a forward and a backward pass of the target per text (about 3 passes)")
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     """Gradient-norm scores: ``-||grad L(x)||_p`` per text (Rezaei & Liu 2021), or MIMIR's ``+`` mean per-tensor
     L-infinity norm with ``variant="mimir"`` (Duan et al. 2024).

@@ -14,7 +14,8 @@ import numpy as np
 from .base import AttackInputs, register
 
 
-@register("lowercase", "Lowercase ratio", needs=("target", "target_lower"), citation="Carlini et al. 2021 §5.1")
+@register("lowercase", "Lowercase ratio", needs=("target", "target_lower"), citation="Carlini et al. 2021 §5.1",
+          cost="one more target pass, over the lower-cased texts")
 def score(inputs: AttackInputs) -> np.ndarray:
     """Lowercase-ratio scores: ``L(lower(x)) / L(x)`` per text (Carlini et al. 2021 §5.1).
 

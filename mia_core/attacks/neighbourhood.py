@@ -219,7 +219,8 @@ def coupling_warning(settings: NeighbourSettings, target) -> str | None:
 
 
 @register("neighbourhood", "Neighbourhood", needs=("target", "neighbours"), citation="Mattern et al. 2023 §2",
-          defaults={**DEFAULTS, **SCORE_DEFAULTS}, prepare=prepare, domains={**DOMAINS, **SCORE_DOMAINS})
+          defaults={**DEFAULTS, **SCORE_DEFAULTS}, prepare=prepare, domains={**DOMAINS, **SCORE_DOMAINS},
+          cost="n neighbours per text from a masked LM, each scored by the target (about n + 1 target passes)")
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     """Neighbourhood scores: ``-(L(x) - mean_j L(x~_j))`` per text (Mattern et al. 2023 §2).
 

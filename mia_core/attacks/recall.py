@@ -158,7 +158,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
 
 
 @register("recall", "ReCaLL", citation="Xie et al. 2024 §3", defaults=DEFAULTS, prepare=prepare, population_ok=False,
-          requires=requires, domains=DOMAINS)
+          requires=requires, domains=DOMAINS, cost="one more target pass with the prefix in front (longer inputs)")
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     """ReCaLL scores: ``LL(x | P) / LL(x)`` per text (Xie et al. 2024 §3), in the paper's orientation.
 

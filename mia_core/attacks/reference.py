@@ -67,7 +67,7 @@ def requires(params: dict) -> set:
 
 @register("ref", "Reference model (log-likelihood difference)", needs=("target", "reference"),
           citation="Mattern et al. 2023 §3.2 (difference); Carlini et al. 2021 §5.1 (ratio)", defaults=DEFAULTS,
-          requires=requires, domains=DOMAINS)
+          requires=requires, domains=DOMAINS, cost="one pass of the reference model")
 def score(inputs: AttackInputs, form: str = "difference") -> np.ndarray:
     """Reference-model scores: the target's loss calibrated by the reference model's.
 

@@ -416,7 +416,8 @@ def loss_likeness(d: dict, st: dict) -> float | None:
 
 
 @register("rmia", "RMIA", citation="Zarifzadeh et al. 2024 §3", defaults=DEFAULTS, prepare=prepare, population_ok=False,
-          requires=requires, domains=DOMAINS)
+          requires=requires, domains=DOMAINS,
+          cost="a pass of each reference model over the texts and the population, and the target over the population")
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     """RMIA's score of every audited text: the share of population texts z it dominates (Zarifzadeh et al. 2024,
     §3), from the likelihoods :func:`prepare` stored."""

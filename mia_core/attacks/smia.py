@@ -146,7 +146,8 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
 
 
 @register("smia", "SMIA", needs=("target", "neighbours", "labels"), citation="Mozaffari & Marathe 2024 §4",
-          defaults=DEFAULTS, prepare=prepare, requires=requires, domains=DOMAINS)
+          defaults=DEFAULTS, prepare=prepare, requires=requires, domains=DOMAINS,
+          cost="the neighbours' passes, sentence embeddings of texts and neighbours, a small network trained")
 def score(inputs: AttackInputs, **params) -> np.ndarray:
     """SMIA scores: the trained network's mean member probability over each text's neighbour pairs
     (Mozaffari & Marathe 2024 §4).

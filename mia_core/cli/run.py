@@ -74,7 +74,8 @@ def register(sub) -> None:
     a.add_argument("--param", action="append", default=[], metavar="ATTACK.NAME=VALUE",
                    help="set any registered parameter of an attack, e.g. --param min_k.k=0.1 --param ref.form=ratio "
                         "(repeatable; overrides the dedicated flags; the parameters and defaults are listed by --list-params)")
-    a.add_argument("--list-params", action="store_true", help="print every attack's parameters with their defaults and exit")
+    a.add_argument("--list-params", action="store_true", help="print every attack with what it needs and costs, its parameters and "
+                                                                  "their defaults, and exit")
     g = p.add_argument_group("neighbours and SMIA (attacks 'neighbourhood' and 'smia')")
     g.add_argument("--neighbours", default=DEFAULT_GENERATOR, metavar="GENERATOR",
                    help="neighbour generator: 'masked-lm:embedded' (default: the embedded independent masked LM, "
@@ -181,13 +182,16 @@ def _training_set(args):
 
 # ----------------------------------------------------------------------------- the command
 def list_params() -> str:
-    """Every attack's parameters with their defaults and domains (``mia run --list-params``)."""
+    """Every attack, with what it needs and costs, and its parameters with their defaults and domains
+    (``mia run --list-params``)."""
+    from ..attacks.base import needs_line
+
     lines = []
     for name, a in REGISTRY.items():
         if not a.params:
-            lines.append(f"{name:<14} (no parameters)")
+            lines.append(f"{name:<14} (no parameters) {needs_line(a)}")
             continue
-        lines.append(name)
+        lines.append(f"{name:<14} {needs_line(a)}")
         for k, v in a.params.items():
             d = a.domains[k]
             lines.append(f"  {k}={v!r}".ljust(26) + f" {d.describe()}" + (f"  ({d.note})" if d.note else ""))

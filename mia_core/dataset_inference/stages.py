@@ -236,7 +236,8 @@ def load_stage(target, reference, load) -> tuple:
 def control_stage(target, reference, c: Checked, load, summary: dict, notes: list) -> tuple:
     """The negative control of the run (``control.control_spec``), loaded when it is not the reference, and the
     scoring configuration and feature attacks that give its pass (the ``ref`` feature added: its pass is the
-    control's). Returns ``(control or None, cfg, attacks)``; the summary names the control (or None) and the notes
+    control's; and ``wbc``, which compares the target with the control window by window, when they share a
+    tokenizer). Returns ``(control or None, cfg, attacks)``; the summary names the control (or None) and the notes
     say which it is, or why there is none.
 
     Raises
@@ -264,6 +265,11 @@ def control_stage(target, reference, c: Checked, load, summary: dict, notes: lis
         return None, c.config, feature_attacks(c.families)
     notes.append(note if model_name(ctl).lower() in note.lower() else f"{note} ({model_name(ctl)})")
     families = list(c.families) + ([] if "ref" in c.families else ["ref"])
+    if not hasattr(ctl, "same_tokenizer") or target.same_tokenizer(ctl):
+        families += [] if "wbc" in families else ["wbc"]  # control.PAIRED: target against control, per window
+    else:
+        notes.append("WBC (window-based comparison) left out: the control's tokenizer differs from the target's, "
+                     "so their token losses cannot be compared window by window")
     cfg = run_config(families, params=c.config.params, prefix=c.config.stats.prefix, use_cache=c.config.use_cache)
     summary["control_model"] = model_name(ctl)
     return ctl, cfg, feature_attacks(families)

@@ -18,7 +18,8 @@ from ..runs.results import RunResult
 from ..stats import resolve_prefix
 from .config import RunConfig
 from .evaluate import EarlyResults, evaluate, population_decisions
-from .plan import available_inputs, check_config, check_population, plan_attacks, skip_notes, uses_reference
+from .plan import (available_inputs, check_config, check_population, check_tokenizers, plan_attacks, skip_notes,
+                   uses_reference)
 from .stages import Assembled, assemble, needs_of, population_pass, score_stage
 
 
@@ -58,6 +59,7 @@ def _run_attacks(
     population: Dataset | None = None,
     progress: Progress = noop,
     partial: Callable[[dict], None] | None = None,
+    optional: Sequence[str] = (),
 ) -> RunResult:
     """Score ``dataset`` with the configured attacks and report metrics.
 
@@ -69,12 +71,15 @@ def _run_attacks(
     the attacks that need no preparation as soon as the passes they read are done (the one-pass
     attacks after the target pass, lowercase after its pass, ref after the reference pass), so a
     front end can show results while the rest runs; the final metrics are the returned ones.
+    ``optional``: attacks skipped with the reason, not refused, when the loaded models cannot run them (asked for
+    by ``all`` in a front end that expanded it: ``plan.check_tokenizers``).
     """
     cfg = check_config(config or RunConfig())  # every setting before any model pass
     if dataset.n_members == 0 or dataset.n_nonmembers == 0:
         raise DataError("need at least one member and one non-member text")
     cfg, names, skipped = _planned(cfg, target, available_inputs(
         reference=reference, labels=train is not None or bool(cfg.split), population=population))
+    names, skipped = check_tokenizers(list(cfg.attacks), names, skipped, target, reference, optional=optional)
     attacks = [REGISTRY[n] for n in names]
     run = assemble(dataset, train, cfg)
     check_population(population, run.texts)
@@ -152,6 +157,7 @@ def score_texts(texts: Sequence[str], target: LoadedModel, *, reference: LoadedM
     if not texts:
         raise DataError("no texts to score")
     cfg, names, skipped = _planned(cfg, target, available_inputs(reference=reference, population=population))
+    names, skipped = check_tokenizers(list(cfg.attacks), names, skipped, target, reference)
     check_population(population, texts)
     ids = [f"t{i + 1:04d}" for i in range(len(texts))]
     # the prepare hooks' view of the texts: no label is known (none is read: nothing trains here)

@@ -102,6 +102,27 @@ def plan_attacks(spec: str | Sequence[str] | None, *, have: set[str] | Sequence[
     return run, skipped
 
 
+def check_tokenizers(spec, names: list[str], skipped: dict, target, reference, *,
+                     optional: Sequence[str] = ()) -> tuple[list[str], dict]:
+    """Once both models are loaded and before any pass: an attack that compares the two models token by token
+    (``Attack.one_tokenizer``: WBC) with a reference of another tokenizer stops the run when named explicitly
+    (``SettingsError``, one line naming {reference}), and is skipped with the reason under ``all`` (in ``spec``,
+    or ``optional``: the attacks a front end's ``all`` became). Returns ``(names, skipped)`` for the run."""
+    bound = [n for n in names if REGISTRY[n].one_tokenizer]
+    if not bound or reference is None or target.same_tokenizer(reference):
+        return names, skipped
+    raw = [str(x).strip() for x in (spec.split(",") if isinstance(spec, str) else (spec or []))]
+    why = "compares the models token by token and needs a reference with the target's tokenizer ({reference})"
+    if "all" not in raw and not set(bound) <= set(optional):
+        labels = ", ".join(f"{REGISTRY[n].label} ({n})" for n in bound)
+        raise SettingsError(f"{labels} {why}; this reference's tokenizer differs (for a fine-tune, give its base "
+                            "model)", options=("reference",))
+    kept = [n for n in names if n not in bound]
+    if not kept:
+        raise SettingsError("none of the attacks can run with these inputs: " + why, options=("reference",))
+    return kept, {**skipped, **{n: Worded(why, ("reference",)) for n in bound}}
+
+
 def _joined(parts: list[Worded], sep: str) -> Worded:
     return Worded(sep.join(p.template for p in parts), tuple(dict.fromkeys(o for p in parts for o in p.options)))
 
