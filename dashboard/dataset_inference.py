@@ -546,9 +546,9 @@ def _primary_metric(col, s: dict, unit: str) -> None:
                help=f"Is the suspect set more member-like than the validation set? A permutation test, over {unit}, "
                     f"of the Welch t of the combined scores ({combination_words(s.get('combination'))}, "
                     f"{s.get('folds', '?')} folds, "
-                    f"{int(s.get('n_permutations') or 0):,} permutations), reported as the larger of its p-value "
-                    "and the Welch t-test's: exact when the sets are exchangeable, and valid when they differ only "
-                    "in spread or size. The primary figure."
+                    f"{int(s.get('n_permutations') or 0):,} permutations), reported as the largest of its p-value, "
+                    "the Welch t-test's and the bootstrap-t's: exact when the sets are exchangeable, and valid when "
+                    "they differ only in spread or size, a small set skewed included. The primary figure."
                     + (f" Every feature is the target's minus the negative control's ({s['control_model']}: a model "
                        "that never saw either set)." if s.get("control_model") else " No negative control.")
                     + (" Every feature is adjusted for text length." if s.get("adjust_length") else ""))

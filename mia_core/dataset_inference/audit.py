@@ -72,9 +72,10 @@ class DatasetInferenceResult(AuditResult):
                 f"one-sided permutation test over {unit} (Welch t of the combined scores, "
                 f"{COMBINATION_WORDS.get(s.get('combination'), 'non-negative weights')}, "
                 f"{s['folds']} folds, {s['n_permutations']:,} permutations): "
-                f"{format_p(s['p_value'], s['p_value_is_bound'])}   (primary; the larger of the permutation "
-                f"p {p_number(s['p_value_permutation'], s['p_value_permutation'] <= s['p_value_resolution'])} "
-                f"and the Welch t-test's {p_number(s['p_value_welch'])})",
+                f"{format_p(s['p_value'], s['p_value_is_bound'])}   (primary; the largest of the permutation "
+                f"p {p_number(s['p_value_permutation'], s['p_value_permutation'] <= s['p_value_resolution'])}, "
+                f"the Welch t-test's {p_number(s['p_value_welch'])} and the bootstrap-t's "
+                f"{p_number(s.get('p_value_bootstrap', s['p_value_welch']))})",
             ]
             if s.get("p_value_ttest") is not None:
                 lines.append(f"paper's procedure (Maini et al. 2024: half to train, Student t-test on the other half; "

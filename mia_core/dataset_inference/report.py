@@ -142,8 +142,9 @@ def blind_note(summary: dict) -> str | None:
 
 
 def power_floor_note(summary: dict) -> str:
-    """What the power curve's dotted floor is, against the headline p-value (both are the larger of the
-    permutation p and the Welch t-test's p; ``significance.power_curve``: 999 permutations a point).
+    """What the power curve's dotted floor is, against the headline p-value (both are the largest of the
+    permutation p, the Welch t-test's and the bootstrap-t's; ``significance.power_curve``: 999 permutations a
+    point).
 
     Parameters
     ----------
@@ -162,8 +163,8 @@ def power_floor_note(summary: dict) -> str:
     head = (f"the headline p-value uses {int(n):,} permutations on all the {unit}, so it can go down to "
             f"1 / ({int(n):,} + 1) = {1 / (int(n) + 1):.1g}") if n and int(n) != perms else \
         f"the headline p-value, on all the {unit}, has the same floor"
-    return (f"Each point of the power curve is the test's p-value (the larger of the permutation p-value and the "
-            f"Welch t-test's) on random subsets, with {perms:,} permutations: it cannot go below 1 / ({perms:,} + 1) "
+    return (f"Each point of the power curve is the test's p-value (the largest of the permutation p-value, the "
+            f"Welch t-test's and the bootstrap-t's) on random subsets, with {perms:,} permutations: it cannot go below 1 / ({perms:,} + 1) "
             f"= {floor:.2g}, the dotted floor; {head}.")
 
 
@@ -198,9 +199,10 @@ def _result_rows(s: dict) -> dict:
         return rows
     rows.update({
         "p-value, one-sided permutation test (primary)": format_p(s["p_value"], s["p_value_is_bound"]),
-        "  its parts: permutation p · Welch t-test p (the larger is reported)":
+        "  its parts: permutation p · Welch t-test p · bootstrap-t p (the largest is reported)":
             f"{format_p(s['p_value_permutation'], s['p_value_permutation'] <= s['p_value_resolution'])} · "
-            f"{format_p(s['p_value_welch'])}",
+            f"{format_p(s['p_value_welch'])}" + ("" if s.get("p_value_bootstrap") is None else
+                                                 f" · {format_p(s['p_value_bootstrap'])}"),
         "p-value, the paper's split t-test (Student; learns the direction, not one-sided)":
             None if s.get("p_value_ttest") is None else format_p(s["p_value_ttest"]),
         "self-check (two halves of the validation set; checks the code path)":

@@ -151,7 +151,8 @@ def test_stage(X: np.ndarray, y: np.ndarray, *, alpha: float, folds: int, n_perm
     summary = {
         "verdict": verdict, "verdict_reason": reason, "p_value": p, "p_value_is_bound": bound,
         "p_value_resolution": perm["resolution"], "p_value_permutation": perm["p_value_permutation"],
-        "p_value_welch": perm["p_value_welch"], "statistic": perm["statistic"], "combination": combination,
+        "p_value_welch": perm["p_value_welch"], "p_value_bootstrap": perm["p_value_bootstrap"],
+        "statistic": perm["statistic"], "combination": combination,
         "p_value_ttest": None if pap is None else pap["p_value"],
         "p_value_ttest_welch": None if pap is None else pap["p_value_welch"],
         "self_check_p_value": selfc["p_value"], "self_check_p_value_is_bound": selfc["p_value_is_bound"],
