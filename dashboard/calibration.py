@@ -99,7 +99,9 @@ def build_request(attacks, params: dict, *, split: float | None, n_bootstrap: in
     ``reference``: the reference model, or anything not None when one will be loaded (the page checks before
     loading models); ``model``: the target (a loaded model or its spec), for a ``make-target`` folder's base;
     ``first_token``: True scores each text's first token, None as the model was trained; ``modify``: the
-    one-word modifications of the members to evaluate too (SMIA §5.2)."""
+    one-word modifications of the members to evaluate too (SMIA §5.2). An attack that compares the two models
+    token by token (WBC) is skipped with a note, not refused, when the reference's tokenizer turns out to differ:
+    the page ticks it with every reference, before either model is loaded."""
     from mia_core.api.request import prepare_run
 
     attacks = list(attacks)
@@ -137,7 +139,7 @@ def build_request(attacks, params: dict, *, split: float | None, n_bootstrap: in
     return prepare_run(dataset, model=model, reference=reference, attacks=attacks, params=params,
                        population=population, split=split, context=context, first_token=first_token,
                        n_bootstrap=int(n_bootstrap), seed=int(seed), blind=bool(blind), quantize=quantize,
-                       modify=modify)
+                       modify=modify, optional=[a for a in attacks if REGISTRY[a].one_tokenizer])
 
 
 def build_config(attacks, params: dict, **settings):

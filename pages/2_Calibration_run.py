@@ -21,7 +21,7 @@ from dashboard.sidebar import model_panel, switch_target
 from dashboard.ui import AUC_EXPLAINER, early_table, md_text, page_setup, show_error, follow_job, start_job
 from mia_core.reports import plots
 from mia_core import runs
-from mia_core.attacks import REGISTRY, default_attacks
+from mia_core.attacks import REGISTRY, WITH_REFERENCE, default_attacks
 from mia_core.attacks.base import needs_line
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
@@ -108,10 +108,10 @@ st.subheader("2 · Attacks")
 have_ref = panel.reference is not None or use_demo_models
 default = default_attacks(have_reference=have_ref)  # the CLI's default too
 # a reference model appearing or going away (demo data <-> own data, sidebar choice) ticks or
-# unticks the reference attack; the user's other choices stay
+# unticks the attacks that read it by default (ref, WBC); the user's other choices stay
 if "cal_attacks" in st.session_state and st.session_state.get("_cal_have_ref", have_ref) != have_ref:
-    st.session_state["cal_attacks"] = [a for a in st.session_state["cal_attacks"] if a != "ref"] + (
-        ["ref"] if have_ref and "ref" in REGISTRY else [])
+    st.session_state["cal_attacks"] = [a for a in st.session_state["cal_attacks"] if a not in WITH_REFERENCE] + (
+        [a for a in WITH_REFERENCE if a in REGISTRY] if have_ref else [])
 st.session_state["_cal_have_ref"] = have_ref
 chosen = st.multiselect("Attacks to run", list(REGISTRY), default=None if "cal_attacks" in st.session_state else default,
                         key="cal_attacks",

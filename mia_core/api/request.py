@@ -184,7 +184,7 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
                 context: int | None = None, batch_tokens: int | None = None, first_token: bool | None = None,
                 cache: bool = True, n_bootstrap: int = 1000, seed: int = 0, blind: bool = True, alpha: float = 0.1,
                 dtype: str = "auto", device: str = "auto", quantize: str = "none",
-                trust_remote_code: bool = False, modify=None) -> RunRequest:
+                trust_remote_code: bool = False, modify=None, optional=None) -> RunRequest:
     """Everything a run needs, checked and planned before any model loads.
 
     Parameters
@@ -196,8 +196,11 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
     reference : str or LoadedModel, optional
         The reference; None: a ``make-target`` folder's base, if the target is one (:func:`reference_spec`).
     attacks : str or list of str, optional
-        Names, a comma list or ``"all"``; None: ``mia_core.attacks.default_attacks`` (with ``ref`` when there
-        is a reference).
+        Names, a comma list or ``"all"``; None: ``mia_core.attacks.default_attacks`` (with ``ref`` and ``wbc``
+        when there is a reference).
+    optional : list of str, optional
+        Attacks to skip with the reason, not refuse, when the loaded models turn out unable to run them (WBC with
+        a reference of another tokenizer); every attack of ``"all"`` and the default list's WBC are, besides.
     params : dict, optional
         ``{attack: {name: value}}``, each value checked against its declared domain.
     population, train : mia_core.data.Dataset, optional
@@ -230,15 +233,16 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
 
     from ..data import Dataset
 
-    for name, value, optional in (("data", data, False), ("population", population, True), ("train", train, True)):
-        if not (isinstance(value, Dataset) or (optional and value is None)):
+    for name, value, may_be_none in (("data", data, False), ("population", population, True), ("train", train, True)):
+        if not (isinstance(value, Dataset) or (may_be_none and value is None)):
             raise DataError(f"{{{name}}} must be a mia_core.data.Dataset (mia_core.data.load_dataset or "
-                            f"texts_from_strings){' or None' if optional else ''}, got {_shown(value)}",
+                            f"texts_from_strings){' or None' if may_be_none else ''}, got {_shown(value)}",
                             options=(name,))
     params, modify = dict(params or {}), check_modify(modify)
     check_population(population, list(data.texts) + (list(train.texts) if train is not None else []))
     ref_spec = reference_spec(model, reference)
-    if attacks is None:  # the dashboard's default: the same tables from every front end
+    by_default = attacks is None
+    if by_default:  # the dashboard's default: the same tables from every front end
         attacks = default_attacks(have_reference=ref_spec is not None)
     names, skipped = _planned(attacks, reference=ref_spec, population=population,
                               labels=train is not None or bool(split), params=params, quantize=quantize)
@@ -248,8 +252,12 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
         split_seed=seed if split_seed is None else split_seed, population_alpha=alpha, blind=blind,
         score_first_token=first_token))
     raw = [str(a).strip() for a in (attacks.split(",") if isinstance(attacks, str) else attacks)]
+    from ..attacks import REGISTRY
+
+    optional = list(names) if "all" in raw else [
+        n for n in names if n in (optional or ()) or (by_default and REGISTRY[n].one_tokenizer)]
     return RunRequest(data=data, model=model, config=cfg, skipped=skipped, population=population, train=train,
-                      optional=list(names) if "all" in raw else [],
+                      optional=optional,
                       reference=ref_spec if uses_reference(names, cfg.params) else None,
                       load={"dtype": dtype, "device": device, "quantize": quantize,
                             "trust_remote_code": trust_remote_code}, modify=modify)

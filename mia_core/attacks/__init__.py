@@ -37,17 +37,21 @@ def check_params(params: dict | None, *, prefix: str = "") -> dict:
 BASELINES = ("loss", "zlib", "lowercase", "ref", "min_k", "min_k_pp")
 
 # The attacks a run scores when none are named, in every front end (the CLI's `mia run`, the Calibration
-# page's ticked boxes, the API), plus ``ref`` when there is a reference model: the cheap one-pass baselines
-# and the strongest when it can be placed. Lowercase is one word away but not run by default: besides ref,
-# it is the only classic baseline with a model pass of its own (over the lower-cased texts), a third of
-# the demo's first run (40 s of 121 s on a 2-core AVX2 CPU), for the weakest of the demo's signals (AUC
-# 0.70 against LOSS 0.84, ref 0.98).
+# page's ticked boxes, the API), plus ``ref`` and ``wbc`` when there is a reference model: the cheap one-pass
+# baselines and the strongest when they can be placed (both read the reference pass; WBC, Chen et al. 2026, is
+# the strongest on the weak fine-tunes of docs/attacks.md, and is skipped with a note when the reference's
+# tokenizer differs from the target's: ``pipeline.plan.check_tokenizers``). Lowercase is one word away but not
+# run by default: besides ref, it is the only classic baseline with a model pass of its own (over the
+# lower-cased texts), a third of the demo's first run (40 s of 121 s on a 2-core AVX2 CPU), for the weakest of
+# the demo's signals (AUC 0.70 against LOSS 0.84, ref 0.98).
 DEFAULT_ATTACKS = ("loss", "zlib", "min_k", "min_k_pp")
+WITH_REFERENCE = ("ref", "wbc")
 
 
 def default_attacks(have_reference: bool) -> list[str]:
-    """:data:`DEFAULT_ATTACKS`, plus ``ref`` when a reference model is there."""
-    return [*DEFAULT_ATTACKS, *(["ref"] if have_reference else [])]
+    """:data:`DEFAULT_ATTACKS`, plus :data:`WITH_REFERENCE` (``ref``, ``wbc``) when a reference model is there."""
+    return [*DEFAULT_ATTACKS, *(WITH_REFERENCE if have_reference else ())]
 
 
-__all__ = ["REGISTRY", "Attack", "AttackInputs", "register", "check_params", "BASELINES", "DEFAULT_ATTACKS", "default_attacks"]
+__all__ = ["REGISTRY", "Attack", "AttackInputs", "register", "check_params", "BASELINES", "DEFAULT_ATTACKS", "WITH_REFERENCE",
+           "default_attacks"]

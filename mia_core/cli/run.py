@@ -54,7 +54,7 @@ def register(sub) -> None:
         reference_help="reference model for the 'ref' attack (same forms as --model); default for a fine-tuned target: its base")
     a = p.add_argument_group("attacks")
     a.add_argument("--attacks", default=None,
-                   help=f"comma list or 'all' ({', '.join(REGISTRY)}); default: {','.join(DEFAULT_ATTACKS)}, plus ref "
+                   help=f"comma list or 'all' ({', '.join(REGISTRY)}); default: {','.join(DEFAULT_ATTACKS)}, plus ref and wbc "
                         "when there is a reference model (--reference, a fine-tuned target's base, the demo's)")
     a.add_argument("--k", type=fraction_closed_right, default=0.2, help="fraction k of lowest-scoring tokens for Min-K%% and Min-K%%++")
     a.add_argument("--context", type=int_at_least(2), help="window length C for long texts (stride C-1); default min(model max, 2048)")
