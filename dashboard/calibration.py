@@ -192,3 +192,21 @@ def make_job(request, inputs: CalibrationInputs, target, reference, *, name: str
         return {"id": stored.id, "unchanged": bool(stored.meta.get("unchanged"))}
 
     return work
+
+
+def model_line(use_demo_models: bool, panel) -> str:
+    """The line beside Run: the model the run tests and its reference, in words, before anything loads (issue 53:
+    with the demo's models the sidebar's model is not the one tested)."""
+    if use_demo_models:
+        return ("**Model tested:** the demo target (SmolLM2-135M fine-tuned on the demo's members), not the sidebar's "
+                "model. **Reference:** its base, SmolLM2-135M.")
+    from mia_core.api.request import reference_spec
+
+    target = panel.target_spec
+    tested = "the embedded SmolLM2-135M" if target in (None, "", "smollm2") else f"{target}"
+    ref = panel.reference_spec
+    base = None if ref or target in (None, "") else reference_spec(target)  # a make-target folder's base
+    return (f"**Model tested:** {tested} (the sidebar's model). **Reference:** "
+            + (f"{ref}." if ref else f"its base, {base}." if base else
+               "none (the attacks that need one cannot run)."))
+

@@ -140,6 +140,8 @@ class Settings:
     correction: str = "bh"
     passage_words: int = PASSAGE_WORDS
     max_passages: int = MAX_PASSAGES
+    control: str = "auto"  # the negative control (mia_core.dataset_inference.control): auto or none
+    adjust_length: bool = True  # every feature adjusted for text length
 
 
 def book_demo_available(demo) -> bool:
@@ -195,6 +197,21 @@ def model_specs(src: Source, demo, panel) -> tuple[str | None, str | None]:
     return target, (panel.reference_spec or None)
 
 
+def model_line(src: Source, settings: Settings, demo, panel) -> str:
+    """The line beside Run: the model the run tests and its negative control, in words, before anything loads
+    (a demo tests the demo target, not the sidebar's model)."""
+    from mia_core.api.inference import control_words
+
+    target, reference = model_specs(src, demo, panel)
+    if src.source in ("demo", "demo_null") and demo:
+        tested = "the demo target (SmolLM2-135M fine-tuned on the demo's members), not the sidebar's model"
+    elif target in (None, "", "smollm2"):
+        tested = "the embedded SmolLM2-135M (the sidebar's model)"
+    else:
+        tested = f"{target} (the sidebar's model)"
+    return f"**Model tested:** {tested}. **Negative control:** {control_words(target, reference, settings.control)}."
+
+
 def read_sets(src: Source, demo):
     """The two sets (``mia_core.api.inference.InferenceSets``): texts (strings) or books (Documents), with the
     readers' notes the page keeps. ``MiaError``, one line, for bad input."""
@@ -214,6 +231,7 @@ def prepare(src: Source, settings: Settings, demo, panel):
         features=settings.features, alpha=float(settings.alpha), folds=int(settings.folds),
         n_permutations=int(settings.perms), seed=int(settings.seed), correction=settings.correction,
         passage_words=int(settings.passage_words), max_passages=int(settings.max_passages), read_notes=sets.notes,
+        control=settings.control, adjust_length=bool(settings.adjust_length),
         dtype=panel.dtype, device=panel.device, trust_remote_code=panel.trust_remote_code)
     return request, sets
 
@@ -236,7 +254,7 @@ def signature(src: Source, settings: Settings, demo, panel) -> dict:
     else:
         data = None
     cfg = (settings.alpha, settings.folds, settings.perms, settings.seed, settings.features.strip(),
-           settings.correction)
+           settings.correction, settings.control, settings.adjust_length)
     if src.unit == "books":
         cfg += (settings.passage_words, settings.max_passages)
     model = (*model_specs(src, demo, panel), getattr(panel, "dtype", None), getattr(panel, "device", None))

@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.calibration import (
-    UPLOAD_TYPES, build_request, learning_attacks, make_job, read_inputs, run_estimate,
+    UPLOAD_TYPES, build_request, learning_attacks, make_job, model_line, read_inputs, run_estimate,
 )
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
@@ -200,6 +200,7 @@ elif not busy and chosen:  # what pressing Run will cost, before it is pressed
             context=ctx or None))
     except MiaError:
         pass  # the same inputs give their one-line error when Run is pressed
+st.markdown(model_line(use_demo_models, panel))
 if st.button("Run the attacks", type="primary", disabled=busy, key="go_cal",
              help="Runs in the background: you can keep using the dashboard; the run is saved when it finishes."):
     try:

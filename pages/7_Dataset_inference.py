@@ -107,7 +107,19 @@ features = kept(f1.text_input, "Features", "di_features", "default",
 correction = kept(f2.selectbox, f"Correction across the suspect {unit}", "di_correction", "bh",
                      options=list(DI.CORRECTIONS), format_func=DI.CORRECTIONS.get,
                      help="How each suspect unit's own p-value is adjusted for testing them all.")
-settings = DI.Settings(float(alpha), int(folds), int(perms), int(seed), features, correction)
+c1, c2 = st.columns([3, 2])
+control = kept(c1.selectbox, "Negative control", "di_control", "auto", options=["auto", "none"],
+               format_func={"auto": "auto: the reference model, else the target's base, else the embedded SmolLM2",
+                            "none": "none: assume the sets differ in nothing a model sees but training"}.get,
+               help="A model that never saw either set. Every feature is read as the target's minus the control's, and "
+                    "the verdict is refused when the control alone tells the sets apart: a difference such a model "
+                    "also sees (length, style, topic) is not evidence of training.")
+adjust = kept(c2.checkbox, "Adjust every feature for text length", "di_adjust_length", True,
+              help="Each feature replaced by its residual from one pooled fit on the texts' lengths in tokens, words "
+                   "and characters (reads no label, so the test stays exact). Off: the guard refuses sets of "
+                   "different lengths.")
+settings = DI.Settings(float(alpha), int(folds), int(perms), int(seed), features, correction, control=control,
+                       adjust_length=bool(adjust))
 if unit == "books":
     b1, b2 = st.columns(2)
     settings.passage_words = int(kept(b1.number_input, "Passage words", "di_passage_words", DI.PASSAGE_WORDS,
@@ -121,6 +133,7 @@ if unit == "books":
 reg = registry()
 job = reg.latest("di")  # the latest dataset inference, this tab's or another's (one runs at a time)
 busy = job is not None and job.running
+st.markdown(DI.model_line(src, settings, demo, panel))
 go_ = st.button("Run dataset inference", type="primary", key="go_di", disabled=busy)
 now = DI.signature(src, settings, demo, panel)
 if not busy and (line := DI.estimate(src, settings, demo, panel)):

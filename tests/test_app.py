@@ -153,9 +153,15 @@ def test_calibration_page_validates_runs_and_saves(tiny_llama, runs_dir):
     at = _app("pages/2_Calibration_run.py", model=tiny_llama)
     _no_exception(at)
     demo_default = at.radio(key="cal_source").value == "demo"
+    if demo_default:  # issue 53 item 4: named before Run: the demo's models, not the sidebar's
+        line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))
+        assert "the demo target" in line and "not the sidebar's model" in line, line
     at.radio(key="cal_source").set_value("paste").run()
+    line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))
+    assert f"{tiny_llama} (the sidebar's model)" in line and "**Reference:** none" in line, line
     if demo_default:  # the demo brings its own reference model; pasted texts have none here
         assert "ref" not in at.multiselect(key="cal_attacks").value
+        assert "wbc" not in at.multiselect(key="cal_attacks").value
     at.button(key="go_cal").click().run()
     assert any("no member texts pasted" in e.value for e in at.error)
     src = _paragraphs("pg43_stevenson_jekyll_and_hyde.txt", 12)

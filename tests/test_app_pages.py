@@ -466,6 +466,16 @@ def test_dataset_inference_page_demo_gives_a_verdict_offline():
     at = _app(DI_PAGE)
     _no_exception(at)
     assert any(c.value.startswith("Estimate: 200 texts") for c in at.caption)  # before Run, as on the calibration page
+    # issue 53 item 4: the model tested and its negative control, named before Run (the demo tests the demo target)
+    line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))
+    assert "the demo target" in line and "not the sidebar's model" in line and "base model (smollm2)" in line, line
+    at.radio(key="di_source").set_value("paste").run()
+    line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))
+    assert "the embedded SmolLM2-135M (the sidebar's model)" in line and "cannot" not in line, line
+    at.selectbox(key="di_control").set_value("none").run()
+    assert any(m.value.startswith("**Model tested:**") and "**Negative control:** none" in m.value for m in at.markdown)
+    at.selectbox(key="di_control").set_value("auto")
+    at.radio(key="di_source").set_value("demo").run()
     at.number_input(key="di_perms").set_value(999)
     at.button(key="go_di").click().run()
     at = _finished_audit(at, done="p-value (one-sided")

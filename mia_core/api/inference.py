@@ -614,6 +614,38 @@ def combination_words(name) -> str:
     return COMBINATION_WORDS.get(name, "non-negative weights")
 
 
+def control_words(model=None, reference=None, control: str = "auto") -> str:
+    """The negative control a run of these models would use, in words, before anything loads: the rule of
+    ``mia_core.dataset_inference.control.control_spec`` on the specs (the reference model; else a ``make-target``
+    folder's base, as :func:`mia_core.api.request.reference_spec` reads it; else the embedded SmolLM2, unless the
+    target is that model).
+
+    Parameters
+    ----------
+    model, reference : str or None
+        The target's and the reference's specs (None: the embedded model; no reference).
+    control : str
+        ``"auto"`` or ``"none"``.
+
+    Returns
+    -------
+    str
+        E.g. ``"the target's base model (smollm2)"``.
+    """
+    from .request import reference_spec
+
+    if control == "none":
+        return "none (the verdict then assumes the sets differ in nothing a model sees but training)"
+    if reference:
+        return f"the reference model ({reference})"
+    base = reference_spec(model) if model not in (None, "") else None
+    if base:
+        return f"the target's base model ({base}), the target before it saw anything"
+    if model in (None, "", "smollm2"):
+        return "none: the target is the embedded SmolLM2-135M itself (give a reference model to have one)"
+    return "the embedded SmolLM2-135M (no reference model or base known)"
+
+
 def inference_notes(summary: dict, notes: Sequence[str] = ()) -> dict:
     """The sentences a result's figures need, in words (:mod:`mia_core.dataset_inference.report`): ``verdict``
     (Used, Not shown, Refused), ``reason`` (the verdict's reason as a sentence), ``blind`` (a blind-baseline AUC
