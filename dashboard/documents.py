@@ -232,6 +232,18 @@ def estimate_line(books: dict, cfg: dict, panel) -> str:
     return estimate_documents(request, target=target, reference=reference)[0]
 
 
+def model_line(books: dict, panel) -> str:
+    """The line beside Run: the model the audit tests and its reference, in words, before anything loads (the
+    demo target when its box is ticked, not the sidebar's model)."""
+    if books.get("use_demo_model"):
+        return ("**Model tested:** the demo target (SmolLM2-135M fine-tuned on the demo's member passages), not the "
+                "sidebar's model. **Reference:** none.")
+    target = panel.target_spec
+    tested = "the embedded SmolLM2-135M" if target in (None, "", "smollm2") else f"{target}"
+    return (f"**Model tested:** {tested} (the sidebar's model). **Reference:** "
+            + (f"{panel.reference_spec}." if panel.reference_spec else "none."))
+
+
 def build_job(books: dict, cfg: dict, panel) -> AuditJob:
     """The checked request and the job that runs it (and the precision table when asked), for the Run button.
 

@@ -152,6 +152,16 @@ def settings_section() -> dict:
     return out
 
 
+def model_line(models: dict, texts: dict) -> str:
+    """The line beside Run: the masked LM the audit tests and its reference, in words, before anything loads
+    (the demo's own pair where the boxes are empty)."""
+    demo = texts["source"] == "demo"
+    target = models["target"] or ("the demo's target (the embedded masked LM trained further on the demo's "
+                                  "members)" if demo else "not given yet")
+    reference = models["reference"] or ("the demo's reference (the embedded masked LM)" if demo else "not given yet")
+    return f"**Model tested:** {target}. **Reference:** {reference}."
+
+
 def _lines(text: str) -> list[str]:
     return [t.strip() for t in (text or "").splitlines() if t.strip()]
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.audit_jobs import audit_job
-from dashboard.documents import (PRECISION_KEY, RESULT_KEY, books_section, build_job, estimate_line, settings_section,
-                                 show_results)
+from dashboard.documents import (PRECISION_KEY, RESULT_KEY, books_section, build_job, estimate_line, model_line,
+                                 settings_section, show_results)
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
@@ -31,6 +31,7 @@ books = books_section()
 cfg = settings_section()
 if line := estimate_line(books, cfg, panel):  # what pressing Run will cost, before it is pressed
     st.caption("Estimate: " + line)
+st.markdown(model_line(books, panel))
 done = audit_job(prefix="doc", kind="documents", button="Run the document audit", clear=(RESULT_KEY, PRECISION_KEY),
                  build=lambda: build_job(books, cfg, panel))
 if done is not None:

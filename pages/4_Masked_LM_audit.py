@@ -16,7 +16,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.audit_jobs import audit_job
-from dashboard.mlm import RESULT_KEY, build_job, models_section, settings_section, show_results, texts_section
+from dashboard.mlm import (RESULT_KEY, build_job, model_line, models_section, settings_section, show_results,
+                           texts_section)
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
@@ -34,6 +35,7 @@ st.markdown(
 models = models_section()
 texts = texts_section()
 cfg = settings_section()
+st.markdown(model_line(models, texts))
 done = audit_job(prefix="mlm", kind="mlm", button="Run the masked-LM audit", clear=(RESULT_KEY,),
                  build=lambda: build_job(models, texts, cfg, panel))
 if done is not None:

@@ -265,6 +265,12 @@ def test_document_page_demo_runs_offline(tiny_llama):
     at = _app(DOC_PAGE, model=tiny_llama)
     assert at.radio(key="doc_source").value == "demo"
     assert at.checkbox(key="doc_demo_model").value is True
+    line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))  # issue 53 item 4
+    assert "the demo target" in line and "not the sidebar's model" in line, line
+    at.checkbox(key="doc_demo_model").uncheck().run()
+    line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))
+    assert f"{tiny_llama} (the sidebar's model)" in line, line
+    at.checkbox(key="doc_demo_model").check()
     at.multiselect(key="doc_norms").set_value(["rationorm_tf"])
     at.radio(key="doc_features").set_value("agg")
     at.number_input(key="doc_trees").set_value(50)
@@ -289,6 +295,8 @@ def test_mlm_page_loads_with_the_demo_as_default():
     assert any("not used here" in i.value and "`embedded`" in i.value and "bundled demo" in i.value
                for i in at.info)
     assert at.radio(key="mlm_source").value == "demo"
+    line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))  # issue 53 item 4
+    assert "the demo's target" in line and "the demo's reference (the embedded masked LM)" in line, line
     assert at.number_input(key="mlm_alpha").value == pytest.approx(0.1)
     assert at.number_input(key="mlm_k").value == 10
 
