@@ -480,13 +480,16 @@ def show_result(stored: dict, now: dict) -> None:
     labelled as the previous inputs' result and folded away (never shown as the answer to the new ones)."""
     from dashboard.ui import md_text
 
+    from dashboard.results import DI_VERDICT_WORDS, verdict_words
+
     diff = changed(stored, now)
     if diff:
         s = stored["result"].summary
         st.info(f"**The inputs have changed** ({', '.join(diff)}) since the last result: press **Run dataset "
                 "inference** to test the current ones. The previous result is kept below, labelled.",
                 icon=":material/history:")
-        box = st.expander(f"Previous result, from the previous inputs: {md_text(s.get('verdict'))} — "
+        box = st.expander(f"Previous result, from the previous inputs: "
+                          f"{md_text(verdict_words(s.get('verdict'), DI_VERDICT_WORDS))} — "
                           + inputs_caption(stored), expanded=False)
     else:
         st.subheader("3 · Verdict")
@@ -594,15 +597,38 @@ def _text_part(res) -> None:
     _charts(res, power=True)
     if "p_adjusted" in res.scores and "text_id" in res.scores:
         sus = res.scores[(res.scores["set"] == "suspect") & ~res.scores["excluded"]]
-        cols = [c for c in ("text_id", "label_free_score", "p_value", "p_adjusted", "flagged") if c in sus]
         st.markdown(f"**Which texts stand out?** Each suspect text's conformal p-value against the validation set "
                     f"(a label-free score: exact for a text that is like the validation texts), adjusted across "
                     f"the {len(sus)} suspect texts ({CORRECTIONS.get(s.get('correction'), 'Benjamini-Hochberg')}). "
                     f"A text's p-value cannot go below 1 / (1 + validation texts) = "
                     f"{float(s.get('unit_p_floor') or 0):.2g}; on a weak target few or no single texts stand out "
-                    "even when the collection does. `s0001` is the first suspect text (after empty and duplicate "
+                    "even when the collection does. Text s0001 is the first suspect text (after empty and duplicate "
                     "texts are dropped).")
-        st.dataframe(sus.sort_values("p_value")[cols].head(50), hide_index=True, key="di_units")
+        st.dataframe(unit_table(sus, getattr(res, "texts", None) or {}), hide_index=True, key="di_units")
+
+
+UNIT_COLUMNS = {"text_id": "Text", "label_free_score": "Score (higher: more member-like)", "p_value": "p-value",
+                "p_adjusted": "Adjusted p-value", "flagged": "Stands out"}
+
+
+def unit_table(sus, texts: dict, n: int = 50):
+    """The per-text table in words (issue 53 item 6): the text's id and its first words (when the run's texts are at
+    hand: not for a run reopened from the store, which keeps ids only), its label-free score, p-value, adjusted
+    p-value and whether it stands out; the ``n`` lowest p-values first."""
+    import pandas as pd
+
+    top = sus.sort_values("p_value").head(n)
+    out = pd.DataFrame({UNIT_COLUMNS[c]: top[c].to_numpy() for c in UNIT_COLUMNS if c in top})
+    if texts:
+        out.insert(1, "Begins", [_snippet(texts.get(i, "")) for i in top["text_id"]])
+    if "Stands out" in out:
+        out["Stands out"] = ["✔ yes" if bool(f) else "–" for f in out["Stands out"]]
+    return out
+
+
+def _snippet(text: str, words: int = 12) -> str:
+    w = str(text).split()
+    return " ".join(w[:words]) + (" …" if len(w) > words else "")
 
 
 def _book_part(res) -> str | None:

@@ -16,6 +16,7 @@ from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
 from mia_core.reports import plots
 from mia_core import runs
+from mia_core.attacks.base import short_label
 from mia_core.errors import MiaError
 from mia_core.reports.report import compare_table, paired_scores
 
@@ -159,7 +160,7 @@ for m in metas:
                  "Reference": (m.get("reference") or {}).get("name") or "–",
                  "Texts": (f"{m.get('n_members')} + {m.get('n_nonmembers')}"
                            if m.get("n_members") is not None or m.get("n_nonmembers") is not None else "–"),
-                 "Best AUC": f"{best[1]:.3f} ({best[0]})" if best else "–",
+                 "Best AUC": f"{best[1]:.3f} ({short_label(best[0])})" if best else "–",
                  "Blind AUC": f"{blind:.3f}" if blind is not None else "–",
                  "Attacks": len(m["attacks"]),
                  "Created": m["created"]})

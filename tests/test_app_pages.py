@@ -492,6 +492,10 @@ def test_dataset_inference_page_demo_gives_a_verdict_offline():
     p = metrics["p-value (one-sided test)"]
     assert p.startswith("<=") or float(p) <= 0.01, p
     assert metrics["Texts that stand out"].endswith("of 100") and at.dataframe  # the per-text table
+    units = next(d.value for d in at.dataframe if "Begins" in d.value.columns)  # in words, with each text's start
+    assert list(units.columns) == ["Text", "Begins", "Score (higher: more member-like)", "p-value",
+                                   "Adjusted p-value", "Stands out"], list(units.columns)
+    assert units["Text"].iloc[0].startswith("s") and len(units["Begins"].iloc[0].split()) >= 5
     # the verdict box: the verdict once, then its reason as a sentence (issue 40: it repeated itself)
     box = next(w.value for w in at.main.warning if w.value.startswith("**Used.**"))
     assert box.startswith("**Used.** The suspect texts score as more member-like"), box

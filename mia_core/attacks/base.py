@@ -192,6 +192,13 @@ NEEDS_WORDS = {"reference": "a reference model", "labels": "labelled texts to le
                "population": "known non-member texts (a population)"}
 
 
+def short_label(name: str) -> str:
+    """An attack's name for people, short: its label without the parenthesis (``"ref"`` -> ``"Reference model"``,
+    ``"wbc"`` -> ``"WBC"``, ``"min_k"`` -> ``"Min-K%"``); a name that is not registered is returned as it is."""
+    a = REGISTRY.get(name)
+    return a.label.split(" (")[0] if a is not None else str(name)
+
+
 def needs_line(attack: Attack, params: dict | None = None) -> str:
     """One line on what ``attack`` needs besides the target and what it costs beyond the target's one pass,
     e.g. ``needs a reference model (with the target's tokenizer); costs the reference model's pass, shared with

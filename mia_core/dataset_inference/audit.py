@@ -50,6 +50,9 @@ class DatasetInferenceResult(AuditResult):
     metrics: dict = field(default_factory=dict)
     report: list = field(default_factory=list)
     inputs: dict = field(default_factory=dict)
+    # {text id: text} of a text run, in memory only (never written: scores.csv keeps ids), for a front end's
+    # snippets; empty for books and for a run read back from the store
+    texts: dict = field(default_factory=dict, repr=False)
 
     def summary_text(self) -> str:
         """The report ``mia infer-dataset`` prints: the sets' sizes and alpha; unless the run was refused, the
@@ -340,4 +343,5 @@ def infer_texts(checked: Checked, target, *, reference=None, load=None,
     rests_on(summary, fs, st.get("adjust_length", True))
     progress("done", 1.0)
     return DatasetInferenceResult(summary=summary, scores=units_frame(df, names, X, ok, tested),
-                                  metrics=tested["metrics"], report=notes)
+                                  metrics=tested["metrics"], report=notes,
+                                  texts=dict(zip(ids, [*c.suspect, *c.validation])))

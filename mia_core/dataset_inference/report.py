@@ -237,7 +237,8 @@ def dataset_inference_report(result, *, title: str = "Dataset inference") -> str
     the verdict's reason, both p-values, the guards, the feature weights, the score histograms and the power
     curve; features by their display names (:func:`mia_core.dataset_inference.features.feature_label`)."""
     s = result.summary
-    level = {"used": "shift", "not_shown": "ok", "refused": "caution"}[s["verdict"]]
+    # not shown is no all-clear (issue 53 item 6: a green box read as one): a neutral banner
+    level = {"used": "shift", "not_shown": "neutral", "refused": "caution"}[s["verdict"]]
     name = run_name(s, getattr(result, "inputs", None))
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'><title>{_e(title)}: {_e(name)}</title>",
              f"<style>{_CSS}</style></head><body><h1>{_e(title)}</h1><p><b>{_e(name)}</b></p>",

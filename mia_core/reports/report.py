@@ -168,6 +168,7 @@ table{border-collapse:collapse;margin:.6em 0;font-size:.9em} th,td{border:1px so
 th{background:#f4f4f4} .muted{color:#666;font-size:.9em}
 .banner{padding:.8em 1em;border-radius:6px;margin:1em 0} .ok{background:#e8f5e9;border:1px solid #a5d6a7}
 .caution{background:#fff8e1;border:1px solid #ffd54f} .shift{background:#ffebee;border:1px solid #ef9a9a}
+.neutral{background:#eceff1;border:1px solid #b0bec5}
 code{background:#f4f4f4;padding:1px 4px;border-radius:3px}
 """
 

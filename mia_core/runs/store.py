@@ -101,8 +101,10 @@ def build_meta(result, *, name: str | None = None, data: dict | None = None, run
     if not name:  # what tells runs apart in a list: model, precision, attacks, data size (the time is shown beside)
         t = target or {}
         q = t.get("quantize")
-        attacks = [k for k in result.metrics if k != "blind"]
-        shown = ", ".join(attacks[:3]) + (f" +{len(attacks) - 3}" if len(attacks) > 3 else "")
+        from ..attacks.base import short_label
+
+        attacks = [short_label(k) for k in result.metrics if k != "blind"]
+        shown = ", ".join(attacks[:3]) + (f" and {len(attacks) - 3} more" if len(attacks) > 3 else "")
         name = (f"{t.get('name', 'model')} ({t.get('dtype', '')}{', ' + q if q and q != 'none' else ''}) · {shown} · "
                 f"{n_m} + {n_n} texts")
     verdict = ((result.shift or {}).get("verdict") or {}).get("level") if result.shift else None
