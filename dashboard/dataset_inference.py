@@ -323,14 +323,30 @@ def estimate(src: Source, settings: Settings, demo, panel) -> str:
             + f" The permutation tests ({int(settings.perms):,} permutations): about {fmt_seconds(tests)} more.")
 
 
+def blocker(src: Source, settings: Settings, demo, panel) -> str:
+    """Why Run would refuse these inputs, in one line, before it is pressed (issue 53 item 5: a known limit, such as
+    five books a side, said beside Run, Run disabled and the previous result kept); empty when nothing stops it, or
+    for uploads over 5 MB (re-read on every change of the page: they are checked when Run is pressed)."""
+    from dashboard.options import worded
+
+    if sum(getattr(f, "size", 0) or 0 for f in [*src.suspect_files, *src.validation_files]) > ESTIMATE_MAX_BYTES:
+        return ""
+    try:
+        prepare(src, settings, demo, panel)
+    except MiaError as e:
+        return worded(e)
+    return ""
+
+
 def start(reg, src: Source, settings: Settings, demo, panel, sig: dict) -> None:
     """Run pressed: the request prepared (:func:`prepare`: one line on the page for bad input, before any model
-    loads), the models loaded, the test started as a background job of this session."""
+    loads; the previous result stays until it passed), the models loaded, the test started as a background job of
+    this session."""
     from dashboard.loaders import load_model
     from dashboard.ui import md_text, start_job
 
-    st.session_state.pop(RESULT_KEY, None)
     request, sets = prepare(src, settings, demo, panel)
+    st.session_state.pop(RESULT_KEY, None)
     for n in request.read_notes:  # e.g. a book read as Windows-1252
         st.caption(md_text(n))
     with st.spinner("loading the models"):  # here, so that a model that does not load is one line on the page

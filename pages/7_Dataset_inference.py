@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard import dataset_inference as DI
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
-from dashboard.ui import follow_job, kept, page_setup, show_error
+from dashboard.ui import follow_job, kept, md_text, page_setup, show_error
 from mia_core.api.inference import inference_demo
 from mia_core.errors import MiaError
 
@@ -134,9 +134,12 @@ reg = registry()
 job = reg.latest("di")  # the latest dataset inference, this tab's or another's (one runs at a time)
 busy = job is not None and job.running
 st.markdown(DI.model_line(src, settings, demo, panel))
-go_ = st.button("Run dataset inference", type="primary", key="go_di", disabled=busy)
+blocked = "" if busy else DI.blocker(src, settings, demo, panel)
+if blocked:  # a known limit said before Run, which stays off; the previous result is kept
+    st.caption(f":material/block: **Run is not available yet:** {md_text(blocked)}")
+go_ = st.button("Run dataset inference", type="primary", key="go_di", disabled=busy or bool(blocked))
 now = DI.signature(src, settings, demo, panel)
-if not busy and (line := DI.estimate(src, settings, demo, panel)):
+if not busy and not blocked and (line := DI.estimate(src, settings, demo, panel)):
     st.caption("Estimate: " + line)
 
 if go_ and not busy:

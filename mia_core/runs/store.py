@@ -101,9 +101,9 @@ def build_meta(result, *, name: str | None = None, data: dict | None = None, run
     if not name:  # what tells runs apart in a list: model, precision, attacks, data size (the time is shown beside)
         t = target or {}
         q = t.get("quantize")
-        from ..attacks.base import short_label
-
-        attacks = [short_label(k) for k in result.metrics if k != "blind"]
+        # each attack by its label, short (the metrics carry it: "Reference model (...)" -> "Reference model")
+        attacks = [str((result.metrics[k] or {}).get("label") or k).split(" (")[0] for k in result.metrics
+                   if k != "blind"]
         shown = ", ".join(attacks[:3]) + (f" and {len(attacks) - 3} more" if len(attacks) > 3 else "")
         name = (f"{t.get('name', 'model')} ({t.get('dtype', '')}{', ' + q if q and q != 'none' else ''}) · {shown} · "
                 f"{n_m} + {n_n} texts")
