@@ -509,6 +509,12 @@ def show_result(stored: dict, now: dict) -> None:
                           + inputs_caption(stored), expanded=False)
     else:
         st.subheader("3 · Verdict")
+        if stored.get("reopened"):  # issue 53 item 2: a saved run's sets are not the page's, and Run tests the page's
+            inp = stored.get("inputs") or {}
+            st.info(f"**Reopened from the Runs page:** {md_text(inp.get('source_label') or 'a saved run')}. Its sets "
+                    "are not restored here: the sets and the model above are the page's own, and **Run dataset "
+                    "inference** tests those, not this run's. Its unit and test settings were put back.",
+                    icon=":material/history:")
         box = st.container()
     with box:
         try:

@@ -652,6 +652,9 @@ def test_runs_page_reopens_a_dataset_inference_run_in_its_page():
     assert _verdict_shown(at) and any("Used" in w.value for w in at.main.warning)
     shown = next(c.value for c in at.caption if "20 suspect vs 20 validation books" in c.value)
     assert "saved run “synthetic books”" in shown and f"reopened from run {rid}" in shown, shown
+    # issue 53 item 2: said plainly that its sets are not restored and that Run tests the page's own
+    assert any(i.value.startswith("**Reopened from the Runs page:**") and "not restored" in i.value
+               and "tests those, not this run's" in i.value for i in at.info)
     table = next(d.value for d in at.dataframe if "Book" in d.value.columns)
     assert len(table) == 20
     # the page shows the run's unit and settings (what the result came from)
