@@ -11,14 +11,15 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.calibration import (
-    UPLOAD_TYPES, build_request, learning_attacks, make_job, model_line, read_inputs, run_estimate,
+    UPLOAD_TYPES, build_request, changed_parts, input_signature, learning_attacks, make_job, model_line, read_inputs,
+    run_estimate,
 )
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress, loaded
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
-from dashboard.ui import AUC_EXPLAINER, early_table, md_text, page_setup, show_error, follow_job, start_job
+from dashboard.ui import AUC_EXPLAINER, early_table, follow_job, job_origin, md_text, page_setup, show_error, start_job
 from mia_core.reports import plots
 from mia_core import runs
 from mia_core.attacks import REGISTRY, WITH_REFERENCE, default_attacks
@@ -177,6 +178,11 @@ with st.expander("Advanced"):
     engine_choice = engine_widgets("cal")
 
 # ------------------------------------------------------------------ run
+now_sig = input_signature(source=source, members=members, nonmembers=nonmembers, population=population,
+                          members_text=members_text, nonmembers_text=nonmembers_text, mode=mode,
+                          demo_population=demo_population, use_demo_models=use_demo_models, panel=panel,
+                          attacks=chosen, params=params,
+                          settings=(split, tuple(modify_variants), n_boot, seed, ctx, blind, first_token))
 st.subheader("3 · Run")
 job = reg.latest("calibration")
 busy = job is not None and job.running
@@ -236,6 +242,7 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="go_cal",
             st.warning(coupled)
         work = make_job(request, inputs, target, reference if request.reference is not None else None,
                         name=run_name.strip() or None)
+        st.session_state["cal_started_sig"] = now_sig  # the inputs of the run started (start_job reruns the page)
         start_job(reg, "calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
                   f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work, engine=engine)
     except MiaError as e:
@@ -250,8 +257,11 @@ def _early(j) -> None:
 
 if (done := follow_job(reg, job, "cal_acked", extra=_early, repeat_error=True)) is not None:
     res = done.result if isinstance(done.result, dict) else {"id": done.result}
+    mine = not job_origin(done)  # this tab pressed Run (a job of another tab is not "this re-run")
     st.session_state["cal_run_id"] = res["id"]
-    st.session_state["cal_unchanged"] = bool(res.get("unchanged"))
+    st.session_state["cal_unchanged"] = mine and bool(res.get("unchanged"))
+    st.session_state["cal_run_sig"] = st.session_state.get("cal_started_sig") if mine else None
+    st.session_state["cal_run_origin"] = "mine" if mine else "other"
 
 # ------------------------------------------------------------------ results
 st.subheader("Results")
@@ -269,9 +279,23 @@ if run is None and busy:
 elif run is None:
     st.info("No run yet: choose data and attacks above and press **Run the attacks**.")
 else:
+    stale = changed_parts(st.session_state.get("cal_run_sig"), now_sig) if rid else []
     if rid is None:
-        st.caption("Showing the latest saved run.")
-    elif st.session_state.get("cal_unchanged"):
-        st.caption("This re-run changed nothing (the same settings, models and scores as the run below), so it was "
-                   "not saved again.")
-    render_run(run, key="cal")
+        st.caption("Showing the latest saved run (not necessarily of the inputs above: press **Run the attacks** "
+                   "for those).")
+    elif st.session_state.get("cal_run_origin") == "reopened":
+        st.caption("Reopened from the Runs page: its inputs are not restored above, and **Run the attacks** scores "
+                   "the inputs above, not this run's.")
+    elif st.session_state.get("cal_run_origin") == "other":
+        st.caption("A run another tab started: its inputs may not be those above.")
+    if stale:  # issue 53 item 3: never shown as the answer to inputs it did not come from
+        st.info(f"**The inputs have changed** ({', '.join(stale)}) since this result: press **Run the attacks** to "
+                "score the current ones. The previous result is kept below, labelled.", icon=":material/history:")
+        with st.expander(f"Previous result, from the previous inputs: {run.meta.get('name', run.id)}",
+                         expanded=False):
+            render_run(run, key="cal")
+    else:
+        if rid is not None and st.session_state.get("cal_unchanged"):
+            st.caption("This re-run changed nothing (the same settings, models and scores as the run below), so it "
+                       "was not saved again.")
+        render_run(run, key="cal")

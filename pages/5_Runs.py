@@ -228,6 +228,8 @@ with tab_one:
     c1, c2, c3 = st.columns([1, 1, 3])
     if c1.button("Show in Calibration page", key="runs_show"):
         st.session_state["cal_run_id"] = rid
+        st.session_state["cal_run_origin"] = "reopened"  # its inputs are not the page's: the page says so
+        st.session_state.pop("cal_run_sig", None)
         st.switch_page("pages/2_Calibration_run.py")
     confirm = c3.checkbox("Yes, delete this run for good", key="runs_confirm")
     if c2.button("Delete", disabled=not confirm, key="runs_delete"):

@@ -200,11 +200,18 @@ def test_calibration_page_validates_runs_and_saves(tiny_llama, runs_dir):
 
     at.radio(key="cal_roc_scale").set_value("Linear").run()
     _no_exception(at)
+    # issue 53 item 3: other data, and the result is labelled as the previous inputs' (kept, folded away)
+    at.text_area(key="cal_members_text").set_value("\n".join(src[0::2][:5])).run()
+    assert any(i.value.startswith("**The inputs have changed** (the data)") for i in at.info), \
+        [i.value for i in at.info]
+    at.text_area(key="cal_members_text").set_value("\n".join(src[0::2])).run()  # back: the current answer again
+    assert not any("inputs have changed" in i.value for i in at.info) and at.table
 
     fresh = _app("pages/2_Calibration_run.py", model=tiny_llama)  # a browser refresh: a new session
     _no_exception(fresh)
     assert fresh.table and "LOSS" in fresh.table[0].value.index
     assert any(saved[0]["name"] in m.value for m in fresh.markdown)  # the finished run is shown again
+    assert not any("changed nothing" in c.value for c in fresh.caption)  # it made no re-run
 
 
 def _engine_run(tiny_llama, k: float, name: str):
