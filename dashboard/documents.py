@@ -318,13 +318,24 @@ def show_results(res, prec) -> None:
     _strip(res)
 
 
+FEATURE_WORDS = {"hist": "HistFE", "agg": "AggFE"}
+
+
+def pipeline_words(name: str) -> str:
+    """A pipeline by the paper's names (Meeus et al. 2024 §4.2-4.3): ``"rationorm_tf+agg"`` -> ``"RatioNormTF +
+    AggFE"`` (issue 53 item 6: no code names on the page); an unknown part is kept as it is."""
+    norms = document_choices()["normalizations"]
+    norm, _, feats = str(name).partition("+")
+    return f"{norms.get(norm, norm)} + {FEATURE_WORDS.get(feats, feats)}" if feats else norms.get(norm, norm)
+
+
 def _headline(res, tpr) -> None:
     n_m = int(res.labels.sum())
     best = res.best_pipeline
     bm = res.metrics[best]
     m1, m2, m3, m4 = st.columns(4)
     m1.metric("Member + non-member books", f"{n_m} + {len(res.labels) - n_m}")
-    m2.metric(f"Best AUC ({best})", fmt_pm(bm["auc_mean"], bm["auc_std"]))
+    m2.metric(f"Best AUC ({pipeline_words(best)})", fmt_pm(bm["auc_mean"], bm["auc_std"]))
     m3.metric("TPR at 1% FPR", tpr("0.01", bm["tpr_at_fpr_mean"]["0.01"], bm["tpr_at_fpr_std"]["0.01"]))
     m4.metric("TPR at 10% FPR", tpr("0.1", bm["tpr_at_fpr_mean"]["0.1"], bm["tpr_at_fpr_std"]["0.1"]))
     st.caption(f"Model {res.model.get('name')} · context {res.settings['context']} · {res.settings['folds']} folds · "
@@ -336,7 +347,8 @@ def _pipelines(res, tpr) -> None:
     st.markdown("**Normalisation × feature extractor** (mean ± std over the folds)")
     tab = res.table()
     shown = pd.DataFrame({
-        "normalisation": tab["normalization"], "features": tab["features"],
+        "normalisation": [pipeline_words(n) for n in tab["normalization"]],
+        "features": [FEATURE_WORDS.get(f, f) for f in tab["features"]],
         "AUC": [fmt_pm(a, s) for a, s in zip(tab["auc_mean"], tab["auc_std"])],
         "TPR at 1% FPR": [tpr("0.01", a, s) for a, s in zip(tab["tpr_1_mean"], tab["tpr_1_std"])],
         "TPR at 10% FPR": [tpr("0.1", a, s) for a, s in zip(tab["tpr_10_mean"], tab["tpr_10_std"])],
@@ -347,14 +359,14 @@ def _pipelines(res, tpr) -> None:
 
 def _roc(res) -> None:
     pipe = st.selectbox("Pipeline for the ROC curves", res.pipelines, index=res.pipelines.index(res.best_pipeline),
-                        key="doc_roc_pipeline")
+                        format_func=pipeline_words, key="doc_roc_pipeline")
     fold_metrics = {
         f"fold {i + 1}": {"roc": f.get("roc"), "auc": f.get("auc"), "label": f"Fold {i + 1}",
                           "colour": plots.PALETTE[i % len(plots.PALETTE)]}  # one colour per fold, none repeated
         for i, f in enumerate(res.metrics[pipe].get("folds", []))
     }
     log_axes = st.toggle("Log-log axes", value=False, key="doc_roc_log")
-    st.plotly_chart(plots.roc_figure(fold_metrics, log=log_axes, title=f"ROC per fold — {pipe}"),
+    st.plotly_chart(plots.roc_figure(fold_metrics, log=log_axes, title=f"ROC per fold — {pipeline_words(pipe)}"),
                     key="doc_roc_chart")
 
 
@@ -366,7 +378,7 @@ def _partial(res, tpr) -> None:
                 "at each L on the same folds; the curves are the paper's MaxNormTF + HistFE and this audit's "
                 "best full-document pipeline.")
     roles = {"paper": "paper", "best": "best full-document", "paper+best": "paper, best full-document"}
-    named = res.partial.assign(pipeline=[f"{p} ({roles[r]})" if r in roles else p
+    named = res.partial.assign(pipeline=[f"{pipeline_words(p)} ({roles[r]})" if r in roles else pipeline_words(p)
                                          for p, r in zip(res.partial["pipeline"], res.partial["role"])])
     st.plotly_chart(plots.partial_documents_figure(named), key="doc_partial_chart")
     st.dataframe(pd.DataFrame({

@@ -221,7 +221,7 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     default = neighbour_settings(run)
     c1, c2 = st.columns([1, 3])
     n = int(c1.number_input("Neighbours", 1, 200, int(default.n), key="inspect_nb_n"))
-    c2.caption(f"Generator: {default.generator}, {default.m} word(s) replaced"
+    c2.caption(f"Generator: {generator_words(default.generator)}, {default.m} word(s) replaced"
                + (" (the calibration run's settings)" if run is not None and default.to_dict() != neighbour_settings().to_dict() else ""))
     if st.button("Generate neighbours", key="go_inspect_nb"):
         slot = st.empty()
@@ -575,10 +575,10 @@ def _run_choice(lm):
                    "where this text's scores fall among known members and non-members.")
         return None
     t = other.get("target") or {}
-    st.info(f"No calibration run on this exact model ({lm.name}, {lm.dtype}/{lm.quantize}) yet. The newest run, "
-            f"**{other['name']}** ({other['created']}), was on **{t.get('name', '?')}** "
-            f"({t.get('dtype', '?')}/{t.get('quantize', '?')}): switch the target to it to see where this text's "
-            "scores fall among that run's members and non-members.")
+    st.info(f"No calibration run on this exact model ({lm.name}, {precision_words(lm.dtype, lm.quantize)}) yet. The "
+            f"newest run, **{other['name']}** ({other['created']}), was on **{t.get('name', '?')}** "
+            f"({precision_words(t.get('dtype', '?'), t.get('quantize', '?'))}): switch the target to it to see where "
+            "this text's scores fall among that run's members and non-members.")
     if target_choice(t.get("source")) is not None and st.button(
             f"Switch the target to {t.get('name', 'that model')} and compare", key="go_inspect_switch"):
         switch_target(t.get("source"), t.get("dtype"), t.get("quantize"),
@@ -630,3 +630,27 @@ def attack_section(lm, res: dict):
                                                title=f"{r['Attack']}: this text vs the calibration run"),
                         key="inspect_place_chart")
     return run
+
+
+def generator_words(spec: str) -> str:
+    """A neighbour generator's spec in words (issue 53 item 6): ``masked-lm:embedded`` -> "the embedded masked LM
+    (MiniLM with a masked-LM head, no download)", ``masked-lm:roberta-base`` -> "the masked LM roberta-base",
+    ``t5:…`` -> "the span-filling model …", ``offline`` -> "the embedded SmolLM2 (it shares weights with
+    SmolLM2-based targets)"; anything else as it is."""
+    kind, _, name = str(spec).partition(":")
+    if kind == "masked-lm":
+        return ("the embedded masked LM (MiniLM with a masked-LM head, no download)" if name in ("", "embedded")
+                else f"the masked LM {name}")
+    if kind == "t5":
+        return f"the span-filling model {name}"
+    if kind == "offline":
+        return ("the embedded SmolLM2 (it shares weights with SmolLM2-based targets)" if not name
+                else f"the causal LM {name} (offline proposer)")
+    return str(spec)
+
+
+def precision_words(dtype, quantize) -> str:
+    """``fp32`` / ``none`` -> "fp32"; ``fp16`` / ``int8`` -> "fp16, int8-quantised" (not "fp32/none")."""
+    q = str(quantize or "none")
+    return f"{dtype}" + ("" if q == "none" else f", {q}-quantised")
+

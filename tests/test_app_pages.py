@@ -280,7 +280,9 @@ def test_document_page_demo_runs_offline(tiny_llama):
     assert not _errors(at), _errors(at)
     assert next(m for m in at.metric if m.label == "Member + non-member books").value == "20 + 20"
     assert sum("not estimable here, shown as n/e" in w.value for w in at.warning) == 1  # one line, not one per FPR
-    auc = _number(next(m for m in at.metric if m.label.startswith("Best AUC")).value)
+    best = next(m for m in at.metric if m.label.startswith("Best AUC"))
+    assert best.label == "Best AUC (RatioNormTF + AggFE)", best.label  # the paper's names, not rationorm_tf+agg
+    auc = _number(best.value)
     assert auc >= 0.75, auc  # a random tiny Llama would sit near 0.5
     assert next(m for m in at.metric if m.label == "TPR at 1% FPR").value == "n/e"
     scores = next(d.value for d in at.dataframe if "book" in d.value.columns)
@@ -764,3 +766,13 @@ def test_the_store_reads_a_run_back_checked(tmp_path):
         assert "\n" not in str(e.value)
         if damage is not None:
             (d / "dataset_inference.json").write_text(json.dumps(raw))
+
+
+def test_inspect_says_generators_and_precision_in_words():
+    """Issue 53 item 6: Inspect said `masked-lm:embedded` and `fp32/none`."""
+    from dashboard.inspect import generator_words, precision_words
+
+    assert generator_words("masked-lm:embedded").startswith("the embedded masked LM")
+    assert generator_words("masked-lm:roberta-base") == "the masked LM roberta-base"
+    assert generator_words("offline").startswith("the embedded SmolLM2")
+    assert precision_words("fp32", "none") == "fp32" and precision_words("fp16", "int8") == "fp16, int8-quantised"
