@@ -419,3 +419,17 @@ def test_a_blind_auc_far_below_a_half_is_worded_and_the_power_floor_labelled():
     # a refused run (old: lowercase reason) is worded as a sentence
     assert inference_notes({"verdict": "refused", "verdict_reason": "the blind baseline tells"})["reason"] \
         == "The blind baseline tells"
+
+
+def test_the_report_says_the_books_and_the_verdict_in_words():
+    """Issue 53 item 6: the per-book table had ``n_passages`` and ``False``; "Not shown" sat in a green box."""
+    from mia_core.dataset_inference.report import books_table, dataset_inference_report
+
+    t = books_table([{"book": "a", "n_passages": 3, "score": 0.1, "p_value": 0.5, "p_adjusted": 0.6, "flagged": False},
+                     {"book": "b", "n_passages": 3, "score": 0.9, "p_value": 0.01, "p_adjusted": 0.02, "flagged": True}])
+    assert list(t.columns) == ["Book", "Passages", "Score (higher: more member-like)", "p-value", "Adjusted p-value",
+                               "Stands out"] and list(t["Stands out"]) == ["–", "yes"]
+    res = _synthetic_result()
+    res.summary["verdict"], res.summary["verdict_reason"] = "not_shown", "not shown here"
+    html = dataset_inference_report(res)
+    assert "class='banner neutral'><b>Not shown.</b>" in html and "banner ok'><b>Not shown" not in html

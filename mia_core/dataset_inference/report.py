@@ -168,13 +168,26 @@ def power_floor_note(summary: dict) -> str:
             f"= {floor:.2g}, the dotted floor; {head}.")
 
 
+BOOK_COLUMNS = {"book": "Book", "n_passages": "Passages", "score": "Score (higher: more member-like)",
+                "p_value": "p-value", "p_adjusted": "Adjusted p-value", "flagged": "Stands out"}
+
+
+def books_table(books: list) -> pd.DataFrame:
+    """The per-book rows in words (issue 53 item 6: the report showed ``n_passages`` and ``False``)."""
+    df = pd.DataFrame(books)
+    if "flagged" in df:
+        df["flagged"] = ["yes" if bool(f) else "–" for f in df["flagged"]]
+    return df.rename(columns=BOOK_COLUMNS)
+
+
 def _audited(result) -> str:
     """The report's header: which model and which data were audited, and the verdict."""
     s, inputs = result.summary, getattr(result, "inputs", None) or {}
     unit = "books" if s.get("mode") == "books" else "texts"
     source = inputs.get("source")
     rows = {"model": inputs.get("model") or s.get("model") or "not recorded",
-            "model identity": inputs.get("model_identity") or inputs.get("model_spec"),
+            "model identity (source | precision | quantisation | weight fingerprint: what reproduces it)":
+                inputs.get("model_identity") or inputs.get("model_spec"),
             "reference model": inputs.get("reference") or s.get("reference_model"),
             "data": {"demo": "the bundled demo (members vs non-members)",
                      "demo_null": "the bundled demo's null case (never-trained-on texts on both sides)",
@@ -255,7 +268,7 @@ def dataset_inference_report(result, *, title: str = "Dataset inference") -> str
         parts.append("<h2>Per book</h2><p>Each suspect book's out-of-fold score ranked among the validation "
                      "books' (a conformal p-value), adjusted across the suspect books ("
                      f"{'Benjamini-Hochberg' if s.get('correction') == 'bh' else 'Holm'}).</p>")
-        parts.append(_df_html(pd.DataFrame(s["books"])))
+        parts.append(_df_html(books_table(s["books"])))
     if s["verdict"] != "refused":
         parts += _figures(result)
     if result.report:
