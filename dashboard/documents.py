@@ -354,6 +354,8 @@ def _pipelines(res, tpr) -> None:
         "TPR at 10% FPR": [tpr("0.1", a, s) for a, s in zip(tab["tpr_10_mean"], tab["tpr_10_std"])],
         "pooled AUC": [fmt_num(v) for v in tab["pooled_auc"]],
     })
+    # a TPR column that is n/e in every row says nothing the caption above does not (issue 53 item 9)
+    shown = shown[[c for c in shown.columns if not (c.startswith("TPR") and (shown[c] == NOT_ESTIMABLE).all())]]
     st.dataframe(shown, hide_index=True, width="stretch", key="doc_table")
 
 

@@ -137,10 +137,10 @@ st.markdown(DI.model_line(src, settings, demo, panel))
 blocked = "" if busy else DI.blocker(src, settings, demo, panel)
 if blocked:  # a known limit said before Run, which stays off; the previous result is kept
     st.caption(f":material/block: **Run is not available yet:** {md_text(blocked)}")
+if not busy and not blocked and (line := DI.estimate(src, settings, demo, panel)):
+    st.caption("Estimate: " + line)  # above Run, as on the other pages (issue 53 item 9)
 go_ = st.button("Run dataset inference", type="primary", key="go_di", disabled=busy or bool(blocked))
 now = DI.signature(src, settings, demo, panel)
-if not busy and not blocked and (line := DI.estimate(src, settings, demo, panel)):
-    st.caption("Estimate: " + line)
 
 if go_ and not busy:
     try:
