@@ -96,9 +96,21 @@ def _dataset_inference_runs() -> None:
     rid = st.selectbox("Dataset-inference run", list(labels), key="runs_di_open", format_func=labels.get)
     if rid is None:
         return
-    if st.button("Show in Dataset inference page", key="runs_di_show",
+    d1, d2, d3 = st.columns([2, 1, 3])
+    if d1.button("Show in Dataset inference page", key="runs_di_show",
                  help="Opens this run's verdict, tables and charts on the Dataset inference page."):
         _reopen(rid, next(m for m in di if m["id"] == rid))
+    confirm = d3.checkbox("Yes, delete this run for good", key="runs_di_confirm")
+    if d2.button("Delete", disabled=not confirm, key="runs_di_delete"):  # issue 53 item 7
+        from mia_core.api.inference import delete_inference_run
+
+        try:
+            delete_inference_run(rid)
+        except MiaError as e:
+            _error(e)
+        else:
+            st.session_state.pop("runs_di_confirm", None)
+            st.rerun()
     try:
         report = inference_report(rid)
     except MiaError as e:

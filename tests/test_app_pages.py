@@ -781,3 +781,18 @@ def test_inspect_says_generators_and_precision_in_words():
     assert generator_words("masked-lm:roberta-base") == "the masked LM roberta-base"
     assert generator_words("offline").startswith("the embedded SmolLM2")
     assert precision_words("fp32", "none") == "fp32" and precision_words("fp16", "int8") == "fp16, int8-quantised"
+
+
+def test_a_dataset_inference_run_can_be_deleted_from_the_runs_page():
+    """Issue 53 item 7: dataset-inference runs could not be deleted; now as calibration runs are (a confirmation
+    first, only the run store's own folder removed)."""
+    from mia_core.api.inference import list_inference_runs
+
+    rid = _save_di_run(books=False)
+    at = _app(RUNS_PAGE)
+    at.selectbox(key="runs_di_open").set_value(rid).run()
+    assert at.button(key="runs_di_delete").disabled  # not before the confirmation
+    at.checkbox(key="runs_di_confirm").check().run()
+    at.button(key="runs_di_delete").click().run()
+    _no_exception(at)
+    assert rid not in {m["id"] for m in list_inference_runs()}

@@ -673,6 +673,20 @@ def inference_notes(summary: dict, notes: Sequence[str] = ()) -> dict:
             "notes": [r.sentence(n) for n in notes]}
 
 
+def delete_inference_run(run_id: str) -> None:
+    """Delete a saved dataset-inference run: only a folder of the run store that holds the run's ``meta.json``
+    (``mia_core.dataset_inference.store.delete``: nothing else is removed); ``DataError`` in one line otherwise.
+
+    Parameters
+    ----------
+    run_id : str
+        The run's id (``list_inference_runs``).
+    """
+    from ..dataset_inference.store import delete
+
+    delete(run_id)
+
+
 def list_inference_runs() -> list[dict]:
     """Every saved dataset-inference run's meta, newest first; a damaged run is listed with its reason
     (``damaged``), never hides the others (:func:`mia_core.dataset_inference.store.list_runs`)."""
