@@ -47,8 +47,8 @@ def _di_label(m: dict) -> str:
 
 
 def _name_width(rows: list[dict]) -> int:
-    """The Name column's width in pixels: the longest name in full (up to 1000; the table scrolls sideways in a
-    narrow window, the verdict and p-value staying in view on the left)."""
+    """The Name column's width in pixels: the longest name in full (up to 1000). It is the last column, so the
+    verdict, model, sets, AUCs and time stay in view on the left of a narrow window (issue 53 item 7)."""
     longest = max((len(str(r.get("Name", ""))) for r in rows), default=0)
     return int(min(1000, max(160, 5.6 * longest + 24)))
 
@@ -80,10 +80,11 @@ def _dataset_inference_runs() -> None:
             p = "?"
         rows.append({"Verdict": f"damaged: {m['damaged']}" if m.get("damaged") else verdict_words(m["verdict"],
                                                                                                   DI_VERDICT_WORDS),
-                     "p-value": p, "Name": m["name"], "Model": m["model"] or "–",
+                     "p-value": p, "Model": m["model"] or "–",
                      "Sets": (f"{'?' if m['n_suspect'] is None else m['n_suspect']} + "
                               f"{'?' if m['n_validation'] is None else m['n_validation']} {m['mode']}"),
-                     "Blind AUC": "–" if m["blind_auc"] is None else f"{m['blind_auc']:.3f}", "Created": m["created"]})
+                     "Blind AUC": "–" if m["blind_auc"] is None else f"{m['blind_auc']:.3f}", "Created": m["created"],
+                     "Name": m["name"]})  # last: a long name no longer pushes the short columns out of view
     st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_di_table", width="stretch",
                  column_config={"Name": st.column_config.TextColumn(width=_name_width(rows)),
                                 "Verdict": st.column_config.TextColumn(
@@ -167,15 +168,16 @@ for m in metas:
     row = {"Damaged": f"damaged: {m['damaged']}" if m.get("damaged") else ""} if damaged else {}
     rows.append({**row,  # the shift check first: a narrow window cuts columns from the right
                  "Shift check": verdict_words(m.get("verdict"), SHIFT_WORDS),
-                 "Name": m["name"],
-                 "Target": f"{t.get('name')} ({t.get('dtype')}{'/' + q if q and q != 'none' else ''})" if t else "–",
+                 "Target": (f"{t.get('name')} ({t.get('dtype')}{', ' + q + '-quantised' if q and q != 'none' else ''})"
+                            if t else "–"),
                  "Reference": (m.get("reference") or {}).get("name") or "–",
                  "Texts": (f"{m.get('n_members')} + {m.get('n_nonmembers')}"
                            if m.get("n_members") is not None or m.get("n_nonmembers") is not None else "–"),
                  "Best AUC": f"{best[1]:.3f} ({short_label(best[0])})" if best else "–",
                  "Blind AUC": f"{blind:.3f}" if blind is not None else "–",
                  "Attacks": len(m["attacks"]),
-                 "Created": m["created"]})
+                 "Created": m["created"],
+                 "Name": m["name"]})  # last: a long name no longer pushes the short columns out of view
 if damaged:
     st.warning(f"{len(damaged)} run{'s are' if len(damaged) > 1 else ' is'} damaged: listed with the reason, "
                "they can still be deleted below; the other runs are not affected.", icon=":material/warning:")
