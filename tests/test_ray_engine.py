@@ -136,16 +136,22 @@ def _stop_half_way(lm, engine, book: str, st):
 
     cache, h = ArrayCache("stats", cache_settings(lm, st)), text_hash(book)
     part = None
-    for at in (0.6, 0.8, 0.95):
+    # the last try stops at the first report short of the end: the ranges can come back in bursts (a loaded
+    # machine), so that no report falls between 60 % and 100 % and the pass simply finishes
+    for at in (0.6, 0.8, 0.95, 1e-9):
         def stop(msg, frac, at=at):
             if at <= frac < 1:
                 raise _Stop(msg)
 
-        with use_engine(engine), pytest.raises(_Stop):
-            compute_stats(lm, [book], st, progress=stop)
-        part = cache.get_partial(h)
-        if part is not None:
-            break
+        try:
+            with use_engine(engine):
+                compute_stats(lm, [book], st, progress=stop)
+        except _Stop:
+            part = cache.get_partial(h)
+            if part is not None:
+                break
+        else:  # finished without a report in [at, 1): this test's own entry is removed, and the next try stops sooner
+            cache._path(h).unlink(missing_ok=True)
     assert part is not None and int(part["done_windows"]) > 0, "nothing of the stopped book was kept"
     return cache, h, part
 
