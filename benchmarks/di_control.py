@@ -146,6 +146,22 @@ def false_positives(d, name: str, splits_n: int = 200) -> None:
           flush=True)
 
 
+def weak_target(work: Path, seed: int) -> tuple[list[str], list[str], Path]:
+    """The weak fine-tune of a seed (one LoRA epoch of SmolLM2 on ``prefix_cost._texts(400, seed)``'s 400 members,
+    ``make-target``), trained into ``work/target_s{seed}`` unless it is there: ``(members, held-out, folder)``.
+    ``benchmarks/wbc.py`` uses the same targets."""
+    from mia_core.targets import make_target
+    from prefix_cost import _texts
+
+    mem, held = _texts(400, seed=seed)
+    out = work / f"target_s{seed}"
+    if not (out / "mia_target.json").exists():
+        t0 = time.perf_counter()
+        make_target(mem, base="smollm2", out_dir=str(out), epochs=1, heldout_texts=held, seed=seed)
+        print(f"trained seed {seed} in {time.perf_counter() - t0:.0f} s", flush=True)
+    return mem, held, out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--work", default=tempfile.mkdtemp(prefix="mia-di-control-"))
@@ -157,11 +173,9 @@ def main() -> None:
     os.environ.setdefault("MIA_CACHE_DIR", str(work / "cache"))
     sys.path.insert(0, str(ROOT))
     from cache_verify import _cpu, _roof
-    from prefix_cost import _texts
 
     from mia_core.models import load_causal_lm
     from mia_core.paths import ASSETS
-    from mia_core.targets import make_target
 
     print(f"CPU: {_cpu()}, {os.cpu_count()} logical CPUs; fp32 matmul roof {_roof():.0f} GFLOP/s", flush=True)
     base = load_causal_lm(None)
@@ -171,12 +185,7 @@ def main() -> None:
     d = matrices(work, "demo", lines[:100], lines[100:], load_causal_lm(str(demo / "target")), base)
     splits(d)
     for seed in args.seeds:
-        mem, held = _texts(400, seed=seed)
-        out = work / f"target_s{seed}"
-        if not (out / "mia_target.json").exists():
-            t0 = time.perf_counter()
-            make_target(mem, base="smollm2", out_dir=str(out), epochs=1, heldout_texts=held, seed=seed)
-            print(f"trained seed {seed} in {time.perf_counter() - t0:.0f} s", flush=True)
+        mem, held, out = weak_target(work, seed)
         d = matrices(work, f"ag_s{seed}", mem[:200], held[:400], load_causal_lm(str(out)), base)
         power(d, f"seed {seed}")
         false_positives(d, f"seed {seed}")

@@ -58,15 +58,9 @@ def one_seed(seed: int, work: Path, base) -> None:
     from mia_core.metrics.evaluation import evaluate
     from mia_core.models import load_causal_lm
     from mia_core.pipeline.stages import text_passes
-    from mia_core.targets import make_target
-    from prefix_cost import _texts
+    from di_control import weak_target
 
-    mem, held = _texts(400, seed=seed)
-    out = work / f"target_s{seed}"
-    if not (out / "mia_target.json").exists():
-        t0 = time.perf_counter()
-        make_target(mem, base="smollm2", out_dir=str(out), epochs=1, heldout_texts=held, seed=seed)
-        print(f"trained seed {seed} in {time.perf_counter() - t0:.0f} s", flush=True)
+    mem, held, out = weak_target(work, seed)
     target = load_causal_lm(str(out))
     texts, y = mem + held, np.r_[np.ones(len(mem), int), np.zeros(len(held), int)]
     t0 = time.perf_counter()
