@@ -58,6 +58,7 @@ def test_no_split_of_never_trained_texts_says_used(model):
             if model == "demo target":
                 assert "beyond the negative control" in s["verdict_reason"] and "is assumed to respond" in \
                     s["verdict_reason"]
+                assert "wbc" in s["features"], s["features"]  # issue 52: the control shares the target's tokenizer
             else:
                 assert any("no negative control" in n for n in res.report)
     # the splits are not all refused by the guard: some reach the test and are "not shown" there
