@@ -61,7 +61,8 @@ GROUPS = {
              "tests/test_app_pages.py::test_dataset_inference_page_demo_gives_a_verdict_offline",
              "tests/test_app_pages.py::test_dataset_inference_page_book_demo_shows_each_book_and_the_floor",
              "tests/test_dataset_inference.py::test_demo_members_are_detected_and_the_null_is_not",
-             "tests/test_dataset_inference.py::test_books_demo_the_collection_is_detected_and_the_null_is_not"),
+             "tests/test_dataset_inference.py::test_books_demo_the_collection_is_detected_and_the_null_is_not",
+             "tests/test_di_real_nulls.py"),
     "browser-walk": ("tests/test_browser.py::test_inspect_and_calibration_in_a_browser",),
     "browser-newcomer": ("tests/test_browser.py::test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives",),
 }

@@ -61,8 +61,10 @@ def scored():
     target = load_causal_lm(str(demo_paths()["target"]))
     ref = load_causal_lm("smollm2")
     assert target.base_spec == "smollm2"
-    t_stats = compute_stats(target, texts, use_cache=False)
-    r_stats = compute_stats(ref, texts, use_cache=False)
+    # through the statistics cache: the dataset-inference demo tests of the same unit (conftest.GROUPS) score
+    # these texts with these two models too, and whichever runs first computes them
+    t_stats = compute_stats(target, texts)
+    r_stats = compute_stats(ref, texts)
     labels = np.array([1] * len(mem) + [0] * len(non))
     same = target.same_tokenizer(ref)
     return texts, labels, t_stats, r_stats, same
