@@ -16,7 +16,7 @@ import streamlit as st
 
 from mia_core.reports import plots
 from mia_core.api.documents import (
-    demo_books, document_choices, document_demo, document_precision, execute_documents, prepare_documents,
+    DocumentOptions, demo_books, document_choices, document_demo, document_precision, execute_documents, prepare_documents,
     read_documents,
 )
 from mia_core.errors import MiaError, SettingsError
@@ -122,13 +122,14 @@ def settings_section() -> dict:
     st.subheader("2 · Settings")
     s1, s2, s3 = st.columns(3)
     out = {"context": s1.number_input(
-        "Context C (tokens per window)", min_value=2, max_value=32768, value=choices["context"], step=64,
+        "Context C (tokens per window)", **DocumentOptions.widget_limits("context"), value=choices["context"], step=64,
         key="doc_context", help="§4.1: windows of C tokens with stride C-1. The paper uses 128, 1024 and 2048.")}
     out["feat_choice"] = s2.radio(
         "Feature extractor", ["both", "hist", "agg"], key="doc_features", horizontal=True,
         format_func={"both": "both", "hist": "HistFE", "agg": "AggFE"}.get,
         help="§4.3: HistFE = histogram of the normalised values (N_b bins); AggFE = 13 summary statistics.")
-    out["folds"] = s3.number_input("Folds (k)", min_value=2, max_value=20, value=5, key="doc_folds",
+    out["folds"] = s3.number_input("Folds (k)", **DocumentOptions.widget_limits("folds"),
+                                   value=DocumentOptions.default("folds"), key="doc_folds",
                                    help="§5.2.4: stratified k-fold cross-validation, k = 5 in the paper.")
     out["norms"] = st.multiselect("Normalisations (§4.2)", list(norm_labels), default=list(norm_labels),
                                   format_func=lambda n: norm_labels.get(n, n), key="doc_norms")
@@ -140,11 +141,13 @@ def settings_section() -> dict:
 def _more_settings(out: dict, choices: dict) -> None:
     """The "More settings" expander's widgets, into ``out``."""
     a1, a2, a3 = st.columns(3)
-    out["n_bins"] = a1.number_input("Histogram bins N_b", min_value=2, max_value=10000, value=choices["n_bins"],
+    out["n_bins"] = a1.number_input("Histogram bins N_b", **DocumentOptions.widget_limits("n_bins"), value=choices["n_bins"],
                                     key="doc_bins", help="The paper uses 1,000 bins; fewer suit a handful of books.")
-    out["n_trees"] = a2.number_input("Random-forest trees", min_value=1, max_value=2000, value=500, key="doc_trees",
+    out["n_trees"] = a2.number_input("Random-forest trees", **DocumentOptions.widget_limits("n_estimators"),
+                                     value=DocumentOptions.default("n_estimators"), key="doc_trees",
                                      help="§4.4: 500 trees of depth 5.")
-    out["seed"] = a3.number_input("Seed", min_value=0, value=0, key="doc_seed")
+    out["seed"] = a3.number_input("Seed", **DocumentOptions.widget_limits("seed"), value=DocumentOptions.default("seed"),
+                                 key="doc_seed")
     b1, b2 = st.columns(2)
     out["agg_count"] = b1.checkbox("AggFE: add the token count (as the authors' code)", value=False,
                                    key="doc_agg_count",

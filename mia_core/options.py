@@ -52,9 +52,9 @@ SPECIAL_ROOTS = ("/dev", "/proc", "/sys")  # never a parameter's file or folder
 
 @dataclass(frozen=True)
 class Domain:
-    """The values one attack parameter may take; built by :func:`number`, :func:`whole`, :func:`flag`,
-    :func:`one_of`, :func:`text` and :func:`path`, never directly."""
-    kind: str  # "float", "int", "bool", "choice", "text", "path"
+    """The values one attack parameter or audit option may take; built by :func:`number`, :func:`whole`,
+    :func:`flag`, :func:`one_of`, :func:`text`, :func:`path` and :func:`parsed`, never directly."""
+    kind: str  # "float", "int", "bool", "choice", "text", "path", "parsed"
     lo: float | None = None
     hi: float | None = None
     lo_open: bool = False
@@ -123,6 +123,8 @@ class Domain:
         that is not there) naming ``where`` (e.g. ``rmia.gamma`` or ``--param rmia.gamma``)."""
         if self.optional and _is_none(value, self.words, empty=self.kind != "text"):  # "" is a text
             return None
+        if self.kind == "parsed":  # a list, pairs, a bool or a mapping: the declared function reads it
+            return self.validate(value, where)
         if value is None:
             raise SettingsError(f"{where} must be {self.describe()}, got None")
         if self.kind == "float":
@@ -210,6 +212,12 @@ def text(*, optional: bool = False, validate: Callable | None = None, what: str 
     """A string; ``validate(value)`` raises ``SettingsError`` for a bad one; ``what``: the domain in
     words when there is a ``validate``."""
     return Domain("text", optional=optional, validate=validate, what=what, note=note)
+
+
+def parsed(read: Callable, what: str, *, optional: bool = False, note: str = "") -> Domain:
+    """A value that is not one number, flag or word (a list of lengths, of names, of pairs): ``read(value, where)``
+    returns it coerced, or raises ``SettingsError`` whose line names ``where``; ``what`` says the domain in words."""
+    return Domain("parsed", validate=read, what=what, optional=optional, note=note)
 
 
 def path(mode: str, *, optional: bool = True, words: tuple = (), validate: Callable | None = None,
@@ -466,13 +474,15 @@ class Options:
         return cls.declared()[name].default
 
     @classmethod
-    def check(cls, *, strict: bool = True, **values):
+    def check(cls, *, strict: bool = True, caller: str = "", **values):
         """An instance from ``values`` (the others at their defaults), each checked against its domain.
 
         Parameters
         ----------
         strict : bool
             Refuse text for numbers and flags (a Python caller); False for text from a command line.
+        caller : str
+            The function given the values, named in the line that refuses an unknown one (``prepare_documents``).
         **values
             Option values by name.
 
@@ -488,7 +498,8 @@ class Options:
         declared = cls.declared()
         for name in values:
             if name not in declared:
-                raise SettingsError(f"no setting {name!r}: the settings are {', '.join(declared)}")
+                raise SettingsError(f"{caller + '() has ' if caller else ''}no setting {name!r}: the settings are "
+                                    f"{', '.join(declared)}")
         return cls(**{n: check_option(n, f.metadata["domain"], values[n], strict=strict) if n in values else f.default
                       for n, f in declared.items()})
 

@@ -391,7 +391,8 @@ def test_feature_options_refused_in_one_line_before_any_model(capsys):
     with pytest.raises(SettingsError, match="choose clip or drop"):
         HistogramFeatures(3, "cut")
     docs_m, docs_n = ["one two three"] * 2, ["four five six"] * 2
-    for kw, what in (({"hist_outside": "cut"}, "choose clip or drop"), ({"agg_count": "yes"}, "True or False")):
+    for kw, what in (({"hist_outside": "cut"}, "hist_outside must be one of clip, drop, got 'cut'"),
+                     ({"agg_count": "yes"}, "agg_count must be true or false")):
         with pytest.raises(SettingsError, match=what) as e:
             run_document_audit(docs_m, docs_n, None, **kw)  # no model: refused before it is used
         assert "\n" not in str(e.value)

@@ -13,11 +13,13 @@ from pathlib import Path
 import pytest
 
 from mia_core.dataset_inference.options import InferenceOptions
+from mia_core.api.shift import ShiftOptions
+from mia_core.documents.options import DocumentOptions
 from mia_core.errors import SettingsError
 from mia_core.mlm.options import MlmOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-OPTIONS = [InferenceOptions, MlmOptions]
+OPTIONS = [InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions]
 TEXTS = [f"suspect text number {i} about a quiet harbour town and its boats" for i in range(12)]
 OTHER = [f"validation text number {i} about a busy mountain road and its inns" for i in range(12)]
 FLAGS = {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations", "passage_words": "--passage-words",
@@ -56,7 +58,7 @@ def test_a_value_outside_a_bound_is_one_line_naming_the_option(cls):
                 cls.check(**{name: v})
             assert e.value.options[-1] == name and "\n" not in str(e.value) and f"{{{name}}}" in e.value.template
             seen += 1
-    assert seen >= 8
+    assert seen >= sum(f.metadata["domain"].kind in ("int", "float") for f in cls.declared().values())
     with pytest.raises(SettingsError, match="no setting 'no_such_option'"):
         cls.check(no_such_option=99)
     with pytest.raises(SettingsError, match=r"\(text\)"):
@@ -144,9 +146,13 @@ def test_the_options_agree_with_the_engines_own_lists():
 
     assert tuple(O.PREFIXES) == tuple(PREFIX_MODES) and set(O.CORRECTIONS) == set(CORRECTIONS)
     assert math.isclose(O.DEFAULT_ALPHA, __import__("mia_core.api.inference", fromlist=["x"]).DEFAULT_ALPHA)
+    from mia_core.data.overlap import DEFAULT_YEAR_CUTOFF
+
+    assert ShiftOptions.default("year_cutoff") == DEFAULT_YEAR_CUTOFF
 
 
-@pytest.mark.parametrize("cls,doc", [(InferenceOptions, "docs/dataset-inference.md"), (MlmOptions, "docs/mlm.md")])
+@pytest.mark.parametrize("cls,doc", [(InferenceOptions, "docs/dataset-inference.md"), (MlmOptions, "docs/mlm.md"),
+                                     (DocumentOptions, "docs/documents.md"), (ShiftOptions, "docs/metrics.md")])
 def test_the_docs_table_is_the_one_the_fields_make(cls, doc):
     text = (ROOT / doc).read_text(encoding="utf-8")
     start = text.index(f"<!-- options:{cls.__name__} -->") + len(f"<!-- options:{cls.__name__} -->")
@@ -191,3 +197,44 @@ def test_folds_beyond_the_units_are_reported_as_the_folds_used():
     assert req.checked.settings["folds"] == 12
     assert any("15 folds were asked for" in n and "12 folds" in n for n in req.checked.notes), req.checked.notes
     assert prepare_inference(TEXTS[:10], OTHER[:10], folds=20).checked.settings["folds"] == 20  # 20 texts: kept
+
+
+def test_the_document_options_are_the_audits_keywords_and_the_one_check_of_them():
+    """Issue 49: DocumentOptions declares every setting of run_document_audit (no more, no fewer) and is the check the
+    API, the engine and the command line use: a list, pairs or a mapping are read by their declared domain, and a bad
+    one is one line naming the option, before any book is read."""
+    import inspect
+
+    from helpers import mia
+    from mia_core.api.documents import check_document_settings
+    from mia_core.documents import run_document_audit
+
+    own = {"member_docs", "nonmember_docs", "lm", "reference", "progress"}
+    assert set(DocumentOptions.declared()) == set(inspect.signature(run_document_audit).parameters) - own
+    o = check_document_settings(normalizations="MaxNormTF, nonorm", features="both", partial_lengths="100, 200",
+                                partial_pipelines=[("maxnorm_tf", "hist")], n_jobs=-1, baseline_attacks="loss,zlib")
+    assert o.normalizations == ("maxnorm_tf", "nonorm") and o.features == ("hist", "agg")
+    assert o.partial_lengths == (100, 200) and o.partial_pipelines == (("maxnorm_tf", "hist"),) and o.n_jobs == -1
+    assert o.baseline_attacks == ("loss", "zlib") and check_document_settings(partial_lengths="none").partial_lengths \
+        is None
+    for name, value, said in (("partial_lengths", [100, 0], "partial_lengths[1]"),
+                              ("partial_pipelines", [("maxnorm_tf", "histo")], "maxnorm_tf+histo"),
+                              ("normalizations", "maxnorm", "unknown normalisation"), ("n_jobs", 0, "n_jobs"),
+                              ("baseline_neighbours", "sometimes", "baseline_neighbours")):
+        with pytest.raises(SettingsError) as e:
+            check_document_settings(**{name: value})
+        assert said in str(e.value) and "\n" not in str(e.value) and e.value.options[-1] == name, (name, str(e.value))
+    r = mia("documents", "--demo", "--partial-lengths", "100,zero")  # the flag's check is the domain's, before a read
+    assert r.returncode == 2 and "--partial-lengths" in r.stderr and "Traceback" not in r.stderr, r.stderr
+    r = mia("documents", "--demo", "--trees", "0")
+    assert r.returncode == 2 and "--trees must be >= 1 (a whole number), or none, got 0" in r.stderr, r.stderr
+
+
+def test_the_document_page_limits_are_the_domains():
+    from streamlit.testing.v1 import AppTest
+
+    at = AppTest.from_file(str(ROOT / "pages" / "3_Document_audit.py"), default_timeout=60).run()
+    for key, name in (("doc_context", "context"), ("doc_folds", "folds"), ("doc_bins", "n_bins"),
+                      ("doc_trees", "n_estimators"), ("doc_seed", "seed")):
+        w, lim = at.number_input(key=key), DocumentOptions.widget_limits(name)
+        assert (w.min, w.max) == (lim.get("min_value"), lim.get("max_value")), (key, w.min, w.max, lim)

@@ -294,7 +294,7 @@ def test_cli_labelled_table_and_errors(tmp_path, verse, modern, capsys):
     assert cli_main(["shift", "--members", str(one), "--nonmembers", str(non)]) == 2
     assert "at least 2 members" in capsys.readouterr().err
     assert cli_main(["shift", "--labelled", str(lab), "--folds", "1"]) == 2
-    assert "--folds must be at least 2" in capsys.readouterr().err
+    assert "--folds must be >= 2 (a whole number), got 1" in capsys.readouterr().err
 
 
 def test_top_features_list_equal_weights_by_name_so_every_cpu_shows_the_same_list():

@@ -306,40 +306,6 @@ def _documents(items, what: str, *, text_column: str | None = None):
             for i, t in enumerate(items)]
 
 
-def _pairs(name: str, value):
-    """None, or a list of (normalisation, feature extractor) pairs of strings."""
-    if value is None:
-        return None
-    items = _sequence(name, value, optional=False)
-    for i, x in enumerate(items):
-        if not (isinstance(x, (list, tuple)) and len(x) == 2 and all(isinstance(y, str) for y in x)):
-            raise SettingsError(f"{{{name}}}[{i}] must be a pair of names (normalisation, feature extractor), got "
-                                f"{_shown(x)}", options=(name,))
-    return [tuple(x) for x in items]
-
-
-def _whole_list(name: str, value, lo: int):
-    """None, or a list of whole numbers >= ``lo``."""
-    if value is None:
-        return None
-    return [_int(f"{name}[{i}]", x, lo) for i, x in enumerate(_sequence(name, value, optional=False))]
-
-
-def _neighbours(value):
-    if isinstance(value, Mapping):
-        return dict(value)
-    return _bool("baseline_neighbours", value)
-
-
-def _n_jobs(value):
-    """scikit-learn's ``n_jobs``: None, a number of processes >= 1, or -1 (every core)."""
-    if value is None:
-        return None
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and int(value) == -1:
-        return -1
-    return _int("n_jobs", value, 1)
-
-
 def _model(spec, *, dtype: str = "auto", device: str = "auto", quantize: str = "none",
            trust_remote_code: bool = False):
     """A loaded causal LM from a spec (None: the embedded default), or the model itself."""

@@ -10,56 +10,25 @@ overlap, enough books for the folds, the partial-document settings), and returns
 """
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 
 from ..errors import DataError, SettingsError
 
-from .checks import (_bool, _callable, _choice, _column, _device, _documents, _dtype, _int, _kwargs, _model_spec,
-                     _n_jobs, _names, _neighbours, _pairs, _request, _seed, _whole_list)
+from .checks import _bool, _callable, _choice, _column, _device, _documents, _dtype, _model_spec, _request
 from ..neighbours.base import DEFAULT_GENERATOR  # noqa: F401 - the CLI's default neighbour generator
-
-_DOCUMENT_CHECKS = {
-    "context": lambda v: _int("context", v, 2),
-    "normalizations": lambda v: _names("normalizations", v, optional=False),
-    "features": lambda v: _names("features", v, optional=False),
-    "folds": lambda v: _int("folds", v, 2),
-    "n_bins": lambda v: _int("n_bins", v, 1),
-    "agg_count": lambda v: _bool("agg_count", v),
-    "hist_outside": lambda v: _choice("hist_outside", v, ("clip", "drop")),
-    "seed": _seed,
-    "partial_lengths": lambda v: _whole_list("partial_lengths", v, 1),
-    "partial_pipelines": lambda v: _pairs("partial_pipelines", v),
-    "partial_position": lambda v: _choice("partial_position", v, ("start", "random")),
-    "partial_dictionaries": lambda v: _choice("partial_dictionaries", v, ("partial", "full")),
-    "baselines": lambda v: _bool("baselines", v),
-    "baseline_attacks": lambda v: _names("baseline_attacks", v, optional=False),
-    "baseline_seq_len": lambda v: _int("baseline_seq_len", v, 2),
-    "baseline_max_sequences": lambda v: _int("baseline_max_sequences", v, 1, optional=True),
-    "baseline_neighbours": _neighbours,
-    "n_estimators": lambda v: _int("n_estimators", v, 1, optional=True),
-    "n_jobs": lambda v: _n_jobs(v),
-    "batch_tokens": lambda v: _int("batch_tokens", v, 1, optional=True),
-    "use_cache": lambda v: _bool("use_cache", v),
-    "cache": lambda v: _bool("cache", v),
-    "progress": lambda v: _callable("progress", v),
-}
-# run_document_audit's own parameters that are not settings of the request
-_NOT_SETTINGS = ("member_docs", "nonmember_docs", "lm", "reference", "use_cache", "progress")
+from ..documents.options import DocumentOptions  # the audit's declared options: the page's widgets read them
 
 
-def _declared(extra: tuple[str, ...] = ()):
-    """A stand-in with run_document_audit's settings as keywords (plus ``extra``): what ``_kwargs`` lists."""
-    from ..documents.audit import run_document_audit
 
-    sig = inspect.signature(run_document_audit)
-    params = [p for n, p in sig.parameters.items() if n not in _NOT_SETTINGS]
-    params += [inspect.Parameter(n, inspect.Parameter.KEYWORD_ONLY) for n in extra]
-
-    def settings(**kw):
-        """The settings' names."""
-    settings.__signature__ = sig.replace(parameters=params)
-    return settings
+def _options(settings: dict, *, cache=None, caller: str = "prepare_documents"):
+    """``settings`` (keywords of :func:`mia_core.documents.run_document_audit`) checked by the declared options
+    (:class:`mia_core.documents.options.DocumentOptions`: an unknown one, or a value outside its domain, is one line
+    naming it); ``cache`` (when given) is the statistics cache's switch. Returns ``(options, the given settings
+    coerced)``."""
+    if cache is not None:
+        settings = {**settings, "use_cache": cache}
+    options = DocumentOptions.check(caller=caller, **settings)
+    return options, {k: getattr(options, k) for k in settings}
 
 
 @dataclass
@@ -113,9 +82,7 @@ def check_document_settings(**settings):
     SettingsError
         A wrong type or value, an unknown normalisation or feature extractor, an unknown keyword.
     """
-    from ..documents.stages import check_settings
-
-    return check_settings(**_kwargs("prepare_documents", _declared(), settings, _DOCUMENT_CHECKS))
+    return _options(settings, caller="check_document_settings")[0]
 
 
 def read_documents(files, *, strip: bool = True) -> list:
@@ -234,7 +201,7 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
     SettingsError, DataError
         A wrong type or value, an unknown keyword, a book in both sets, too few books for the folds.
     """
-    from ..documents.stages import check_settings, document_set
+    from ..documents.stages import document_set
     from ..models.causal import QUANTIZE
 
     model, reference = _model_spec("model", model), _model_spec("reference", reference)
@@ -242,9 +209,7 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
     quantize, trust_remote_code = _choice("quantize", quantize, QUANTIZE), _bool("trust_remote_code", trust_remote_code)
     if _bool("demo", demo) and any(x is not None for x in (members, nonmembers, member_files, nonmember_files)):
         raise SettingsError("the demo brings its own members and non-members; do not give them too")
-    settings = _kwargs("prepare_documents", _declared(), settings, _DOCUMENT_CHECKS)
-    settings["use_cache"] = _bool("cache", cache)
-    options = check_settings(**settings)
+    options, settings = _options(settings, cache=_bool("cache", cache))
     if demo:
         from ..targets.demo import demo_paths
         from ..documents import demo_documents
@@ -332,13 +297,12 @@ def estimate_documents(request: DocumentRequest, *, target=None, reference=None)
     tuple
         ``(line, seconds)``.
     """
-    from ..documents.stages import check_settings
     from ..estimate import count_tokens, describe_estimate, estimate_seconds
     from ..stats.speed import cached_texts
     from ..formatting import fmt_seconds
     from ..stats import StatsSettings
 
-    opts = check_settings(**request.settings)
+    opts = _options(request.settings)[0]
     texts = [d.text for d in [*request.members, *request.nonmembers]]
     small = sum(map(len, texts)) <= 2_000_000  # larger books: tokens from their characters (no re-tokenising)
     tok = target.tokenizer if target is not None and small else None
@@ -435,9 +399,8 @@ def audit_documents(members=None, nonmembers=None, model=None, *, reference=None
     Meeus, Jain, Rei & de Montjoye 2024, "Did the Neurons Read your Book? Document-level Membership
     Inference for Large Language Models", USENIX Security.
     """
-    kwargs = _kwargs("audit_documents", _declared(("use_cache",)), kwargs, _DOCUMENT_CHECKS)
     if "use_cache" in kwargs:  # the older name of cache
-        cache = kwargs.pop("use_cache")
+        cache = _bool("use_cache", kwargs.pop("use_cache"))
     progress = _callable("progress", progress)
     request = prepare_documents(members, nonmembers, model=model, reference=reference, dtype=dtype, device=device,
                                 text_column=text_column, cache=cache, **kwargs)

@@ -5,8 +5,28 @@ and :func:`shift_summary` words the report as the command prints it.
 """
 from __future__ import annotations
 
-from ..errors import DataError, SettingsError
+from dataclasses import dataclass
+
+from ..errors import DataError
 from ..formatting import fmt_auc, fmt_rate_ci
+from ..options import BOOTSTRAP, SEED, Options, flag, option, whole
+
+DEFAULT_YEAR_CUTOFF = 2020  # mia_core.data.overlap's (tests/test_options.py holds them equal)
+
+
+@dataclass(frozen=True)
+class ShiftOptions(Options):
+    """The settings of the distribution-shift check (the blind baseline of Das et al. 2024 and the overlap
+    statistics): :func:`check_shift` checks them with :meth:`~mia_core.options.Options.check`, ``mia shift``'s flags
+    are made from them (:func:`mia_core.cli.common.add_options`)."""
+
+    folds: int = option(5, whole(2), "the blind baseline's cross-validation folds")
+    seed: int = option(0, SEED, "seed of the folds and the bootstrap")
+    match_lengths: bool = option(False, flag(), "also run the blind baseline after matching the word-count "
+                                                "distributions")
+    n_bootstrap: int = option(1000, BOOTSTRAP, "bootstrap resamples of the AUC's and TPRs' confidence intervals")
+    year_cutoff: int = option(DEFAULT_YEAR_CUTOFF, whole(0), "report the share of texts mentioning a year at or after "
+                                                            "this one")
 
 
 def read_shift_sets(members=None, nonmembers=None, *, labelled=None, text_column: str | None = None,
@@ -72,17 +92,17 @@ def check_shift(member_texts, nonmember_texts, *, folds: int = 5, seed: int = 0,
     Raises
     ------
     SettingsError
-        Fewer than 2 folds or a negative number of resamples, before any work.
+        A setting outside its declared domain (:class:`ShiftOptions`: fewer than 2 folds, a negative number of
+        resamples...), one line naming it, before any work.
     """
     from ..metrics.blind_baseline import shift_report
 
-    if folds < 2:
-        raise SettingsError(f"{{folds}} must be at least 2 (got {folds}).", options=("folds",))
-    if n_bootstrap < 0:
-        raise SettingsError(f"{{n_bootstrap}} must be >= 0 (got {n_bootstrap}).", options=("n_bootstrap",))
+    o = ShiftOptions.check(folds=folds, seed=seed, match_lengths=match_lengths, n_bootstrap=n_bootstrap,
+                           year_cutoff=year_cutoff)
     try:
-        return shift_report(list(member_texts), list(nonmember_texts), folds=folds, seed=seed, match=match_lengths,
-                            n_bootstrap=n_bootstrap, year_cutoff=year_cutoff, progress=progress)
+        return shift_report(list(member_texts), list(nonmember_texts), folds=o.folds, seed=o.seed,
+                            match=o.match_lengths, n_bootstrap=o.n_bootstrap, year_cutoff=o.year_cutoff,
+                            progress=progress)
     except MemoryError:  # the caller raises its message once the failed computation's memory is released
         return None
 

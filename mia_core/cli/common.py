@@ -94,8 +94,11 @@ def add_options(group, options, flags: dict[str, str], *, say_default: bool = Tr
     under the option's name."""
     for name, flag in flags.items():
         d, default = options.domain(name), options.default(name)
+        shown = ("none" if default is None else ",".join(map(str, default)) if isinstance(default, (tuple, list))
+                 else default)
+        about = f": {d.describe()}" if d.kind == "parsed" else ""  # a list's form is not in its metavar
         kw = {"dest": name, "default": default,
-              "help": options.help(name) + (f" (default {default})" if say_default else ""),
+              "help": options.help(name) + about + (f" (default {shown})" if say_default else ""),
               "metavar": flag.lstrip("-").upper().replace("-", "_")}
         if d.kind == "choice":
             kw["choices"] = list(d.choices)

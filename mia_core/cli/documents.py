@@ -15,11 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from ..api.documents import DEFAULT_GENERATOR
+from ..api.documents import DEFAULT_GENERATOR, DocumentOptions
 from ..errors import SettingsError, safe_lines
 from ..runs.outputs import check_output_dir, final_path, staged_output
-from .common import (input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_model_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
-                     positive_int)
+from .common import (input_path, add_engine_args, add_options, start_engine, refuse_data_with_demo, ProgressBar,
+                     check_machine, add_model_args, add_output_args, add_progress_args, non_negative_int)
 
 
 def register(subparsers) -> None:
@@ -41,29 +41,14 @@ def register(subparsers) -> None:
     add_model_args(p, model_help="target model (default: the embedded SmolLM2-135M)",
                    reference_help="reference model for the reference-model baseline")
     a = p.add_argument_group("attack (Meeus et al. 2024)")
-    a.add_argument("--context", type=int_at_least(2), default=128, help="context length C; stride C-1 (default 128; paper: 128/1024/2048)")
-    a.add_argument("--normalization", default="all",
-                   help="nonorm, rationorm-tf, rationorm-gp, maxnorm-tf, maxnorm-gp, a comma list, or all (default)")
-    a.add_argument("--features", default="both", help="hist, agg or both (default)")
-    a.add_argument("--folds", type=int_at_least(2), default=5, help="stratified cross-validation folds (default 5)")
-    a.add_argument("--bins", type=positive_int, default=1000, help="histogram bins N_b for HistFE (default 1000, as the paper)")
-    a.add_argument("--agg-count", action="store_true",
-                   help="AggFE also gets the document's token count, as the authors' code (off by default: document "
-                        "length can confound members and non-members)")
-    a.add_argument("--hist-outside", choices=("clip", "drop"), default="clip",
-                   help="HistFE: a held-out document's values outside the bins fitted on the training fold are counted "
-                        "in the end bins, features are fractions (clip, default), or dropped, features are densities "
-                        "(drop: the authors' numpy.histogram(density=True))")
-    a.add_argument("--trees", type=positive_int, default=500, help="random-forest trees (default 500, as the paper)")
-    a.add_argument("--partial-lengths", default="100,500,1000,2500,5000,10000,25000",
-                   help="comma list of lengths L in tokens for the partial-document curve (§6.4), or none")
-    a.add_argument("--partial-position", choices=("start", "random"), default="start",
-                   help="partial documents are the first L tokens of each document (start, default) or a random "
-                        "excerpt of L tokens")
-    a.add_argument("--partial-dictionaries", choices=("partial", "full"), default="partial",
-                   help="R^TF of the partial-document curve counted on the training documents cut to L tokens "
-                        "(partial, default) or taken from the full training documents (full)")
-    a.add_argument("--batch-tokens", type=positive_int, default=None, help="tokens per forward batch (memory)")
+    # the audit's declared options (mia_core.documents.options.DocumentOptions): their defaults, domains and help
+    add_options(a, DocumentOptions, {"context": "--context", "normalizations": "--normalization",
+                                     "features": "--features", "folds": "--folds", "n_bins": "--bins"})
+    a.add_argument("--agg-count", action="store_true", help=DocumentOptions.help("agg_count"))
+    add_options(a, DocumentOptions, {"hist_outside": "--hist-outside", "n_estimators": "--trees",
+                                     "partial_lengths": "--partial-lengths", "partial_position": "--partial-position",
+                                     "partial_dictionaries": "--partial-dictionaries",
+                                     "batch_tokens": "--batch-tokens"})
     b = p.add_argument_group("sequence-level baselines (§6.2)")
     b.add_argument("--no-baselines", action="store_true", help="skip the sequence-level baselines")
     b.add_argument("--max-sequences", type=non_negative_int, default=32,
@@ -82,22 +67,10 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _lengths(s: str) -> tuple[int, ...]:
-    if s.strip().lower() in ("", "none", "0", "off"):
-        return ()
-    try:
-        out = tuple(int(x) for x in s.split(",") if x.strip())
-    except ValueError:
-        raise SettingsError(f"--partial-lengths must be a comma list of token counts, not {s!r}") from None
-    if any(v <= 0 for v in out):
-        raise SettingsError("--partial-lengths must be positive token counts")
-    return out
-
-
 def run(args) -> int:
     """``mia documents``: the request built through the API (:func:`mia_core.api.documents.prepare_documents`), the
     report printed, the files written into ``--out`` in one rename."""
-    from ..api.documents import check_document_settings, execute_documents, load_document_models, prepare_documents
+    from ..api.documents import execute_documents, load_document_models, prepare_documents
 
     if args.out:
         check_output_dir(args.out, overwrite=args.overwrite)
@@ -105,8 +78,6 @@ def run(args) -> int:
     if args.neighbours.strip().isdigit():
         raise SettingsError("--neighbours names the neighbour generator (offline, masked-lm:MODEL, t5:MODEL); "
                             "the number of neighbours per sequence is --n-neighbours")
-    check_document_settings(normalizations=args.normalization, features=args.features)  # one line, before any read
-    lengths = _lengths(args.partial_lengths)
     if args.demo:
         refuse_data_with_demo(args)
     elif not (args.members and args.nonmembers):
@@ -115,13 +86,13 @@ def run(args) -> int:
         demo=args.demo, member_files=args.members, nonmember_files=args.nonmembers, strip=not args.no_strip,
         model=args.model, reference=args.reference or None, dtype=args.dtype, quantize=args.quantize,
         device=args.device, trust_remote_code=args.trust_remote_code, reference_dtype="auto",
-        cache=not args.no_cache, context=args.context, normalizations=args.normalization, features=args.features,
-        folds=args.folds, n_bins=args.bins, agg_count=args.agg_count, hist_outside=args.hist_outside, seed=args.seed,
-        partial_lengths=lengths, partial_position=args.partial_position,
+        cache=not args.no_cache, context=args.context, normalizations=args.normalizations,
+        features=args.features, folds=args.folds, n_bins=args.n_bins, agg_count=args.agg_count,
+        hist_outside=args.hist_outside, seed=args.seed, partial_lengths=args.partial_lengths, partial_position=args.partial_position,
         partial_dictionaries=args.partial_dictionaries, baselines=not args.no_baselines,
         baseline_max_sequences=args.max_sequences or None,
         baseline_neighbours={"n": args.n_neighbours, "generator": args.neighbours} if args.n_neighbours else False,
-        n_estimators=args.trees, batch_tokens=args.batch_tokens)
+        n_estimators=args.n_estimators, batch_tokens=args.batch_tokens)
     n_strip = request.n_stripped
     print(f"{len(request.members)} member and {len(request.nonmembers)} non-member documents"
           + (f"; Gutenberg header/footer removed from {n_strip}" if n_strip else ""), file=sys.stderr)

@@ -11,10 +11,9 @@ import json
 from pathlib import Path
 
 from ..errors import DataError
-from ..api.shift import check_shift, read_shift_sets, shift_summary
+from ..api.shift import ShiftOptions, check_shift, read_shift_sets, shift_summary
 from ..runs.outputs import check_output_dir, staged_output
-from .common import (ProgressBar, add_data_args, add_output_args, add_progress_args, int_at_least, non_negative_int,
-                     print_notes)
+from .common import ProgressBar, add_data_args, add_options, add_output_args, add_progress_args, print_notes
 
 
 def register(subparsers) -> None:
@@ -28,11 +27,9 @@ def register(subparsers) -> None:
     )
     add_data_args(p, mode=False, group_column=None)
     b = p.add_argument_group("blind baseline")
-    b.add_argument("--folds", type=int_at_least(2), default=5, help="cross-validation folds (default 5)")
-    b.add_argument("--year-cutoff", type=non_negative_int, default=2020,
-                   help="report the share of texts mentioning a year >= this (default 2020)")
-    b.add_argument("--match-lengths", action="store_true",
-                   help="also run the blind baseline after matching word-count distributions")
+    # the check's declared options (mia_core.api.shift.ShiftOptions): their defaults, domains and help
+    add_options(b, ShiftOptions, {"folds": "--folds", "year_cutoff": "--year-cutoff"})
+    b.add_argument("--match-lengths", action="store_true", help=ShiftOptions.help("match_lengths"))
     add_output_args(p, out_help="folder for shift.json", cache=None, seed_help="seed of the folds and the bootstrap")
     add_progress_args(p)
     p.set_defaults(func=run)
@@ -50,8 +47,7 @@ def out_of_memory_message(n_members: int, n_nonmembers: int) -> str:
 def run(args) -> int:
     """``mia shift``: the two sets read and the report made through the API (:mod:`mia_core.api.shift`), printed,
     and written to ``--out`` in one rename."""
-    if args.folds < 2 or args.bootstrap < 0:  # the settings first, before the files are read
-        check_shift([], [], folds=args.folds, n_bootstrap=args.bootstrap)
+    ShiftOptions.check(folds=args.folds, n_bootstrap=args.bootstrap, seed=args.seed)  # before the files are read
     if args.out:
         check_output_dir(args.out, overwrite=args.overwrite)
     ds = read_shift_sets(args.members, args.nonmembers, labelled=args.labelled, text_column=args.text_column,

@@ -41,16 +41,31 @@ step by step, with the module that holds each step:
 models and is a separate call) and returns a ``DocumentAuditResult``. The CLI is
 ``mia documents`` (``mia_core.cli.documents``).
 """
-from .audit import DEFAULT_CONTEXT, PAPER_BEST, DocumentAuditResult, run_document_audit
-from .baselines import PAPER_BASELINES, run_baselines, sample_sequences, scale_to_documents
-from .books import Document, check_document_overlap, demo_documents, load_documents, strip_gutenberg
-from .dictionaries import ReferenceDictionaries, build_dictionaries, token_counts, token_frequency
-from .features import AGG_NAMES, AGG_NAMES_COUNT, DEFAULT_BINS, OUTSIDE, HistogramFeatures, agg_features, parse_features
-from .meta import RF_PARAMS, make_folds, random_forest
-from .normalization import NORMALIZATIONS, normalize, normalized_values, parse_normalizations
-from .partial import DEFAULT_LENGTHS, excerpts, partial_cross_validation, partial_curve, partial_documents, prefixes
-from .pipeline import CrossValidation, cross_validate, pipeline_name
-from .precision import DEFAULT_PRECISIONS, precision_table
+# Each name is imported from its module when first asked for (PEP 562): ``mia_core.documents.options`` (the audit's
+# declared options, read by the command-line parser and the pages) loads without scikit-learn, pandas or torch.
+_WHERE = {
+    **dict.fromkeys(('DEFAULT_CONTEXT', 'PAPER_BEST', 'DocumentAuditResult', 'run_document_audit'), "audit"),
+    **dict.fromkeys(('PAPER_BASELINES', 'run_baselines', 'sample_sequences', 'scale_to_documents'), "baselines"),
+    **dict.fromkeys(('Document', 'check_document_overlap', 'demo_documents', 'load_documents', 'strip_gutenberg'), "books"),
+    **dict.fromkeys(('ReferenceDictionaries', 'build_dictionaries', 'token_counts', 'token_frequency'), "dictionaries"),
+    **dict.fromkeys(('AGG_NAMES', 'AGG_NAMES_COUNT', 'DEFAULT_BINS', 'OUTSIDE', 'HistogramFeatures', 'agg_features', 'parse_features'), "features"),
+    **dict.fromkeys(('RF_PARAMS', 'make_folds', 'random_forest'), "meta"),
+    **dict.fromkeys(('NORMALIZATIONS', 'normalize', 'normalized_values', 'parse_normalizations'), "normalization"),
+    **dict.fromkeys(('DEFAULT_LENGTHS', 'excerpts', 'partial_cross_validation', 'partial_curve', 'partial_documents', 'prefixes'), "partial"),
+    **dict.fromkeys(('CrossValidation', 'cross_validate', 'pipeline_name'), "pipeline"),
+    **dict.fromkeys(('DEFAULT_PRECISIONS', 'precision_table'), "precision"),
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        import importlib
+
+        value = getattr(importlib.import_module(f".{_WHERE[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "AGG_NAMES", "AGG_NAMES_COUNT", "DEFAULT_BINS", "DEFAULT_CONTEXT", "DEFAULT_LENGTHS", "DEFAULT_PRECISIONS", "NORMALIZATIONS", "OUTSIDE",

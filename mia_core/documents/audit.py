@@ -15,7 +15,8 @@ from .baselines import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES
 from .features import DEFAULT_BINS
 from .partial import DEFAULT_LENGTHS
 from .result import DocumentAuditResult
-from .stages import (DEFAULT_CONTEXT, PAPER_BEST, check_settings, document_set, learned_nothing_warning,  # noqa: F401
+from .options import DEFAULT_CONTEXT
+from .stages import (PAPER_BEST, check_settings, document_set, learned_nothing_warning,  # noqa: F401
                      run_stages)
 
 __all__ = ["DEFAULT_CONTEXT", "PAPER_BEST", "DocumentAuditResult", "learned_nothing_warning", "run_document_audit"]

@@ -39,11 +39,9 @@ from ..attacks import REGISTRY, AttackInputs
 from ..models import LoadedModel
 from ..stats import StatsSettings, TokenStats, compute_stats
 from .meta import fold_figures, summarize_folds
+from .options import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES  # noqa: F401 - declared with the options
 
-PAPER_BASELINES = ("loss", "zlib", "lowercase", "ref", "min_k", "neighbourhood")
 SCALINGS = ("sequence", "document_average", "document_threshold")
-DEFAULT_SEQ_LEN = 128
-DEFAULT_MAX_PER_DOC = 32
 
 
 @dataclass

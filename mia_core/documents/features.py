@@ -40,37 +40,12 @@ from typing import Sequence
 import numpy as np
 
 from ..errors import SettingsError
+from .options import DEFAULT_BINS, FEATURES, OUTSIDE, parse_features  # noqa: F401 - declared with the options
 
 PERCENTILES = (1, 5, 10, 25, 50, 75, 90, 95, 99)
 AGG_NAMES = ("min", "max", "mean", "std") + tuple(f"p{p}" for p in PERCENTILES)
 AGG_NAMES_COUNT = AGG_NAMES + ("count",)  # AggFE with count=True (the authors' code feeds the token count)
-OUTSIDE = ("clip", "drop")  # HistFE: held-out values outside the fitted bins (see the module docstring)
-FEATURES = ("hist", "agg")
 LABELS = {"hist": "HistFE", "agg": "AggFE"}
-DEFAULT_BINS = 1000  # §4.3 / the authors' configs (hist_1000)
-
-
-def parse_features(spec) -> tuple[str, ...]:
-    """``"hist"``, ``"agg"``, ``"both"``/``"all"``, ``"HistFE"`` or a list -> canonical names."""
-    items = [spec] if isinstance(spec, str) else list(spec or ())
-    out: list[str] = []
-    for item in items:
-        for raw in str(item).split(","):
-            key = raw.strip().lower()
-            if not key:
-                continue
-            if key in ("both", "all"):
-                out.extend(FEATURES)
-            elif key in ("hist", "histfe", "histogram"):
-                out.append("hist")
-            elif key in ("agg", "aggfe", "aggregate"):
-                out.append("agg")
-            else:
-                raise SettingsError(f"unknown feature extractor {raw.strip()!r}: choose hist, agg or both")
-    out = list(dict.fromkeys(out))
-    if not out:
-        raise SettingsError("no feature extractor chosen")
-    return tuple(out)
 
 
 def check_options(agg_count=False, hist_outside: str = "clip") -> tuple[bool, str]:

@@ -30,15 +30,8 @@ import numpy as np
 from ..errors import SettingsError
 from ..stats import TokenStats
 from .dictionaries import ReferenceDictionaries
+from .options import NORMALIZATIONS, parse_normalizations  # noqa: F401 - declared with the options
 
-# name -> (kind, dictionary) ; kind in {"none", "ratio", "max"}, dictionary in {None, "tf", "gp"}
-NORMALIZATIONS: dict[str, tuple[str, str | None]] = {
-    "nonorm": ("none", None),
-    "rationorm_tf": ("ratio", "tf"),
-    "rationorm_gp": ("ratio", "gp"),
-    "maxnorm_tf": ("max", "tf"),
-    "maxnorm_gp": ("max", "gp"),
-}
 LABELS = {
     "nonorm": "NoNorm",
     "rationorm_tf": "RatioNormTF",
@@ -46,34 +39,6 @@ LABELS = {
     "maxnorm_tf": "MaxNormTF",
     "maxnorm_gp": "MaxNormGP",
 }
-
-
-def parse_normalizations(spec) -> tuple[str, ...]:
-    """``"all"``, ``"maxnorm-tf"``, ``"MaxNormTF,nonorm"`` or a list of those -> canonical names."""
-    items = [spec] if isinstance(spec, str) else list(spec or ())
-    names: list[str] = []
-    for item in items:
-        for raw in str(item).split(","):
-            key = raw.strip().lower().replace("-", "_").replace(" ", "")
-            if not key:
-                continue
-            if key == "all":
-                names.extend(NORMALIZATIONS)
-                continue
-            for suffix in ("tf", "gp"):  # MaxNormTF -> maxnorm_tf
-                if key.endswith(suffix) and not key.endswith("_" + suffix) and key[: -len(suffix)] in ("maxnorm", "rationorm"):
-                    key = key[: -len(suffix)] + "_" + suffix
-            if key in ("none", "no_norm"):
-                key = "nonorm"
-            if key not in NORMALIZATIONS:
-                raise SettingsError(
-                    f"unknown normalisation {raw.strip()!r}: choose from {', '.join(n.replace('_', '-') for n in NORMALIZATIONS)} or all"
-                )
-            names.append(key)
-    out = tuple(dict.fromkeys(names))
-    if not out:
-        raise SettingsError("no normalisation chosen")
-    return out
 
 
 def needs_general_proba(names) -> bool:

@@ -38,11 +38,9 @@ import pandas as pd
 
 from ..errors import SettingsError
 from ..stats import TokenStats
+from .options import DEFAULT_LENGTHS, DICTIONARIES, POSITIONS  # noqa: F401 - declared with the options
 from .pipeline import CrossValidation, cross_validate, pipeline_name
 
-DEFAULT_LENGTHS = (100, 500, 1000, 2500, 5000, 10000, 25000)
-POSITIONS = ("start", "random")
-DICTIONARIES = ("partial", "full")
 COLUMNS = ["n_tokens", "mean_tokens", "pipeline", "role", "auc_mean", "auc_std", "tpr_1_mean", "tpr_10_mean",
            "full_auc_mean", "n_truncated", "position", "dictionaries"]
 

@@ -22,76 +22,39 @@ import math
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
 
 import numpy as np
 import pandas as pd
 
 from ..engines import current_engine
-from ..errors import DataError, SettingsError
+from ..errors import DataError
 from ..models import LoadedModel, describe
 from ..progress import Progress, noop
 from ..stats import StatsSettings, TokenStats, compute_stats
-from .baselines import DEFAULT_MAX_PER_DOC, DEFAULT_SEQ_LEN, PAPER_BASELINES, run_baselines
+from .baselines import run_baselines
 from .books import Document, check_document_overlap, load_documents
-from .features import DEFAULT_BINS, check_options, option_settings, parse_features
+from .features import option_settings
 from .meta import fold_warnings, make_folds
-from .normalization import NORMALIZATIONS, parse_normalizations
-from .partial import DEFAULT_LENGTHS, DICTIONARIES as PARTIAL_DICTIONARIES, POSITIONS, partial_curve
+from .options import DocumentOptions
+from .partial import partial_curve
 from .pipeline import cross_validate
 from .result import DocumentAuditResult
 
-DEFAULT_CONTEXT = 128  # §4.1; the paper also uses 1024 and 2048
 PAPER_BEST = ("maxnorm_tf", "hist")  # the paper's best pipeline for books (§5.3)
 
 
 # --------------------------------------------------------------------------------------
 # settings and documents: no model
 # --------------------------------------------------------------------------------------
-@dataclass
-class DocumentOptions:
-    """The checked settings of a document audit (:func:`check_settings`); see
-    :func:`mia_core.documents.run_document_audit` for each."""
-
-    context: int = DEFAULT_CONTEXT
-    normalizations: tuple[str, ...] = tuple(NORMALIZATIONS)
-    features: tuple[str, ...] = ("hist", "agg")
-    folds: int = 5
-    n_bins: int = DEFAULT_BINS
-    agg_count: bool = False
-    hist_outside: str = "clip"
-    seed: int = 0
-    partial_lengths: Sequence[int] | None = DEFAULT_LENGTHS
-    partial_pipelines: Sequence[tuple[str, str]] | None = None
-    partial_position: str = "start"
-    partial_dictionaries: str = "partial"
-    baselines: bool = True
-    baseline_attacks: Sequence[str] = PAPER_BASELINES
-    baseline_seq_len: int = DEFAULT_SEQ_LEN
-    baseline_max_sequences: int | None = DEFAULT_MAX_PER_DOC
-    baseline_neighbours: bool | dict = False
-    n_estimators: int | None = None
-    n_jobs: int | None = None
-    batch_tokens: int | None = None
-    use_cache: bool = True
-
-
-def check_settings(*, context: int = DEFAULT_CONTEXT, normalizations=("all",), features=("hist", "agg"),
-                   agg_count: bool = False, hist_outside: str = "clip", **rest) -> DocumentOptions:
-    """The audit's settings checked and coerced, before any document is read.
+def check_settings(**settings) -> DocumentOptions:
+    """The audit's settings checked and coerced, before any document is read: :meth:`DocumentOptions.check` (the
+    declared options, :mod:`mia_core.documents.options`), the settings not given at their defaults.
 
     Parameters
     ----------
-    context : int
-        The context length C (§4.1); at least 2 tokens.
-    normalizations, features
-        Names as :func:`~mia_core.documents.normalization.parse_normalizations` and
-        :func:`~mia_core.documents.features.parse_features` read them (``"all"``, ``"maxnorm-tf"``, ``"hist"``...).
-    agg_count, hist_outside
-        AggFE's token count and HistFE's out-of-range rule (:func:`~mia_core.documents.features.check_options`).
-    **rest
-        The other fields of :class:`DocumentOptions`, as given (their checks need the documents:
-        :func:`document_set`).
+    **settings
+        Fields of :class:`DocumentOptions` (``context``, ``normalizations``, ``features``, ``folds``...); what needs
+        the documents is checked by :func:`document_set`.
 
     Returns
     -------
@@ -100,15 +63,10 @@ def check_settings(*, context: int = DEFAULT_CONTEXT, normalizations=("all",), f
     Raises
     ------
     SettingsError
-        An unknown normalisation or feature extractor, a bad option, a context below 2.
+        One line naming the option: an unknown one, an unknown normalisation or feature extractor, a value outside
+        its domain.
     """
-    norms = parse_normalizations(normalizations)
-    feats = parse_features(features)
-    agg_count, hist_outside = check_options(agg_count, hist_outside)
-    if int(context) < 2:
-        raise SettingsError(f"the context length must be at least 2 tokens, got {context}")
-    return DocumentOptions(context=context, normalizations=tuple(norms), features=tuple(feats), agg_count=agg_count,
-                           hist_outside=hist_outside, **rest)
+    return DocumentOptions.check(**settings)
 
 
 def _is_path(x) -> bool:
@@ -151,17 +109,6 @@ def _unique_names(names: list[str]) -> list[str]:
     return out
 
 
-def _check_partial_settings(pipelines, position: str, dictionaries: str) -> None:
-    if position not in POSITIONS:
-        raise SettingsError(f"unknown partial-document position {position!r}: choose {' or '.join(POSITIONS)}")
-    if dictionaries not in PARTIAL_DICTIONARIES:
-        raise SettingsError(f"unknown partial-document dictionaries {dictionaries!r}: "
-                            f"choose {' or '.join(PARTIAL_DICTIONARIES)}")
-    for n, f in pipelines or ():
-        if n not in NORMALIZATIONS or f not in ("hist", "agg"):
-            raise SettingsError(f"unknown partial-document pipeline {n}+{f}")
-
-
 @dataclass
 class DocumentSet:
     """The audited documents (:func:`document_set`): members first, then non-members."""
@@ -190,7 +137,7 @@ def document_set(member_docs, nonmember_docs, options: DocumentOptions, *, check
         :class:`~mia_core.documents.books.Document` objects, plain texts, or a path / list of paths
         :func:`~mia_core.documents.books.load_documents` reads.
     options : DocumentOptions
-        The checked settings (the folds, the seed and the partial-document settings are checked here).
+        The checked settings (the folds and the seed are checked against the documents here).
     check_folds : bool
         Check that every fold gets members and non-members (False: left to the audit).
 
@@ -214,8 +161,6 @@ def document_set(member_docs, nonmember_docs, options: DocumentOptions, *, check
     check_document_overlap(members, nonmembers)
     if check_folds:
         make_folds(labels, int(options.folds), options.seed)  # validate before the long model pass
-    if options.partial_lengths:
-        _check_partial_settings(options.partial_pipelines, options.partial_position, options.partial_dictionaries)
     return DocumentSet(docs=docs, labels=labels, names=_unique_names([d.name for d in docs]))
 
 
