@@ -27,7 +27,7 @@ from mia_core.attacks.base import needs_line
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
 from mia_core.targets.demo import demo_reference, installed_demo
-from mia_core.api.request import modify_choices
+from mia_core.api.request import RunOptions, modify_choices
 
 ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read just to estimate the run's time
 
@@ -163,9 +163,13 @@ if st.checkbox("Also evaluate on modified members (one word duplicated / deleted
                                      key="cal_modify_variants")
 with st.expander("Advanced"):
     c = st.columns(4)
-    n_boot = int(c[0].number_input("Bootstrap resamples (CIs)", 0, 10000, 1000, 100, key="cal_boot"))
-    seed = int(c[1].number_input("Seed", 0, 2**31 - 1, 0, key="cal_seed"))
-    ctx = int(c[2].number_input("Context window (0 = model default)", 0, 131072, 0, 256, key="cal_ctx"))
+    # limits and defaults: the run's declared options (mia_core.pipeline.options.RunOptions)
+    n_boot = int(c[0].number_input("Bootstrap resamples (CIs)", **RunOptions.widget_limits("n_bootstrap"),
+                                   value=RunOptions.default("n_bootstrap"), step=100, key="cal_boot"))
+    seed = int(c[1].number_input("Seed", **RunOptions.widget_limits("seed"), value=RunOptions.default("seed"),
+                                 key="cal_seed"))
+    ctx = int(c[2].number_input("Context window (0 = model default)", **RunOptions.widget_limits("context"), value=0,
+                                step=256, key="cal_ctx"))
     blind = c[3].checkbox("Blind baseline", value=True, key="cal_blind",
                           help="A classifier that never sees the model: if it separates the sets, attack AUCs "
                                "measure a distribution shift, not membership.")

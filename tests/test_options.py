@@ -14,12 +14,13 @@ import pytest
 
 from mia_core.dataset_inference.options import InferenceOptions
 from mia_core.api.shift import ShiftOptions
+from mia_core.pipeline.options import RunOptions
 from mia_core.documents.options import DocumentOptions
 from mia_core.errors import SettingsError
 from mia_core.mlm.options import MlmOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-OPTIONS = [InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions]
+OPTIONS = [InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions, RunOptions]
 TEXTS = [f"suspect text number {i} about a quiet harbour town and its boats" for i in range(12)]
 OTHER = [f"validation text number {i} about a busy mountain road and its inns" for i in range(12)]
 FLAGS = {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations", "passage_words": "--passage-words",
@@ -30,7 +31,10 @@ def _outside(d) -> list:
     """Values just outside a number domain's bounds."""
     out = []
     if d.lo is not None:
-        out.append(d.lo if d.lo_open else (d.lo - 1 if d.kind == "int" else d.lo - 1e-3))
+        v = d.lo if d.lo_open else (d.lo - 1 if d.kind == "int" else d.lo - 1e-3)
+        while v in d.also:  # a single value allowed below the bound (a context of 0): the next one down
+            v -= 1
+        out.append(v)
     if d.hi is not None:
         out.append(d.hi if d.hi_open else (d.hi + 1 if d.kind == "int" else d.hi + 1e-3))
     return out
@@ -149,10 +153,14 @@ def test_the_options_agree_with_the_engines_own_lists():
     from mia_core.data.overlap import DEFAULT_YEAR_CUTOFF
 
     assert ShiftOptions.default("year_cutoff") == DEFAULT_YEAR_CUTOFF
+    from mia_core.pipeline import options as R
+
+    assert tuple(R.PREFIXES) == tuple(PREFIX_MODES)
 
 
 @pytest.mark.parametrize("cls,doc", [(InferenceOptions, "docs/dataset-inference.md"), (MlmOptions, "docs/mlm.md"),
-                                     (DocumentOptions, "docs/documents.md"), (ShiftOptions, "docs/metrics.md")])
+                                     (DocumentOptions, "docs/documents.md"), (ShiftOptions, "docs/metrics.md"),
+                                     (RunOptions, "docs/api.md")])
 def test_the_docs_table_is_the_one_the_fields_make(cls, doc):
     text = (ROOT / doc).read_text(encoding="utf-8")
     start = text.index(f"<!-- options:{cls.__name__} -->") + len(f"<!-- options:{cls.__name__} -->")
@@ -238,3 +246,39 @@ def test_the_document_page_limits_are_the_domains():
                       ("doc_trees", "n_estimators"), ("doc_seed", "seed")):
         w, lim = at.number_input(key=key), DocumentOptions.widget_limits(name)
         assert (w.min, w.max) == (lim.get("min_value"), lim.get("max_value")), (key, w.min, w.max, lim)
+
+
+def test_the_run_options_are_prepare_runs_keywords_and_the_pages_limits():
+    """Issue 49: RunOptions declares the calibration run's own settings, under prepare_run's keyword names, and is the
+    check of them for prepare_run, audit and score (one line naming the option) and for a RunConfig built by hand
+    (check_config); the Calibration page's number widgets take their limits from it (a context of 0, the model's
+    own, stays reachable)."""
+    import inspect
+
+    from streamlit.testing.v1 import AppTest
+
+    import mia_core
+    from mia_core.api.request import prepare_run
+    from mia_core.data import texts_from_strings
+    from mia_core.pipeline import RunConfig, check_config
+    from mia_core.stats import StatsSettings
+
+    assert set(RunOptions.declared()) <= set(inspect.signature(prepare_run).parameters)
+    ds = texts_from_strings(TEXTS[:4], OTHER[:4])
+    for name, value in (("alpha", 1.0), ("split", 1.5), ("context", 1), ("n_bootstrap", -1), ("prefix", "sometimes"),
+                        ("blind", "yes"), ("split_seed", -1)):
+        with pytest.raises(SettingsError) as e:
+            prepare_run(ds, model="smollm2", attacks="loss", **{name: value})
+        assert e.value.options[-1] == name and "\n" not in str(e.value), (name, str(e.value))
+    with pytest.raises(SettingsError, match="alpha"):
+        mia_core.audit(TEXTS[:4], OTHER[:4], alpha=0)
+    with pytest.raises(SettingsError, match="prefix"):
+        mia_core.score(TEXTS[:2], "smollm2", prefix="sometimes")
+    with pytest.raises(SettingsError, match="RunConfig.stats.context"):
+        check_config(RunConfig(attacks=["loss"], stats=StatsSettings(context=1)))
+    assert prepare_run(ds, model="smollm2", attacks="loss", prefix=True, split=0).config.split is None
+    at = AppTest.from_file(str(ROOT / "pages" / "2_Calibration_run.py"), default_timeout=60).run()
+    for key, name in (("cal_boot", "n_bootstrap"), ("cal_seed", "seed"), ("cal_ctx", "context")):
+        w, lim = at.number_input(key=key), RunOptions.widget_limits(name)
+        assert (w.min, w.max) == (lim.get("min_value"), lim.get("max_value")), (key, w.min, w.max, lim)
+    assert RunOptions.widget_limits("context")["min_value"] == 0

@@ -92,10 +92,6 @@ def _prob(name: str, value, *, optional: bool = False):
     return _num(name, value, 0, 1, lo_open=True, hi_open=True, optional=optional)
 
 
-def _seed(value, name: str = "seed") -> int:
-    return _int(name, value, 0, MAX_SEED)  # mia_core.options.SEED's bounds
-
-
 def _bool(name: str, value, *, optional: bool = False):
     if value is None and optional:
         return None
@@ -173,19 +169,6 @@ def _dtype(value, name: str = "dtype") -> str:
     from ..models.device import DTYPES
 
     return _choice(name, value, DTYPES)
-
-
-def _prefix(value):
-    """``"auto"``, ``"always"``, ``"none"`` (True / False: always / none)."""
-    from ..stats.settings import PREFIX_MODES, prefix_mode
-
-    if isinstance(value, (str, bool)) or (isinstance(value, numbers.Integral) and int(value) >= 0):
-        try:
-            prefix_mode(value)
-            return value
-        except SettingsError:
-            pass
-    raise _bad("prefix", "one of " + ", ".join(PREFIX_MODES), value)
 
 
 def _model_spec(name: str, value, *, optional: bool = True, masked: bool = False):

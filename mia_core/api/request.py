@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import DataError, SettingsError, Worded
+from ..pipeline.options import RunOptions  # a run's declared options: prepare_run checks them, the CLI and page read them
 from .checks import _request, _shown
 
 
@@ -238,6 +239,9 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
             raise DataError(f"{{{name}}} must be a mia_core.data.Dataset (mia_core.data.load_dataset or "
                             f"texts_from_strings){' or None' if may_be_none else ''}, got {_shown(value)}",
                             options=(name,))
+    o = RunOptions.check(caller="prepare_run", split=split or None, split_seed=split_seed, prefix=prefix,
+                         context=context, batch_tokens=batch_tokens, first_token=first_token, cache=cache,
+                         n_bootstrap=n_bootstrap, seed=seed, blind=blind, alpha=alpha)
     params, modify = dict(params or {}), check_modify(modify)
     check_population(population, list(data.texts) + (list(train.texts) if train is not None else []))
     ref_spec = reference_spec(model, reference)
@@ -245,12 +249,13 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
     if by_default:  # the dashboard's default: the same tables from every front end
         attacks = default_attacks(have_reference=ref_spec is not None)
     names, skipped = _planned(attacks, reference=ref_spec, population=population,
-                              labels=train is not None or bool(split), params=params, quantize=quantize)
+                              labels=train is not None or bool(o.split), params=params, quantize=quantize)
     cfg = check_config(RunConfig(
-        attacks=names, params=params, stats=StatsSettings(context=context, prefix=prefix, batch_tokens=batch_tokens),
-        use_cache=cache, n_bootstrap=n_bootstrap, seed=seed, split=split or None,
-        split_seed=seed if split_seed is None else split_seed, population_alpha=alpha, blind=blind,
-        score_first_token=first_token))
+        attacks=names, params=params,
+        stats=StatsSettings(context=o.context, prefix=o.prefix, batch_tokens=o.batch_tokens),
+        use_cache=o.cache, n_bootstrap=o.n_bootstrap, seed=o.seed, split=o.split,
+        split_seed=o.seed if o.split_seed is None else o.split_seed, population_alpha=o.alpha, blind=o.blind,
+        score_first_token=o.first_token))
     raw = [str(a).strip() for a in (attacks.split(",") if isinstance(attacks, str) else attacks)]
     from ..attacks import REGISTRY
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numbers
 
 from ..errors import DataError
-from .checks import (MAX_BOOTSTRAP, _bool, _callable, _column, _device, _dtype, _int, _mapping, _model_spec, _names,
-                     _noop, _path_or_frame, _prefix, _prob, _seed, _texts)
+from .checks import (_callable, _column, _device, _dtype, _mapping, _model_spec, _names, _noop, _path_or_frame,
+                     _texts)
 from .plan import RunPlan, plan_run  # noqa: F401 - plan_run and RunPlan were here: mia_core.api.run.plan_run works
 
 
@@ -70,8 +70,11 @@ def score(texts, model=None, attacks=None, reference=None, *, population=None, p
 
     model, reference = _model_spec("model", model), _model_spec("reference", reference)
     attacks, params = _names("attacks", attacks), _mapping("params", params)
-    prefix, first_token = _prefix(prefix), _bool("first_token", first_token, optional=True)
-    cache, dtype, device = _bool("cache", cache), _dtype(dtype), _device(device)
+    from ..pipeline.options import RunOptions
+
+    o = RunOptions.check_some(prefix=prefix, first_token=first_token, cache=cache)  # the run's declared options
+    prefix, first_token, cache = o["prefix"], o["first_token"], o["cache"]
+    dtype, device = _dtype(dtype), _device(device)
     progress, text_column = _callable("progress", progress), _column("text_column", text_column)
     texts = _texts(texts, "texts", text_column=text_column)
     if not texts:
@@ -170,12 +173,13 @@ def audit(members=None, nonmembers=None, model=None, attacks=None, reference=Non
 
 def _audit_settings(*, split, n_bootstrap, seed, prefix, first_token, blind, alpha, cache, dtype, device) -> dict:
     """:func:`audit`'s run settings checked (one line naming a wrong one), as :func:`prepare_run` takes them."""
+    from ..pipeline.options import RunOptions
+
     no_split = isinstance(split, numbers.Real) and not isinstance(split, bool) and split == 0  # 0: no split
-    return {"split": None if no_split else _prob("split", split, optional=True),
-            "n_bootstrap": _int("n_bootstrap", n_bootstrap, 0, MAX_BOOTSTRAP), "seed": _seed(seed),
-            "prefix": _prefix(prefix), "first_token": _bool("first_token", first_token, optional=True),
-            "blind": _bool("blind", blind), "alpha": _prob("alpha", alpha), "cache": _bool("cache", cache),
-            "dtype": _dtype(dtype), "device": _device(device)}
+    given = {"split": None if no_split else split, "n_bootstrap": n_bootstrap, "seed": seed, "prefix": prefix,
+             "first_token": first_token, "blind": blind, "alpha": alpha, "cache": cache}
+    o = RunOptions.check(caller="audit", **given)  # the run's declared options
+    return {**{k: getattr(o, k) for k in given}, "dtype": _dtype(dtype), "device": _device(device)}
 
 
 def _audit_data(members, nonmembers, labelled, *, text_column, label_column):

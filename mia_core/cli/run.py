@@ -25,10 +25,11 @@ from pathlib import Path
 from ..attacks import DEFAULT_ATTACKS, REGISTRY
 from ..errors import SettingsError, in_words
 from ..neighbours import DEFAULT_DROPOUT, DEFAULT_GENERATOR, DEFAULT_M, DEFAULT_N, NeighbourSettings
+from ..api.request import RunOptions
 from ..runs.outputs import check_output_dir, final_path, staged_output
-from .common import (parse_params, input_path, add_engine_args, start_engine, refuse_data_with_demo, ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args, fraction,
-                     fraction_closed_right, int_at_least, non_negative_int, positive_int, print_notes,
-                     unit_interval_open_right)
+from .common import (parse_params, input_path, add_engine_args, add_options, start_engine, refuse_data_with_demo,
+                     ProgressBar, check_machine, add_data_args, add_model_args, add_output_args, add_progress_args,
+                     fraction_closed_right, non_negative_int, positive_int, print_notes, unit_interval_open_right)
 from .quiet import without_printed_notes
 
 
@@ -47,7 +48,7 @@ def register(sub) -> None:
     d = add_data_args(
         p, demo="use the bundled demo: members, non-members, fine-tuned demo target, base SmolLM2 as reference",
         population="population set (non-members disjoint from the evaluated ones) to fit a threshold at --alpha FPR")
-    d.add_argument("--alpha", type=fraction, default=0.1, help="target FPR on the population set for the threshold")
+    add_options(d, RunOptions, {"alpha": "--alpha"}, say_default=False)  # the run's declared options (RunOptions)
     add_model_args(
         p, model_default="smollm2",
         model_help="target: 'smollm2' (embedded), hub id, local folder, .gguf file or a make-target folder",
@@ -57,9 +58,7 @@ def register(sub) -> None:
                    help=f"comma list or 'all' ({', '.join(REGISTRY)}); default: {','.join(DEFAULT_ATTACKS)}, plus ref and wbc "
                         "when there is a reference model (--reference, a fine-tuned target's base, the demo's)")
     a.add_argument("--k", type=fraction_closed_right, default=0.2, help="fraction k of lowest-scoring tokens for Min-K%% and Min-K%%++")
-    a.add_argument("--context", type=int_at_least(2), help="window length C for long texts (stride C-1); default min(model max, 2048)")
-    a.add_argument("--batch-tokens", type=positive_int, default=None,
-                   help="tokens per forward batch (memory knob; default 2048 on a CPU, 8192 on a GPU)")
+    add_options(a, RunOptions, {"context": "--context", "batch_tokens": "--batch-tokens"}, say_default=False)
     a.add_argument("--prefix", choices=("auto", "always", "none"), default="auto",
                    help="what goes in front of each text: auto = what the model saw in training (a make-target "
                         "folder's training prefix; else what the tokenizer adds itself: a Llama-style BOS, and then "
@@ -90,9 +89,7 @@ def register(sub) -> None:
                    help="SMIA sentence embedder: 'minilm' (embedded all-MiniLM-L6-v2), a sentence-transformers id or folder")
     g.add_argument("--train-members", nargs="+", type=input_path, help="SMIA training members (never evaluated)")
     g.add_argument("--train-nonmembers", nargs="+", type=input_path, help="SMIA training non-members (never evaluated)")
-    g.add_argument("--split", type=fraction,
-                   help="train on this stratified fraction of the labelled texts and report every attack on the rest")
-    g.add_argument("--split-seed", type=non_negative_int, help="seed of --split (default: --seed)")
+    add_options(g, RunOptions, {"split": "--split", "split_seed": "--split-seed"}, say_default=False)
     g.add_argument("--smia-save", metavar="PATH", help="save the trained SMIA network (safetensors + JSON) to this folder")
     g.add_argument("--smia-load", metavar="PATH", help="apply a saved SMIA network instead of training one")
     g.add_argument("--smia-preset", choices=("project", "paper"), default="project",

@@ -43,6 +43,20 @@ models and is a separate call) and returns a ``DocumentAuditResult``. The CLI is
 """
 # Each name is imported from its module when first asked for (PEP 562): ``mia_core.documents.options`` (the audit's
 # declared options, read by the command-line parser and the pages) loads without scikit-learn, pandas or torch.
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what static readers (the API reference, IDEs) follow; at run time __getattr__ imports
+    from .audit import DEFAULT_CONTEXT, PAPER_BEST, DocumentAuditResult, run_document_audit  # noqa: F401
+    from .baselines import PAPER_BASELINES, run_baselines, sample_sequences, scale_to_documents  # noqa: F401
+    from .books import Document, check_document_overlap, demo_documents, load_documents, strip_gutenberg  # noqa: F401
+    from .dictionaries import ReferenceDictionaries, build_dictionaries, token_counts, token_frequency  # noqa: F401
+    from .features import AGG_NAMES, AGG_NAMES_COUNT, DEFAULT_BINS, OUTSIDE, HistogramFeatures, agg_features, parse_features  # noqa: F401
+    from .meta import RF_PARAMS, make_folds, random_forest  # noqa: F401
+    from .normalization import NORMALIZATIONS, normalize, normalized_values, parse_normalizations  # noqa: F401
+    from .partial import DEFAULT_LENGTHS, excerpts, partial_cross_validation, partial_curve, partial_documents, prefixes  # noqa: F401
+    from .pipeline import CrossValidation, cross_validate, pipeline_name  # noqa: F401
+    from .precision import DEFAULT_PRECISIONS, precision_table  # noqa: F401
+
 _WHERE = {
     **dict.fromkeys(('DEFAULT_CONTEXT', 'PAPER_BEST', 'DocumentAuditResult', 'run_document_audit'), "audit"),
     **dict.fromkeys(('PAPER_BASELINES', 'run_baselines', 'sample_sequences', 'scale_to_documents'), "baselines"),

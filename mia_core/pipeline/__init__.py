@@ -20,15 +20,42 @@ the tests call. It reads as its stages (each a module of this package):
 ``audit`` holds :func:`run_attacks` and :func:`score_texts` (stages 3-4 for unlabelled texts),
 the result type :class:`RunResult` lives in :mod:`mia_core.runs.results` (re-exported here), ``config`` :class:`RunConfig` and :class:`RunContext`.
 """
-from ..attacks import DEFAULT_ATTACKS, default_attacks
-from ..data import split_mask  # True = the training part
-from .audit import not_verified_notes, run_attacks, score_texts
-from .config import RunConfig, RunContext
-from .evaluate import EarlyResults, evaluate, population_decisions
-from .plan import (available_inputs, check_config, check_population, parse_attacks, plan_attacks, skip_notes,
-                   uses_reference)
-from ..runs.results import RunResult  # defined below the pipeline: the run store reads runs back as it
-from .stages import assemble, model_passes, score_stage, text_passes
+# Each name is imported from its module when first asked for (PEP 562): ``mia_core.pipeline.options`` (the run's
+# declared options, read by the command-line parser and the pages) loads without scikit-learn, pandas or torch.
+# RunResult is defined below the pipeline (mia_core.runs.results): the run store reads runs back as it.
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # what static readers (the API reference, IDEs) follow; at run time __getattr__ imports
+    from ..attacks import DEFAULT_ATTACKS, default_attacks  # noqa: F401
+    from ..data import split_mask  # noqa: F401
+    from .audit import not_verified_notes, run_attacks, score_texts  # noqa: F401
+    from .config import RunConfig, RunContext  # noqa: F401
+    from .evaluate import EarlyResults, evaluate, population_decisions  # noqa: F401
+    from .plan import available_inputs, check_config, check_population, parse_attacks, plan_attacks, skip_notes, uses_reference  # noqa: F401
+    from ..runs.results import RunResult  # noqa: F401
+    from .stages import assemble, model_passes, score_stage, text_passes  # noqa: F401
+
+_WHERE = {
+    **dict.fromkeys(('DEFAULT_ATTACKS', 'default_attacks'), "..attacks"),
+    **dict.fromkeys(('split_mask',), "..data"),
+    **dict.fromkeys(('not_verified_notes', 'run_attacks', 'score_texts'), ".audit"),
+    **dict.fromkeys(('RunConfig', 'RunContext'), ".config"),
+    **dict.fromkeys(('EarlyResults', 'evaluate', 'population_decisions'), ".evaluate"),
+    **dict.fromkeys(('available_inputs', 'check_config', 'check_population', 'parse_attacks', 'plan_attacks', 'skip_notes', 'uses_reference'), ".plan"),
+    **dict.fromkeys(('RunResult',), "..runs.results"),
+    **dict.fromkeys(('assemble', 'model_passes', 'score_stage', 'text_passes'), ".stages"),
+}
+
+
+def __getattr__(name: str):
+    if name in _WHERE:
+        import importlib
+
+        value = getattr(importlib.import_module(_WHERE[name], __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_ATTACKS", "EarlyResults", "RunConfig", "RunContext", "RunResult", "assemble", "available_inputs",

@@ -37,20 +37,20 @@ def check_config(cfg: RunConfig) -> RunConfig:
     call it before loading a model): the attacks, every attack parameter against its declared domain
     (:func:`mia_core.attacks.check_params`) and the run's numbers. Returns the configuration with the
     parameters coerced to their types; ``SettingsError``, one line naming the setting, otherwise."""
-    from ..options import BOOTSTRAP, SEED, number, whole
+    from .options import RunOptions
 
     parse_attacks(list(cfg.attacks))
     params = check_params(cfg.params)
-    for where, dom, value in (
-        ("n_bootstrap", BOOTSTRAP, cfg.n_bootstrap),
-        ("seed", SEED, cfg.seed),
-        ("split_seed", SEED, cfg.split_seed),
-        ("population_alpha", number(0, 1, lo_open=True, hi_open=True), cfg.population_alpha),
-        ("split", number(0, 1, lo_open=True, hi_open=True, optional=True), cfg.split or None),  # 0 / None: no split
-        ("stats.context", whole(2, also=(0,), optional=True), cfg.stats.context),  # 0 / None: the model's
-        ("stats.batch_tokens", whole(1, also=(0,), optional=True), cfg.stats.batch_tokens),  # 0 / None: the device's
+    for where, name, value in (  # the run's declared options (RunOptions), by their RunConfig names
+        ("n_bootstrap", "n_bootstrap", cfg.n_bootstrap),
+        ("seed", "seed", cfg.seed),
+        ("split_seed", "seed", cfg.split_seed),  # a seed here (prepare_run puts the seed in for None)
+        ("population_alpha", "alpha", cfg.population_alpha),
+        ("split", "split", cfg.split or None),  # 0 / None: no split
+        ("stats.context", "context", cfg.stats.context),  # 0 / None: the model's
+        ("stats.batch_tokens", "batch_tokens", cfg.stats.batch_tokens),  # 0 / None: the device's
     ):
-        dom.check(value, f"RunConfig.{where}")
+        RunOptions.domain(name).check(value, f"RunConfig.{where}")
     return replace(cfg, params=params)
 
 

@@ -266,11 +266,11 @@ def test_parse_attacks_engine():
 # ----------------------------------------------------------------------------- item 9: numbers
 BAD_NUMBERS = [
     ("run", "--alpha", ["5", "0", "1", "-0.1", "nan", "x"]),
-    ("run", "--batch-tokens", ["0", "-5", "1.5"]),
+    ("run", "--batch-tokens", ["-5", "1.5"]),  # 0: the device's default (RunOptions, issue 49)
     ("run", "--bootstrap", ["-1"]),
     ("run", "--seed", ["-1"]),
     ("run", "--k", ["0", "1.5"]),
-    ("run", "--context", ["1", "0"]),
+    ("run", "--context", ["1", "-1"]),  # 0: the model's own (RunOptions, issue 49)
     ("run", "--n-neighbours", ["0"]),
     ("run", "--m-words", ["0"]),
     ("run", "--dropout", ["1", "-0.5"]),
@@ -326,7 +326,7 @@ def test_subprocess_argparse_error_exit_code(tmp_path):
     """What a shell sees: exit status 2 and one line (the only subprocess of this file)."""
     from helpers import run_mia
 
-    r = run_mia("run", "--batch-tokens", "0", cwd=tmp_path)
+    r = run_mia("run", "--batch-tokens", "-5", cwd=tmp_path)
     assert_one_error(r.returncode, r.stderr, "--batch-tokens")
     assert list(tmp_path.iterdir()) == []
 
