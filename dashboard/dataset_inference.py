@@ -20,6 +20,7 @@ import streamlit as st
 
 from mia_core.api.inference import InferenceOptions, combination_words
 from mia_core.errors import DataError, MiaError
+from mia_core.formatting import counted
 
 from .ui import put
 
@@ -621,7 +622,7 @@ def _text_part(res) -> None:
         sus = res.scores[(res.scores["set"] == "suspect") & ~res.scores["excluded"]]
         st.markdown(f"**Which texts stand out?** Each suspect text's conformal p-value against the validation set "
                     f"(a label-free score: exact for a text that is like the validation texts), adjusted across "
-                    f"the {len(sus)} suspect texts ({CORRECTIONS.get(s.get('correction'), 'Benjamini-Hochberg')}). "
+                    f"the {counted(len(sus), 'suspect texts')} ({CORRECTIONS.get(s.get('correction'), 'Benjamini-Hochberg')}). "
                     f"A text's p-value cannot go below 1 / (1 + validation texts) = "
                     f"{float(s.get('unit_p_floor') or 0):.2g}; on a weak target few or no single texts stand out "
                     "even when the collection does. Text s0001 is the first suspect text (after empty and duplicate "

@@ -212,7 +212,7 @@ def describe_estimate(n_texts: int, passes: list[str], n_tokens: int, n_params: 
     -------
     str
     """
-    from .formatting import fmt_seconds
+    from .formatting import counted, fmt_seconds
 
     if not passes:
         return ""
@@ -220,7 +220,7 @@ def describe_estimate(n_texts: int, passes: list[str], n_tokens: int, n_params: 
     todo = n_tokens * len(passes) if todo_tokens is None else int(todo_tokens)
     per, _, src = speed(n_params, device, model)
     sec = todo * per if seconds is None else float(seconds)
-    head = (f"{n_texts:,} {what} × {len(passes)} pass{'es' if len(passes) != 1 else ''} ({', '.join(passes)}), "
+    head = (f"{counted(n_texts, what)} × {len(passes)} pass{'es' if len(passes) != 1 else ''} ({', '.join(passes)}), "
             f"about {n_tokens * len(passes):,} tokens: ")
     if cached is not None and cached >= total:
         return head + f"all cached: a few seconds ({src})."

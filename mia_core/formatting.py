@@ -95,6 +95,13 @@ def fmt_rate_ci(v, ci=None) -> str:
     return s
 
 
+def counted(n: int, plural: str) -> str:
+    """``n`` and a noun given in the plural, in the singular for one: ``counted(1, "texts")`` is ``1 text``,
+    ``counted(2_000, "books")`` is ``2,000 books`` (a noun that does not end in s is left as it is)."""
+    word = plural[:-1] if n == 1 and plural.endswith("s") and not plural.endswith("ss") else plural
+    return f"{n:,} {word}"
+
+
 def fmt_seconds(s) -> str:
     """'12.3 s', '4 min 05 s', '2 h 03 min'."""
     x = finite(s)

@@ -416,6 +416,12 @@ def test_a_blind_auc_far_below_a_half_is_worded_and_the_power_floor_labelled():
     label = next(a.text for a in fig.layout.annotations if "floor" in a.text)
     assert "1/(999+1) = 0.001" in label and "headline used 10,000" in label, label
     assert fig.layout.xaxis.tickformat == "d" and all(float(v).is_integer() for v in fig.layout.xaxis.tickvals)
+    # issue 53 item 9: the floor lies inside the y range with room below it (its note was drawn over the axis title)
+    import math
+
+    assert fig.layout.yaxis.range[0] < math.log10(0.001) - 0.3 and fig.layout.margin.b >= 80
+    floor_note = next(a for a in fig.layout.annotations if "floor" in a.text)  # at the floor line, log10 units
+    assert floor_note.yref == "y" and abs(floor_note.y - math.log10(0.001)) < 1e-9
     # a refused run (old: lowercase reason) is worded as a sentence
     assert inference_notes({"verdict": "refused", "verdict_reason": "the blind baseline tells"})["reason"] \
         == "The blind baseline tells"

@@ -301,7 +301,9 @@ def test_dc_pdd_scores_equal_hand_computed_values(tiny, tmp_path):
         assert (clipped > 0) == (a < 1e-3)  # the small bound really clips, the paper's does not here
     assert res.extra["dc_pdd"]["corpus"] == str(corpus)
     # a corpus this small says so in the run's notes, with how much of the audited texts it covers (issue 28)
-    assert any(r.startswith("dc_pdd: its frequency corpus") and "dc_pdd.corpus=" in r for r in res.report), res.report
+    # the note names the parameter, not one front end's flag (issue 53 item 6: the page's user cannot pass --param)
+    assert any(r.startswith("dc_pdd: its frequency corpus") and "corpus parameter (dc_pdd.corpus: a file" in r
+               and "--param" not in r for r in res.report), res.report
     assert 0.0 <= res.extra["dc_pdd"]["audited_tokens_unseen_in_corpus"] <= 1.0
 
 

@@ -163,7 +163,7 @@ def prepare(inputs: AttackInputs, ctx, **params) -> dict:
                         "is the smoothing floor)")
     if problems:
         report["warning"] = ("; ".join(problems) + ": its scores are less reliable than the paper's; give a corpus of "
-                             "the audited domain (--param dc_pdd.corpus=FILE_OR_FOLDER)")
+                             "the audited domain as DC-PDD's corpus parameter (dc_pdd.corpus: a file or a folder of text)")
     return report
 
 

@@ -107,7 +107,7 @@ def _one_text_per_file(files, where: str, label: str, notes: list[str]) -> list[
             records.append(Record(text, source))
     if not records:
         raise DataError(f"the .txt files in {where} hold no text.")
-    notes.append(f"{label}: read {len(records)} texts, one per .txt file.")
+    notes.append(f"{label}: read {_plural(len(records), 'text')}, one per .txt file.")
     return records
 
 

@@ -436,25 +436,31 @@ def di_power_curve(curve: Sequence[dict], *, alpha: float | None = None,
                              mode="lines", line=dict(width=0), hoverinfo="skip", name="range over subsets"))
     fig.add_trace(go.Scatter(x=n, y=med, mode="lines+markers", line=dict(color=MEMBER_COLOUR), name="median p",
                              hovertemplate="%{x} + %{x} texts: median p %{y:.2g}<extra></extra>"))
+    # each line's note is placed by hand, in log10 units: add_hline's own annotation on a log axis takes the value as
+    # its exponent and drew both notes at the top, over each other (issue 53 item 9)
     if alpha:
-        fig.add_hline(y=alpha, line=dict(color="#111", dash="dash"), annotation_text=f"alpha = {alpha:g}",
-                      annotation_position="bottom right")
+        fig.add_hline(y=alpha, line=dict(color="#111", dash="dash"))
+        fig.add_annotation(x=1, xref="paper", xanchor="right", y=math.log10(alpha), yref="y", yanchor="bottom",
+                           text=f"alpha = {alpha:g}", showarrow=False)
     floor = curve[0].get("floor") if curve else None
     if floor:  # the smallest p the curve's permutations can give: a point on it is a bound
         b = round(1 / floor) - 1
         head = f"; the headline used {int(n_permutations):,}" if n_permutations and n_permutations != b else ""
-        fig.add_hline(y=floor, line=dict(color="#888", dash="dot"),
-                      annotation_text=f"floor: 1/({b:,}+1) = {floor:.2g}, the least p of {b:,} permutations{head}",
-                      annotation_position="top right")
+        fig.add_hline(y=floor, line=dict(color="#888", dash="dot"))
+        fig.add_annotation(x=1, xref="paper", xanchor="right", y=math.log10(floor), yref="y", yanchor="top",
+                           text=f"floor: 1/({b:,}+1) = {floor:.2g}, the least p of {b:,} permutations{head}",
+                           showarrow=False, font=dict(color="#555"))
     fig.update_xaxes(tickvals=n, tickformat="d")  # whole numbers of texts only
-    fig.update_layout(template=TEMPLATE, height=320,
+    fig.update_layout(template=TEMPLATE, height=360,
                       title="Texts the claim needs (descriptive)",
                       xaxis_title="suspect texts (+ as many validation), from these texts",
                       yaxis_title="p-value",
-                      margin=dict(l=60, r=20, t=50, b=40), legend=dict(orientation="h", y=-0.28))
-    low = min(lo + ([alpha] if alpha else []))
+                      margin=dict(l=60, r=20, t=50, b=90), legend=dict(orientation="h", y=-0.42))
+    # the range holds the floor too, with room below it: its note sits inside the plot, not over the x-axis title
+    low = min(lo + ([alpha] if alpha else []) + ([floor] if floor else []))
     ticks = [10.0 ** -e for e in range(0, int(math.ceil(-math.log10(max(low, 1e-6)))) + 1)]
-    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks])
+    fig.update_yaxes(type="log", tickvals=ticks, ticktext=[f"{t:g}" for t in ticks],
+                     range=[math.log10(max(low, 1e-6)) - 0.5, 0.15])
     return fig
 
 
