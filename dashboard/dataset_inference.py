@@ -63,7 +63,9 @@ UPLOADED = "di_uploaded_names"  # the names of the last uploads: said when they 
 def uploads_left() -> bool:
     """Whether the upload fields' state is gone (the page or the source was left since they were drawn): called
     before they are drawn."""
-    return "di_suspect_up" not in st.session_state and "di_validation_up" not in st.session_state
+    from dashboard.ui import upload_key
+
+    return upload_key("di_suspect_up") not in st.session_state and upload_key("di_validation_up") not in st.session_state
 
 
 def upload_note(src: Source, left: bool) -> None:

@@ -26,7 +26,7 @@ from mia_core.runs.results import csv_text
 from .audit_jobs import AuditJob
 from .engine import engine_for, engine_widgets
 from .loaders import load_with_progress
-from .ui import fmt_num, fmt_pct, fmt_seconds, md_text, show_error
+from .ui import fmt_num, fmt_pct, fmt_seconds, md_text, show_error, upload_files
 
 RESULT_KEY = "doc_audit_result"
 PRECISION_KEY = "doc_audit_precision"
@@ -92,10 +92,10 @@ def books_section() -> dict:
         out["use_demo_model"] = st.checkbox("Use the demo target (instead of the sidebar's model)", value=True,
                                             key="doc_demo_model")
     elif source == "upload":
-        out["mem_up"] = c1.file_uploader("Member books (believed to be in the training data): .txt files or a .zip",
-                                         type=DOC_TYPES, accept_multiple_files=True, key="doc_members_up")
-        out["non_up"] = c2.file_uploader("Non-member books (known not to be): .txt files or a .zip",
-                                         type=DOC_TYPES, accept_multiple_files=True, key="doc_nonmembers_up")
+        out["mem_up"] = upload_files(c1, "Member books (believed to be in the training data): .txt files or a .zip",
+                                     type=DOC_TYPES, key="doc_members_up")
+        out["non_up"] = upload_files(c2, "Non-member books (known not to be): .txt files or a .zip",
+                                     type=DOC_TYPES, key="doc_nonmembers_up")
     else:
         out["mem_paths"] = c1.text_area("Member books: one .txt file, folder of .txt files or .zip per line",
                                         key="doc_members_paths", height=90)

@@ -24,7 +24,7 @@ from mia_core.runs.results import csv_text
 
 from .audit_jobs import AuditJob
 from .engine import engine_for, engine_widgets
-from .ui import fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, md_text, stage_progress
+from .ui import fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, md_text, stage_progress, upload_files
 
 RESULT_KEY = "mlm_audit_result"
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
@@ -94,12 +94,11 @@ def texts_section() -> dict:
 def _upload_widgets(out: dict) -> None:
     """The upload boxes and how their files are read, into ``out``."""
     u1, u2, u3 = st.columns(3)
-    out["mem_up"] = u1.file_uploader("Members (believed to be in the training data)", type=UPLOAD_TYPES,
-                                     accept_multiple_files=True, key="mlm_members_up")
-    out["non_up"] = u2.file_uploader("Non-members (known not to be)", type=UPLOAD_TYPES,
-                                     accept_multiple_files=True, key="mlm_nonmembers_up")
-    out["pop_up"] = u3.file_uploader("Population (other known non-members: set the threshold)", type=UPLOAD_TYPES,
-                                     accept_multiple_files=True, key="mlm_population_up")
+    out["mem_up"] = upload_files(u1, "Members (believed to be in the training data)", type=UPLOAD_TYPES,
+                                 key="mlm_members_up")
+    out["non_up"] = upload_files(u2, "Non-members (known not to be)", type=UPLOAD_TYPES, key="mlm_nonmembers_up")
+    out["pop_up"] = upload_files(u3, "Population (other known non-members: set the threshold)", type=UPLOAD_TYPES,
+                                 key="mlm_population_up")
     o1, o2, o3 = st.columns(3)
     out["mode"] = o1.selectbox(".txt files hold", ["auto", "lines", "blank"], key="mlm_mode",
                                format_func={"auto": "auto-detect", "lines": "one text per line",

@@ -7,7 +7,7 @@ import re
 import streamlit as st
 
 from mia_core.formatting import (  # noqa: F401 - re-exported for the pages
-    fmt_auc, fmt_bytes, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, fpr_label,
+    counted, fmt_auc, fmt_bytes, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, fpr_label,
 )
 
 from .options import worded
@@ -159,6 +159,51 @@ _MD_SPECIAL = re.compile(r"([\\`*\[\]<>#|~$&])")
 _MD_WORD_EDGE_UNDERSCORE = re.compile(r"(?<![0-9A-Za-z])_|_(?![0-9A-Za-z])")  # snake_case stays as it is
 _MD_AUTOLINK = re.compile(r"(?i):(?=//)|(?<=www)\.|@")
 _MD_LINE_START = re.compile(r"^\s*(?:[-+=]|\d+(?=[.)]))")  # a list item ("- x", "1. x") or a heading underline
+
+
+# ------------------------------------------------------------------ uploads
+def upload_key(key: str) -> str:
+    """The widget key of the upload box ``key`` now: a new one after "Clear these files" (a file uploader's files
+    cannot be set or removed through session state, so the emptied box is a new widget)."""
+    gen = st.session_state.get(f"_{key}_gen", 0)
+    return key if not gen else f"{key}~{gen}"
+
+
+def _clear_uploads(key: str) -> None:
+    st.session_state[f"_{key}_gen"] = st.session_state.get(f"_{key}_gen", 0) + 1
+
+
+def upload_summary(files) -> tuple[str, str | None]:
+    """What an upload box holds, in words: every file's name (Streamlit's own list shows three at a time) with the
+    count, the kinds and the size; and a warning when it mixes archives with single files (new uploads add to the
+    files already there, so a ".zip run" can silently become a mix). ``files``: objects with ``name`` and ``size``."""
+    from pathlib import Path
+
+    names = [getattr(f, "name", str(f)) for f in files]
+    kinds = sorted({Path(n).suffix.lower() or "no extension" for n in names})
+    size = sum(int(getattr(f, "size", 0) or 0) for f in files)
+    line = f"{counted(len(names), 'files')} ({', '.join(kinds)}, {fmt_bytes(size)}): {', '.join(names)}"
+    mixed = None
+    if ".zip" in kinds and len(kinds) > 1:
+        n_zip = sum(n.lower().endswith(".zip") for n in names)
+        mixed = (f"This box mixes {counted(n_zip, '.zip archives')} with {counted(len(names) - n_zip, 'other files')}: "
+                 "all of them are read. New uploads add to the files already here; **Clear these files** empties "
+                 "the box.")
+    return line, mixed
+
+
+def upload_files(container, label: str, *, key: str, **kw) -> list:
+    """A multi-file upload box, and below it every file it holds (:func:`upload_summary`) and a button that empties
+    it. Returns the uploaded files (a list, empty when none)."""
+    files = container.file_uploader(label, key=upload_key(key), accept_multiple_files=True, **kw) or []
+    if files:
+        line, mixed = upload_summary(files)
+        container.caption(md_text(line))
+        if mixed:
+            container.warning(mixed, icon=":material/folder_zip:")
+        container.button("Clear these files", key=f"{key}_clear", on_click=_clear_uploads, args=(key,),
+                         icon=":material/delete_sweep:")
+    return list(files)
 
 
 def md_text(s) -> str:

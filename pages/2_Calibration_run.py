@@ -19,7 +19,8 @@ from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress, loaded
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
-from dashboard.ui import AUC_EXPLAINER, early_table, follow_job, job_origin, md_text, page_setup, show_error, start_job
+from dashboard.ui import (AUC_EXPLAINER, early_table, follow_job, job_origin, md_text, page_setup, show_error, start_job,
+                          upload_files)
 from mia_core.reports import plots
 from mia_core import runs
 from mia_core.attacks import REGISTRY, WITH_REFERENCE, default_attacks
@@ -78,17 +79,16 @@ elif source == "controlled":
             st.rerun()
 elif source == "upload":
     c1, c2 = st.columns(2)
-    members = c1.file_uploader("Members (texts believed to be in the training data)", type=UPLOAD_TYPES,
-                               accept_multiple_files=True, key="cal_members")
-    nonmembers = c2.file_uploader("Non-members (texts known not to be)", type=UPLOAD_TYPES,
-                                  accept_multiple_files=True, key="cal_nonmembers")
+    members = upload_files(c1, "Members (texts believed to be in the training data)", type=UPLOAD_TYPES,
+                           key="cal_members")
+    nonmembers = upload_files(c2, "Non-members (texts known not to be)", type=UPLOAD_TYPES, key="cal_nonmembers")
     mode = st.selectbox(".txt files hold", ["auto", "lines", "blank"], key="cal_mode",
                         format_func={"auto": "auto-detect", "lines": "one text per line",
                                      "blank": "paragraphs separated by blank lines"}.get)
     with st.expander("Population set (optional)"):
-        population = st.file_uploader("Known non-members, disjoint from the sets above: they fit a decision threshold, "
-                                      "and are ReCaLL's prefix and RMIA's population",
-                                      type=UPLOAD_TYPES, accept_multiple_files=True, key="cal_population")
+        population = upload_files(st, "Known non-members, disjoint from the sets above: they fit a decision "
+                                  "threshold, and are ReCaLL's prefix and RMIA's population",
+                                  type=UPLOAD_TYPES, key="cal_population")
     st.caption(".txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json/.parquet/.arrow/.feather "
                "with a text column, "
                "or .zip of .txt files.")

@@ -22,7 +22,7 @@ import streamlit as st
 
 from dashboard.controlled import UPLOAD_TYPES, build, estimate_line, show_target
 from dashboard.sidebar import model_panel
-from dashboard.ui import page_setup
+from dashboard.ui import page_setup, upload_files
 from mia_core.targets.demo import demo_corpus_files
 
 page_setup("Controlled experiment", ":material/science:", keep=("cx_",))  # inputs kept across pages
@@ -46,9 +46,8 @@ mode = "auto"
 if source == "demo":
     st.caption(f"The demo corpus: the {len(demo_files)} text files in `mia_core/assets/demo` pooled and re-split at random.")
 else:
-    uploads = st.file_uploader("Corpus: .txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json "
-                               "with a text column, or a .zip of .txt files", type=UPLOAD_TYPES,
-                               accept_multiple_files=True, key="cx_upload")
+    uploads = upload_files(st, "Corpus: .txt (one text per line or blank-line paragraphs), .csv/.tsv/.jsonl/.json "
+                           "with a text column, or a .zip of .txt files", type=UPLOAD_TYPES, key="cx_upload")
     mode = st.selectbox(".txt files hold", ["auto", "lines", "blank"], key="cx_mode",
                         format_func={"auto": "auto-detect", "lines": "one text per line",
                                      "blank": "paragraphs separated by blank lines"}.get)

@@ -15,7 +15,7 @@ import streamlit as st
 from dashboard import dataset_inference as DI
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
-from dashboard.ui import follow_job, kept, md_text, page_setup, show_error
+from dashboard.ui import follow_job, kept, md_text, page_setup, show_error, upload_files
 from mia_core.api.inference import inference_demo
 from mia_core.errors import MiaError
 
@@ -73,12 +73,12 @@ elif source == "upload":
     left = DI.uploads_left()  # before the uploaders: their state is gone when the page or the source was left
     u1, u2 = st.columns(2)
     books = unit == "books"
-    kind = dict(type=DI.BOOK_TYPES if books else DI.TEXT_TYPES, accept_multiple_files=True)
-    src.suspect_files = u1.file_uploader("Suspect books (.txt, one book per file, or a .zip)" if books else
-                                         "Suspect set (the texts in question)", key="di_suspect_up", **kind) or []
-    src.validation_files = u2.file_uploader(
-        "Validation books (.txt or a .zip: same kind, known not trained on)" if books else
-        "Validation set (same distribution, known not trained on)", key="di_validation_up", **kind) or []
+    kind = dict(type=DI.BOOK_TYPES if books else DI.TEXT_TYPES)
+    src.suspect_files = upload_files(u1, "Suspect books (.txt, one book per file, or a .zip)" if books else
+                                     "Suspect set (the texts in question)", key="di_suspect_up", **kind)
+    src.validation_files = upload_files(
+        u2, "Validation books (.txt or a .zip: same kind, known not trained on)" if books else
+        "Validation set (same distribution, known not trained on)", key="di_validation_up", **kind)
     if books:
         src.strip = kept(st.checkbox, "Strip Project Gutenberg headers and footers", "di_strip", True)
     DI.upload_note(src, left)
