@@ -155,18 +155,37 @@ def run_estimate(inputs: CalibrationInputs, attacks, params: dict, *, n_params: 
     one plan the CLI and the API make (``mia_core.api.plan_run``). ``target``/``reference``: the loaded models
     (None when not loaded yet: the line then says it does not know the cache); ``context``: the run's window
     (None: the default), part of the cache key."""
+    plan = _plan(inputs, attacks, params, n_params=n_params, device=device, tokenizer=tokenizer,
+                 modify_variants=modify_variants, target=target, reference=reference, context=context)
+    return plan.estimate if plan is not None else ""
+
+
+def run_expected(inputs: CalibrationInputs, attacks, params: dict, *, modify_variants=(), target=None,
+                 reference=None, context: int | None = None) -> dict | None:
+    """What the run is expected to take, for the job (``dashboard.jobs.Job.expected``): the estimate's seconds in
+    all, those of the passes over the audited texts and how many of them have texts to score (the loaded models
+    check the cache). None when there is nothing to estimate."""
+    plan = _plan(inputs, attacks, params, modify_variants=modify_variants, target=target, reference=reference,
+                 context=context, device=getattr(target, "device", "cpu") or "cpu")
+    if plan is None or not plan.seconds:
+        return None
+    return {"seconds": plan.seconds, "pass_seconds": plan.pass_seconds, "passes": plan.todo_passes}
+
+
+def _plan(inputs: CalibrationInputs, attacks, params: dict, *, n_params: float | None = None, device: str = "cpu",
+          tokenizer=None, modify_variants=(), target=None, reference=None, context: int | None = None):
+    """The one plan the CLI and the API make (``mia_core.api.plan_run``) for these inputs; None without attacks."""
     from mia_core.api import plan_run
     from mia_core.stats import StatsSettings
 
     attacks = [a for a in attacks if a in REGISTRY]
     if not attacks:
-        return ""
+        return None
     pop = list(inputs.population.texts) if inputs.population is not None else []
     # the estimate covers what was ticked: the inputs are checked when Run is pressed (build_request)
-    plan = plan_run(attacks, texts=list(inputs.dataset.texts), population=pop, params=params, n_params=n_params,
+    return plan_run(attacks, texts=list(inputs.dataset.texts), population=pop, params=params, n_params=n_params,
                     device=device, tokenizer=tokenizer, modify_variants=modify_variants, check_inputs=False,
                     target_model=target, reference_model=reference, settings=StatsSettings(context=context or None))
-    return plan.estimate
 
 
 def make_job(request, inputs: CalibrationInputs, target, reference, *, name: str | None = None):

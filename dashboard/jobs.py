@@ -56,6 +56,9 @@ class Job:
     stages: dict[str, Stage] = field(default_factory=dict)
     status_message: str = ""
     partial: dict = field(default_factory=dict)  # early results (``run_attacks(partial=...)``), shown while running
+    # what the page expected before Run: {"seconds": the model passes' estimate, "passes": how many} (the whole
+    # run's time left starts from it and is revised from the run's own speed: dashboard.ui.whole_run_left)
+    expected: dict | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def add_partial(self, results: dict) -> None:
@@ -119,10 +122,12 @@ class JobRegistry:
         self._jobs: dict[str, Job] = {}
         self._lock = threading.Lock()
 
-    def start(self, kind: str, title: str, fn: Callable[[Callable[[str, float], None]], object]) -> Job:
+    def start(self, kind: str, title: str, fn: Callable[[Callable[[str, float], None]], object], *,
+              expected: dict | None = None) -> Job:
         """Run ``fn(progress)`` in a daemon thread; its return value becomes ``job.result``.
-        ``progress(message, fraction)`` also has ``progress.partial(results)`` for early results."""
-        job = Job(id=secrets.token_hex(4), kind=kind, title=title)
+        ``progress(message, fraction)`` also has ``progress.partial(results)`` for early results. ``expected``: what
+        the page estimated before Run (``Job.expected``)."""
+        job = Job(id=secrets.token_hex(4), kind=kind, title=title, expected=expected)
 
         def target():
             try:

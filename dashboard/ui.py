@@ -268,6 +268,9 @@ def render_stages(job) -> None:
     stages = job.snapshot()
     current = job.current_stage() if job.running else None
     st.markdown(f"**{job.title}** — running for {fmt_seconds(job.elapsed)}")
+    whole = whole_run_left(job) if job.running else ""
+    if whole:
+        st.caption(whole)
     if job.status_message:
         st.caption(md_text(job.status_message))
     if not stages:
@@ -278,16 +281,107 @@ def render_stages(job) -> None:
                                      f"({fmt_seconds(el)}{stage_eta(s, el, s.name == current)})")
 
 
-def start_job(reg, kind: str, title: str, work, *, state_key: str | None = None, engine=None) -> None:
+_PASS_MESSAGE = re.compile(r"\d[\d,]*/\d[\d,]* windows|texts scored")  # a model pass's reports (not "all cached")
+
+
+def _pass_left(stage, now: float) -> tuple[float, float] | None:
+    """The pass under way: ``(seconds left, its projected whole time)`` from its pace since its first report (the
+    time before that, reading the cache and the first batch, is paid once per pass and is in the whole time, not in
+    the pace), counted down between reports; None until it is 10 % done over 5 s of reports."""
+    hist = [h for h in (getattr(stage, "history", None) or ()) if h[1] > 0]  # from the first texts scored
+    f = float(stage.fraction)
+    if len(hist) < 2 or f < 0.1:
+        return None
+    t1, f1 = hist[0]
+    span = float(stage.updated) - t1
+    if span < 5 or f <= f1:
+        return None
+    left = max(0.0, (1 - f) / ((f - f1) / span) - (now - float(stage.updated)))
+    return left, (now - float(stage.started)) + left
+
+
+def whole_run_left(job, now: float | None = None) -> str:
+    """One time left for the whole run (issue 53 item 1), from ``job.expected`` (the estimate before Run:
+    ``seconds`` in all, ``pass_seconds`` of the passes over the audited texts and ``passes``, how many of them have
+    texts to score) and the job's own model-pass stages (those reporting windows; a pass found all cached is not
+    one).
+
+    Until the first pass is 10 % done (and has run 5 s) it is the estimate before Run less the time elapsed, said as
+    such: its speed was measured when the dashboard started, and a machine that is busier now takes longer.
+    From then on it is revised from this run's own speed: the pass under way by its pace since its first report
+    (:func:`_pass_left`), the passes done by their time; their ratio to the estimate scales the passes not started
+    and the work after them (population, neighbours, modified members); the line says how far that speed is from
+    the estimate's.
+    "" without an estimate.
+
+    Parameters
+    ----------
+    job : dashboard.jobs.Job
+        A running job.
+    now : float, optional
+        The time (``time.time()``; given by tests).
+
+    Returns
+    -------
+    str
+    """
+    import time
+
+    exp = getattr(job, "expected", None) or {}
+    total = float(exp.get("seconds") or 0.0)
+    n = int(exp.get("passes") or 0)
+    planned = float(exp.get("pass_seconds") or 0.0)
+    if total <= 0:
+        return ""
+    now = time.time() if now is None else now
+    passes = sorted((s for s in job.snapshot() if _PASS_MESSAGE.search(str(s.message))), key=lambda s: s.started)
+    passes = passes[:n]  # the passes over the audited texts come first
+    done = sum(float(s.fraction) for s in passes) / n if n else 0.0
+    finished = [s for s in passes if s.fraction >= 1]
+    current = next((s for s in reversed(passes) if s.fraction < 1), None)
+    live = _pass_left(current, now) if current is not None and n and planned > 0 else None
+    each = planned / n if n else 0.0
+    if live is not None:  # the pass under way, and the passes done, against the estimate's seconds for them
+        ratio = (sum(s.elapsed for s in finished) + live[1]) / (each * (len(finished) + 1))
+    elif finished and planned > 0:
+        ratio = sum(s.elapsed for s in finished) / (each * len(finished))
+    else:
+        ratio = None
+    if ratio is None:
+        left = total - (now - job.started)
+        if left < 1:
+            return (f"Whole run: longer than the estimate before Run ({fmt_seconds(total)}); the time left comes "
+                    "from this run's own speed once its first texts are scored.")
+        return (f"Whole run: about {fmt_seconds(left)} left: the estimate before Run, at the speed measured when the "
+                "dashboard started (a busier machine takes longer); revised from this run's own speed once its "
+                "first texts are scored.")
+    if done >= 1:
+        after = max(s.updated for s in passes)
+        left = (total - planned) * ratio - (now - after)
+        if left < 1:
+            return "Whole run: the model passes are done; finishing (metrics, the blind baseline)."
+        return f"Whole run: the model passes are done; about {fmt_seconds(left)} left for the rest."
+    not_started = n - len(finished) - (current is not None)
+    left = ((live[0] if live is not None else each * ratio * (1 - float(current.fraction)) if current else 0.0)
+            + each * ratio * max(0, not_started) + (total - planned) * ratio)
+    pace = ("as the estimate said" if 0.8 <= ratio <= 1.25 else
+            f"{ratio:.1f}× the estimate's time" if ratio > 1 else f"{1 / ratio:.1f}× faster than the estimate")
+    return (f"Whole run: about {fmt_seconds(left)} left, from this run's own speed so far ({pace}; "
+            f"{100 * done:.0f} % of {counted(n, 'model passes')} done).")
+
+
+def start_job(reg, kind: str, title: str, work, *, state_key: str | None = None, engine=None,
+              expected: dict | None = None) -> None:
     """Start ``work(progress)`` as a background job of ``reg`` (its passes on ``engine``, else the local
     engine), remember its id under ``state_key`` in this session, and redraw the page at once: the Run
-    button disabled, the live progress below it (:func:`follow_job`)."""
+    button disabled, the live progress below it (:func:`follow_job`). ``expected``: the estimate before Run
+    (``{"seconds", "passes"}``), the start of the whole run's time left (:func:`whole_run_left`)."""
     from contextlib import nullcontext
 
     from mia_core.engines import use_engine
 
     with use_engine(engine) if engine is not None else nullcontext():  # the job's thread runs its passes there
-        job = reg.start(kind, title, work)
+        job = reg.start(kind, title, work, expected=expected)
     st.session_state.setdefault(MY_JOBS, set()).add(job.id)
     if state_key:
         st.session_state[state_key] = job.id

@@ -98,7 +98,11 @@ def fmt_rate_ci(v, ci=None) -> str:
 def counted(n: int, plural: str) -> str:
     """``n`` and a noun given in the plural, in the singular for one: ``counted(1, "texts")`` is ``1 text``,
     ``counted(2_000, "books")`` is ``2,000 books`` (a noun that does not end in s is left as it is)."""
-    word = plural[:-1] if n == 1 and plural.endswith("s") and not plural.endswith("ss") else plural
+    word = plural
+    if n == 1 and plural.endswith("sses"):  # passes -> pass
+        word = plural[:-2]
+    elif n == 1 and plural.endswith("s") and not plural.endswith("ss"):
+        word = plural[:-1]
     return f"{n:,} {word}"
 
 

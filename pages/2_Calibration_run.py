@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard.calibration import (
     UPLOAD_TYPES, build_request, changed_parts, input_signature, learning_attacks, make_job, model_line, read_inputs,
-    run_estimate,
+    run_estimate, run_expected,
 )
 from dashboard.engine import engine_for, engine_widgets
 from dashboard.jobs import registry
@@ -246,9 +246,16 @@ if st.button("Run the attacks", type="primary", disabled=busy, key="go_cal",
             st.warning(coupled)
         work = make_job(request, inputs, target, reference if request.reference is not None else None,
                         name=run_name.strip() or None)
+        try:  # the estimate with the loaded models (their cache, their speed): the start of the whole run's time left
+            expected = run_expected(inputs, chosen, params, modify_variants=modify_variants, target=target,
+                                    reference=reference if request.reference is not None else None,
+                                    context=ctx or None)
+        except MiaError:
+            expected = None
         st.session_state["cal_started_sig"] = now_sig  # the inputs of the run started (start_job reruns the page)
         start_job(reg, "calibration", f"{len(chosen)} attack(s) on {inputs.dataset.n_members} members + "
-                  f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work, engine=engine)
+                  f"{inputs.dataset.n_nonmembers} non-members, target {target.name}", work, engine=engine,
+                  expected=expected)
     except MiaError as e:
         show_error(e)
 

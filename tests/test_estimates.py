@@ -52,6 +52,8 @@ def test_the_estimate_counts_only_the_texts_the_cache_lacks_at_the_models_own_sp
     assert "16 of 24 texts already cached" in more.estimate and "for the other 8" in more.estimate
     per = E.speed(lm.n_params, "cpu", lm.identity)[0]
     assert more.seconds == pytest.approx(E.count_tokens(rest, lm.tokenizer) * per)  # the 8 new ones only
+    # what the page hands its job for the whole run's time left: the passes' seconds and those with work
+    assert (more.pass_seconds, more.todo_passes) == (pytest.approx(more.seconds), 1) and same.todo_passes == 0
 
     # the lower-cased pass and another window are other cache entries: nothing of them is cached
     lower = plan_run(["loss", "lowercase"], texts=first, target_model=lm)
@@ -216,3 +218,49 @@ def test_a_damaged_or_hostile_speed_record_means_no_record(content, tmp_path, mo
     assert E.speed(135e6, "cpu", "some-model")[1] == "assumed"
     E.record(1000, 2.0, 135_000_000, "cpu", "some-model")
     assert E.speed(135e6, "cpu", "some-model")[1] == "measured"
+
+
+def _job(expected, stages, started):
+    from dashboard.jobs import Job, Stage
+
+    job = Job(id="x", kind="calibration", title="t", started=started, expected=expected)
+    for name, (t0, t1, fraction, message) in stages.items():
+        job.stages[name] = Stage(name=name, fraction=fraction, message=message, started=t0, updated=t1)
+    return job
+
+
+def test_one_time_left_for_the_whole_run_revised_from_its_own_speed():
+    """Issue 53 item 1: the estimate before Run said 100 s (80 s for two passes, 20 s after them); the machine is
+    busier now and the passes run 3x slower. Before the first texts: the estimate less the time elapsed, said as
+    the estimate; once a pass is under way: the time left for everything, from the run's own speed (3x)."""
+    from dashboard.ui import whole_run_left
+
+    exp = {"seconds": 100.0, "pass_seconds": 80.0, "passes": 2}
+    t0 = 1000.0
+    early = whole_run_left(_job(exp, {"target pass": (t0 + 2, t0 + 2, 0.0, "0/50 windows")}, t0), now=t0 + 4)
+    assert early.startswith("Whole run: about 1 min 36 s left: the estimate before Run") and "busier" in early, early
+    # the first pass is half done after 60 s (the estimate: 20 s for it): 3x; left: (80 x 0.75 + 20) x 3 = 240 s
+    half = _job(exp, {"target pass": (t0, t0 + 60, 0.5, "25/50 windows")}, t0)
+    half.stages["target pass"].history = [(t0, 0.0), (t0 + 6, 0.05), (t0 + 60, 0.5)]
+    mid = whole_run_left(half, now=t0 + 60)  # 0.45 in 54 s: 60 s left of it, 120 s in all: 3x the 40 s per pass
+    assert mid.startswith("Whole run: about 4 min 00 s left, from this run's own speed") and "3.0× the estimate" in mid, mid
+    assert "25 % of 2 model passes done" in mid  # left: 60 + 40 x 3 (the reference pass) + 20 x 3 (after them)
+    assert whole_run_left(half, now=t0 + 70).startswith("Whole run: about 3 min 50 s left")  # counts down between reports
+    # a pass found all cached is not a pass: the reference's "all ... cached" stage does not count as work done
+    cached = {"reference pass": (t0, t0, 1.0, "all 100 texts cached"), "target pass": (t0, t0 + 60, 0.5, "25/50 windows")}
+    one = _job({**exp, "passes": 1, "pass_seconds": 40.0}, cached, t0)
+    one.stages["target pass"].history = [(t0, 0.0), (t0 + 6, 0.05), (t0 + 60, 0.5)]
+    got = whole_run_left(one, now=t0 + 60)  # 60 + (100 - 40) x 3
+    assert got.startswith("Whole run: about 4 min 00 s left") and "50 % of 1 model pass done" in got, got
+    late = {"target pass": (t0, t0 + 120, 1.0, "50/50 windows"), "reference pass": (t0 + 120, t0 + 240, 1.0, "done")}
+    late["reference pass"] = (t0 + 120, t0 + 240, 1.0, "done (50 texts scored, 0 cached)")
+    after = whole_run_left(_job(exp, late, t0), now=t0 + 250)
+    assert after.startswith("Whole run: the model passes are done; about 50.0 s left"), after  # 20 s x 3 less 10 s
+    assert whole_run_left(_job(None, late, t0), now=t0 + 250) == ""  # no estimate: nothing said
+    # a slow start (40 s before the first texts were scored: reading, the first batch) is not the pace: the pace
+    # since then is (0.2 in 20 s: 70 s left, 130 s in all, 2.6x the 50 s the estimate gave each pass)
+    slow = _job({"seconds": 120.0, "pass_seconds": 100.0, "passes": 2},
+                {"target pass": (t0, t0 + 60, 0.3, "15/50 windows")}, t0)
+    slow.stages["target pass"].history = [(t0, 0.0), (t0 + 40, 0.1), (t0 + 60, 0.3)]
+    got = whole_run_left(slow, now=t0 + 60)
+    assert "2.6× the estimate's time" in got and got.startswith("Whole run: about 4 min 12 s left"), got

@@ -12,7 +12,9 @@ from .checks import _bad, _bool, _column, _device, _mapping, _names, _num, _text
 @dataclass
 class RunPlan:
     """What a run would do (:func:`plan_run`): ``attacks`` to run, ``skipped`` ``{attack: why}``, the
-    model ``passes``, ``warnings``, the ``estimate`` line and its ``seconds`` (None without texts)."""
+    model ``passes``, ``warnings``, the ``estimate`` line and its ``seconds`` (None without texts); of those seconds,
+    ``pass_seconds`` are the model passes over the audited texts, ``todo_passes`` of which have texts the cache
+    lacks (the rest, population, neighbours and modified members, come after them)."""
 
     attacks: list[str]
     skipped: dict[str, str] = field(default_factory=dict)
@@ -20,6 +22,8 @@ class RunPlan:
     warnings: list[str] = field(default_factory=list)
     estimate: str = ""
     seconds: float | None = None
+    pass_seconds: float | None = None
+    todo_passes: int = 0
 
     def __str__(self) -> str:
         lines = [f"attacks: {', '.join(self.attacks)}"]
@@ -48,9 +52,10 @@ def _pass_cost(lm, texts: list[str], st, *, n_params, device, tokenizer, target)
 
 def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[str], *, params: dict,
               n_params, device: str, tokenizer, modify_variants, target=None, reference=None,
-              stats=None) -> tuple[str, float | None]:
+              stats=None) -> tuple[str, float | None, tuple]:
     """The estimate line and its seconds: the texts x the passes at this machine's measured speed, plus the
-    population, the neighbours and the modified members; ``("", None)`` without texts. With the ``target``
+    population, the neighbours and the modified members; and ``(seconds of the passes over the audited texts, how
+    many of them have texts to score)``. ``("", None, (None, 0))`` without texts. With the ``target``
     (and ``reference``) loaded, only the texts the cache lacks count, at that model's own measured speed."""
     from ..attacks import REGISTRY
     from ..estimate import count_tokens, describe_estimate, estimate_seconds
@@ -58,7 +63,7 @@ def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[s
     from ..stats import StatsSettings
 
     if not texts:
-        return "", None
+        return "", None, (None, 0)
     st = stats or StatsSettings()
     if target is not None:
         n_params, device, tokenizer = target.n_params, target.device, target.tokenizer
@@ -76,6 +81,7 @@ def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[s
     n_tok = count_tokens(texts, tokenizer)
     known = target is not None and ("reference" not in passes or reference is not None)
     seconds = sum(c[2] for c in done)
+    main = (seconds, sum(1 for c in done if c[1] > 0))  # the audited texts' passes: their seconds, those with work
     estimate = describe_estimate(len(texts), passes, n_tok, n_params, device,
                                  sum(c[0] for c in done) if known else None, todo_tokens=sum(c[1] for c in done),
                                  model=target.identity if target is not None else None, seconds=seconds)
@@ -100,7 +106,7 @@ def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[s
     if "lowercase" in REGISTRY and "lowercase" not in names:
         estimate += (f" Lowercase (not ticked by default) would add a pass over the lower-cased texts: about "
                      f"{fmt_seconds(cost('target lower-cased', lower)[2])}.")
-    return estimate, seconds
+    return estimate, seconds, main
 
 
 def _variants(value) -> list[str]:
@@ -198,11 +204,12 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
 
         names, skipped = parse_attacks(spec), {}
     passes, warnings = _passes(names, params)
-    estimate, seconds = _estimate(names, passes, list(texts), list(population), params=params, n_params=n_params,
-                                  device=device, tokenizer=tokenizer, modify_variants=modify_variants,
-                                  target=target_model, reference=reference_model, stats=settings)
+    estimate, seconds, main = _estimate(names, passes, list(texts), list(population), params=params,
+                                        n_params=n_params, device=device, tokenizer=tokenizer,
+                                        modify_variants=modify_variants, target=target_model,
+                                        reference=reference_model, stats=settings)
     return RunPlan(attacks=names, skipped=skipped, passes=passes, warnings=warnings, estimate=estimate,
-                   seconds=seconds)
+                   seconds=seconds, pass_seconds=main[0], todo_passes=main[1])
 
 
 def measure_speed(lm, texts: Sequence[str]) -> float | None:
