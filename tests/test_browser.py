@@ -248,6 +248,20 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
             roc.first.screenshot(path=str(ARTIFACTS / "calibration_roc.png"))
             page.screenshot(path=str(ARTIFACTS / "calibration_page.png"), full_page=True)
             assert "AUC [95% CI]" in text and "TPR@1% FPR" in text
+            # ---- issue 53: the model is named before Run; changed data marks the result as the old inputs' (item 3)
+            assert "Model tested:" in text, text[-2000:]
+            m = page.get_by_role("textbox", name="Members: one text per line (or paragraphs separated by blank lines)",
+                                 exact=True)
+            m.fill("\n".join(members[:-1]))
+            m.press("Control+Enter")
+            _wait_idle(page)
+            seen = _text_when(page, "[data-testid='stMain']", ("The inputs have changed",), timeout_s=60.0)
+            assert "Previous result, from the previous inputs" in seen, seen[-2000:]
+            m.fill("\n".join(members))  # back to the inputs the result came from: its answer again
+            m.press("Control+Enter")
+            _wait_idle(page)
+            page.wait_for_timeout(1000)
+            assert "The inputs have changed" not in page.locator("[data-testid='stMain']").inner_text()
 
             # ---- the same run again (everything cached): two runs to compare on the Runs page
             page.get_by_text("Advanced", exact=True).click()
@@ -358,6 +372,26 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
             home = _text_when(page, "[data-testid='stMain']", ("dataset inference",), timeout_s=60.0)
             page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
             assert "1 dataset inference" in home, home[-1500:]
+            # ---- issue 53 item 5: a too-small upload is refused before Run (Run off, the previous result kept)
+            import tempfile
+
+            small = Path(tempfile.mkdtemp())
+            for i in range(3):
+                (small / f"suspect{i}.txt").write_text(f"suspect text {i} about the harbour\n")
+                (small / f"validation{i}.txt").write_text(f"validation text {i} about the mountain road\n")
+            page.goto(f"{server}/Dataset_inference", wait_until="networkidle")
+            _wait_idle(page)
+            page.get_by_text("Upload files", exact=True).click()
+            _wait_idle(page)
+            boxes = page.locator("input[type=file]")
+            boxes.nth(0).set_input_files([str(small / f"suspect{i}.txt") for i in range(3)])
+            boxes.nth(1).set_input_files([str(small / f"validation{i}.txt") for i in range(3)])
+            seen = _text_when(page, "[data-testid='stMain']", ("Run is not available yet", "3 files (.txt"),
+                              timeout_s=60.0)
+            page.screenshot(path=str(ARTIFACTS / "dataset_inference_too_small.png"), full_page=True)
+            assert "Model tested:" in seen and "Previous result, from the previous inputs" in seen, seen[-3000:]
+            assert not page.get_by_role("button", name="Run dataset inference").is_enabled()
+            shutil.rmtree(small)
             monkeypatch.setenv("MIA_RUNS_DIR", SERVED["runs"])
             _reports_name_their_models(SERVED["runs"])
         except Exception:

@@ -141,4 +141,4 @@ def test_books_of_one_name_are_numbered_apart():
     req = prepare_inference(books("harbour"), books("mountain"), books=True, passage_words=16)
     names = [d.name for d in [*req.checked.suspect, *req.checked.validation]]
     assert len(set(names)) == 12 and names[:2] == ["chapter.txt", "chapter.txt_2"] and names[-1] == "chapter.txt_12"
-    assert any("11 book(s) shared a name" in n for n in req.checked.notes)
+    assert any("11 books shared a name" in n for n in req.checked.notes)

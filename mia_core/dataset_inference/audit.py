@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError, safe_text
+from ..formatting import counted
 from ..progress import Progress, noop
 from ..runs.results import AuditResult, json_default, write_csv
 from . import features as F
@@ -128,7 +129,7 @@ def _clean_texts(texts: Sequence[str], what: str, notes: list) -> list[str]:
     out = [t for t in out if t]
     uniq = list(dict.fromkeys(out))
     if len(uniq) < len(out):
-        notes.append(f"{what}: {len(out) - len(uniq)} duplicate text(s) dropped")
+        notes.append(f"{what}: {counted(len(out) - len(uniq), 'duplicate texts')} dropped")
     return uniq
 
 

@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from ..errors import DataError
+from ..formatting import counted
 from ..progress import Progress, noop
 from . import features as F
 from .audit import DEFAULT_ALPHA, DatasetInferenceResult
@@ -70,7 +71,7 @@ def check_books(suspect, validation, *, passage_words: int, max_passages: int) -
     """Sizes and overlap of the two book sets (``DataError``, one line); returns notes."""
     for name, s in (("suspect", suspect), ("validation", validation)):
         if len(s) < MIN_BOOKS:
-            raise DataError(f"the {name} set has {len(s)} book(s); the book test needs at least {MIN_BOOKS} in each "
+            raise DataError(f"the {name} set has {counted(len(s), 'books')}; the book test needs at least {MIN_BOOKS} in each "
                             "set (the book is the unit of the test)")
     InferenceOptions.check_some(passage_words=passage_words, max_passages=max_passages)
     near = near_duplicates([d.text for d in suspect], [d.text for d in validation])
@@ -80,7 +81,7 @@ def check_books(suspect, validation, *, passage_words: int, max_passages: int) -
                         f"{validation[j].name!r}); the sets must be disjoint")
     empty = [d.name for d in [*suspect, *validation] if not passages(d.text, passage_words, max_passages)]
     if empty:
-        raise DataError(f"{len(empty)} book(s) hold no words (e.g. {empty[0]!r})")
+        raise DataError(f"no words in {counted(len(empty), 'books')} (e.g. {empty[0]!r})")
     return []
 
 
@@ -100,7 +101,8 @@ def unique_names(suspect: list, validation: list, notes: list) -> tuple[list, li
             d = replace(d, name=f"{d.name}_{k + 1}")
         out.append(d)
     if renamed:
-        notes.append(f"{renamed} book(s) shared a name with another: numbered (_2, _3...) to tell them apart")
+        notes.append(f"{counted(renamed, 'books')} shared a name with another book: numbered (_2, _3...) to tell them "
+                     "apart")
     return out[:len(suspect)], out[len(suspect):]
 
 
@@ -232,7 +234,7 @@ def _book_features(c: Checked, yb: np.ndarray, target, control, cfg, attacks: li
     cXb = None if fs.control_X is None else means(fs.control_X)
     kept = np.isfinite(Xb).all(1)
     if (~kept).any():
-        notes.append(f"{int((~kept).sum())} book(s) excluded: no passage with every feature")
+        notes.append(f"{counted(int((~kept).sum()), 'books')} excluded: no passage with every feature")
     ntok = np.array([fs.n_tokens[owner == b].sum() for b in range(len(c.cut))])
     return Features(fs.names, Xb, kept, ntok, fs.control_names, cXb, fs.length_r2)
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import DataError, SettingsError
+from ..formatting import counted
 
 K_GRID = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6)  # selected_features.py: k_min_probs_0.05 ... _0.6
 DEFAULT = ("loss", "zlib", "min_k", "min_k_pp", "dc_pdd")
@@ -123,7 +124,7 @@ def clean(cols: dict[str, np.ndarray]) -> tuple[list[str], np.ndarray, np.ndarra
     X = np.column_stack([np.asarray(cols[n], dtype=float) for n in kept])
     ok = np.isfinite(X).all(1)
     if (~ok).any():
-        notes.append(f"{int((~ok).sum())} text(s) excluded: a feature could not be computed for them "
+        notes.append(f"{counted(int((~ok).sum()), 'texts')} excluded: a feature could not be computed for them "
                      "(e.g. too short to score)")
     return kept, X, ok, notes
 

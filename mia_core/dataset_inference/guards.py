@@ -37,6 +37,7 @@ from collections import Counter, defaultdict
 import numpy as np
 
 from ..errors import DataError
+from ..formatting import counted
 
 MIN_TEXTS = 10
 SHINGLE = 5  # words per shingle for near-duplicates
@@ -96,11 +97,12 @@ def check_sets(suspect: list[str], validation: list[str]) -> list[str]:
     """Sizes and overlap (``DataError``, one line), then the notes (length distributions)."""
     for name, s in (("suspect", suspect), ("validation", validation)):
         if len(s) < MIN_TEXTS:
-            raise DataError(f"the {name} set has {len(s)} text(s); dataset inference needs at least {MIN_TEXTS} "
+            raise DataError(f"the {name} set has {counted(len(s), 'texts')}; dataset inference needs at least {MIN_TEXTS} "
                             "in each set (and gains power with hundreds)")
     exact = {nfkc(t) for t in suspect} & {nfkc(t) for t in validation}
     if exact:
-        raise DataError(f"{len(exact)} text(s) appear in both the suspect and the validation set; the validation "
+        raise DataError(f"{counted(len(exact), 'texts')} {'appears' if len(exact) == 1 else 'appear'} in both the "
+                        "suspect and the validation set; the validation "
                         "set must hold texts known not to be trained on")
     near = near_duplicates(suspect, validation)
     if near:
