@@ -375,7 +375,7 @@ def start_job(reg, kind: str, title: str, work, *, state_key: str | None = None,
     """Start ``work(progress)`` as a background job of ``reg`` (its passes on ``engine``, else the local
     engine), remember its id under ``state_key`` in this session, and redraw the page at once: the Run
     button disabled, the live progress below it (:func:`follow_job`). ``expected``: the estimate before Run
-    (``{"seconds", "passes"}``), the start of the whole run's time left (:func:`whole_run_left`)."""
+    (``{"seconds", "pass_seconds", "passes"}``, ``dashboard.jobs.Job.expected``), the start of the whole run's time left (:func:`whole_run_left`)."""
     from contextlib import nullcontext
 
     from mia_core.engines import use_engine

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from ..errors import DataError, SettingsError, safe_text
+from ..formatting import counted
 from .decoding import (MAX_BYTES, SUPPORTED_TEXT_SETS, TEXT_SUFFIXES, _display_name, _folder_txt_contents,
                        _is_filelike, _read_bytes, _suffix, _zip_txt_members, check_text_length, decode_bytes)
 from .hub import is_hub_spec, read_hub_dataset
@@ -107,7 +108,7 @@ def _one_text_per_file(files, where: str, label: str, notes: list[str]) -> list[
             records.append(Record(text, source))
     if not records:
         raise DataError(f"the .txt files in {where} hold no text.")
-    notes.append(f"{label}: read {_plural(len(records), 'text')}, one per .txt file.")
+    notes.append(f"{label}: read {counted(len(records), 'texts')}, one per .txt file.")
     return records
 
 
@@ -277,10 +278,6 @@ def _read_many(paths, role: str, notes: list[str], **kw) -> list[Record]:
     return read_texts(paths, notes=notes, **kw)
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
-
-
 def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_groups: bool = False,
            member_src: str = "the members", nonmember_src: str = "the non-members") -> Dataset:
     """Set-level checks: short texts, duplicates, empty sets, overlap; ids and the Dataset."""
@@ -296,7 +293,7 @@ def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_
             for lab in (1, 0):
                 n = sum(1 for r in short if r.label == lab)
                 if n:
-                    notes.append(f"{role[lab]}: dropped {_plural(n, 'text')} shorter than {min_chars} characters "
+                    notes.append(f"{role[lab]}: dropped {counted(n, 'texts')} shorter than {min_chars} characters "
                                  f"(first: {', '.join([r.source for r in short if r.label == lab][:3])}).")
 
     first_of: dict[tuple[int, str], Record] = {}
@@ -312,7 +309,7 @@ def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_
                 first_of[key] = r
         if dups:
             ex = "; ".join(f"{d.source} repeats {f.source}" for d, f in dups[:5])
-            notes.append(f"{role[lab]}: dropped {_plural(len(dups), 'exact duplicate')} ({ex}"
+            notes.append(f"{role[lab]}: dropped {counted(len(dups), 'exact duplicates')} ({ex}"
                          f"{' ...' if len(dups) > 5 else ''}).")
     kept = [r for r in records if first_of[(r.label, r.text)] is r]
 
@@ -457,7 +454,7 @@ def texts_from_strings(member_texts, nonmember_texts, groups=None) -> Dataset:
                     empty += 1
                 records.append(Record(t, f"{role}:{i}", lab))
             if empty:
-                notes.append(f"{role}: dropped {_plural(empty, 'empty text')}.")
+                notes.append(f"{role}: dropped {counted(empty, 'empty texts')}.")
     if groups is not None:
         groups = list(groups)
         if len(groups) != len(records):
