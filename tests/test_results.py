@@ -129,7 +129,8 @@ def test_run_result_save_names(tmp_path):
 def test_mlm_result_save_keeps_the_cli_layout(tmp_path):
     res = _mlm_result()
     paths = res.save(tmp_path, extra={"data_notes": ["n"]})
-    assert {k: p.name for k, p in paths.items()} == {"scores": "scores.csv", "metrics": "metrics.json"}
+    assert {k: p.name for k, p in paths.items()} == {"scores": "scores.csv", "metrics": "metrics.json",
+                                                     "curves": "curves.json"}  # what metrics.json leaves out
     header = paths["scores"].read_text(encoding="utf-8").splitlines()[0].split(",")
     assert header[:5] == ["text_id", "label", "text_hash", "likelihood_ratio", "loss"]
     metrics = json.loads(paths["metrics"].read_text())

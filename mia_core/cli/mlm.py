@@ -4,7 +4,8 @@ Runs the masked-LM audit (Mireshghallah et al. 2022) through the API (:func:`mia
 :func:`~mia_core.api.mlm.execute_mlm`): the likelihood-ratio attack (target energy minus reference energy) and
 the loss baseline (target energy alone),
 with thresholds that flag ``--alpha`` of a population set of known non-members. Writes
-``OUT/scores.csv`` (one row per evaluated text) and ``OUT/metrics.json``; prints the AUC
+``OUT/scores.csv`` (one row per evaluated text), ``OUT/metrics.json`` and ``OUT/curves.json`` (ROC curves,
+population scores and energies: what ``mia_core.load`` needs to read the audit back); prints the AUC
 table, precision/recall at the population threshold, group-level figures when a group column
 is given, and the features of the members the attack flags vs. those it misses.
 ``--recipe`` picks the energy (``mia_core.mlm.masking.RECIPES``): ``sum`` (default) or ``released``
@@ -32,7 +33,7 @@ def register(subparsers) -> None:
             "likelihood-ratio attack with a reference MLM that shares the target's tokenizer, and the loss "
             "baseline; thresholds flag --alpha of a population set of known non-members (disjoint from the "
             "evaluated texts); precision/recall at that threshold, AUC and TPR at low FPR with bootstrap CIs; "
-            "group-level (e.g. patient-level) figures with --group-column. Writes OUT/scores.csv and OUT/metrics.json."
+            "group-level (e.g. patient-level) figures with --group-column. Writes OUT/scores.csv, OUT/metrics.json and OUT/curves.json."
         ),
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
@@ -67,7 +68,7 @@ def register(subparsers) -> None:
 
 def cmd_mlm(args) -> int:
     """``mia mlm``: the request built through the API (:func:`mia_core.api.mlm.prepare_mlm`), the report printed,
-    ``scores.csv`` and ``metrics.json`` written into ``--out`` in one rename."""
+    ``scores.csv``, ``metrics.json`` and ``curves.json`` written into ``--out`` in one rename."""
     from ..api.mlm import check_recipe, execute_mlm, mlm_demo, prepare_mlm, read_mlm_files
 
     t0 = time.time()

@@ -110,14 +110,17 @@ class DatasetInferenceResult(AuditResult):
         lines += [f"note: {n}" for n in self.report]
         return "\n".join(lines)
 
+    def to_json(self) -> dict:
+        """What ``dataset_inference.json`` holds: the summary, the tests (``tests``) and the notes (``notes``)."""
+        return {**self.summary, "tests": self.metrics, "notes": self.report}
+
     # save(out_dir, overwrite=False): AuditResult.save, the rules of --out (mia_core.runs.outputs.save_output)
     def _write(self, out: Path) -> dict[str, Path]:
         """``dataset_inference.json``, ``scores.csv`` and ``report.html`` into the folder ``out``."""
         from .report import dataset_inference_report
 
         paths = {"summary": out / RESULT_FILE, "scores": out / "scores.csv", "report": out / "report.html"}
-        paths["summary"].write_text(json.dumps({**self.summary, "tests": self.metrics, "notes": self.report},
-                                               indent=2, default=json_default))
+        paths["summary"].write_text(json.dumps(self.to_json(), indent=2, default=json_default))
         write_csv(self.scores, paths["scores"])
         paths["report"].write_text(dataset_inference_report(self), encoding="utf-8")
         return paths

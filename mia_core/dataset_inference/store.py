@@ -370,9 +370,16 @@ def load_result(run_id: str, root=None):
     ``dataset_inference.json`` (the keys ``tests`` and ``notes`` are the metrics and the report, the rest the
     summary) and ``scores.csv``, each checked (:func:`_check_summary`, :func:`_read_scores`; JSON and CSV are
     parsed, never unpickled). ``DataError`` in one line for a run that is missing, a link, or damaged."""
+    return read_folder(run_path(run_id, root), f"dataset-inference run {run_id}")
+
+
+def read_folder(folder: Path, name: str | None = None):
+    """The :class:`~mia_core.dataset_inference.audit.DatasetInferenceResult` saved in ``folder`` (by the run store
+    or by ``result.save``): its checked files (:func:`load_result`), with the inputs its ``meta.json`` records when
+    there is one. ``name``: how the one-line ``DataError`` calls the folder (default: its path)."""
     from .audit import DatasetInferenceResult
 
-    folder = run_path(run_id, root)
+    name = name or f"{folder} (a saved dataset inference)"
     try:
         if folder.is_symlink():
             raise _Bad("its folder is a link (not followed)")
@@ -382,9 +389,9 @@ def load_result(run_id: str, root=None):
         summary, tests, notes = _check_summary(raw)
         scores = _read_scores(folder, summary["verdict"])
     except _Bad as e:
-        raise DataError(_one_line(f"dataset-inference run {run_id} cannot be opened: {e}")) from None
+        raise DataError(_one_line(f"{name} cannot be opened: {e}")) from None
     except OSError as e:
-        raise DataError(f"dataset-inference run {run_id} cannot be opened ({_reason(e)})") from None
+        raise DataError(f"{name} cannot be opened ({_reason(e)})") from None
     return DatasetInferenceResult(summary=summary, scores=scores, metrics=tests, report=list(notes),
                                   inputs=_saved_inputs(folder))
 

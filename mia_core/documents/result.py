@@ -80,7 +80,11 @@ class DocumentAuditResult(AuditResult):
     @property
     def best_pipeline(self) -> str:
         """The pipeline with the highest mean fold AUC (descriptive: chosen on the same folds)."""
-        return max(self.metrics, key=lambda p: -1 if math.isnan(self.metrics[p]["auc_mean"]) else self.metrics[p]["auc_mean"])
+        def auc(p):  # NaN in memory, null in a result read back from its files
+            v = self.metrics[p]["auc_mean"]
+            return -1 if v is None or math.isnan(v) else v
+
+        return max(self.metrics, key=auc)
 
     @property
     def tpr_estimable(self) -> dict[str, bool]:
@@ -129,6 +133,7 @@ class DocumentAuditResult(AuditResult):
         the dictionary of the fold in which that document was held out (so its own tokens are not
         in R(t)). ``normalization`` as in ``parse_normalizations`` (e.g. ``"maxnorm-tf"``)."""
         (norm,) = parse_normalizations(normalization)
+        self._check_strips()
         if not 0 <= doc_index < len(self._stats):
             raise SettingsError(f"document index {doc_index} out of range (0..{len(self._stats) - 1})")
         dicts = self._fold_dicts[int(self._fold_of_doc[doc_index])] if self._fold_dicts else None
@@ -136,7 +141,13 @@ class DocumentAuditResult(AuditResult):
 
     def token_stats(self, doc_index: int) -> TokenStats:
         """The token statistics of one document (the target's one pass)."""
+        self._check_strips()
         return self._stats[doc_index]
+
+    def _check_strips(self) -> None:
+        if not self._stats and len(self.documents):
+            raise SettingsError("this document audit was read back from its files: its per-token values are in its "
+                                "folder's token_values/ (one .npz per document), not in memory")
 
     def token_strings(self, doc_index: int) -> list[str]:
         """Each token decoded on its own (for drawing a document's strip)."""
@@ -229,6 +240,35 @@ class DocumentAuditResult(AuditResult):
         rules of ``--out`` (:meth:`mia_core.runs.results.AuditResult.save`: a new or empty folder, or with
         ``overwrite`` one this tool wrote; published in one rename)."""
         return save_output(out_dir, lambda out: self._write(out, token_values=bool(token_values)), overwrite=overwrite)
+
+    @classmethod
+    def load(cls, out_dir) -> "DocumentAuditResult":
+        """The result :meth:`save` wrote into ``out_dir``, read back: ``document_metrics.json`` (settings, models,
+        documents and their labels, every pipeline's fold metrics and ROC curves, the baselines, notes, timings),
+        ``document_scores.csv`` and ``partial_documents.csv``; its tables, report (:meth:`summary_text`) and
+        :meth:`to_json` are the saved run's. The per-token strips are not restored (``token_values/`` holds them as
+        files of their own): :meth:`token_values` of a result read back says so in one line. JSON and CSV are parsed,
+        never unpickled; ``DataError`` in one line for a folder that holds no saved document audit or a damaged one.
+        """
+        from ..runs.folder import read_saved_json
+        from ..runs.results import read_csv
+
+        out = Path(out_dir).expanduser()
+        raw = read_saved_json(out, "document_metrics.json", "document audit",
+                              needs=("settings", "model", "documents", "pipelines"))
+        try:
+            scores = read_csv(out / "document_scores.csv", dtype={"name": str})
+            partial = (read_csv(out / "partial_documents.csv", dtype={"pipeline": str})
+                       if (out / "partial_documents.csv").is_file() else None)
+            labels = np.array([int(d["label"]) for d in raw["documents"]], dtype=int)
+        except (ValueError, OSError, KeyError, TypeError) as e:
+            from ..errors import DataError
+
+            raise DataError(f"{out}: the saved document audit cannot be read ({e})") from None
+        return cls(documents=raw["documents"], labels=labels, settings=raw["settings"], model=raw["model"],
+                   metrics=raw["pipelines"], scores=scores, partial=partial, baselines=raw.get("baselines"),
+                   baseline_notes=list(raw.get("baseline_notes") or []), warnings=list(raw.get("warnings") or []),
+                   timings=raw.get("timings") or {}, reference_model=raw.get("reference_model"))
 
     def _write(self, out: Path, *, token_values: bool = True) -> dict[str, Path]:
         paths = {"metrics": out / "document_metrics.json", "scores": out / "document_scores.csv"}

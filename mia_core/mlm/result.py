@@ -12,10 +12,11 @@ import pandas as pd
 from ..errors import SettingsError
 from ..formatting import fmt_pct
 from ..runs.outputs import save_output
-from ..runs.results import AuditResult, neutralise_cell
+from ..runs.results import AuditResult, json_default, neutralise_cell
 from .masking import DEFAULT_RECIPE, RECIPES, MaskPlan
 
 ATTACKS = ("likelihood_ratio", "loss")
+CURVES_FILE = "curves.json"  # the ROC curves, the population's scores and the energies (what metrics.json leaves out)
 
 
 # --------------------------------------------------------------------------------------
@@ -120,8 +121,9 @@ class MlmAuditResult(AuditResult):
 
     def save(self, out_dir, *, extra: dict | None = None, overwrite: bool = False) -> dict[str, Path]:
         """Write ``scores.csv`` (one row per evaluated text; ``text_id``, ``label``, ``text_hash``,
-        ``likelihood_ratio``, ``loss`` [, ``group``] first) and ``metrics.json`` (:meth:`to_json`,
-        updated with ``extra``, e.g. the CLI's ``data_notes``), under the rules of ``--out``
+        ``likelihood_ratio``, ``loss`` [, ``group``] first), ``metrics.json`` (:meth:`to_json`,
+        updated with ``extra``, e.g. the CLI's ``data_notes``) and ``curves.json`` (ROC curves, population scores,
+        energies: what :meth:`load` needs besides), under the rules of ``--out``
         (:meth:`mia_core.runs.results.AuditResult.save`: a new or empty folder, or with ``overwrite`` one this tool
         wrote; published in one rename)."""
         if extra is not None and not isinstance(extra, dict):
@@ -129,8 +131,37 @@ class MlmAuditResult(AuditResult):
             raise SettingsError(f"extra must be a dict (added to metrics.json), got {type(extra).__name__}")
         return save_output(out_dir, lambda out: self._write(out, extra=extra), overwrite=overwrite)
 
+    @classmethod
+    def load(cls, out_dir) -> "MlmAuditResult":
+        """The result :meth:`save` wrote into ``out_dir``, read back: ``metrics.json`` (metrics, group metrics, leak
+        features, settings, models, notes), ``curves.json`` (the ROC curves, the population's scores and the
+        energies) and ``scores.csv``; its report (:meth:`summary_text`), :meth:`to_json` and files are the saved
+        run's. The masking plan is not kept (a re-run of the same settings makes it again). JSON and CSV are parsed,
+        never unpickled; ``DataError`` in one line for a folder that holds no saved masked-LM audit or a damaged
+        one (a folder saved before ``curves.json`` was written is refused the same way)."""
+        from ..errors import DataError
+        from ..runs.folder import read_saved_json
+        from ..runs.results import read_csv
+
+        out = Path(out_dir).expanduser()
+        raw = read_saved_json(out, "metrics.json", "masked-LM audit", needs=("settings", "models", *ATTACKS))
+        curves = read_saved_json(out, CURVES_FILE, "masked-LM audit", needs=("roc", "energies", "population_scores"))
+        try:
+            scores = read_csv(out / "scores.csv", dtype={"text_id": str, "text_hash": str})
+            metrics = {n: {**raw[n], **({"roc": curves["roc"][n]} if n in curves["roc"] else {})} for n in ATTACKS}
+            group = raw.get("group")
+            group_metrics = None if group is None else {
+                n: {**m, **({"roc": (curves.get("group_roc") or {})[n]} if n in (curves.get("group_roc") or {}) else {})}
+                for n, m in group.items()}
+        except (ValueError, OSError, KeyError, TypeError, AttributeError) as e:
+            raise DataError(f"{out}: the saved masked-LM audit cannot be read ({e})") from None
+        return cls(metrics=metrics, group_metrics=group_metrics, scores=scores,
+                   population_scores=curves["population_scores"], leak_features=raw.get("leak_features") or {},
+                   energies=curves["energies"], settings=raw["settings"], models=raw["models"],
+                   warnings=list(raw.get("warnings") or []))
+
     def _write(self, out: Path, *, extra: dict | None = None) -> dict[str, Path]:
-        paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json"}
+        paths = {"scores": out / "scores.csv", "metrics": out / "metrics.json", "curves": out / CURVES_FILE}
         rows = self.scores.to_dict(orient="records")
         cols = ["text_id", "label", "text_hash", "likelihood_ratio", "loss"]
         if rows and "group" in rows[0]:
@@ -145,4 +176,8 @@ class MlmAuditResult(AuditResult):
         if extra:
             metrics.update(extra)
         paths["metrics"].write_text(json.dumps(metrics, indent=2, allow_nan=True))
+        curves = {"roc": {n: m["roc"] for n, m in self.metrics.items() if "roc" in m},
+                  "group_roc": {n: m["roc"] for n, m in (self.group_metrics or {}).items() if "roc" in m},
+                  "population_scores": self.population_scores, "energies": self.energies}
+        paths["curves"].write_text(json.dumps(curves, default=json_default, allow_nan=True))
         return paths

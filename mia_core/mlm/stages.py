@@ -388,12 +388,12 @@ def _score_rows(texts: MlmTexts, e: Energies, scores: dict, flagged: dict) -> pd
     """One row per evaluated text (``MlmAuditResult.scores``)."""
     rows, labels, plan = [], texts.labels, e.plan
     for i in range(len(labels)):
-        row = {"text_id": texts.ids[i], "label": int(labels[i]), "text_hash": plan.hashes[i]}
+        # in the order scores.csv has them (MlmAuditResult.save): the scores first, as a reader looks for them
+        row = {"text_id": texts.ids[i], "label": int(labels[i]), "text_hash": plan.hashes[i],
+               "likelihood_ratio": float(scores["likelihood_ratio"][i]), "loss": float(scores["loss"][i])}
         if texts.groups is not None:
             row["group"] = texts.groups[i]
         row.update({"n_tokens": int(plan.n_tokens[i]), "n_masked": int(plan.n_masked[i]),
-                    "likelihood_ratio": float(scores["likelihood_ratio"][i]),
-                    "loss": float(scores["loss"][i]),
                     "energy_target": float(e.target[i]), "energy_reference": float(e.reference[i]),
                     "flagged_likelihood_ratio": bool(flagged["likelihood_ratio"][i]),
                     "flagged_loss": bool(flagged["loss"][i])})

@@ -115,6 +115,28 @@ def _read_json(path: Path, fname: str, *, max_bytes: int | None = None):
         raise _Bad(f"{fname} is nested too deeply") from None
 
 
+def read_saved_json(folder: Path, fname: str, what: str, *, needs: tuple = (), max_bytes: int = 256 * 2**20) -> dict:
+    """``folder/fname`` of a saved result, parsed (never unpickled): a JSON object holding the keys ``needs``.
+    ``DataError`` in one line naming the folder and ``what`` it should hold (``"document audit"``) when the folder
+    or the file is missing, a link, too large, not JSON or of another shape."""
+    from ..errors import DataError
+
+    try:
+        if folder.is_symlink():
+            raise _Bad("its folder is a link (not followed)")
+        if not folder.is_dir():
+            raise _Bad("it is not a folder")
+        raw = _read_json(folder, fname, max_bytes=max_bytes)
+        if not isinstance(raw, dict):
+            raise _Bad(f"{fname} holds {_kind(raw)}, not an object")
+        missing = [k for k in needs if k not in raw]
+        if missing:
+            raise _Bad(f"{fname} lacks {', '.join(missing)}")
+    except _Bad as e:
+        raise DataError(_one_line(f"{folder} does not hold a saved {what}: {e}")) from None
+    return raw
+
+
 def _is_run_folder(p: Path) -> bool:
     """A real directory (not a link) that holds a run: a run id made by ``save_run``, or one of the files
     a run has. Anything else in the runs dir (a user's own folder) is not a run: not listed, never deleted."""

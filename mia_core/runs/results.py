@@ -322,5 +322,5 @@ def check_saved(out: Path) -> None:
     """``DataError`` (one line) when ``out`` lacks one of the files :meth:`RunResult.save` writes."""
     missing = [n for n in RUN_FILES if not (out / n).is_file()]
     if missing:
-        raise DataError(f"{out} does not hold a saved run (missing {', '.join(missing)}); document and "
-                        "masked-LM result folders are not read back yet")
+        raise DataError(f"{out} does not hold a saved run (missing {', '.join(missing)}); a document, masked-LM "
+                        "or dataset-inference folder is read by mia_core.load")
