@@ -12,6 +12,10 @@ __all__ = ["__version__", *_API]
 
 
 def __getattr__(name: str):
+    if name == "load":  # any audit's saved folder (mia_core.audits.load_saved; mia_core.api.load reads runs)
+        from .audits import load_saved
+
+        return load_saved
     if name in _API:
         from . import api
 

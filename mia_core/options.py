@@ -59,7 +59,7 @@ class Domain:
     hi: float | None = None
     lo_open: bool = False
     hi_open: bool = False
-    also: tuple = ()  # single values allowed outside the bounds (ints)
+    also: tuple = ()  # single values allowed outside the bounds (a context of 0, a split of 0)
     choices: tuple = ()
     optional: bool = False  # None (or "", "none") allowed: "not given" / "from a preset"
     words: tuple = ()  # further words that mean None (e.g. "all", "bundled")
@@ -159,7 +159,7 @@ class Domain:
         v = _as_float(value)
         if v is None:
             raise SettingsError(f"{where}: expected {self.noun()} {self.bounds()}, got {_shown(value)}".replace("  ", " "))
-        if not (math.isfinite(v) and self._in_range(v)):
+        if not (math.isfinite(v) and (v in self.also or self._in_range(v))):
             raise SettingsError(f"{where} must be {self.describe()}, got {_shown(value)}")
         return v
 
@@ -186,10 +186,11 @@ class Domain:
 
 # ---------------------------------------------------------------------------- constructors
 def number(lo: float | None = None, hi: float | None = None, *, lo_open: bool = False, hi_open: bool = False,
-           optional: bool = False, words: tuple = (), note: str = "") -> Domain:
-    """A finite number in [lo, hi] (each end open or closed; None: unbounded on that side); with
-    ``optional``, None or one of ``words`` (e.g. "auto") means "not given"."""
-    return Domain("float", lo, hi, lo_open, hi_open, optional=optional, words=tuple(words), note=note)
+           also: tuple = (), optional: bool = False, words: tuple = (), note: str = "") -> Domain:
+    """A finite number in [lo, hi] (each end open or closed; None: unbounded on that side), or one of ``also``
+    (a split of 0: none); with ``optional``, None or one of ``words`` (e.g. "auto") means "not given"."""
+    return Domain("float", lo, hi, lo_open, hi_open, also=tuple(also), optional=optional, words=tuple(words),
+                  note=note)
 
 
 def whole(lo: int | None = None, hi: int | None = None, *, also: tuple = (), optional: bool = False,

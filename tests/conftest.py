@@ -72,7 +72,7 @@ SECONDS = {
     "tests/test_engine.py": 35, "tests/test_deferred_load.py": 52, "tests/test_app_pages.py": 25,
     "tests/test_smia.py": 24, "tests/test_app.py": 23, "tests/bad_input/test_already_handled.py": 23,
     "tests/test_gradnorm_rmia.py": 23, "tests/test_di_validity.py": 18, "tests/test_models.py": 14,
-    "tests/test_startup.py": 14, "tests/test_mlm.py": 13, "tests/test_documents.py": 13, "tests/test_wbc.py": 30,
+    "tests/test_startup.py": 14, "tests/test_audit_contract.py": 22, "tests/test_mlm.py": 13, "tests/test_documents.py": 13, "tests/test_wbc.py": 30,
 }
 
 

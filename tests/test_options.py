@@ -1,6 +1,6 @@
 """Declared options (``mia_core.options``): an audit's settings have one home, and every front end reads it.
 
-For every registered ``Options`` class (today: dataset inference's ``InferenceOptions``): each default is inside its
+For every registered audit's ``Options`` class (``mia_core.audits``) and the shift check's: each default is inside its
 domain; a value just outside each bound is refused in one line naming the option, the same by the API's
 ``prepare_*``, the command line's flag and the engine's own guard; the page's widget limits are the domain's bounds;
 the docs' option table is the one the fields make; an unknown option and a number given as text are refused.
@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from mia_core.audits import AUDITS
 from mia_core.dataset_inference.options import InferenceOptions
 from mia_core.api.shift import ShiftOptions
 from mia_core.pipeline.options import RunOptions
@@ -20,7 +21,9 @@ from mia_core.errors import SettingsError
 from mia_core.mlm.options import MlmOptions
 
 ROOT = Path(__file__).resolve().parent.parent
-OPTIONS = [InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions, RunOptions]
+# every registered audit's options (mia_core.audits), and the shift check's (a check of the data, not an audit)
+OPTIONS = [*(a.options() for a in AUDITS.values()), ShiftOptions]
+assert set(OPTIONS) == {InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions, RunOptions}
 TEXTS = [f"suspect text number {i} about a quiet harbour town and its boats" for i in range(12)]
 OTHER = [f"validation text number {i} about a busy mountain road and its inns" for i in range(12)]
 FLAGS = {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations", "passage_words": "--passage-words",

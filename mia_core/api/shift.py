@@ -81,7 +81,7 @@ def check_shift(member_texts, nonmember_texts, *, folds: int = 5, seed: int = 0,
     year_cutoff : int
         The date statistics' cutoff (share of texts mentioning a year at or after it).
     progress : callable, optional
-        ``progress(stage, done, total)``.
+        ``progress(message, fraction)`` (:mod:`mia_core.progress`).
 
     Returns
     -------

@@ -40,9 +40,9 @@ def _prefix(value, where: str):
 class RunOptions(Options):
     """The settings of a calibration run (the attacks and their parameters are given beside them)."""
 
-    split: float | None = option(None, number(0, 1, lo_open=True, hi_open=True, optional=True),
+    split: float | None = option(None, number(0, 1, lo_open=True, hi_open=True, also=(0,), optional=True),
                                  "share of the labelled texts the learning attacks train on (stratified); every attack "
-                                 "is reported on the rest; none: no split")
+                                 "is reported on the rest; 0 or none: no split")
     split_seed: int | None = option(None, whole(0, SEED.hi, optional=True), "seed of the split (none: the seed)")
     prefix: str = option("auto", parsed(_prefix, "one of auto, always, none"),
                          "what goes in front of each text: auto = what the model saw in training; always = a BOS/EOS "

@@ -274,7 +274,7 @@ BAD_NUMBERS = [
     ("run", "--n-neighbours", ["0"]),
     ("run", "--m-words", ["0"]),
     ("run", "--dropout", ["1", "-0.5"]),
-    ("run", "--split", ["0", "1", "2"]),
+    ("run", "--split", ["1", "2", "-0.5"]),  # 0 is no split, as in the API (RunOptions.split)
     ("run", "--split-seed", ["-3"]),
     ("run", "--neighbour-seed", ["-3"]),
     ("run", "--smia-epochs", ["0"]),

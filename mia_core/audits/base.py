@@ -1,0 +1,70 @@
+"""What an audit is and how audits are registered (the pattern of :mod:`mia_core.attacks`).
+
+An audit takes sets of texts (or books) and a model, and answers one question about membership with a result
+(:class:`mia_core.runs.results.AuditResult`). Each is declared once, as an :class:`Audit`:
+
+* its **options** (an :class:`mia_core.options.Options` class: every setting's default, domain and help; the one
+  check of those settings, whoever gives them, and the source of the CLI's flags, the pages' limits and the docs'
+  tables);
+* its **sets**: the names of the sets it reads, in order (``members, nonmembers`` ...), and how each is read;
+* ``prepare(**inputs) -> request``: everything checked and read before any model loads (a bad option is one line
+  naming it);
+* ``execute(request, progress=None) -> result``: the model passes and the statistics;
+* its **result** class: ``save(folder)``, ``summary_text()`` (the report) and ``to_json()`` (the figures the saved
+  files hold); ``load(folder)``: the same result back from what ``save`` wrote;
+* ``example(known)``: tiny inputs of known membership for the contract test (``tests/test_audit_contract.py``),
+  from :class:`Known` sets and tiny models a test trains.
+
+:func:`register` adds one to :data:`AUDITS`; ``mia_core/audits/__init__.py`` imports each audit's module (one line
+each). Nothing heavy is imported here: an audit's functions import their engine package when called.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+
+@dataclass(frozen=True)
+class Known:
+    """Sets of known membership and tiny models, as the contract test builds them: ``causal`` (a causal LM folder)
+    and ``masked`` / ``masked_reference`` (masked LM folders sharing a tokenizer) trained on ``members`` (the
+    references on other texts); ``nonmembers`` and ``population`` were never trained on."""
+
+    members: list
+    nonmembers: list
+    population: list
+    causal: str
+    causal_reference: str
+    masked: str
+    masked_reference: str
+
+
+@dataclass(frozen=True)
+class Audit:
+    """One registered audit (see the module docstring)."""
+
+    name: str  # the CLI's command and the run store's kind ("run", "documents", "mlm", "infer-dataset")
+    title: str  # in words, for pages, lists and reports
+    citation: str
+    sets: tuple  # the sets it reads, in order (prepare's keywords)
+    options: Callable  # () -> the Options class
+    prepare: Callable  # (**inputs) -> request, checked before any model loads
+    execute: Callable  # (request, *, progress=None) -> result
+    result: Callable  # () -> the result class (save, summary_text, to_json)
+    load: Callable  # (folder) -> the result its save wrote there, read back
+    marker: str  # the file its saved folders hold and no other audit's do (how mia_core.load knows the kind)
+    request: Callable  # () -> the request class prepare returns
+    example: Callable  # (Known) -> prepare's keywords: tiny inputs of known membership
+    page: str = ""  # the dashboard page that runs it (pages/...)
+    headline: Callable = field(default=lambda result: None)  # (result) -> the AUC a front end shows first, or None
+
+
+AUDITS: dict[str, Audit] = {}
+
+
+def register(audit: Audit) -> Audit:
+    """Add ``audit`` to :data:`AUDITS` (its ``name`` must be new)."""
+    if audit.name in AUDITS:
+        raise ValueError(f"audit {audit.name!r} is registered twice")
+    AUDITS[audit.name] = audit
+    return audit

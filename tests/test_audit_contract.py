@@ -1,0 +1,158 @@
+"""The audit contract (``mia_core.audits``): every registered audit, on tiny models trained here on known members.
+
+For each audit of the registry, as scikit-learn's common checks do for estimators:
+
+* its declaration is whole: options an ``Options`` class whose every option ``prepare`` takes, the sets it reads,
+  a request class, a result class with ``save``, ``load``, ``summary_text`` and ``to_json``, a page, a CLI command;
+* a value just outside each numeric option's bound is refused by ``prepare`` in one line naming the option, before
+  any model loads;
+* on its tiny inputs of known membership (``Audit.example``) it runs through the generic front door
+  (``mia_core.audits.prepare`` / ``execute``), finds the members (its headline AUC >= 0.75, or for dataset inference
+  the verdict "used"), and its result saves, reads back equal (the same figures, table and report) and, saved again,
+  writes the same files.
+
+A new audit registered without one of these fails here.
+"""
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mia_core
+from mia_core.audits import AUDITS, Known, execute, load_result, prepare
+from mia_core.errors import SettingsError
+from mia_core.options import Options
+
+ROOT = Path(__file__).resolve().parent.parent
+NAMES = list(AUDITS)
+
+
+@pytest.fixture(scope="module")
+def known(tmp_path_factory) -> Known:
+    """Members a tiny Llama and a tiny BERT were trained on (25 epochs: they fit them), never-trained non-members
+    and population, and references of the same architectures trained on other paragraphs."""
+    import torch
+
+    from tiny_lm import make_tokenizer, paragraphs, small_bert_tokenizer, train_tiny_lm, train_tiny_mlm
+
+    root = tmp_path_factory.mktemp("audits")
+    mp = pytest.MonkeyPatch()
+    mp.setenv("MIA_CACHE_DIR", str(root / "cache"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        texts = paragraphs()
+        order = np.random.default_rng(7).permutation(len(texts))
+        members, nonmembers, population, other = ([texts[i] for i in order[a:b]]
+                                                  for a, b in ((0, 24), (24, 48), (48, 60), (60, 140)))
+        tok = make_tokenizer(texts)
+        causal = train_tiny_lm(members, tok, root / "causal", epochs=25, hidden=64)
+        causal_ref = train_tiny_lm(other, tok, root / "causal_reference", epochs=8, hidden=64, seed=1)
+        btok = small_bert_tokenizer(texts, root / "bert_tok")
+        masked = train_tiny_mlm(members, btok, root / "masked", epochs=25, seed=1)
+        masked_ref = train_tiny_mlm(other, btok, root / "masked_reference", epochs=8, seed=2)
+        yield Known(members=members, nonmembers=nonmembers, population=population, causal=str(causal),
+                    causal_reference=str(causal_ref), masked=str(masked), masked_reference=str(masked_ref))
+    finally:
+        torch.set_num_threads(threads)
+        mp.undo()
+
+
+def test_the_registry_declares_each_audit_whole():
+    from mia_core.cli import build_parser
+
+    commands = build_parser()._subparsers._group_actions[0].choices
+    assert NAMES == ["run", "documents", "mlm", "infer-dataset"]
+    for name, a in AUDITS.items():
+        assert a.name == name and a.title and a.citation and a.sets
+        assert issubclass(a.options(), Options), name
+        assert (ROOT / a.page).is_file(), (name, a.page)
+        assert name in commands, name  # `mia NAME` runs it
+        res = a.result()
+        for method in ("save", "summary_text", "to_json"):
+            assert callable(getattr(res, method, None)), (name, method)
+        assert callable(a.load) and callable(a.example) and callable(a.headline), name
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_every_option_is_taken_and_one_outside_its_bound_is_one_line_before_any_model_loads(name, known, monkeypatch):
+    from helpers import stop_model_loads
+    from test_options import _outside
+
+    stop_model_loads(monkeypatch)
+    a = AUDITS[name]
+    example = a.example(known)
+    opts = a.options()
+    for option in opts.declared():
+        request = a.prepare(**{**example, option: opts.default(option)})  # every declared option is a keyword
+        assert isinstance(request, a.request()), (name, option)
+    seen = 0
+    for option, f in opts.declared().items():
+        d = f.metadata["domain"]
+        if d.kind not in ("int", "float"):
+            continue
+        for v in _outside(d):
+            with pytest.raises(SettingsError) as e:
+                prepare(name, **{**example, option: v})
+            msg = str(e.value)
+            assert "\n" not in msg and option in e.value.options, (name, option, v, msg, e.value.options)
+            seen += 1
+    assert seen >= 1, name
+
+
+def _plain(x):
+    """``x`` as its JSON text reads back (NaN and infinities as null, numpy values as Python's): equal figures
+    compare equal whether they were computed or read from a file."""
+    from mia_core.runs.results import json_default
+
+    def clean(v):
+        if isinstance(v, float) and not math.isfinite(v):
+            return None
+        if isinstance(v, dict):
+            return {str(k): clean(w) for k, w in v.items()}
+        if isinstance(v, list):
+            return [clean(w) for w in v]
+        return v
+
+    return clean(json.loads(json.dumps(x, default=json_default, allow_nan=True)))
+
+
+def _files(folder: Path) -> dict[str, bytes]:
+    """Every file a result wrote (the per-token values aside: a result read back has none in memory), with the
+    random ids plotly gives each chart's element in an HTML report made the same."""
+    uuid = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+    return {p.relative_to(folder).as_posix(): uuid.sub(b"id", p.read_bytes()) for p in sorted(folder.rglob("*"))
+            if p.is_file() and "token_values" not in p.parts and p.name != ".mia-output"}
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_known_members_are_found_and_the_result_saves_and_reads_back_equal(name, known, tmp_path):
+    a = AUDITS[name]
+    seen = []
+    result = execute(prepare(name, **a.example(known)), progress=lambda m, f: seen.append((m, f)))
+    assert isinstance(result, a.result()), type(result)
+    assert seen and all(isinstance(m, str) and 0.0 <= f <= 1.0 for m, f in seen), seen[:3]  # progress(message, fraction)
+    headline = a.headline(result)
+    if headline is not None:
+        assert headline >= 0.75, (name, headline)
+    else:  # dataset inference: a p-value, and the verdict it gives
+        assert result.summary["verdict"] == "used", result.summary_text()
+    first = tmp_path / "first"
+    result.save(first)
+    back = load_result(name, first)
+    assert isinstance(back, type(result)), type(back)  # a run comes back as the run store's StoredRun
+    assert type(mia_core.load(first)) is type(back)  # the one `load` knows each audit's folder
+    assert _plain(back.to_json()) == _plain(result.to_json())
+    assert _plain(back.metrics) == _plain(result.metrics)
+    pd.testing.assert_frame_equal(back.scores.reset_index(drop=True), result.scores.reset_index(drop=True),
+                                  check_dtype=False)
+    assert back.summary_text() == result.summary_text()
+    again = tmp_path / "again"
+    back.save(again)
+    assert _files(again) == _files(first)
