@@ -124,11 +124,12 @@ def _plain(x):
 
 
 def _files(folder: Path) -> dict[str, bytes]:
-    """Every file a result wrote (the per-token values aside: a result read back has none in memory), with the
-    random ids plotly gives each chart's element in an HTML report made the same."""
+    """Every file a result wrote, with the random ids plotly gives each chart's element in an HTML report made the
+    same; the per-token values aside (a result read back has none in memory), and the folder's marker
+    (``.mia-output.json``, with the second it was written)."""
     uuid = re.compile(rb"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
     return {p.relative_to(folder).as_posix(): uuid.sub(b"id", p.read_bytes()) for p in sorted(folder.rglob("*"))
-            if p.is_file() and "token_values" not in p.parts and p.name != ".mia-output"}
+            if p.is_file() and "token_values" not in p.parts and not p.name.startswith(".mia-output")}
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -137,7 +138,8 @@ def test_known_members_are_found_and_the_result_saves_and_reads_back_equal(name,
     seen = []
     result = execute(prepare(name, **a.example(known)), progress=lambda m, f: seen.append((m, f)))
     assert isinstance(result, a.result()), type(result)
-    assert seen and all(isinstance(m, str) and 0.0 <= f <= 1.0 for m, f in seen), seen[:3]  # progress(message, fraction)
+    # progress(message, fraction), the one convention
+    assert seen and all(isinstance(m, str) and 0.0 <= f <= 1.0 for m, f in seen), seen[:3]
     headline = a.headline(result)
     if headline is not None:
         assert headline >= 0.75, (name, headline)

@@ -88,4 +88,5 @@ def load_saved(path):
     return AUDITS["run"].load(p)  # says in one line what the folder is not (missing, a file, a link, a run's files)
 
 
-__all__ = ["AUDITS", "Audit", "Known", "register", "audit_named", "audit_of", "prepare", "execute", "load_result", "load_saved"]
+__all__ = ["AUDITS", "Audit", "Known", "register", "audit_named", "audit_of", "prepare", "execute", "load_result",
+           "load_saved"]

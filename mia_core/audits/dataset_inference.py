@@ -55,6 +55,17 @@ def _headline(result):
 
 
 AUDIT = register(Audit(
-    name="infer-dataset", title="Dataset inference", citation="Maini et al. 2024",
-    sets=("suspect", "validation"), options=_options, prepare=_prepare, execute=_execute, result=_result, load=_load, marker="dataset_inference.json",
-    request=_request, example=_example, page="pages/7_Dataset_inference.py", headline=_headline))
+    name="infer-dataset",
+    title="Dataset inference",
+    citation="Maini et al. 2024",
+    sets=("suspect", "validation"),
+    options=_options,
+    prepare=_prepare,
+    execute=_execute,
+    result=_result,
+    load=_load,
+    marker="dataset_inference.json",
+    request=_request,
+    example=_example,
+    page="pages/7_Dataset_inference.py",
+    headline=_headline))

@@ -59,6 +59,17 @@ def _headline(result):
 
 
 AUDIT = register(Audit(
-    name="documents", title="Document-level audit", citation="Meeus et al. 2024 (USENIX Security)",
-    sets=("members", "nonmembers"), options=_options, prepare=_prepare, execute=_execute, result=_result, load=_load, marker="document_metrics.json",
-    request=_request, example=_example, page="pages/3_Document_audit.py", headline=_headline))
+    name="documents",
+    title="Document-level audit",
+    citation="Meeus et al. 2024 (USENIX Security)",
+    sets=("members", "nonmembers"),
+    options=_options,
+    prepare=_prepare,
+    execute=_execute,
+    result=_result,
+    load=_load,
+    marker="document_metrics.json",
+    request=_request,
+    example=_example,
+    page="pages/3_Document_audit.py",
+    headline=_headline))

@@ -52,6 +52,17 @@ def _headline(result):
 
 
 AUDIT = register(Audit(
-    name="mlm", title="Masked-LM audit", citation="Mireshghallah et al. 2022",
-    sets=("members", "nonmembers", "population"), options=_options, prepare=_prepare, execute=_execute,
-    result=_result, load=_load, marker="curves.json", request=_request, example=_example, page="pages/4_Masked_LM_audit.py", headline=_headline))
+    name="mlm",
+    title="Masked-LM audit",
+    citation="Mireshghallah et al. 2022",
+    sets=("members", "nonmembers", "population"),
+    options=_options,
+    prepare=_prepare,
+    execute=_execute,
+    result=_result,
+    load=_load,
+    marker="curves.json",
+    request=_request,
+    example=_example,
+    page="pages/4_Masked_LM_audit.py",
+    headline=_headline))

@@ -64,6 +64,17 @@ def _headline(result):
 
 
 AUDIT = register(Audit(
-    name="run", title="Calibration run", citation="Carlini et al. 2022 (metrics); Das et al. 2024 (blind baseline)",
-    sets=("members", "nonmembers", "population"), options=_options, prepare=_prepare, execute=_execute,
-    result=_result, load=_load, marker="run.json", request=_request, example=_example, page="pages/2_Calibration_run.py", headline=_headline))
+    name="run",
+    title="Calibration run",
+    citation="Carlini et al. 2022 (metrics); Das et al. 2024 (blind baseline)",
+    sets=("members", "nonmembers", "population"),
+    options=_options,
+    prepare=_prepare,
+    execute=_execute,
+    result=_result,
+    load=_load,
+    marker="run.json",
+    request=_request,
+    example=_example,
+    page="pages/2_Calibration_run.py",
+    headline=_headline))
