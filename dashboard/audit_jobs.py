@@ -23,11 +23,13 @@ RUN_HELP = "Runs in the background, with its elapsed time and time left; the res
 
 @dataclass
 class AuditJob:
-    """What a page's Run button starts: ``work(progress)`` under ``title`` on ``engine`` (None: this process)."""
+    """What a page's Run button starts: ``work(progress)`` under ``title`` on ``engine`` (None: this process); with
+    ``expected`` (the estimate before Run) the job shows one time left for the whole run (``ui.whole_run_left``)."""
 
     title: str
     work: Callable
     engine: object = None
+    expected: dict | None = None  # the estimate before Run, for the whole run's time left (dashboard.jobs.Job.expected)
 
 
 def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], build: Callable[[], AuditJob]):
@@ -63,7 +65,8 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
             st.session_state.pop(key, None)
         try:
             built = build()
-            start_job(reg, kind, built.title, built.work, state_key=f"{prefix}_job", engine=built.engine)
+            start_job(reg, kind, built.title, built.work, state_key=f"{prefix}_job", engine=built.engine,
+                      expected=built.expected)
         except MiaError as e:
             show_error(e)
     return follow_job(reg, job, f"{prefix}_acked")

@@ -316,7 +316,7 @@ def estimate(src: Source, settings: Settings, demo, panel) -> str:
                                          features=settings.features, reference=bool(panel.reference_spec),
                                          n_permutations=int(settings.perms), passage_words=settings.passage_words,
                                          max_passages=settings.max_passages, target_model=loaded(target, *how),
-                                         reference_model=loaded(reference, *how))
+                                         reference_model=loaded(reference, *how), control=settings.control)
     except (MiaError, ValueError):
         return ""
     line = plan.estimate.split(" Lowercase (not ticked")[0]
@@ -359,7 +359,28 @@ def start(reg, src: Source, settings: Settings, demo, panel, sig: dict) -> None:
     inputs = describe(src, sets.suspect, sets.validation, getattr(target, "name", None) or request.model,
                       request.reference, getattr(target, "identity", None))
     start_job(reg, "di", f"Dataset inference: {len(sets.suspect)} suspect vs {len(sets.validation)} validation "
-              f"{src.unit}", _work(request, target, reference, inputs, sig), state_key="di_job")
+              f"{src.unit}", _work(request, target, reference, inputs, sig), state_key="di_job",
+              expected=run_expected(src, settings, sets, target, reference))
+
+
+def run_expected(src: Source, settings: Settings, sets, target, reference) -> dict | None:
+    """What the test is expected to take, for the job's one time left for the whole run (``dashboard.jobs.Job
+    .expected``, :func:`dashboard.ui.whole_run_left`): the estimate's seconds in all (the features' passes the cache
+    lacks, with the loaded models, and the permutation tests), those of the passes and how many have texts to
+    score. None when it cannot be estimated (the run then shows each stage's own time left)."""
+    from mia_core.api.inference import estimate_inference
+
+    try:
+        plan, tests = estimate_inference(sets.suspect, sets.validation, books=src.unit == "books",
+                                         features=settings.features, reference=reference is not None,
+                                         n_permutations=int(settings.perms), passage_words=settings.passage_words,
+                                         max_passages=settings.max_passages, target_model=target,
+                                         reference_model=reference, control=settings.control)
+    except (MiaError, ValueError):
+        return None
+    if plan.seconds is None:
+        return None
+    return {"seconds": plan.seconds + tests, "pass_seconds": plan.pass_seconds or 0.0, "passes": plan.todo_passes}
 
 
 def _work(request, target, reference, inputs: dict, sig: dict):

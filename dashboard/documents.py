@@ -16,8 +16,8 @@ import streamlit as st
 
 from mia_core.reports import plots
 from mia_core.api.documents import (
-    DocumentOptions, demo_books, document_choices, document_demo, document_precision, execute_documents, prepare_documents,
-    read_documents,
+    PASS_SHARE, DocumentOptions, demo_books, document_choices, document_demo, document_precision, documents_expected,
+    execute_documents, prepare_documents, read_documents,
 )
 from mia_core.errors import MiaError, SettingsError
 from mia_core.formatting import NOT_ESTIMABLE
@@ -278,19 +278,30 @@ def build_job(books: dict, cfg: dict, panel) -> AuditJob:
     reference = None if use_demo_model else panel.reference
     precision_spec = str(demo["target"]) if use_demo_model else panel.target_spec
 
+    def report(progress, m: str, f: float) -> None:
+        # the pass over the books is a stage of its own (its share of the audit's progress, PASS_SHARE, as its
+        # whole), so the whole run's time left follows the pass's own pace; then the rest of the audit
+        if f < PASS_SHARE:
+            progress(f"books' model pass: {m}", f / PASS_SHARE)
+        else:
+            progress(f"document audit: {m}", (f - PASS_SHARE) / (1 - PASS_SHARE))
+
     def work(progress):
         # one stage per part, each with its elapsed time and time left (the audit's own messages name the
         # book and window; they become the stage's message, not a stage each)
         res = execute_documents(request, target=target, reference=reference,
-                                progress=lambda m, f: progress(f"document audit: {m}", f))
+                                progress=lambda m, f: report(progress, m, f))
         prec = None
         if cfg["do_precision"]:
             prec = document_precision(request, precision_spec, device=panel.device,
                                       progress=lambda m, f: progress(f"precision table: {m}", f))
         return {"result": res, "precision": prec}
 
+    # the whole run's time left starts from the estimate before Run (not with the precision table: its four
+    # loads and passes are not estimated; each of its stages shows its own time left)
+    expected = None if cfg["do_precision"] else documents_expected(request, target=target, reference=reference)
     return AuditJob(f"Document audit: {len(request.members)} member + {len(request.nonmembers)} non-member "
-                    f"documents, target {target.name}", work, engine)
+                    f"documents, target {target.name}", work, engine, expected=expected)
 
 
 def show_results(res, prec) -> None:

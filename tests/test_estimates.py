@@ -109,6 +109,21 @@ def test_the_dataset_inference_estimate_knows_the_cache(lm):
     assert "all cached: a few seconds" in plan.estimate and plan.seconds == 0
 
 
+def test_the_dataset_inference_estimate_counts_the_negative_controls_pass(lm):
+    """The control (auto, no reference: the base model over the same texts) is a second pass the run makes: the
+    estimate before Run, and the whole run's time left started from it, count it (issue 53 item 1: the demo's
+    estimate said 48 s for 2 x 52 s of passes)."""
+    from mia_core.api.inference import estimate_inference
+
+    fresh = [f"{t} (control pass)" for t in TEXTS]  # never scored: the cache holds none of them
+    alone, _ = estimate_inference(fresh[:12], fresh[12:], target_model=lm, control="none")
+    with_control, _ = estimate_inference(fresh[:12], fresh[12:], target_model=lm)
+    assert with_control.todo_passes == alone.todo_passes + 1 and "negative control's pass" in with_control.estimate
+    assert with_control.seconds == pytest.approx(2 * alone.seconds) and with_control.pass_seconds > alone.pass_seconds
+    given, _ = estimate_inference(fresh[:12], fresh[12:], target_model=lm, reference=True)  # the reference is it
+    assert "negative control" not in given.estimate
+
+
 def test_the_document_and_controlled_estimates(lm):
     from mia_core.api.documents import estimate_documents, prepare_documents
     from mia_core.api.targets import TRAIN_COST, estimate_build
@@ -132,6 +147,9 @@ def test_the_document_and_controlled_estimates(lm):
     assert n_mem == 160 and "2 epochs × 10 member texts (about 160 tokens)" in line
     assert "3 forward passes (an estimate from that rule)" in line
     assert sec == pytest.approx((2 * n_mem * TRAIN_COST + 2 * 160 + n_mem) * per)
+    from mia_core.formatting import fmt_seconds
+
+    assert line.startswith(f"About {fmt_seconds(sec)} in all: ")  # issue 53 item 1: the total first, then its parts
     assert estimate_build({"members": []}, epochs=2) == ("", 0.0)
 
 
@@ -193,7 +211,7 @@ def test_the_document_audit_and_controlled_pages_show_an_estimate_before_run():
     if document_demo():
         pages.append(("pages/3_Document_audit.py", "Estimate: 40 books × 1 pass (target)", "k-fold"))
     if any(p.stem == "members" for p in demo_corpus_files()):
-        pages.append(("pages/6_Controlled_experiment.py", "Estimate: 3 epochs × ", "an estimate from that rule"))
+        pages.append(("pages/6_Controlled_experiment.py", "Estimate: About ", "in all: 3 epochs × "))
     for page, start, also in pages:
         at = AppTest.from_file(app, default_timeout=120)
         at.switch_page(page)

@@ -16,7 +16,8 @@ from ..errors import DataError, SettingsError
 
 from .checks import _bool, _callable, _choice, _column, _device, _documents, _dtype, _model_spec, _request
 from ..neighbours.base import DEFAULT_GENERATOR  # noqa: F401 - the CLI's default neighbour generator
-from ..documents.options import DocumentOptions  # the audit's declared options: the page's widgets read them
+# the declared options (the page's widgets read them) and the share of the progress the books' pass reports
+from ..documents.options import PASS_SHARE, DocumentOptions  # noqa: F401
 
 
 
@@ -297,6 +298,33 @@ def estimate_documents(request: DocumentRequest, *, target=None, reference=None)
     tuple
         ``(line, seconds)``.
     """
+    line, seconds, _ = _estimate(request, target, reference)
+    return line, seconds
+
+
+def documents_expected(request: DocumentRequest, *, target=None, reference=None) -> dict:
+    """What a prepared document audit is expected to take, for a front end's one time left for the whole run
+    (``dashboard.jobs.Job.expected``): the estimate's seconds in all, those of the pass over the books the cache
+    lacks, and whether that pass has books to score (1) or none (0: every book cached).
+
+    Parameters
+    ----------
+    request : DocumentRequest
+        From :func:`prepare_documents`.
+    target, reference : LoadedModel, optional
+        As :func:`estimate_documents` takes them.
+
+    Returns
+    -------
+    dict
+        ``{"seconds", "pass_seconds", "passes"}``.
+    """
+    _, seconds, pass_seconds = _estimate(request, target, reference)
+    return {"seconds": seconds, "pass_seconds": pass_seconds, "passes": int(pass_seconds > 0)}
+
+
+def _estimate(request: DocumentRequest, target, reference) -> tuple[str, float, float]:
+    """:func:`estimate_documents`' line and seconds, and the seconds of the books' pass alone."""
     from ..estimate import count_tokens, describe_estimate, estimate_seconds
     from ..stats.speed import cached_texts
     from ..formatting import fmt_seconds
@@ -311,7 +339,7 @@ def estimate_documents(request: DocumentRequest, *, target=None, reference=None)
     hit = (cached_texts(target, texts, StatsSettings(context=int(opts.context), vocab_probs=True))
            if target is not None else [False] * len(texts))
     todo = count_tokens([t for t, h in zip(texts, hit) if not h], tok)
-    seconds = estimate_seconds(todo, n_params, device, model)[0]
+    seconds = pass_seconds = estimate_seconds(todo, n_params, device, model)[0]
     line = describe_estimate(len(texts), ["target"], count_tokens(texts, tok), n_params, device,
                              sum(hit) if target is not None else None, todo_tokens=todo, model=model,
                              what="books", seconds=seconds)
@@ -323,7 +351,7 @@ def estimate_documents(request: DocumentRequest, *, target=None, reference=None)
         seconds += extra
         line += (f" Plus about {fmt_seconds(extra)} for the sequence-level baselines ({seq:,} tokens × {passes} "
                  f"pass{'es' if passes != 1 else ''}; texts scored before take less).")
-    return line + " The random forests' k-fold: a few seconds.", seconds
+    return line + " The random forests' k-fold: a few seconds.", seconds, pass_seconds
 
 
 def demo_books() -> tuple[list, list]:

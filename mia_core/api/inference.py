@@ -149,7 +149,8 @@ def inference_demo() -> dict | None:
 
 def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool = False, features="default",
                        reference: bool = False, n_permutations: int = 10_000, passage_words: int = 256,
-                       max_passages: int = 40, target_model=None, reference_model=None) -> tuple:
+                       max_passages: int = 40, target_model=None, reference_model=None,
+                       control: str = "auto") -> tuple:
     """What a run of these sets would cost, before any check: the features' model passes and the permutation tests.
 
     Parameters
@@ -162,6 +163,9 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
     target_model, reference_model : LoadedModel, optional
         The models when loaded already: only the texts (passages) the disk cache lacks count, at the model's own
         measured speed (:func:`mia_core.api.plan.plan_run`); without them the line says it does not know the cache.
+    control : str
+        The negative control (``"auto"``: without a reference model, the base model's pass over the same texts is
+        counted too; ``"none"``).
 
     Returns
     -------
@@ -187,8 +191,28 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
     else:
         texts = [*suspect, *validation]
     tests = estimate_seconds(len(suspect) + len(validation), n_permutations=int(n_permutations))
-    return plan_run(families, texts=texts, check_inputs=False, target_model=target_model,
-                    reference_model=reference_model), tests
+    plan = plan_run(families, texts=texts, check_inputs=False, target_model=target_model,
+                    reference_model=reference_model)
+    return _with_control(plan, control if not reference else "none"), tests
+
+
+def _with_control(plan, control: str):
+    """``plan`` with the negative control's pass added (``control`` "auto" without a reference: the same texts
+    through the target's base model, or the embedded one, for the features the verdict subtracts): counted as long
+    as the target's own pass and with texts to score when the target's pass has some (the control is not loaded
+    before Run, so its cache is not read)."""
+    import dataclasses
+
+    from ..formatting import fmt_seconds
+
+    if control == "none" or not plan.seconds or not plan.todo_passes:
+        return plan
+    each = float(plan.pass_seconds or 0.0) / plan.todo_passes
+    head, sep, tail = plan.estimate.partition(" Lowercase (not ticked")  # the passes' part, then the notes
+    line = (f"{head} Plus about {fmt_seconds(each)} for the negative control's pass (the same texts through the base "
+            f"model).{sep}{tail}")
+    return dataclasses.replace(plan, estimate=line, seconds=plan.seconds + each,
+                               pass_seconds=(plan.pass_seconds or 0.0) + each, todo_passes=plan.todo_passes + 1)
 
 
 @dataclass

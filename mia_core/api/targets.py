@@ -239,7 +239,8 @@ def estimate_build(sets: dict[str, Sequence[str]], *, epochs: int = 3, max_lengt
                         getattr(base, "identity", None))
     train = int(epochs) * n_mem * TRAIN_COST * per
     score = (int(epochs) * n_held + n_mem) * per
-    return (f"{int(epochs)} epoch{'s' if int(epochs) != 1 else ''} × {len(members):,} member texts (about {n_mem:,} "
-            f"tokens): about {fmt_seconds(train)} of training, counting a training token as {TRAIN_COST:.0f} forward "
-            f"passes (an estimate from that rule), plus about {fmt_seconds(score)} scoring the held-out texts after "
-            f"each epoch and the members at the end; forward speed: {src}."), train + score
+    return (f"About {fmt_seconds(train + score)} in all: {int(epochs)} epoch{'s' if int(epochs) != 1 else ''} × "
+            f"{len(members):,} member texts (about {n_mem:,} tokens), about {fmt_seconds(train)} of training, "
+            f"counting a training token as {TRAIN_COST:.0f} forward passes (an estimate from that rule), plus about "
+            f"{fmt_seconds(score)} scoring the held-out texts after each epoch and the members at the end; forward "
+            f"speed: {src}."), train + score

@@ -28,6 +28,7 @@ DEFAULT_LENGTHS = (100, 500, 1000, 2500, 5000, 10000, 25000)  # §6.4
 POSITIONS = ("start", "random")
 DICTIONARIES = ("partial", "full")
 # name -> (kind, dictionary) ; kind in {"none", "ratio", "max"}, dictionary in {None, "tf", "gp"}
+PASS_SHARE = 0.6  # the share of the audit's progress (0 to 0.6) its model pass over the books reports
 NORMALIZATIONS: dict[str, tuple[str, str | None]] = {
     "nonorm": ("none", None),
     "rationorm_tf": ("ratio", "tf"),

@@ -35,7 +35,7 @@ from .baselines import run_baselines
 from .books import Document, check_document_overlap, load_documents
 from .features import option_settings
 from .meta import fold_warnings, make_folds
-from .options import DocumentOptions
+from .options import PASS_SHARE, DocumentOptions
 from .partial import partial_curve
 from .pipeline import cross_validate
 from .result import DocumentAuditResult
@@ -199,7 +199,7 @@ def model_pass(documents: DocumentSet, lm: LoadedModel, options: DocumentOptions
     options : DocumentOptions
         ``context``, ``batch_tokens`` and ``use_cache`` are read.
     progress : callable
-        ``progress(message, fraction)``; this stage reports 0 to 0.6.
+        ``progress(message, fraction)``; this stage reports 0 to :data:`PASS_SHARE`.
 
     Returns
     -------
@@ -224,10 +224,10 @@ def model_pass(documents: DocumentSet, lm: LoadedModel, options: DocumentOptions
     done_chars = 0
     if current_engine().loads_per_call:
         stats = compute_stats(lm, [d.text for d in docs], st, use_cache=options.use_cache,
-                              progress=lambda m, f: progress(m, 0.6 * f), label="documents")
+                              progress=lambda m, f: progress(m, PASS_SHARE * f), label="documents")
     for i, d in enumerate(docs if not stats else []):
         def prog(msg, frac, i=i, base=done_chars, n=len(d.text)):
-            progress(f"document {i + 1}/{len(docs)} ({names[i]}): {msg}", 0.6 * (base + frac * n) / total_chars)
+            progress(f"document {i + 1}/{len(docs)} ({names[i]}): {msg}", PASS_SHARE * (base + frac * n) / total_chars)
         stats.append(compute_stats(lm, [d.text], st, use_cache=options.use_cache, progress=prog,
                                    label="token statistics")[0])
         done_chars += len(d.text)
