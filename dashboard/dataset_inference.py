@@ -394,12 +394,28 @@ def _work(request, target, reference, inputs: dict, sig: dict):
 
         t0 = time.time()
         res = execute_inference(request, target=target, reference=reference,
-                                progress=lambda m, f: progress(f"dataset inference: {m}", f))
+                                progress=lambda m, f: _report(progress, m, f))
         stored = {"result": res, "seconds": time.time() - t0, "model": inputs["model"], "inputs": inputs,
                   "signature": sig}
         _save(stored)  # by the job, once, whichever tab (or none) is watching it
         return stored
     return work
+
+
+def _report(progress, message: str, fraction: float) -> None:
+    """The run's progress into the job's stages: each model pass of its scoring stage (``target pass: 12/200
+    windows``, ``reference pass: ...``: the negative control's) a stage of its own with its own share done (the run
+    reports it inside :data:`~mia_core.api.inference.SCORING_SHARE`), so that each shows its time left and the whole
+    run's time left follows the pass under way (issue 53 item 1: both passes in one stage had the line jump from 55 s
+    to 7 min 30 s when the control's pass began); the rest under "dataset inference"."""
+    from mia_core.api.inference import SCORING_SHARE
+
+    stage = message.split(":", 1)[0]
+    if stage.endswith(" pass"):
+        lo, hi = SCORING_SHARE
+        progress(message, min(1.0, max(0.0, (fraction - lo) / (hi - lo))))
+    else:
+        progress(f"dataset inference: {message}", fraction)
 
 
 def _save(stored: dict) -> None:

@@ -278,13 +278,21 @@ def build_job(books: dict, cfg: dict, panel) -> AuditJob:
     reference = None if use_demo_model else panel.reference
     precision_spec = str(demo["target"]) if use_demo_model else panel.target_spec
 
+    last = {"pass": None}  # the books pass's last message, until it is closed (then None: closed)
+
     def report(progress, m: str, f: float) -> None:
         # the pass over the books is a stage of its own (its share of the audit's progress, PASS_SHARE, as its
-        # whole), so the whole run's time left follows the pass's own pace; then the rest of the audit
+        # whole), so the whole run's time left follows the pass's own pace; then the rest of the audit (the
+        # baselines' pass, the forests, the partial documents), once the pass is closed as done with its last
+        # message (a pass's "... windows" report, or "all ... cached": not a pass, dashboard.ui.whole_run_left)
         if f < PASS_SHARE:
+            last["pass"] = m
             progress(f"books' model pass: {m}", f / PASS_SHARE)
-        else:
-            progress(f"document audit: {m}", (f - PASS_SHARE) / (1 - PASS_SHARE))
+            return
+        if last["pass"] is not None:
+            progress(f"books' model pass: {last['pass']}", 1.0)
+            last["pass"] = None
+        progress(f"document audit: {m}", (f - PASS_SHARE) / (1 - PASS_SHARE))
 
     def work(progress):
         # one stage per part, each with its elapsed time and time left (the audit's own messages name the

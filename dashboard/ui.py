@@ -303,7 +303,7 @@ def _pass_left(stage, now: float) -> tuple[float, float] | None:
 def whole_run_left(job, now: float | None = None) -> str:
     """One time left for the whole run (issue 53 item 1), from ``job.expected`` (the estimate before Run:
     ``seconds`` in all, ``pass_seconds`` of the passes over the audited texts and ``passes``, how many of them have
-    texts to score) and the job's own model-pass stages (those reporting windows; a pass found all cached is not
+    texts to score; ``after``, optional: what follows the passes, in words) and the job's own model-pass stages (those reporting windows; a pass found all cached is not
     one).
 
     Until the first pass is 10 % done (and has run 5 s) it is the estimate before Run less the time elapsed, said as
@@ -359,13 +359,17 @@ def whole_run_left(job, now: float | None = None) -> str:
         after = max(s.updated for s in passes)
         left = (total - planned) * ratio - (now - after)
         if left < 1:
-            return "Whole run: the model passes are done; finishing (metrics, the blind baseline)."
+            rest = exp.get("after") or "metrics, the blind baseline"
+            return f"Whole run: the model passes are done; finishing ({rest})."
         return f"Whole run: the model passes are done; about {fmt_seconds(left)} left for the rest."
     not_started = n - len(finished) - (current is not None)
     left = ((live[0] if live is not None else each * ratio * (1 - float(current.fraction)) if current else 0.0)
             + each * ratio * max(0, not_started) + (total - planned) * ratio)
     pace = ("as the estimate said" if 0.8 <= ratio <= 1.25 else
             f"{ratio:.1f}× the estimate's time" if ratio > 1 else f"{1 / ratio:.1f}× faster than the estimate")
+    if left < 1:  # the pass under way has reached its end by its own pace: its last texts are being finished
+        return (f"Whole run: finishing the model passes ({pace}; {100 * done:.0f} % of "
+                f"{counted(n, 'model passes')} done).")
     return (f"Whole run: about {fmt_seconds(left)} left, from this run's own speed so far ({pace}; "
             f"{100 * done:.0f} % of {counted(n, 'model passes')} done).")
 

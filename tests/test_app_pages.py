@@ -184,10 +184,12 @@ def test_document_page_runs_on_a_tiny_model(tiny_llama, book_dirs):
     # issue 53 item 1: the job started from the estimate before Run (the whole run's time left), and the books'
     # pass is a stage of its own whose reports count as a model pass's
     job = registry().latest("documents")
-    assert set(job.expected) == {"seconds", "pass_seconds", "passes"} and job.expected["passes"] in (0, 1), job.expected
+    assert set(job.expected) == {"seconds", "pass_seconds", "passes", "after"}, job.expected
+    assert job.expected["passes"] in (0, 1) and "random forests" in job.expected["after"]
     stages = {s.name: s for s in job.snapshot()}
     assert "books' model pass" in stages and "document audit" in stages, list(stages)
     pass_stage = stages["books' model pass"]
+    assert pass_stage.fraction == 1.0  # closed as done when the audit moved on (not left at its last 99 %)
     # books the cache lacked: their windows reported there; all cached (an earlier test scored them): not a pass
     assert bool(_PASS_MESSAGE.search(pass_stage.message)) == bool(job.expected["passes"]), pass_stage.message
 
@@ -511,8 +513,12 @@ def test_dataset_inference_page_demo_gives_a_verdict_offline():
 
     # issue 53 item 1: the whole run's time left starts from the estimate, which counts the negative control's pass
     # (the base model over the same texts) beside the target's: two passes, or none when both were cached
-    expected = registry().latest("di").expected
-    assert expected is not None and expected["passes"] in (0, 2), expected
+    job = registry().latest("di")
+    assert job.expected is not None and job.expected["passes"] in (0, 2), job.expected
+    # each model pass a stage of its own (the target's and the control's, as the reference pass), its own share done
+    stages = {s.name: s for s in job.snapshot()}
+    assert {"target pass", "reference pass", "dataset inference"} <= set(stages), list(stages)
+    assert stages["target pass"].fraction == 1.0 and stages["reference pass"].fraction == 1.0
     metrics = {m.label: m.value for m in at.metric}
     p = metrics["p-value (one-sided test)"]
     assert p.startswith("<=") or float(p) <= 0.01, p

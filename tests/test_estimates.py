@@ -134,7 +134,7 @@ def test_the_document_and_controlled_estimates(lm):
     request = prepare_documents(books[:3], books[3:], model=lm, folds=3, context=64, baselines=False,
                                 partial_lengths=None)
     line, sec = estimate_documents(request, target=lm)
-    assert "6 books × 1 pass" in line and "already cached" not in line and sec > 0 and "k-fold" in line
+    assert "6 books × 1 pass" in line and "already cached" not in line and sec > 0 and "Then the random forests" in line
     compute_stats(lm, books[:2], StatsSettings(context=64, vocab_probs=True))  # what the audit's pass stores
     line, sec2 = estimate_documents(request, target=lm)
     assert "2 of 6 books already cached" in line and sec2 < sec
@@ -209,7 +209,7 @@ def test_the_document_audit_and_controlled_pages_show_an_estimate_before_run():
     app = str(Path(__file__).resolve().parents[1] / "app.py")
     pages = []
     if document_demo():
-        pages.append(("pages/3_Document_audit.py", "Estimate: 40 books × 1 pass (target)", "k-fold"))
+        pages.append(("pages/3_Document_audit.py", "Estimate: 40 books × 1 pass (target)", "Then the random forests, 120 fits"))
     if any(p.stem == "members" for p in demo_corpus_files()):
         pages.append(("pages/6_Controlled_experiment.py", "Estimate: About ", "in all: 3 epochs × "))
     for page, start, also in pages:

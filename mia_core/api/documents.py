@@ -283,7 +283,8 @@ def estimate_documents(request: DocumentRequest, *, target=None, reference=None)
     """What a prepared document audit will cost, before it runs: the pass over every book the statistics cache
     lacks (windows of the request's context; :func:`mia_core.stats.speed.cached_texts` with the audit's key), at this
     machine's measured speed for the model, plus the sequence-level baselines when asked for (their sequences are
-    not checked against the cache) and the random forests' k-fold (a few seconds).
+    not checked against the cache) and the random forests (the k-fold and the partial-document curve's fits, at
+    :data:`TREE_SECONDS` a tree: they took a minute of the demo's 2, where this line said "a few seconds").
 
     Parameters
     ----------
@@ -317,10 +318,11 @@ def documents_expected(request: DocumentRequest, *, target=None, reference=None)
     Returns
     -------
     dict
-        ``{"seconds", "pass_seconds", "passes"}``.
+        ``{"seconds", "pass_seconds", "passes", "after"}`` (``after``: what follows the pass, in words).
     """
     _, seconds, pass_seconds = _estimate(request, target, reference)
-    return {"seconds": seconds, "pass_seconds": pass_seconds, "passes": int(pass_seconds > 0)}
+    return {"seconds": seconds, "pass_seconds": pass_seconds, "passes": int(pass_seconds > 0),
+            "after": "the random forests, the partial-document curve"}
 
 
 def _estimate(request: DocumentRequest, target, reference) -> tuple[str, float, float]:
@@ -351,7 +353,35 @@ def _estimate(request: DocumentRequest, target, reference) -> tuple[str, float, 
         seconds += extra
         line += (f" Plus about {fmt_seconds(extra)} for the sequence-level baselines ({seq:,} tokens × {passes} "
                  f"pass{'es' if passes != 1 else ''}; texts scored before take less).")
-    return line + " The random forests' k-fold: a few seconds.", seconds, pass_seconds
+    forests, words = _forest_seconds(opts)
+    return line + " " + words, seconds + forests, pass_seconds
+
+
+# seconds per random-forest tree, measured on the document demo (40 books, 10 pipelines x 5 folds and the partial
+# curve's 7 lengths x 2 pipelines x 5 folds, 500 trees each: 60,000 trees) on a 2-core AMD EPYC: 66 s in a script
+# (21.7 s for the k-fold, 44.2 s for the partial curve, whose dictionaries and features are made again at each
+# length), about 110 s on the Document audit page (the dashboard's server beside it): 1.1 and 1.8 ms a tree
+TREE_SECONDS = 1.5e-3
+
+
+def _forest_seconds(opts) -> tuple[float, str]:
+    """The random forests' time after the passes (the k-fold of every pipeline, and the partial-document curve's
+    fits at each length), from :data:`TREE_SECONDS`, and the sentence that says so."""
+    from ..formatting import counted, fmt_seconds
+
+    trees = int(opts.n_estimators or 500)
+    pipelines = len(opts.normalizations) * len(opts.features)
+    fits = pipelines * int(opts.folds)
+    parts = [f"{pipelines} pipeline{'s' if pipelines != 1 else ''} × {opts.folds} folds"]
+    if opts.partial_lengths:
+        curve = len(opts.partial_pipelines) if opts.partial_pipelines else 2  # the paper's and this audit's best
+        fits += len(opts.partial_lengths) * curve * int(opts.folds)
+        parts.append(f"the partial-document curve's {len(opts.partial_lengths)} lengths × {curve} pipelines × "
+                     f"{opts.folds} folds")
+    seconds = fits * trees * TREE_SECONDS
+    return seconds, (f"Then the random forests, {counted(fits, 'fits')} of {trees:,} trees ({' and '.join(parts)}): "
+                     f"about {fmt_seconds(seconds)} at about 1.5 ms a tree (measured on a 2-core AMD EPYC; this "
+                     "machine may differ).")
 
 
 def demo_books() -> tuple[list, list]:

@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..dataset_inference.options import InferenceOptions  # noqa: F401 - the run's declared options, for the front ends
+# the run's declared options, and the share of its progress the model passes report, for the front ends
+from ..dataset_inference.options import SCORING_SHARE, InferenceOptions  # noqa: F401
 from ..errors import DataError, SettingsError
 from .checks import (_bool, _callable, _column, _device, _documents, _dtype, _mapping, _model, _model_spec, _names,
                      _bad, _request, _shown, _texts)

@@ -18,6 +18,9 @@ DEFAULT_ALPHA = 0.01
 PASSAGE_WORDS = 256
 MAX_PASSAGES = 40
 CORRECTIONS = ("bh", "holm")
+# the share of a run's progress (from, to) its scoring stage reports: the model passes of mia_core.pipeline, each
+# reporting its own share done f as from + (to - from) * f (a front end shows each pass as a stage of its own)
+SCORING_SHARE = (0.05, 0.90)
 PREFIXES = ("auto", "always", "none")  # mia_core.stats.PREFIX_MODES (checked equal by the options' test)
 
 

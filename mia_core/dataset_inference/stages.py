@@ -26,7 +26,7 @@ import pandas as pd
 from ..progress import Progress
 from . import features as F
 from .guards import iid_guard
-from .options import InferenceOptions
+from .options import SCORING_SHARE, InferenceOptions
 from .significance import DEFAULT_COMBINATION, check_settings, format_p
 
 
@@ -374,7 +374,7 @@ def feature_stage(texts: list[str], y: np.ndarray, ids: list[str], target, *, re
     notes : list
         The scoring stage's and the features' notes are appended.
     progress : callable
-        ``progress(message, fraction)``; the scoring stage takes 0.05 to 0.90 of the run.
+        ``progress(message, fraction)``; the scoring stage takes :data:`SCORING_SHARE` (0.05 to 0.90) of the run.
     control : bool
         ``reference`` is the negative control: the test reads every feature target minus control
         (``control.calibrate``) and the control's own features are kept for its check.
@@ -390,10 +390,11 @@ def feature_stage(texts: list[str], y: np.ndarray, ids: list[str], target, *, re
     from ..pipeline import score_stage
     from .control import calibrate, control_columns, length_adjust, text_lengths
 
+    lo, hi = SCORING_SHARE
     pop_ds = (Dataset(texts=population, labels=[0] * len(population), ids=[f"p{i + 1:04d}" for i in range(len(population))])
               if population else None)
     st = score_stage(texts, target, reference=reference, cfg=cfg, attacks=attacks, population=pop_ds,
-                     progress=lambda m, f: progress(m, 0.05 + 0.85 * f),
+                     progress=lambda m, f: progress(m, lo + (hi - lo) * f),
                      dataset=Dataset(texts=texts, labels=y, ids=ids, report=[]), train_mask=np.zeros(len(y), bool))
     notes += st.report
     cols = F.feature_columns(st.inputs, attacks, cfg.params, st.scores)
