@@ -105,5 +105,5 @@ def cmd_mlm(args) -> int:
     with staged_output(args.out, overwrite=args.overwrite) as tmp:
         paths = {k: final_path(v, tmp, args.out)
                  for k, v in res.save(tmp, extra={"data_notes": request.notes}).items()}
-    print(f"\nwrote {paths['scores']} and {paths['metrics']} in {time.time() - t0:.0f}s")
+    print(f"\nwrote {paths['scores']}, {paths['metrics']} and {paths['curves']} in {time.time() - t0:.0f}s")
     return 0
