@@ -21,7 +21,7 @@ import html
 import numpy as np
 import streamlit as st
 
-from mia_core.api.inspect import read_text, text_neighbours, text_statistics
+from mia_core.api.inspect import estimate_neighbours, read_text, text_neighbours, text_statistics
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.errors import DataError, MiaError
 from mia_core.metrics.placement import DECISION_FPRS, incomparable, place_score, run_groups
@@ -223,6 +223,7 @@ def neighbour_section(lm, res: dict, run=None) -> None:
     n = int(c1.number_input("Neighbours", 1, 200, int(default.n), key="inspect_nb_n"))
     c2.caption(f"Generator: {generator_words(default.generator)}, {default.m} word(s) replaced"
                + (" (the calibration run's settings)" if run is not None and default.to_dict() != neighbour_settings().to_dict() else ""))
+    st.caption("Estimate: " + estimate_neighbours(lm, res["text"], n)[0])  # before the button, as on every page
     if st.button("Generate neighbours", key="go_inspect_nb"):
         slot = st.empty()
         cb = stage_progress(slot.container())

@@ -124,6 +124,22 @@ def test_the_dataset_inference_estimate_counts_the_negative_controls_pass(lm):
     assert "negative control" not in given.estimate
 
 
+def test_the_inspect_neighbours_estimate(lm):
+    """Issue 53 item 1: Inspect's neighbours showed no time before the button (they took 21 s). The estimate: each
+    neighbour scored from where it differs from the text, NEIGHBOUR_SHARE of its tokens, at the measured speed."""
+    from mia_core.api.inspect import estimate_neighbours
+    from mia_core.api.plan import NEIGHBOUR_SHARE
+    from mia_core.estimate import count_tokens, speed
+
+    text = TEXTS[0]
+    line, sec = estimate_neighbours(lm, text, 25)
+    n_tok = count_tokens([text], lm.tokenizer)
+    assert sec == pytest.approx(int(NEIGHBOUR_SHARE * 25 * n_tok) * speed(lm.n_params, "cpu", lm.identity)[0])
+    assert line.startswith("about ") and "25 neighbours" in line and f"{n_tok:,} tokens" in line, line
+    assert estimate_neighbours(lm, text, 100)[1] == pytest.approx(4 * sec, rel=0.01)
+    assert "1 neighbour," in estimate_neighbours(lm, text, 1)[0]
+
+
 def test_the_document_and_controlled_estimates(lm):
     from mia_core.api.documents import estimate_documents, prepare_documents
     from mia_core.api.targets import TRAIN_COST, estimate_build

@@ -254,6 +254,40 @@ def neighbour_spans(text: str, replaced) -> list[tuple[int, int]]:
     return spans
 
 
+def estimate_neighbours(lm, text: str, n: int) -> tuple[str, float]:
+    """What generating and scoring ``n`` neighbours of ``text`` will cost on ``lm``, before the button is pressed
+    (issue 53 item 1: Inspect's neighbours showed no time and took 21 s): each neighbour scored from where it
+    differs from the text, about :data:`~mia_core.api.plan.NEIGHBOUR_SHARE` of its tokens, at this machine's
+    measured speed for the model; the masked LM's proposals come on top (not counted: their time is small beside
+    the scoring on a CPU, and the line says so).
+
+    Parameters
+    ----------
+    lm : mia_core.models.LoadedModel
+        The loaded target.
+    text : str
+        The text.
+    n : int
+        The neighbours asked for.
+
+    Returns
+    -------
+    tuple
+        ``(line, seconds)``.
+    """
+    from ..estimate import count_tokens, estimate_seconds
+    from ..formatting import counted, fmt_seconds
+    from .plan import NEIGHBOUR_SHARE
+
+    n_tok = count_tokens([text], lm.tokenizer)
+    seconds, how = estimate_seconds(int(NEIGHBOUR_SHARE * int(n) * n_tok), lm.n_params, lm.device, lm.identity)
+    speed = {"measured": "this machine's measured speed for this model", "scaled":
+             "this machine's speed measured with another model, scaled by size"}.get(how, "an assumed speed")
+    return (f"about {fmt_seconds(seconds)}: {counted(int(n), 'neighbours')}, each scored from where it differs from "
+            f"the text (about {100 * NEIGHBOUR_SHARE:.0f} % of its {n_tok:,} tokens), at {speed}; plus the masked LM's "
+            "proposals."), seconds
+
+
 def text_neighbours(lm, text: str, settings, *, progress: Callable, first_token: bool = False) -> dict:
     """Neighbours of one text with their target loss and embedding cosine similarity to the text.
 

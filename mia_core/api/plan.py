@@ -9,6 +9,10 @@ from typing import Sequence
 from .checks import _bad, _bool, _column, _device, _mapping, _names, _num, _texts
 
 
+# a neighbour is scored from where it differs from its text: about this share of the text's tokens each (the estimate's
+# rule; the proposer's own passes are not counted)
+NEIGHBOUR_SHARE = 0.6
+
 @dataclass
 class RunPlan:
     """What a run would do (:func:`plan_run`): ``attacks`` to run, ``skipped`` ``{attack: why}``, the
@@ -93,7 +97,7 @@ def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[s
     model = target.identity if target is not None else None
     if "neighbours" in needs:  # each neighbour scored from where it differs from its text
         n = max(int(REGISTRY[a].kwargs(params).get("n") or 25) for a in names if "neighbours" in REGISTRY[a].needs)
-        extra += estimate_seconds(int(0.6 * n * n_tok), n_params, device, model)[0]
+        extra += estimate_seconds(int(NEIGHBOUR_SHARE * n * n_tok), n_params, device, model)[0]
         parts.append("neighbours")
     if modify_variants:  # only the members are modified
         extra += estimate_seconds(int(len(modify_variants) * n_tok * len(passes) / 2), n_params, device, model)[0]
