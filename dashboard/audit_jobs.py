@@ -15,6 +15,8 @@ import streamlit as st
 
 from mia_core.errors import MiaError
 
+from .options import worded
+
 from .jobs import registry
 from .ui import follow_job, show_error, start_job
 
@@ -70,3 +72,16 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
         except MiaError as e:
             show_error(e)
     return follow_job(reg, job, f"{prefix}_acked")
+
+
+def save_finished(kind: str, result) -> dict:
+    """Save a finished audit's result in the one run store (``mia_core.audits.saved``; the Runs page lists it):
+    ``{"saved": id, "name": name}``, or ``{"saved": None, "save_error": why}`` (one line in words: a run that cannot
+    be saved never loses the result on the page). Called by the job itself, once, whichever tab watches it."""
+    from mia_core.audits.saved import save_run
+
+    try:
+        meta = save_run(kind, result)
+    except (MiaError, OSError) as e:
+        return {"saved": None, "save_error": worded(e)}
+    return {"saved": meta["id"], "name": meta["name"]}

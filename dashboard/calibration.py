@@ -2,7 +2,7 @@
 the job that runs it in the background and saves it to the run store.
 
 Every check here runs *before* the long job starts, and each kind of bad input gets its own
-message: nothing uploaded, empty or binary files (``mia_core.data``), no members / no
+message: nothing uploaded, empty or binary files (``mia_core.api.data``), no members / no
 non-members, a text in both sets, too few texts for the blind baseline or a split, texts too
 short to score, a reference attack without a reference model, parameters out of range.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from mia_core.attacks import REGISTRY, check_params
-from mia_core.data import Dataset, load_dataset, read_population, texts_from_strings
+from mia_core.api.data import Dataset, load_dataset, read_population, texts_from_strings
 from mia_core.errors import DataError, SettingsError
 
 UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]

@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from mia_core.api.targets import build_target, experiment_folder, read_corpus, write_split
-from mia_core.data import split_corpus
+from mia_core.api.data import split_corpus
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME
 

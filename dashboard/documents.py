@@ -17,19 +17,20 @@ import streamlit as st
 from mia_core.reports import plots
 from mia_core.api.documents import (
     PASS_SHARE, DocumentOptions, demo_books, document_choices, document_demo, document_precision, documents_expected,
-    execute_documents, prepare_documents, read_documents,
+    execute_documents, pipeline_words, prepare_documents, read_documents,
 )
 from mia_core.errors import MiaError, SettingsError
 from mia_core.formatting import NOT_ESTIMABLE
 from mia_core.runs.results import csv_text
 
-from .audit_jobs import AuditJob
+from .audit_jobs import AuditJob, save_finished
 from .engine import engine_for, engine_widgets
 from .loaders import load_with_progress
 from .ui import fmt_num, fmt_pct, fmt_seconds, md_text, show_error, upload_files
 
 RESULT_KEY = "doc_audit_result"
 PRECISION_KEY = "doc_audit_precision"
+SAVED_KEY = "doc_audit_saved"  # where the run store keeps it (dashboard.saved_runs.save_finished)
 DOC_TYPES = ["txt", "text", "md", "zip"]
 
 
@@ -303,7 +304,9 @@ def build_job(books: dict, cfg: dict, panel) -> AuditJob:
         if cfg["do_precision"]:
             prec = document_precision(request, precision_spec, device=panel.device,
                                       progress=lambda m, f: progress(f"precision table: {m}", f))
-        return {"result": res, "precision": prec}
+        # saved by the job itself, once, whichever tab (or none) watches it; the per-token strips and the
+        # precision table stay with the result in memory (mia_core.audits.documents: what the store keeps)
+        return {"result": res, "precision": prec, "record": save_finished("documents", res)}
 
     # the whole run's time left starts from the estimate before Run (not with the precision table: its four
     # loads and passes are not estimated; each of its stages shows its own time left)
@@ -340,15 +343,7 @@ def show_results(res, prec) -> None:
     _strip(res)
 
 
-FEATURE_WORDS = {"hist": "HistFE", "agg": "AggFE"}
-
-
-def pipeline_words(name: str) -> str:
-    """A pipeline by the paper's names (Meeus et al. 2024 §4.2-4.3): ``"rationorm_tf+agg"`` -> ``"RatioNormTF +
-    AggFE"`` (issue 53 item 6: no code names on the page); an unknown part is kept as it is."""
-    norms = document_choices()["normalizations"]
-    norm, _, feats = str(name).partition("+")
-    return f"{norms.get(norm, norm)} + {FEATURE_WORDS.get(feats, feats)}" if feats else norms.get(norm, norm)
+FEATURE_WORDS = {"hist": "HistFE", "agg": "AggFE"}  # the paper's names (mia_core.api.documents.pipeline_words)
 
 
 def _headline(res, tpr) -> None:
@@ -460,6 +455,10 @@ def _scores(res) -> None:
 def _strip(res) -> None:
     labels = document_choices()["normalizations"]
     st.markdown("**Normalised token values along a book**")
+    if not res.has_strips:
+        st.caption("Not kept with a saved run (one value per token of every book): run the audit again to draw a "
+                   "book's strip.")
+        return
     t1, t2, t3 = st.columns([2, 1, 1])
     doc_i = t1.selectbox("Book", range(len(res.names)), format_func=lambda i: res.names[i], key="doc_strip_book")
     strip_norm = t2.selectbox("Normalisation", res.settings["normalizations"], key="doc_strip_norm",

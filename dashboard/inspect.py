@@ -139,11 +139,9 @@ def reference_counts(lm, corpus: str, upload, stats) -> tuple[np.ndarray, str]:
     if corpus == "upload":
         if upload is None:
             raise DataError("no reference corpus uploaded yet: upload a .txt file, or use this text itself.")
-        from mia_core.data import MAX_BYTES, decode_bytes
-        from mia_core.data.decoding import _read_bytes
+        from mia_core.api.data import read_text_upload
 
-        _, raw = _read_bytes(upload, MAX_BYTES)  # the same size limit as every other reader
-        text, _ = decode_bytes(raw, upload.name)
+        text, _ = read_text_upload(upload)  # the same size limit and decoding as every other reader
         if not text.strip():
             raise DataError(f"{upload.name} holds no text.")
         texts = (text,)

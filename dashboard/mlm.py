@@ -22,7 +22,7 @@ from mia_core.metrics import decision_cis, metrics_rows
 from mia_core.models import load_masked_lm
 from mia_core.runs.results import csv_text
 
-from .audit_jobs import AuditJob
+from .audit_jobs import AuditJob, save_finished
 from .engine import engine_for, engine_widgets
 from .ui import fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, md_text, stage_progress, upload_files
 
@@ -234,7 +234,9 @@ def build_job(models: dict, texts: dict, cfg: dict, panel) -> AuditJob:
         t0 = time.time()
         res = execute_mlm(request, progress=lambda m, f: progress(f"masked-LM audit: {m}", f))
         res.plan = None  # tokenisation and masks: large, not needed for display
-        return {"result": res, "notes": request.notes, "seconds": time.time() - t0}
+        # saved by the job itself, once, whichever tab (or none) watches it
+        return {"result": res, "notes": request.notes, "seconds": time.time() - t0,
+                "record": save_finished("mlm", res)}
 
     return AuditJob(f"Masked-LM audit: {len(request.members)} members + {len(request.nonmembers)} "
                     f"non-members, K = {int(cfg['k'])}, recipe {cfg['recipe']}", work, engine)
@@ -299,9 +301,9 @@ def show_results(stored: dict) -> None:
     for n in stored["notes"]:
         st.caption(md_text(n))
     s = res.settings
+    took = "" if stored.get("seconds") is None else f" · {fmt_seconds(stored['seconds'])}"  # None: reopened
     st.caption(f"{s['n_members']} members · {s['n_nonmembers']} non-members · {s['n_population']} population texts · "
-               f"K = {s['k']} · recipe {s.get('recipe', mlm_choices()['recipe'])} · α = {fmt_pct(s['alpha'])} · "
-               f"{fmt_seconds(stored['seconds'])}")
+               f"K = {s['k']} · recipe {s.get('recipe', mlm_choices()['recipe'])} · α = {fmt_pct(s['alpha'])}{took}")
     _attack_columns(res)
     st.markdown("**At the population threshold**")
     st.dataframe(metrics_table(res.metrics), hide_index=True, key="mlm_metrics_table", width="stretch")

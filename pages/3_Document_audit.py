@@ -12,8 +12,9 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.audit_jobs import audit_job
-from dashboard.documents import (PRECISION_KEY, RESULT_KEY, books_section, build_job, estimate_line, model_line,
-                                 settings_section, show_results)
+from dashboard.documents import (PRECISION_KEY, RESULT_KEY, SAVED_KEY, books_section, build_job, estimate_line,
+                                 model_line, settings_section, show_results)
+from dashboard.saved_runs import REOPENED, reopened_line, saved_line
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
@@ -32,13 +33,16 @@ cfg = settings_section()
 if line := estimate_line(books, cfg, panel):  # what pressing Run will cost, before it is pressed
     st.caption("Estimate: " + line)
 st.markdown(model_line(books, panel))
-done = audit_job(prefix="doc", kind="documents", button="Run the document audit", clear=(RESULT_KEY, PRECISION_KEY),
+done = audit_job(prefix="doc", kind="documents", button="Run the document audit", clear=(RESULT_KEY, PRECISION_KEY, SAVED_KEY, REOPENED.format(prefix="doc")),
                  build=lambda: build_job(books, cfg, panel))
 if done is not None:
     st.session_state[RESULT_KEY] = done.result["result"]
     st.session_state[PRECISION_KEY] = done.result["precision"]
+    st.session_state[SAVED_KEY] = done.result.get("record")
     st.caption(f"Done in {fmt_seconds(done.elapsed)}.")
 
 res = st.session_state.get(RESULT_KEY)
 if res is not None:
+    reopened_line("doc")
+    saved_line(st.session_state.get(SAVED_KEY) or {})
     show_results(res, st.session_state.get(PRECISION_KEY))

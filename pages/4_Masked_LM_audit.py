@@ -18,6 +18,7 @@ import streamlit as st
 from dashboard.audit_jobs import audit_job
 from dashboard.mlm import (RESULT_KEY, build_job, model_line, models_section, settings_section, show_results,
                            texts_section)
+from dashboard.saved_runs import REOPENED, reopened_line, saved_line
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
@@ -36,7 +37,7 @@ models = models_section()
 texts = texts_section()
 cfg = settings_section()
 st.markdown(model_line(models, texts))
-done = audit_job(prefix="mlm", kind="mlm", button="Run the masked-LM audit", clear=(RESULT_KEY,),
+done = audit_job(prefix="mlm", kind="mlm", button="Run the masked-LM audit", clear=(RESULT_KEY, REOPENED.format(prefix="mlm")),
                  build=lambda: build_job(models, texts, cfg, panel))
 if done is not None:
     st.session_state[RESULT_KEY] = done.result
@@ -44,4 +45,6 @@ if done is not None:
 
 stored = st.session_state.get(RESULT_KEY)
 if stored is not None:
+    reopened_line("mlm")
+    saved_line(stored.get("record") or {})
     show_results(stored)

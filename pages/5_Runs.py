@@ -1,6 +1,6 @@
 """Every finished run, kept locally: open one, delete one, or compare two side by side
-(e.g. the same data with the target in fp32 and in int4). A saved dataset-inference run opens again in the
-Dataset inference page.
+(e.g. the same data with the target in fp32 and in int4). Document-audit, masked-LM and dataset-inference runs are
+listed below the calibration runs and open again in their own pages.
 
 The reopening is ``dashboard.dataset_inference.reopened`` (Home shows the first paragraph above to users)."""
 from __future__ import annotations
@@ -12,6 +12,7 @@ import streamlit as st
 
 from dashboard.options import worded
 from dashboard.results import DI_VERDICT_WORDS, SHIFT_WORDS, md_code, md_text, p_words, render_run, verdict_words
+from dashboard.saved_runs import audit_runs, compare_section
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
 from mia_core.reports import plots
@@ -119,6 +120,9 @@ def _dataset_inference_runs() -> None:
     else:
         st.download_button("Download its report (HTML)", report, file_name=f"dataset_inference_{rid}.html",
                            mime="text/html", key="runs_di_report")
+    if sum(not m.get("damaged") for m in di) > 1:
+        with st.expander("Compare two dataset-inference runs"):
+            compare_section("infer-dataset", di, labels)
 
 
 def _reopen(rid: str, meta: dict) -> None:
@@ -135,9 +139,16 @@ def _reopen(rid: str, meta: dict) -> None:
     st.switch_page("pages/7_Dataset_inference.py")
 
 
-if not metas:
+def _other_audits() -> None:
+    """The saved runs of every other audit (document, masked-LM; mia_core.audits.saved), then dataset inference."""
+    for kind in ("documents", "mlm"):
+        audit_runs(kind)
     _dataset_inference_runs()
+
+
+if not metas:
     st.info("No saved calibration run yet: finished calibration runs appear here.")
+    _other_audits()
     st.stop()
 
 by_id = {m["id"]: m for m in metas}
@@ -156,6 +167,7 @@ def _labels() -> dict[str, str]:
     return out
 
 
+st.subheader("Calibration runs")
 labels = _labels()
 damaged = [m for m in metas if m.get("damaged")]
 rows = []
@@ -264,4 +276,4 @@ with tab_one:
     except _DAMAGED_SHAPES as e:  # a damaged run that got past the checks: one line, never a traceback
         _error(f"This run cannot be shown in full (it is damaged): {type(e).__name__}: {e}")
 
-_dataset_inference_runs()
+_other_audits()

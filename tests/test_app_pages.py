@@ -275,9 +275,10 @@ def test_jobs_run_on_the_engine_of_the_page_that_started_them():
 
 
 @pytest.mark.slow
-def test_document_page_demo_runs_offline(tiny_llama):
+def test_document_page_demo_runs_offline(tiny_llama, tmp_path, monkeypatch):
     """The page's default source is the bundled demo: it audits the 20 + 20 demo documents with the
     demo target (not the sidebar's model, here a random tiny Llama) and finds the members."""
+    monkeypatch.setenv("MIA_RUNS_DIR", str(tmp_path / "runs"))  # its own run store: the run it saves is the one there
     at = _app(DOC_PAGE, model=tiny_llama)
     assert at.radio(key="doc_source").value == "demo"
     assert at.checkbox(key="doc_demo_model").value is True
@@ -306,6 +307,28 @@ def test_document_page_demo_runs_offline(tiny_llama):
     assert set(pipes["normalisation"]) == {"RatioNormTF"} and set(pipes["features"]) == {"AggFE"}
     scores = next(d.value for d in at.dataframe if "book" in d.value.columns)
     assert scores["book"].iloc[0].startswith("jacobs_salthaven_")
+    # the job saved it in the one run store (issue 49): the Runs page lists it, reopens it in this page, deletes it
+    assert any(c.value.startswith("Saved in Runs as “") for c in at.caption), [c.value for c in at.caption]
+    at.switch_page(RUNS_PAGE).run()
+    _no_exception(at)
+    assert [h.value for h in at.subheader] == ["Document-level audit"]
+    listed = next(d.value for d in at.dataframe if "Of" in d.value.columns)  # AppTest keeps no dataframe key
+    assert len(listed) == 1 and listed["AUC"].iloc[0] == f"{auc:.3f}", listed
+    assert "20 member + 20 non-member books" in listed["Data"].iloc[0], listed
+    at.button(key="runs_documents_show").click().run()
+    _no_exception(at)
+    assert at.title[0].value == "Document audit"
+    assert any(i.value.startswith("Reopened from Runs: saved run “") and "not restored" in i.value for i in at.info)
+    at.switch_page(DOC_PAGE).run()  # AppTest reruns the page it was last sent to unless told
+    assert next(m for m in at.metric if m.label == "Member + non-member books").value == "20 + 20"
+    assert _number(next(m for m in at.metric if m.label.startswith("Best AUC")).value) == pytest.approx(auc, abs=1e-3)
+    assert any(c.value.startswith("Not kept with a saved run") for c in at.caption)  # the strip, in words
+    assert not _errors(at), _errors(at)
+    at.switch_page(RUNS_PAGE).run()
+    at.checkbox(key="runs_documents_confirm").check().run()
+    at.button(key="runs_documents_delete").click().run()
+    _no_exception(at)
+    assert not [d for d in at.dataframe if "Of" in d.value.columns] and not at.subheader  # gone, and its section
 
 
 # ------------------------------------------------------------------ masked-LM audit
@@ -392,8 +415,9 @@ def test_mlm_page_runs_on_tiny_masked_lms(tiny_berts):
 
 
 @pytest.mark.slow
-def test_mlm_page_demo_runs_offline():
+def test_mlm_page_demo_runs_offline(tmp_path, monkeypatch):
     """The bundled demo source needs no model typed: the demo target and the embedded masked LM."""
+    monkeypatch.setenv("MIA_RUNS_DIR", str(tmp_path / "runs"))  # its own run store: the run it saves is the one there
     at = _app(MLM_PAGE)
     at.number_input(key="mlm_k").set_value(2)
     at.number_input(key="mlm_bootstrap").set_value(100)
@@ -403,6 +427,20 @@ def test_mlm_page_demo_runs_offline():
     table = next(d.value for d in at.dataframe if "AUC [95% CI]" in d.value.columns)
     aucs = dict(zip(table.iloc[:, 0], (_number(v) for v in table["AUC [95% CI]"])))
     assert max(aucs.values()) >= 0.8, aucs
+    # saved in the one run store (issue 49); a second copy of it, so that the Runs page compares two
+    from mia_core.audits import saved
+
+    assert any(c.value.startswith("Saved in Runs as “") for c in at.caption), [c.value for c in at.caption]
+    (first,) = saved.list_runs("mlm")
+    saved.save_run("mlm", saved.open_run("mlm", first["id"]), name="the same run again")
+    at.switch_page(RUNS_PAGE).run()
+    _no_exception(at)
+    assert [h.value for h in at.subheader] == ["Masked-LM audit"]
+    listed = next(d.value for d in at.dataframe if "Of" in d.value.columns)
+    assert list(listed["Name"]) == ["the same run again", first["name"]], listed
+    assert _number(listed["AUC"].iloc[1]) == pytest.approx(aucs["Likelihood ratio"], abs=1e-3)
+    compared = next(d.value for d in at.dataframe if "Figure" in d.value.columns)
+    assert "AUC, likelihood ratio" in set(compared["Figure"]) and set(compared["B − A"]) <= {"0", "–"}, compared
 
 
 # ------------------------------------------------------------------ controlled experiment

@@ -9,7 +9,10 @@ For each audit of the registry, as scikit-learn's common checks do for estimator
 * on its tiny inputs of known membership (``Audit.example``) it runs through the generic front door
   (``mia_core.audits.prepare`` / ``execute``), finds the members (its headline AUC >= 0.75, or for dataset inference
   the verdict "used"), and its result saves, reads back equal (the same figures, table and report) and, saved again,
-  writes the same files.
+  writes the same files;
+* in the one run store (``mia_core.audits.saved``) the result is saved, listed under its kind with its name, model
+  and headline, opened back equal, compared with itself (no difference), and deleted; a folder the store did not
+  write, or a link, is refused and left as it was.
 
 A new audit registered without one of these fails here.
 """
@@ -78,6 +81,12 @@ def test_the_registry_declares_each_audit_whole():
         for method in ("save", "summary_text", "to_json"):
             assert callable(getattr(res, method, None)), (name, method)
         assert callable(a.load) and callable(a.example) and callable(a.headline), name
+        store = a.store()  # its runs' place in the run store (None: the calibration run's own)
+        assert (store is None) == (name == "run"), name
+        if store is not None:
+            assert store.subdir.startswith("_") and store.words, name
+    subdirs = [a.store().subdir for a in AUDITS.values() if a.store() is not None]
+    assert len(set(subdirs)) == len(subdirs), subdirs  # no two kinds share a folder
 
 
 @pytest.mark.parametrize("name", NAMES)
@@ -158,3 +167,41 @@ def test_known_members_are_found_and_the_result_saves_and_reads_back_equal(name,
     again = tmp_path / "again"
     back.save(again)
     assert _files(again) == _files(first)
+    _the_run_store_keeps_it(name, result, tmp_path / "runs")
+
+
+def _the_run_store_keeps_it(name, result, root: Path) -> None:
+    """Saved, listed, opened back equal, compared, deleted; what the store did not write is never deleted."""
+    from mia_core.audits import saved
+    from mia_core.errors import DataError
+
+    a = AUDITS[name]
+    meta = saved.save_run(name, result, root=root)
+    listed = saved.list_runs(name, root=root)
+    assert [m["id"] for m in listed] == [meta["id"]] and listed[0]["kind"] == name
+    assert not listed[0].get("damaged") and listed[0]["name"].strip(), listed[0]
+    assert [m["id"] for m in saved.list_runs(root=root)] == [meta["id"]]  # every kind's listing has it
+    if a.store() is not None:
+        described = a.describe(result)
+        assert listed[0]["name"] == described["name"] and listed[0]["model"] == described["model"]
+        assert listed[0]["data"] == described["data"] and listed[0]["model"], listed[0]
+    back = saved.open_run(name, meta["id"], root=root)
+    assert _plain(back.to_json()) == _plain(result.to_json())
+    rows = saved.compare_runs(name, result, back)
+    assert rows and all(r["difference"] in (None, 0.0) for r in rows), rows
+    assert any(r["difference"] == 0.0 for r in rows), rows
+    folder = (a.store().folder(root) if a.store() is not None else root)
+    # a user's folder beside the runs; for the other kinds also one named like a run but without the meta.json
+    # the store writes (the calibration store takes a folder of its id form as a run damaged: it lists it)
+    foreigns = [folder / "my-notes"] + ([folder / "20250101-000000-abcdef"] if a.store() is not None else [])
+    for foreign in foreigns:
+        foreign.mkdir()
+        (foreign / "keep.txt").write_text("not the store's")
+        with pytest.raises(DataError) as e:
+            saved.delete_run(name, foreign.name, root=root)
+        assert "\n" not in str(e.value) and (foreign / "keep.txt").is_file()
+    with pytest.raises(DataError):
+        saved.delete_run(name, "../" + meta["id"], root=root)  # never a path outside the store
+    saved.delete_run(name, meta["id"], root=root)
+    assert meta["id"] not in {m["id"] for m in saved.list_runs(name, root=root)}
+    assert all((f / "keep.txt").is_file() for f in foreigns)

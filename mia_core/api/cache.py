@@ -201,17 +201,32 @@ def plan_clear(include_models: bool = False, include_runs: bool = False, root: P
 
 def _plan_runs(plan: ClearPlan, folder: Path, include: bool) -> None:
     """Saved runs in ``<cache>/runs`` (the dashboard's default store): kept unless asked. Only folders
-    that the run store recognises as its runs (a run id name, a ``meta.json``) count."""
+    that the run store recognises as its runs count: a calibration run (a run id name, a ``meta.json``), and in each
+    other audit's folder (``_documents``, ``_masked_lm``, ``_dataset_inference``: a folder with the store's marker,
+    ``mia_core.runs.kinds.stores_in``) a folder of its store's id form holding its ``meta.json``; ``plan.runs`` names
+    the latter ``<folder>/<id>``."""
     from ..runs import META, _ID_RE  # the store's own rule for its run ids
+    from ..runs.kinds import ID_RE, MARKER, stores_in
+
+    subdirs = {s.subdir for s in stores_in(folder)}
+
+    def take(r: Path, name: str) -> None:
+        n, b = _tree_size(r)
+        if include:
+            plan.runs.append(name)
+            plan.add("runs", 1, b)
+        else:
+            plan.add("runs", 1, b, plan.kept)
 
     for r in sorted(folder.iterdir()):
         if _real_dir(r) and _ID_RE.match(r.name) and not r.name.endswith(".tmp") and _real_file(r / META):
-            n, b = _tree_size(r)
-            if include:
-                plan.runs.append(r.name)
-                plan.add("runs", 1, b)
-            else:
-                plan.add("runs", 1, b, plan.kept)
+            take(r, r.name)
+        elif r.name in subdirs and _real_dir(r):
+            for k in sorted(r.iterdir()):
+                if _real_dir(k) and ID_RE.match(k.name) and _real_file(k / META):
+                    take(k, f"{r.name}/{k.name}")
+                elif k.name != MARKER:
+                    plan.strays.append(k)
         else:
             plan.strays.append(r)
 
@@ -236,10 +251,16 @@ def clear_cache(include_models: bool = False, include_runs: bool = False, plan: 
             failed.append(str(t.relative_to(plan.root)))
     if plan.runs:
         from ..runs import delete_run
+        from ..runs.kinds import stores_in
 
+        stores = {s.subdir: s for s in stores_in(plan.root / "runs")}
         for rid in plan.runs:
+            sub, _, kid = rid.rpartition("/")
             try:
-                delete_run(rid, plan.root / "runs")
+                if sub:  # another audit's run: deleted by its store (what it wrote, nothing else)
+                    stores[sub].delete(kid, plan.root / "runs")
+                else:
+                    delete_run(rid, plan.root / "runs")
             except Exception as e:  # noqa: BLE001 - said below, the others still go
                 failed.append(f"runs/{rid} ({e})")
     for d in plan.folders:  # deepest first; a folder that still holds something not ours stays

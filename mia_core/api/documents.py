@@ -133,6 +133,14 @@ def document_choices() -> dict:
             "normalizations": {n: LABELS.get(n, n) for n in NORMALIZATIONS}}
 
 
+def pipeline_words(name: str) -> str:
+    """A document pipeline by the paper's names: ``"rationorm_tf+agg"`` -> ``"RatioNormTF + AggFE"``
+    (:func:`mia_core.documents.normalization.pipeline_words`)."""
+    from ..documents.normalization import pipeline_words as words
+
+    return words(name)
+
+
 def _check_files(files, name: str) -> None:
     """``files`` (``member_files``, ``nonmember_files``) is a path, an upload (``name`` and ``getvalue()``) or a list
     of them: one line naming ``name`` otherwise, before anything is read."""

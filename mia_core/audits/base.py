@@ -13,7 +13,12 @@ An audit takes sets of texts (or books) and a model, and answers one question ab
 * its **result** class: ``save(folder)``, ``summary_text()`` (the report) and ``to_json()`` (the figures the saved
   files hold); ``load(folder)``: the same result back from what ``save`` wrote;
 * ``example(known)``: tiny inputs of known membership for the contract test (``tests/test_audit_contract.py``),
-  from :class:`Known` sets and tiny models a test trains.
+  from :class:`Known` sets and tiny models a test trains;
+* its place in the **run store** (:mod:`mia_core.audits.saved`): ``store()`` (a
+  :class:`mia_core.runs.kinds.KindStore`: the folder and the words of its saved runs; None for the calibration run,
+  whose store is :mod:`mia_core.runs`), ``describe(result)`` (what the Runs page lists: the run's default name, the
+  model, the data in words, the headline figure) and ``figures(result)`` (the figures two saved runs are compared
+  on).
 
 :func:`register` adds one to :data:`AUDITS`; ``mia_core/audits/__init__.py`` imports each audit's module (one line
 each). Nothing heavy is imported here: an audit's functions import their engine package when called.
@@ -57,6 +62,10 @@ class Audit:
     example: Callable  # (Known) -> prepare's keywords: tiny inputs of known membership
     page: str = ""  # the dashboard page that runs it (pages/...)
     headline: Callable = field(default=lambda result: None)  # (result) -> the AUC a front end shows first, or None
+    store: Callable = field(default=lambda: None)  # () -> its runs' KindStore (None: the calibration run's own store)
+    describe: Callable = field(default=lambda result: {})  # (result) -> meta.json's name, model, data, headline...
+    figures: Callable = field(default=lambda result: {})  # (result) -> {figure in words: number}, for comparing runs
+    keep: Callable = field(default=lambda result, folder: result.save(folder))  # (result, folder): what the store keeps
 
 
 AUDITS: dict[str, Audit] = {}

@@ -54,6 +54,24 @@ def _headline(result):
     return None  # a p-value, not an AUC
 
 
+def _store():
+    from ..dataset_inference.store import STORE
+
+    return STORE
+
+
+def _describe(result) -> dict:
+    from ..dataset_inference.store import describe
+
+    return describe(result)
+
+
+def _figures(result) -> dict:
+    from ..dataset_inference.store import figures
+
+    return figures(result)
+
+
 AUDIT = register(Audit(
     name="infer-dataset",
     title="Dataset inference",
@@ -68,4 +86,7 @@ AUDIT = register(Audit(
     request=_request,
     example=_example,
     page="pages/7_Dataset_inference.py",
-    headline=_headline))
+    headline=_headline,
+    store=_store,
+    describe=_describe,
+    figures=_figures))

@@ -58,6 +58,40 @@ def _headline(result):
     return result.metrics[result.best_pipeline]["auc_mean"]
 
 
+def _store():
+    from ..runs.kinds import SCORED, KindStore
+
+    return KindStore("_documents", "document-audit run", SCORED)
+
+
+def _describe(result) -> dict:
+    """The Runs page's line: the model, the books, the best pipeline's mean AUC over the folds."""
+    from ..documents.normalization import pipeline_words
+
+    n_m = int(sum(int(x) for x in result.labels))
+    n_n = len(result.labels) - n_m
+    model = (result.model or {}).get("name") or "model"
+    best = result.best_pipeline
+    auc = _headline(result)
+    data = f"{n_m} member + {n_n} non-member books, {result.settings.get('folds')} folds"
+    shown = "AUC n/a" if auc is None or auc != auc else f"AUC {auc:.3f}"
+    return {"name": f"{model} · {data} · {shown} ({pipeline_words(best)})", "model": model,
+            "model_identity": (result.model or {}).get("identity"), "data": data,
+            "headline": None if auc is None or auc != auc else float(auc),
+            "headline_label": f"best pipeline: {pipeline_words(best)}", "n_members": n_m, "n_nonmembers": n_n}
+
+
+def _figures(result) -> dict:
+    """Each pipeline's mean AUC over the folds, by the paper's names."""
+    from ..documents.normalization import pipeline_words
+
+    return {f"AUC, {pipeline_words(p)}": m.get("auc_mean") for p, m in result.metrics.items()}
+
+
+def _keep(result, folder) -> None:
+    result.save(folder, token_values=False)  # the per-token strips stay with the result in memory (large)
+
+
 AUDIT = register(Audit(
     name="documents",
     title="Document-level audit",
@@ -72,4 +106,8 @@ AUDIT = register(Audit(
     request=_request,
     example=_example,
     page="pages/3_Document_audit.py",
-    headline=_headline))
+    headline=_headline,
+    store=_store,
+    describe=_describe,
+    figures=_figures,
+    keep=_keep))

@@ -63,6 +63,11 @@ def _headline(result):
     return m.get("auc")
 
 
+def _figures(result) -> dict:
+    """Each attack's AUC (the Runs page compares two calibration runs with paired bootstrap CIs instead)."""
+    return {f"AUC, {(m or {}).get('label') or k}": (m or {}).get("auc") for k, m in result.metrics.items()}
+
+
 AUDIT = register(Audit(
     name="run",
     title="Calibration run",
@@ -77,4 +82,5 @@ AUDIT = register(Audit(
     request=_request,
     example=_example,
     page="pages/2_Calibration_run.py",
-    headline=_headline))
+    headline=_headline,
+    figures=_figures))

@@ -14,56 +14,65 @@ from __future__ import annotations
 import json
 import math
 import os
-import re
-import secrets
-import shutil
 import stat
-import time
 from pathlib import Path
 
 from ..errors import DataError
-from ..runs.folder import (MAX_META_BYTES, _Bad, _fallback_ts, _fmt_ts, _is_num, _kind, _one_line, _read_json,
-                           _reason)
+from ..runs.folder import MAX_META_BYTES, _Bad, _is_num, _kind, _one_line, _read_json, _reason
+from ..runs.kinds import KindStore, count, share, text
 from .audit import RESULT_FILE
 
 SUBDIR = "_dataset_inference"
 META = "meta.json"
 REPORT = "report.html"
-_ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
+
+# meta.json's own fields (beside the common name, created, model, model_identity, data): (check, what it should
+# be, default); None is always allowed (nothing recorded)
+_FIELDS = {
+    "verdict": (text, "text", None),
+    "mode": (lambda v: v in ("texts", "books"), "texts or books", "texts"),
+    "p_value": (share, "a number in [0, 1]", None),
+    "blind_auc": (share, "a number in [0, 1]", None),
+    "alpha": (share, "a number in [0, 1]", None),
+    "p_value_is_bound": (lambda v: isinstance(v, bool), "true/false", False),
+    "n_suspect": (count, "a count", None),
+    "n_validation": (count, "a count", None),
+}
+STORE = KindStore(SUBDIR, "dataset-inference run", _FIELDS)
+_share = share
 
 
 def store_dir(root=None) -> Path:
     """The folder of the saved dataset-inference runs, ``<runs dir>/_dataset_inference`` (created if missing)."""
-    from ..runs import runs_dir
-
-    d = runs_dir(root) / SUBDIR
-    d.mkdir(parents=True, exist_ok=True)
-    return d
+    return STORE.folder(root)
 
 
-def save(result, *, name: str | None = None, model: str | None = None, root=None) -> dict:
-    """Save a result as a new run; returns its meta. The default name is the model, the data and the verdict
-    (``report.run_name``, from the result's ``inputs``); ``meta.json`` keeps the inputs (``inputs``), the data in
-    one line (``data``) and the model's identity (``model_identity``)."""
-    from ..runs.results import json_default
-
+def describe(result, *, name: str | None = None, model: str | None = None) -> dict:
+    """A result's ``meta.json`` (before its id and time): the default name is the model, the data and the verdict
+    (``report.run_name``, from the result's ``inputs``); it keeps the inputs (``inputs``), the data in one line
+    (``data``), the model's identity (``model_identity``), the verdict, the p-value and the sizes."""
     from .report import data_words, run_name
 
     s, inputs = result.summary, clean_inputs(getattr(result, "inputs", None))
-    run_id = time.strftime("%Y%m%d-%H%M%S") + "-" + secrets.token_hex(3)
-    path = store_dir(root) / run_id
-    tmp = path.with_name(path.name + ".tmp")
-    result.save(tmp)
-    meta = {"id": run_id, "name": name or run_name(s, inputs),
-            "created": time.strftime("%Y-%m-%d %H:%M"), "created_ts": time.time(),
+    return {"name": name or run_name(s, inputs),
             "model": model or inputs.get("model") or s.get("model"), "model_identity": inputs.get("model_identity"),
             "data": data_words(s, inputs), "inputs": inputs,
             "verdict": s.get("verdict"), "p_value": s.get("p_value"), "p_value_is_bound": s.get("p_value_is_bound"),
             "n_suspect": s.get("n_suspect"), "n_validation": s.get("n_validation"), "alpha": s.get("alpha"),
             "blind_auc": s.get("blind_auc"), "mode": s.get("mode", "texts")}
-    (tmp / META).write_text(json.dumps(meta, indent=2, default=json_default))
-    tmp.rename(path)
-    return meta
+
+
+def save(result, *, name: str | None = None, model: str | None = None, root=None) -> dict:
+    """Save a result as a new run (:func:`describe`); returns its meta."""
+    return STORE.save(result, describe(result, name=name, model=model), root=root)
+
+
+def figures(result) -> dict:
+    """What two saved runs are compared on: the verdict, the headline p-value, the blind baseline, the sizes."""
+    s = result.summary
+    return {"verdict": s.get("verdict"), "p-value": s.get("p_value"), "blind-baseline AUC": s.get("blind_auc"),
+            "suspect " + s.get("mode", "texts"): s.get("n_suspect"),
+            "validation " + s.get("mode", "texts"): s.get("n_validation"), "significance level": s.get("alpha")}
 
 
 _INPUT_TEXT = ("model", "model_identity", "model_spec", "reference", "source", "unit")
@@ -81,101 +90,14 @@ def clean_inputs(raw) -> dict:
     return out
 
 
-def _blank(run_id: str, p: Path) -> dict:
-    """Every field a listing shows, with safe defaults (the time from the id)."""
-    ts = _fallback_ts(p)
-    return {"id": run_id, "name": run_id, "created": _fmt_ts(ts), "created_ts": ts, "model": None,
-            "model_identity": None, "data": None, "verdict": None,
-            "p_value": None, "p_value_is_bound": False, "n_suspect": None, "n_validation": None, "alpha": None,
-            "blind_auc": None, "mode": "texts"}
-
-
-def _share(v) -> bool:
-    """A number in [0, 1] (a p-value, an AUC, alpha)."""
-    return _is_num(v) and 0.0 <= float(v) <= 1.0
-
-
-# field: (is it of the right type, what it should be); None is always allowed (nothing recorded)
-_FIELDS = {
-    "name": (lambda v: isinstance(v, str), "text"),
-    "created": (lambda v: isinstance(v, str), "text"),
-    "model": (lambda v: isinstance(v, str), "text"),
-    "model_identity": (lambda v: isinstance(v, str), "text"),
-    "data": (lambda v: isinstance(v, str), "text"),
-    "verdict": (lambda v: isinstance(v, str), "text"),
-    "mode": (lambda v: v in ("texts", "books"), "texts or books"),
-    "p_value": (_share, "a number in [0, 1]"),
-    "blind_auc": (_share, "a number in [0, 1]"),
-    "alpha": (_share, "a number in [0, 1]"),
-    "p_value_is_bound": (lambda v: isinstance(v, bool), "true/false"),
-    "n_suspect": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
-    "n_validation": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
-}
-
-
-def _normalise(raw: dict, run_id: str, p: Path) -> dict:
-    """``meta.json`` with every field the Runs page shows of the type it expects: a field of another type (a
-    p-value that is text, a time that is not a number...) is replaced by its default and named in
-    ``damaged`` (one line), as is a missing name (the store always writes one); another missing field takes
-    its default."""
-    out = _blank(run_id, p)
-    problems = []
-    for k, (ok, want) in _FIELDS.items():
-        v = raw.get(k)
-        if v is None or (isinstance(v, float) and math.isnan(v) and k in ("p_value", "blind_auc")):
-            continue
-        if ok(v):
-            out[k] = v
-        else:
-            problems.append(f"{k} is {_kind(v)}, not {want}")
-    if "name" not in raw:  # the store always writes one: its meta.json was cut or edited
-        problems.insert(0, "name is missing")
-    if not str(out["name"]).strip():
-        out["name"] = run_id
-    ts = raw.get("created_ts")
-    if ts is not None:
-        if _is_num(ts) and math.isfinite(ts) and _fmt_ts(ts):
-            out["created_ts"] = float(ts)
-            if not isinstance(raw.get("created"), str):
-                out["created"] = _fmt_ts(ts)
-        else:
-            problems.append(f"created_ts is {_kind(ts)}, not a time")
-    if problems:
-        more = f"; and {len(problems) - 4} more" if len(problems) > 4 else ""
-        out["damaged"] = _one_line("meta.json: " + "; ".join(problems[:4]) + more)
-    return out
-
-
 def list_runs(root=None) -> list[dict]:
     """Every saved dataset-inference run's meta, newest first. Each entry has every field the Runs page shows,
     of the type it expects (``id``, ``name``, ``created`` text, ``created_ts`` a number, ``p_value`` and
     ``blind_auc`` a number in [0, 1] or None...). One damaged run never hides the others: a ``meta.json``
     missing, a link, not a regular file, not JSON or not a mapping gives an entry with ``damaged`` (one line:
     why) and defaults; a field of the wrong type is replaced by its default and named in ``damaged``.
-    ``DataError`` only when the folder of runs cannot be read."""
-    d = store_dir(root)
-    try:
-        entries = list(d.iterdir())
-    except OSError as e:
-        raise DataError(f"the dataset-inference runs folder {d} cannot be read ({_reason(e)})") from None
-    out = []
-    for p in entries:
-        try:
-            if not _ID_RE.match(p.name) or p.is_symlink() or not p.is_dir():
-                continue
-            raw = _read_json(p, META, max_bytes=MAX_META_BYTES)
-            if not isinstance(raw, dict):
-                raise _Bad(f"meta.json is {_kind(raw)}, not a mapping")
-            meta = _normalise(raw, p.name, p)
-        except _Bad as e:
-            meta = _blank(p.name, p)
-            meta["damaged"] = _one_line(e)
-        except OSError as e:  # the folder went away or cannot be read while listing
-            meta = _blank(p.name, p)
-            meta["damaged"] = _one_line(f"cannot be read ({_reason(e)})")
-        out.append(meta)
-    out.sort(key=lambda m: (m["created_ts"], m["id"]), reverse=True)
-    return out
+    ``DataError`` only when the folder of runs cannot be read (:class:`mia_core.runs.kinds.KindStore`)."""
+    return STORE.list(root)
 
 
 MAX_REPORT_BYTES = 256 * 2**20  # a report is a few MiB at most
@@ -227,9 +149,7 @@ def run_path(run_id: str, root=None) -> Path:
         ``run_id`` is not of the form this module gives (``YYYYMMDD-HHMMSS-xxxxxx``): nothing outside the
         store is ever named.
     """
-    if not _ID_RE.match(str(run_id)):
-        raise DataError(f"{run_id!r} is not a dataset-inference run id")
-    return store_dir(root) / run_id
+    return STORE.path(run_id, root)
 
 
 def load_summary(run_id: str, root=None) -> dict:
@@ -249,10 +169,7 @@ def load_summary(run_id: str, root=None) -> dict:
 
 def delete(run_id: str, root=None) -> None:
     """Delete a run this module saved (its id and its meta.json); nothing else."""
-    p = run_path(run_id, root)
-    if p.is_symlink() or not p.is_dir() or not (p / META).is_file():
-        raise DataError(f"{p} is not a saved dataset-inference run: not deleted")
-    shutil.rmtree(p)
+    STORE.delete(run_id, root)
 
 
 MAX_RESULT_BYTES = 64 * 2**20  # dataset_inference.json: the summary, the tests and the notes (a few KiB)

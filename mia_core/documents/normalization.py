@@ -40,6 +40,15 @@ LABELS = {
     "maxnorm_gp": "MaxNormGP",
 }
 
+FEATURE_WORDS = {"hist": "HistFE", "agg": "AggFE"}
+
+
+def pipeline_words(name: str) -> str:
+    """A pipeline by the paper's names (Meeus et al. 2024 §4.2-4.3): ``"rationorm_tf+agg"`` -> ``"RatioNormTF +
+    AggFE"``; an unknown part is kept as it is."""
+    norm, _, feats = str(name).partition("+")
+    return f"{LABELS.get(norm, norm)} + {FEATURE_WORDS.get(feats, feats)}" if feats else LABELS.get(norm, norm)
+
 
 def needs_general_proba(names) -> bool:
     """Whether any of the normalisations ``names`` (canonical, :func:`parse_normalizations`) uses R^GP, the

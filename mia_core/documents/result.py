@@ -144,10 +144,16 @@ class DocumentAuditResult(AuditResult):
         self._check_strips()
         return self._stats[doc_index]
 
+    @property
+    def has_strips(self) -> bool:
+        """Whether the per-token values are in memory (a result read back from its files has none)."""
+        return bool(self._stats) or not len(self.documents)
+
     def _check_strips(self) -> None:
-        if not self._stats and len(self.documents):
-            raise SettingsError("this document audit was read back from its files: its per-token values are in its "
-                                "folder's token_values/ (one .npz per document), not in memory")
+        if not self.has_strips:
+            raise SettingsError("this document audit was read back from its files: its per-token values are not in "
+                                "memory (a folder saved with them holds them in token_values/, one .npz per "
+                                "document)")
 
     def token_strings(self, doc_index: int) -> list[str]:
         """Each token decoded on its own (for drawing a document's strip)."""

@@ -45,6 +45,13 @@ def shared_cache(tmp_path, monkeypatch):
     run = root / "runs" / "20260101-000000-abcdef"
     run.mkdir(parents=True)
     (run / "meta.json").write_text(json.dumps({"name": "my saved run"}))
+    from mia_core.audits import AUDITS
+
+    for a in AUDITS.values():  # the other audits' runs (issue 49: one store), each in its store's folder
+        if a.store() is not None:
+            other = a.store().folder(root / "runs") / "20260102-000000-abcdef"
+            other.mkdir()
+            (other / "meta.json").write_text(json.dumps({"name": f"a saved {a.name} run"}))
     model = root / "models" / "smollm2-0123"
     model.mkdir(parents=True)
     (model / "mia_converted.json").write_text("{}")
@@ -58,7 +65,7 @@ def test_cache_clear_lists_first_and_asks(shared_cache, capsys):
     rc = main(["cache", "clear"])  # pytest's stdin is no terminal: nothing is removed without --yes
     out, err = capsys.readouterr()
     assert_one_error(rc, err, "--yes")
-    assert "will remove: stats (3 files" in out and "kept: 1 saved run " in out and "kept: 1 converted" in out
+    assert "will remove: stats (3 files" in out and "kept: 4 saved runs " in out and "kept: 1 converted" in out
     assert "huggingface/" in out and "notes/" in out and "my-notes.txt" in out
     assert _tree(shared_cache) == before
     assert main(["cache", "clear", "--dry-run"]) == 0
@@ -66,6 +73,13 @@ def test_cache_clear_lists_first_and_asks(shared_cache, capsys):
 
 
 def test_cache_clear_removes_only_its_own_files(shared_cache, capsys):
+    root = shared_cache
+    notes = root / "runs" / "_notes" / "20260102-000000-abcdef"  # named like a store's, without its marker
+    notes.mkdir(parents=True)
+    (notes / "meta.json").write_text("{}")
+    lookalike = root / "runs" / "_documents" / "20260103-000000-abcdef"  # a run's name, no meta.json: not the store's
+    lookalike.mkdir()
+    (lookalike / "notes.txt").write_text("a user's notes")
     before = _tree(shared_cache)
     assert main(["cache", "clear", "--yes"]) == 0
     after = _tree(shared_cache)
@@ -73,7 +87,8 @@ def test_cache_clear_removes_only_its_own_files(shared_cache, capsys):
     assert gone and all(p.startswith("stats/") for p in gone), gone
     assert not any(p.endswith(".npz") for p in after)
     for p in ("huggingface/hub/ref.txt", "pip/wheel.txt", "notes/todo.txt", "runs/20260101-000000-abcdef/meta.json",
-              "models/smollm2-0123/model.safetensors", "models/someone-elses-model"):
+              "runs/_masked_lm/20260102-000000-abcdef/meta.json", "models/smollm2-0123/model.safetensors",
+              "models/someone-elses-model"):
         assert after[p] == before[p]
     kept = [p for p in after if p.endswith("my-notes.txt")]
     assert len(kept) == 1 and after[kept[0]] == "a user's file inside a settings folder"
@@ -82,6 +97,9 @@ def test_cache_clear_removes_only_its_own_files(shared_cache, capsys):
     assert main(["cache", "clear", "--yes", "--runs", "--models"]) == 0
     after = _tree(shared_cache)
     assert not any(p.startswith("runs/2026") for p in after) and "models/smollm2-0123" not in after
+    assert not any("20260102" in p and "_notes" not in p for p in after), [p for p in after if p.startswith("runs/")]
+    assert after["runs/_documents/20260103-000000-abcdef/notes.txt"] == "a user's notes"  # never the look-alike
+    assert "runs/_notes/20260102-000000-abcdef/meta.json" in after  # nor a folder no store marked
     assert "models/someone-elses-model" in after and after["notes/todo.txt"] == "someone else's todo.txt"
 
 

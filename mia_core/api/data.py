@@ -1,0 +1,23 @@
+"""Reading the sets a front end audits: the engine's readers (:mod:`mia_core.data`), for the pages and the CLI.
+
+Every reader refuses bad input in one line (``DataError``: nothing uploaded, empty or binary files, a file over the
+size limit) before any model loads.
+"""
+from __future__ import annotations
+
+from ..data import (MAX_BYTES, Dataset, decode_bytes, load_dataset, read_population,  # noqa: F401 - the front door
+                    split_corpus, texts_from_strings)
+
+
+def read_text_upload(upload) -> tuple[str, str]:
+    """An uploaded text file (``name`` and ``getvalue()``/``read()``) as ``(text, encoding used)``, read under the
+    readers' size limit (:data:`MAX_BYTES`) and decoded as every other reader decodes (``DataError`` in one line for
+    a file too large, binary or unreadable)."""
+    from ..data.decoding import _read_bytes
+
+    _, raw = _read_bytes(upload, MAX_BYTES)
+    return decode_bytes(raw, getattr(upload, "name", "upload"))
+
+
+__all__ = ["MAX_BYTES", "Dataset", "decode_bytes", "load_dataset", "read_population", "split_corpus",
+           "texts_from_strings", "read_text_upload"]
