@@ -3,8 +3,9 @@ where, and the Runs page lists, reopens, compares and deletes the saved runs of 
 
 * ``dashboard.audit_jobs.save_finished``: called by the job itself (once, whichever tab watches it, or none);
 * :func:`saved_line`: the line under a finished run (its name in Runs, or why it was not saved);
-* :func:`reopened_line`: on a page showing a reopened run, says so and that its inputs are not restored;
-* :func:`audit_runs`: one audit's section of the Runs page.
+* :func:`take_reopened` and :func:`reopened_line`: on an audit's page, the run the Runs page handed over, and the
+  line that says it is a reopened run whose inputs are not restored;
+* :func:`audit_runs`: one audit's section of the Runs page (any registered audit with a store).
 """
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from mia_core.audits import AUDITS
 from mia_core.audits.saved import compare_runs, delete_run, list_runs, open_run
 from mia_core.errors import MiaError
 
-from . import documents, mlm
 from .options import worded
 from .ui import fmt_num, md_text
 
@@ -52,21 +52,24 @@ def _labels(metas: list[dict]) -> dict[str, str]:
 
 
 def _reopen(kind: str, run_id: str, label: str) -> None:
-    """The saved run (every file checked) into its audit's page, marked as reopened."""
+    """The saved run (every file checked) handed to its audit's page (:func:`take_reopened` there)."""
     try:
         res = open_run(kind, run_id)
     except MiaError as e:
         st.error(md_text(worded(e)))
         return
-    if kind == "documents":
-        st.session_state[documents.RESULT_KEY] = res
-        st.session_state[documents.PRECISION_KEY] = None
-        prefix = "doc"
-    else:
-        st.session_state[mlm.RESULT_KEY] = {"result": res, "notes": [], "seconds": None}
-        prefix = "mlm"
-    st.session_state[REOPENED.format(prefix=prefix)] = f"saved run “{label}”"
+    st.session_state[f"_reopen_{kind}"] = {"result": res, "label": f"saved run “{label}”"}
     st.switch_page(AUDITS[kind].page)
+
+
+def take_reopened(kind: str, prefix: str) -> object | None:
+    """On an audit's page: the result the Runs page handed over (once; None when there is none), its label kept for
+    :func:`reopened_line` (``prefix``: the page's session-state prefix)."""
+    handed = st.session_state.pop(f"_reopen_{kind}", None)
+    if handed is None:
+        return None
+    st.session_state[REOPENED.format(prefix=prefix)] = handed["label"]
+    return handed["result"]
 
 
 def _shown(v) -> str:

@@ -14,7 +14,7 @@ import streamlit as st
 from dashboard.audit_jobs import audit_job
 from dashboard.documents import (PRECISION_KEY, RESULT_KEY, SAVED_KEY, books_section, build_job, estimate_line,
                                  model_line, settings_section, show_results)
-from dashboard.saved_runs import REOPENED, reopened_line, saved_line
+from dashboard.saved_runs import REOPENED, reopened_line, saved_line, take_reopened
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
@@ -27,6 +27,9 @@ st.markdown(
     "k-fold cross-validation. " + AUC_EXPLAINER
 )
 panel = model_panel(load=True)  # after the title: the sidebar shows the loading steps
+
+if (handed := take_reopened("documents", "doc")) is not None:  # a saved run, from the Runs page
+    st.session_state.update({RESULT_KEY: handed, PRECISION_KEY: None, SAVED_KEY: None})
 
 books = books_section()
 cfg = settings_section()

@@ -18,7 +18,7 @@ import streamlit as st
 from dashboard.audit_jobs import audit_job
 from dashboard.mlm import (RESULT_KEY, build_job, model_line, models_section, settings_section, show_results,
                            texts_section)
-from dashboard.saved_runs import REOPENED, reopened_line, saved_line
+from dashboard.saved_runs import REOPENED, reopened_line, saved_line, take_reopened
 from dashboard.sidebar import model_panel
 from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
 
@@ -32,6 +32,9 @@ st.markdown(
     "threshold (it flags a share α of the population); precision and recall at that threshold are then "
     "measured on your members and non-members. " + AUC_EXPLAINER
 )
+
+if (handed := take_reopened("mlm", "mlm")) is not None:  # a saved run, from the Runs page
+    st.session_state[RESULT_KEY] = {"result": handed, "notes": [], "seconds": None}
 
 models = models_section()
 texts = texts_section()

@@ -140,9 +140,13 @@ def _reopen(rid: str, meta: dict) -> None:
 
 
 def _other_audits() -> None:
-    """The saved runs of every other audit (document, masked-LM; mia_core.audits.saved), then dataset inference."""
-    for kind in ("documents", "mlm"):
-        audit_runs(kind)
+    """The saved runs of every other registered audit (document, masked-LM: mia_core.audits.saved), then dataset
+    inference (its verdict, p-value and report)."""
+    from mia_core.audits import AUDITS
+
+    for kind, audit in AUDITS.items():  # every registered audit that keeps runs; dataset inference's own section
+        if audit.store() is not None and kind != "infer-dataset":
+            audit_runs(kind)
     _dataset_inference_runs()
 
 
