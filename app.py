@@ -68,17 +68,20 @@ def _pages_grid(files: list[Path], per_row: int = 3) -> None:
 
 
 def saved_runs_line() -> str:
-    """"5 saved runs (2 calibration, 3 dataset inference) in <folder>": every kind of run the Runs page lists
-    (calibration runs, ``mia_core.runs``; dataset-inference runs, ``mia_core.api.inference``)."""
-    from mia_core.api.inference import list_inference_runs
+    """"5 saved runs (2 calibration, 1 document audit, 2 dataset inference) in <folder>": every kind of run the Runs
+    page lists (the one run store, ``mia_core.audits.saved``, by kind)."""
+    from mia_core.audits import AUDITS
+    from mia_core.audits.saved import list_runs
     from mia_core.errors import MiaError
 
+    words = {"run": "calibration", "documents": "document audit", "mlm": "masked-LM audit",
+             "infer-dataset": "dataset inference"}
     counts = {}
-    for kind, lister in (("calibration", runs.list_runs), ("dataset inference", list_inference_runs)):
+    for kind, audit in AUDITS.items():
         try:
-            counts[kind] = len(lister())
+            counts[words.get(kind, audit.title.lower())] = len(list_runs(kind))
         except (MiaError, OSError):
-            counts[kind] = None  # an unreadable store: said, never a traceback on the home page
+            counts[words.get(kind, audit.title.lower())] = None  # an unreadable store: said, never a traceback
     total = sum(n or 0 for n in counts.values())
     parts = ", ".join(f"{'?' if n is None else n} {kind}" for kind, n in counts.items() if n != 0)
     return (f"{total} saved run{'s' if total != 1 else ''}" + (f" ({parts})" if parts else "")

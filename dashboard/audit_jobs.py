@@ -34,7 +34,8 @@ class AuditJob:
     expected: dict | None = None  # the estimate before Run, for the whole run's time left (dashboard.jobs.Job.expected)
 
 
-def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], build: Callable[[], AuditJob]):
+def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], build: Callable[[], AuditJob],
+              take_foreign: bool = True):
     """The Run button, its background job and the job's progress; the finished job, once.
 
     Parameters
@@ -52,6 +53,9 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
     build : callable
         ``build()`` -> :class:`AuditJob`, called when the button is pressed; a ``MiaError`` it raises is shown
         as one red line and nothing starts.
+    take_foreign : bool
+        False while the page shows a run the user chose (reopened from Runs): a job another tab started and finished
+        is then left alone, not shown over it (``ui.follow_job``).
 
     Returns
     -------
@@ -71,7 +75,7 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
                       expected=built.expected)
         except MiaError as e:
             show_error(e)
-    return follow_job(reg, job, f"{prefix}_acked")
+    return follow_job(reg, job, f"{prefix}_acked", take_foreign=take_foreign)
 
 
 def save_finished(kind: str, result) -> dict:

@@ -36,7 +36,9 @@ cfg = settings_section()
 if line := estimate_line(books, cfg, panel):  # what pressing Run will cost, before it is pressed
     st.caption("Estimate: " + line)
 st.markdown(model_line(books, panel))
-done = audit_job(prefix="doc", kind="documents", button="Run the document audit", clear=(RESULT_KEY, PRECISION_KEY, SAVED_KEY, REOPENED.format(prefix="doc")),
+reopened = REOPENED.format(prefix="doc")  # set while the page shows a run reopened from Runs
+done = audit_job(prefix="doc", kind="documents", button="Run the document audit", clear=(RESULT_KEY, PRECISION_KEY, SAVED_KEY, reopened),
+                 take_foreign=not st.session_state.get(reopened),
                  build=lambda: build_job(books, cfg, panel))
 if done is not None:
     st.session_state[RESULT_KEY] = done.result["result"]

@@ -40,7 +40,9 @@ models = models_section()
 texts = texts_section()
 cfg = settings_section()
 st.markdown(model_line(models, texts))
-done = audit_job(prefix="mlm", kind="mlm", button="Run the masked-LM audit", clear=(RESULT_KEY, REOPENED.format(prefix="mlm")),
+reopened = REOPENED.format(prefix="mlm")  # set while the page shows a run reopened from Runs
+done = audit_job(prefix="mlm", kind="mlm", button="Run the masked-LM audit", clear=(RESULT_KEY, reopened),
+                 take_foreign=not st.session_state.get(reopened),
                  build=lambda: build_job(models, texts, cfg, panel))
 if done is not None:
     st.session_state[RESULT_KEY] = done.result

@@ -367,11 +367,20 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
                 .locator("input").first.input_value()
             page.screenshot(path=str(ARTIFACTS / "runs_page.png"), full_page=True)
             assert "demo target" in picked and "used" in picked, picked  # the run's name: its model and verdict
+            # ---- issue 49: the one run store lists the document and masked-LM runs made above; one reopens in its page
+            runs_text = page.locator("[data-testid='stMain']").inner_text()
+            assert "Document-level audit" in runs_text and "Masked-LM audit" in runs_text, runs_text[-3000:]
+            page.get_by_role("button", name="Show in Document audit page").click()
+            seen = _text_when(page, "[data-testid='stMain']", ("Reopened from Runs", "Not kept with a saved run"),
+                              timeout_s=60.0)
+            page.screenshot(path=str(ARTIFACTS / "documents_reopened.png"), full_page=True)
+            assert "Its inputs are not restored" in seen and "Not kept with a saved run" in seen, seen[-3000:]
             page.goto(server, wait_until="networkidle")  # Home (its sidebar link reads "app" after a page URL)
             _wait_idle(page)
             home = _text_when(page, "[data-testid='stMain']", ("dataset inference",), timeout_s=60.0)
             page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
-            assert "1 dataset inference" in home, home[-1500:]
+            assert "1 document audit" in home and "1 masked-LM audit" in home and "1 dataset inference" in home, \
+                home[-1500:]
             # ---- issue 53 item 5: a too-small upload is refused before Run (Run off, the previous result kept)
             import tempfile
 
