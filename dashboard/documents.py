@@ -30,7 +30,10 @@ from .ui import fmt_num, fmt_pct, fmt_seconds, md_text, show_error, upload_files
 
 RESULT_KEY = "doc_audit_result"
 PRECISION_KEY = "doc_audit_precision"
-SAVED_KEY = "doc_audit_saved"  # where the run store keeps it (dashboard.saved_runs.save_finished)
+SAVED_KEY = "doc_audit_saved"  # where the run store keeps it (dashboard.audit_jobs.save_finished)
+SIG_KEY = "doc_audit_sig"  # the inputs the shown result came from (dashboard.stale); None: unknown
+STARTED_SIG_KEY = "doc_started_sig"  # the inputs of the run this tab started last
+SIG_WORDS = {"data": "the books", "model": "the model", "settings": "the settings"}
 DOC_TYPES = ["txt", "text", "md", "zip"]
 
 
@@ -107,6 +110,19 @@ def books_section() -> dict:
         st.caption("Each file is one book. Non-members should come from the same kind of source and era as the "
                    "members, or the classifier learns the difference in style, not membership.")
     return out
+
+
+def input_signature(books: dict, cfg: dict, panel) -> dict:
+    """What a document audit's result depends on, in three parts (``dashboard.stale``): the books (source, uploads,
+    paths, stripping), the model (the demo target, or the sidebar's target and reference at their precision) and
+    the settings (not the engine: where the passes run never changes a number)."""
+    from .stale import signature
+
+    data = {k: v for k, v in books.items() if k not in ("demo", "use_demo_model")}
+    model = "demo target" if books.get("use_demo_model") else (
+        getattr(panel, "target_spec", None), getattr(panel, "reference_spec", None), getattr(panel, "dtype", None),
+        getattr(panel, "quantize", None))
+    return signature(data=data, model=model, settings={k: v for k, v in cfg.items() if k != "engine"})
 
 
 def settings_section() -> dict:

@@ -27,6 +27,8 @@ from .engine import engine_for, engine_widgets
 from .ui import fmt_auc, fmt_num, fmt_pct, fmt_rate_ci, fmt_seconds, md_text, stage_progress, upload_files
 
 RESULT_KEY = "mlm_audit_result"
+STARTED_SIG_KEY = "mlm_started_sig"  # the inputs of the run this tab started last (dashboard.stale)
+SIG_WORDS = {"data": "the texts", "model": "the models", "settings": "the settings"}
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 SHORT = {"likelihood_ratio": "Likelihood ratio", "loss": "Loss"}
 ATTACKS = {"likelihood_ratio": "Likelihood ratio (target vs reference)", "loss": "Loss (target energy only)"}
@@ -159,6 +161,17 @@ def model_line(models: dict, texts: dict) -> str:
                                   "members)" if demo else "not given yet")
     reference = models["reference"] or ("the demo's reference (the embedded masked LM)" if demo else "not given yet")
     return f"**Model tested:** {target}. **Reference:** {reference}."
+
+
+def input_signature(models: dict, texts: dict, cfg: dict, panel) -> dict:
+    """What a masked-LM result depends on, in three parts (``dashboard.stale``): the texts (source, uploads, pasted
+    texts, how files are read), the models (target and reference, at the sidebar's precision) and the settings (not
+    the engine: where the passes run never changes a number)."""
+    from .stale import signature
+
+    return signature(data={k: v for k, v in texts.items() if k != "demo"},
+                     model=(models, getattr(panel, "dtype", None)),
+                     settings={k: v for k, v in cfg.items() if k != "engine"})
 
 
 def _lines(text: str) -> list[str]:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.audit_jobs import audit_job
-from dashboard.documents import (PRECISION_KEY, RESULT_KEY, SAVED_KEY, books_section, build_job, estimate_line,
-                                 model_line, settings_section, show_results)
+from dashboard.documents import (PRECISION_KEY, RESULT_KEY, SAVED_KEY, SIG_KEY, SIG_WORDS, STARTED_SIG_KEY,
+                                 books_section, build_job, estimate_line, input_signature, model_line,
+                                 settings_section, show_results)
 from dashboard.saved_runs import REOPENED, reopened_line, saved_line, take_reopened
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
+from dashboard.stale import result_box, stale_parts
+from dashboard.ui import AUC_EXPLAINER, fmt_seconds, job_origin, page_setup
 
 page_setup("Document audit", ":material/menu_book:", keep=("doc_",))  # inputs kept across pages
 st.title("Document audit")
@@ -29,25 +31,38 @@ st.markdown(
 panel = model_panel(load=True)  # after the title: the sidebar shows the loading steps
 
 if (handed := take_reopened("documents", "doc")) is not None:  # a saved run, from the Runs page
-    st.session_state.update({RESULT_KEY: handed, PRECISION_KEY: None, SAVED_KEY: None})
+    st.session_state.update({RESULT_KEY: handed, PRECISION_KEY: None, SAVED_KEY: None, SIG_KEY: None})
 
 books = books_section()
 cfg = settings_section()
 if line := estimate_line(books, cfg, panel):  # what pressing Run will cost, before it is pressed
     st.caption("Estimate: " + line)
 st.markdown(model_line(books, panel))
+now_sig = input_signature(books, cfg, panel)
+
+
+def _build():
+    st.session_state[STARTED_SIG_KEY] = now_sig  # what this run answers (the result is labelled when they change)
+    return build_job(books, cfg, panel)
+
+
 reopened = REOPENED.format(prefix="doc")  # set while the page shows a run reopened from Runs
-done = audit_job(prefix="doc", kind="documents", button="Run the document audit", clear=(RESULT_KEY, PRECISION_KEY, SAVED_KEY, reopened),
-                 take_foreign=not st.session_state.get(reopened),
-                 build=lambda: build_job(books, cfg, panel))
+done = audit_job(prefix="doc", kind="documents", button="Run the document audit",
+                 clear=(RESULT_KEY, PRECISION_KEY, SAVED_KEY, SIG_KEY, reopened),
+                 take_foreign=not st.session_state.get(reopened), build=_build)
 if done is not None:
     st.session_state[RESULT_KEY] = done.result["result"]
     st.session_state[PRECISION_KEY] = done.result["precision"]
     st.session_state[SAVED_KEY] = done.result.get("record")
+    # another tab's run: its inputs are not known here (the page says it started in another tab)
+    st.session_state[SIG_KEY] = None if job_origin(done) else st.session_state.get(STARTED_SIG_KEY)
     st.caption(f"Done in {fmt_seconds(done.elapsed)}.")
 
 res = st.session_state.get(RESULT_KEY)
 if res is not None:
     reopened_line("doc")
     saved_line(st.session_state.get(SAVED_KEY) or {})
-    show_results(res, st.session_state.get(PRECISION_KEY))
+    stale = stale_parts(st.session_state.get(SIG_KEY), now_sig, SIG_WORDS)
+    with result_box(stale, button="Run the document audit",
+                    title=f"{res.model.get('name')}, {len(res.labels)} books"):
+        show_results(res, st.session_state.get(PRECISION_KEY))

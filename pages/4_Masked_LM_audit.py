@@ -16,11 +16,12 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.audit_jobs import audit_job
-from dashboard.mlm import (RESULT_KEY, build_job, model_line, models_section, settings_section, show_results,
-                           texts_section)
+from dashboard.mlm import (RESULT_KEY, SIG_WORDS, STARTED_SIG_KEY, build_job, input_signature, model_line,
+                           models_section, settings_section, show_results, texts_section)
 from dashboard.saved_runs import REOPENED, reopened_line, saved_line, take_reopened
 from dashboard.sidebar import model_panel
-from dashboard.ui import AUC_EXPLAINER, fmt_seconds, page_setup
+from dashboard.stale import result_box, stale_parts
+from dashboard.ui import AUC_EXPLAINER, fmt_seconds, job_origin, page_setup
 
 page_setup("Masked-LM audit", ":material/healing:", keep=("mlm_",))
 panel = model_panel(load=False, need_reference=False)
@@ -34,22 +35,34 @@ st.markdown(
 )
 
 if (handed := take_reopened("mlm", "mlm")) is not None:  # a saved run, from the Runs page
-    st.session_state[RESULT_KEY] = {"result": handed, "notes": [], "seconds": None}
+    st.session_state[RESULT_KEY] = {"result": handed, "notes": [], "seconds": None, "signature": None}
 
 models = models_section()
 texts = texts_section()
 cfg = settings_section()
 st.markdown(model_line(models, texts))
+now_sig = input_signature(models, texts, cfg, panel)
+
+
+def _build():
+    st.session_state[STARTED_SIG_KEY] = now_sig  # what this run answers (the result is labelled when they change)
+    return build_job(models, texts, cfg, panel)
+
+
 reopened = REOPENED.format(prefix="mlm")  # set while the page shows a run reopened from Runs
 done = audit_job(prefix="mlm", kind="mlm", button="Run the masked-LM audit", clear=(RESULT_KEY, reopened),
-                 take_foreign=not st.session_state.get(reopened),
-                 build=lambda: build_job(models, texts, cfg, panel))
+                 take_foreign=not st.session_state.get(reopened), build=_build)
 if done is not None:
-    st.session_state[RESULT_KEY] = done.result
+    # another tab's run: its inputs are not known here (the page says it started in another tab)
+    st.session_state[RESULT_KEY] = {**done.result,
+                                    "signature": None if job_origin(done) else st.session_state.get(STARTED_SIG_KEY)}
     st.caption(f"Done in {fmt_seconds(done.result['seconds'])}.")
 
 stored = st.session_state.get(RESULT_KEY)
 if stored is not None:
     reopened_line("mlm")
     saved_line(stored.get("record") or {})
-    show_results(stored)
+    s = stored["result"].settings
+    with result_box(stale_parts(stored.get("signature"), now_sig, SIG_WORDS), button="Run the masked-LM audit",
+                    title=f"{s.get('n_members')} members + {s.get('n_nonmembers')} non-members, K = {s.get('k')}"):
+        show_results(stored)

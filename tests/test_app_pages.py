@@ -307,6 +307,17 @@ def test_document_page_demo_runs_offline(tiny_llama, tmp_path, monkeypatch):
     assert set(pipes["normalisation"]) == {"RatioNormTF"} and set(pipes["features"]) == {"AggFE"}
     scores = next(d.value for d in at.dataframe if "book" in d.value.columns)
     assert scores["book"].iloc[0].startswith("jacobs_salthaven_")
+    # issue 53 item 3: changed inputs label the result as the previous inputs' (folded away); back, it is the answer
+    at.number_input(key="doc_folds").set_value(4).run()
+    assert any(i.value.startswith("**The inputs have changed** (the settings)") for i in at.info), \
+        [i.value for i in at.info]
+    assert any(e.label.startswith("Previous result, from the previous inputs") for e in at.expander)
+    at.checkbox(key="doc_demo_model").uncheck().run()
+    assert any("(the model, the settings)" in i.value for i in at.info), [i.value for i in at.info]
+    at.checkbox(key="doc_demo_model").check()
+    at.number_input(key="doc_folds").set_value(5).run()
+    assert not any("The inputs have changed" in i.value for i in at.info)
+    assert not any(e.label.startswith("Previous result") for e in at.expander)
     # the job saved it in the one run store (issue 49): the Runs page lists it, reopens it in this page, deletes it
     assert any(c.value.startswith("Saved in Runs as “") for c in at.caption), [c.value for c in at.caption]
     at.switch_page(RUNS_PAGE).run()
@@ -427,6 +438,11 @@ def test_mlm_page_demo_runs_offline(tmp_path, monkeypatch):
     table = next(d.value for d in at.dataframe if "AUC [95% CI]" in d.value.columns)
     aucs = dict(zip(table.iloc[:, 0], (_number(v) for v in table["AUC [95% CI]"])))
     assert max(aucs.values()) >= 0.8, aucs
+    at.number_input(key="mlm_k").set_value(3).run()  # issue 53 item 3: the result is the previous inputs'
+    assert any(i.value.startswith("**The inputs have changed** (the settings)") for i in at.info), \
+        [i.value for i in at.info]
+    at.number_input(key="mlm_k").set_value(2).run()
+    assert not any("The inputs have changed" in i.value for i in at.info)
     # saved in the one run store (issue 49); a second copy of it, so that the Runs page compares two
     from mia_core.audits import saved
 
