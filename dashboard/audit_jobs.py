@@ -1,4 +1,5 @@
-"""The Run button and background job of an audit page (Document audit, Masked-LM audit): one block for both.
+"""The Run button and background job of an audit page (Document audit, Masked-LM audit, Controlled experiment): one
+block for all.
 
 :func:`audit_job` draws the Run button (disabled while an audit of its kind runs, whichever tab started it); when
 it is pressed it clears the page's earlier results, builds the job (the page's cheap checks, the engine, the

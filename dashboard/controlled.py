@@ -1,8 +1,9 @@
 """The logic behind the "Controlled experiment" page (kept out of the page so it stays thin).
 
 The page gathers its settings into one dict (the keys of :func:`plan`); :func:`plan` checks every one and splits
-the corpus, nothing written yet; :func:`build` writes the split and fine-tunes the target through the engine
-(``mia_core.api.targets``), handing the result over in ``st.session_state`` (:data:`KEYS`);
+the corpus, nothing written yet; :func:`build_job` makes the background job that writes the split and fine-tunes
+the target through the engine (``mia_core.api.targets``); :func:`take_built` hands its result over in
+``st.session_state`` (:data:`KEYS`);
 :func:`show_target` shows it and :func:`use_target` puts it in the sidebar.
 """
 from __future__ import annotations
@@ -21,7 +22,8 @@ from mia_core.api.data import split_corpus
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME
 
-from .ui import fmt_num, fmt_seconds, show_error
+from .audit_jobs import AuditJob
+from .ui import fmt_num, fmt_seconds, md_text
 
 UPLOAD_TYPES = ["txt", "text", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 CALIBRATION_PAGE = "pages/2_Calibration_run.py"
@@ -190,48 +192,72 @@ def estimate_line(cfg: dict, panel) -> str:
                           n_params=135e6 if base == EMBEDDED_NAME else None)[0]
 
 
-def build(cfg: dict, device: str) -> None:
-    """Plan, write the split, fine-tune the target with a progress bar, and hand it over in ``st.session_state``
-    (:data:`KEYS`); an error is shown, and a half-made experiment removed so its name stays free.
+def build_job(cfg: dict, panel) -> AuditJob:
+    """The checked plan (every input, the split; nothing written yet) and the background job that writes the split
+    and fine-tunes the target, for the Build button (``dashboard.audit_jobs.audit_job``): the build goes on while
+    the user looks at another page, with its elapsed time and time left, and one time left for the whole build from
+    the estimate before Build (``AuditJob.expected``). A half-made experiment is removed when the build fails, so its
+    name stays free.
 
     Parameters
     ----------
     cfg : dict
         The page's settings (:func:`plan`'s, plus ``method``, ``max_length`` and ``batch_size``).
-    device : str
-        Where to train (the sidebar's device).
+    panel
+        The sidebar's model panel (its device and dtype).
+
+    Returns
+    -------
+    AuditJob
+
+    Raises
+    ------
+    MiaError
+        A bad input (one line, before anything is written).
     """
-    created: Path | None = None
-    try:
-        p = plan(cfg)
-        out_root: Path = p["out_root"]
-        if not out_root.exists():
-            created = out_root
-        files = write_split(p["sets"], out_root)
-        st.caption(f"Split: {len(p['sets']['members'])} members · {len(p['sets']['nonmembers'])} non-members · "
-                   f"{len(p['sets']['population'])} population texts, written to `{out_root}`.")
-        bar = st.progress(0.0, text="loading the base model…")
+    from mia_core.api.targets import estimate_build
 
-        def progress(message: str, fraction: float) -> None:
-            bar.progress(max(0.0, min(1.0, float(fraction))), text=str(message)[:160])
+    from .loaders import loaded
 
-        t0 = time.time()
-        log = build_target(p["sets"], out_root, base=p["base"], method=cfg["method"], epochs=int(cfg["epochs"]),
-                           lr=p["lr"], seed=int(cfg["seed"]), max_length=int(cfg["max_length"]),
-                           batch_size=int(cfg["batch_size"]), device=device, files=files, progress=progress)
-        bar.progress(1.0, text=f"target built in {fmt_seconds(time.time() - t0)}")
-        st.session_state["controlled_target"] = str(out_root / "target")
-        st.session_state["controlled_members"] = str(files["members"])
-        st.session_state["controlled_nonmembers"] = str(files["nonmembers"])
-        st.session_state["controlled_population"] = str(files["population"]) if "population" in files else None
-        st.session_state["controlled_reference"] = p["base"]
-        st.session_state["controlled_log"] = log
-        created = None
-    except MiaError as e:
-        show_error(e)
-    finally:
-        if created is not None:  # the build failed: drop the half-made experiment so its name stays free
-            shutil.rmtree(created, ignore_errors=True)
+    p = plan(cfg)
+    out_root: Path = p["out_root"]
+    sets = p["sets"]
+    lm = loaded(p["base"], panel.dtype, "none", panel.device, panel.trust_remote_code)
+    seconds = estimate_build(sets, epochs=int(cfg["epochs"]), max_length=int(cfg["max_length"]), base=lm,
+                             n_params=135e6 if p["base"] == EMBEDDED_NAME else None)[1]
+    device = panel.device
+
+    def work(progress):
+        created = None if out_root.exists() else out_root
+        try:
+            files = write_split(sets, out_root)
+            t0 = time.time()
+            log = build_target(sets, out_root, base=p["base"], method=cfg["method"], epochs=int(cfg["epochs"]),
+                               lr=p["lr"], seed=int(cfg["seed"]), max_length=int(cfg["max_length"]),
+                               batch_size=int(cfg["batch_size"]), device=device, files=files, progress=progress)
+            created = None
+            return {"controlled_target": str(out_root / "target"), "controlled_members": str(files["members"]),
+                    "controlled_nonmembers": str(files["nonmembers"]),
+                    "controlled_population": str(files["population"]) if "population" in files else None,
+                    "controlled_reference": p["base"], "controlled_log": log, "seconds": time.time() - t0,
+                    "split": f"Split: {len(sets['members'])} members · {len(sets['nonmembers'])} non-members · "
+                             f"{len(sets['population'])} population texts, written to `{out_root}`."}
+        finally:
+            if created is not None:  # the build failed: drop the half-made experiment so its name stays free
+                shutil.rmtree(created, ignore_errors=True)
+
+    return AuditJob(f"Controlled experiment: {cfg['method']} fine-tune of {p['base']} on {len(sets['members'])} "
+                    f"members, {int(cfg['epochs'])} epoch{'s' if int(cfg['epochs']) != 1 else ''}", work, None,
+                    # the build's reports give the whole build's share done (mia_core.targets: training and scoring)
+                    expected={"seconds": seconds, "fraction_is_whole": True} if seconds > 0 else None)
+
+
+def take_built(result: dict) -> None:
+    """A finished build handed over in ``st.session_state`` (:data:`KEYS`), with its split and time in words."""
+    for k in KEYS:
+        st.session_state[k] = result[k]
+    st.caption(md_text(result["split"]))
+    st.caption(f"Target built in {fmt_seconds(result['seconds'])}.")
 
 
 def use_target() -> None:

@@ -334,6 +334,8 @@ def whole_run_left(job, now: float | None = None) -> str:
     if total <= 0:
         return ""
     now = time.time() if now is None else now
+    if exp.get("fraction_is_whole"):  # a job whose every report gives the whole job's share done (a target's build)
+        return _whole_by_fraction(job, total, now)
     passes = sorted((s for s in job.snapshot() if _PASS_MESSAGE.search(str(s.message))), key=lambda s: s.started)
     passes = passes[:n]  # the passes over the audited texts come first
     done = sum(float(s.fraction) for s in passes) / n if n else 0.0
@@ -372,6 +374,31 @@ def whole_run_left(job, now: float | None = None) -> str:
                 f"{counted(n, 'model passes')} done).")
     return (f"Whole run: about {fmt_seconds(left)} left, from this run's own speed so far ({pace}; "
             f"{100 * done:.0f} % of {counted(n, 'model passes')} done).")
+
+
+def _whole_by_fraction(job, total: float, now: float) -> str:
+    """The whole job's time left when its reports give the whole job's share done (``expected["fraction_is_whole"]``):
+    the estimate before it started, less the time elapsed, until a tenth is done (and 5 s have passed); then this
+    job's own pace (the time so far over the share done), with how far it is from the estimate's."""
+    stages = job.snapshot()
+    f = float(max(stages, key=lambda s: s.updated).fraction) if stages else 0.0
+    elapsed = now - job.started
+    if f < 0.1 or elapsed < 5:
+        left = total - elapsed
+        if left < 1:
+            return (f"Whole run: longer than the estimate before it started ({fmt_seconds(total)}); the time left "
+                    "comes from its own pace once a tenth is done.")
+        return (f"Whole run: about {fmt_seconds(left)} left: the estimate before it started, at the speed measured "
+                "when the dashboard started (a busier machine takes longer); revised from its own pace once a tenth "
+                "is done.")
+    whole = elapsed / f
+    ratio = whole / total
+    pace = ("as the estimate said" if 0.8 <= ratio <= 1.25 else
+            f"{ratio:.1f}× the estimate's time" if ratio > 1 else f"{1 / ratio:.1f}× faster than the estimate")
+    left = whole - elapsed
+    if left < 1:
+        return f"Whole run: finishing ({pace})."
+    return f"Whole run: about {fmt_seconds(left)} left, from its own pace so far ({pace}; {100 * f:.0f} % done)."
 
 
 def start_job(reg, kind: str, title: str, work, *, state_key: str | None = None, engine=None,

@@ -20,7 +20,8 @@ import time
 
 import streamlit as st
 
-from dashboard.controlled import UPLOAD_TYPES, build, estimate_line, show_target
+from dashboard.audit_jobs import audit_job
+from dashboard.controlled import UPLOAD_TYPES, build_job, estimate_line, show_target, take_built
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup, upload_files
 from mia_core.targets.demo import demo_corpus_files
@@ -92,9 +93,10 @@ cfg = {"source": source, "demo_files": demo_files, "uploads": uploads, "mode": m
        "max_length": max_length, "batch_size": batch_size, "name": name}
 if line := estimate_line(cfg, panel):  # what pressing Build will cost, before it is pressed
     st.caption("Estimate: " + line)
-build_clicked = st.button("Build the target", type="primary", key="go_cx")
-if build_clicked:
-    build(cfg, panel.device)
+done = audit_job(prefix="cx", kind="controlled", button="Build the target", clear=(),
+                 build=lambda: build_job(cfg, panel))
+if done is not None:  # the build's target and split, handed over (another tab's build too: it is on disk)
+    take_built(done.result)
 
 # ------------------------------------------------------------------ result and hand-over
 show_target()

@@ -523,8 +523,19 @@ def test_controlled_page_builds_a_target_and_hands_it_over(tiny_llama):
 
     at.text_input(key="cx_name").input(f"page-test-{uuid.uuid4().hex[:12]}")
     at.button(key="go_cx").click().run()
+    # the build is a background job (issue 53 item 1): its stages and the whole build's time left while it runs
+    t0 = time.time()
+    while "controlled_target" not in at.session_state and not _errors(at) and time.time() - t0 < 600:
+        _no_exception(at)
+        time.sleep(0.5)
+        at.run()
     _no_exception(at)
     assert not _errors(at), _errors(at)
+    from dashboard.jobs import registry
+
+    job = registry().latest("controlled")
+    assert job is not None and job.status == "done" and (job.expected or {}).get("seconds", 0) > 0, job
+    assert any(c.value.startswith("Target built in") for c in at.caption)
     target = Path(at.session_state["controlled_target"])
     assert (target / "mia_target.json").exists()
     log = at.session_state["controlled_log"]

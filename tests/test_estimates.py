@@ -298,3 +298,21 @@ def test_one_time_left_for_the_whole_run_revised_from_its_own_speed():
     slow.stages["target pass"].history = [(t0, 0.0), (t0 + 40, 0.1), (t0 + 60, 0.3)]
     got = whole_run_left(slow, now=t0 + 60)
     assert "2.6× the estimate's time" in got and got.startswith("Whole run: about 4 min 12 s left"), got
+
+
+def test_a_build_whose_reports_give_the_whole_share_done_has_one_time_left_from_its_own_pace():
+    """Issue 53 item 1, the Controlled experiment's build (a background job now): every report gives the whole
+    build's share done (expected["fraction_is_whole"]). The estimate said 60 s; the build runs 2x slower."""
+    from dashboard.ui import whole_run_left
+
+    exp = {"seconds": 60.0, "fraction_is_whole": True}
+    t0 = 1000.0
+    early = whole_run_left(_job(exp, {"loading base model smollm2": (t0, t0 + 1, 0.0, "")}, t0), now=t0 + 3)
+    assert early.startswith("Whole run: about 57.0 s left: the estimate before it started") and "busier" in early, early
+    stages = {"loading base model smollm2": (t0, t0 + 1, 0.0, ""),
+              "training": (t0 + 1, t0 + 30, 0.25, "epoch 1/2 step 3/6")}
+    mid = whole_run_left(_job(exp, stages, t0), now=t0 + 30)  # a quarter in 30 s: 120 s in all, 90 s left
+    assert mid.startswith("Whole run: about 1 min 30 s left, from its own pace so far") and "2.0× the estimate" in mid, mid
+    assert "25 % done" in mid
+    assert whole_run_left(_job(exp, {"training": (t0, t0 + 59.5, 0.995, "")}, t0), now=t0 + 59.8) \
+        .startswith("Whole run: finishing")
