@@ -16,8 +16,9 @@ import pandas as pd
 import streamlit as st
 
 from mia_core.reports import plots
-from mia_core.api.mlm import MlmOptions, execute_mlm, mlm_choices, mlm_demo, prepare_mlm, read_mlm_files
-from mia_core.errors import DataError, SettingsError
+from mia_core.api.mlm import (MlmOptions, estimate_mlm, execute_mlm, mlm_choices, mlm_demo, prepare_mlm,
+                              read_mlm_files)
+from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.metrics import decision_cis, metrics_rows
 from mia_core.models import load_masked_lm
 from mia_core.runs.results import csv_text
@@ -206,6 +207,31 @@ def _inputs(models: dict, texts: dict) -> dict:
     return {**read, **specs}
 
 
+ESTIMATE_MAX_BYTES = 5 * 2**20  # uploads above this are not re-read on every change of the page just to estimate
+
+
+def _request(models: dict, texts: dict, cfg: dict, panel, kw: dict | None = None):
+    """The checked request (every cheap check: texts, settings), nothing loaded; ``kw``: :func:`_inputs`'s, when
+    already read."""
+    kw = _inputs(models, texts) if kw is None else kw
+    return prepare_mlm(k=int(cfg["k"]), seed=int(cfg["seed"]), alpha=float(cfg["alpha"]),
+                       n_bootstrap=int(cfg["n_boot"]), recipe=cfg["recipe"], device=panel.device, dtype=panel.dtype,
+                       trust_remote_code=panel.trust_remote_code, **kw)
+
+
+def estimate_line(models: dict, texts: dict, cfg: dict, panel) -> str:
+    """The line shown before Run (``mia_core.api.mlm.estimate_mlm``): K passes of every text through each model at
+    this machine's measured speed, scaled to the models' sizes. Empty on bad input (Run says why) and for uploads
+    over 5 MB."""
+    ups = [f for k in ("mem_up", "non_up", "pop_up") for f in (texts.get(k) or [])]
+    if sum(getattr(f, "size", 0) or 0 for f in ups) > ESTIMATE_MAX_BYTES:
+        return ""
+    try:
+        return estimate_mlm(_request(models, texts, cfg, panel))[0]
+    except (MiaError, OSError, ValueError):
+        return ""
+
+
 def build_job(models: dict, texts: dict, cfg: dict, panel) -> AuditJob:
     """The checked request, the two models loaded here, and the job that runs the audit, for the Run button.
 
@@ -225,14 +251,12 @@ def build_job(models: dict, texts: dict, cfg: dict, panel) -> AuditJob:
     MiaError
         Bad input, an engine that cannot start, a model that does not load; before anything runs.
     """
+    # every cheap check first (texts, settings, the Ray cluster), then the two models, here, so that a bad
+    # input or a model that does not load is one line on the page before anything runs in the background
     kw = _inputs(models, texts)
     for n_ in kw["notes"]:  # input notes (e.g. a file read as Windows-1252), kept when a later step fails
         st.caption(md_text(n_))
-    # every cheap check first (texts, settings, the Ray cluster), then the two models, here, so that a bad
-    # input or a model that does not load is one line on the page before anything runs in the background
-    request = prepare_mlm(k=int(cfg["k"]), seed=int(cfg["seed"]), alpha=float(cfg["alpha"]),
-                          n_bootstrap=int(cfg["n_boot"]), recipe=cfg["recipe"], device=panel.device,
-                          dtype=panel.dtype, trust_remote_code=panel.trust_remote_code, **kw)
+    request = _request(models, texts, cfg, panel, kw)
     engine = engine_for(cfg["engine"])  # Ray started or joined here: its errors before any model loads
     slot = st.empty()
     cb = stage_progress(slot.container())
@@ -251,8 +275,12 @@ def build_job(models: dict, texts: dict, cfg: dict, panel) -> AuditJob:
         return {"result": res, "notes": request.notes, "seconds": time.time() - t0,
                 "record": save_finished("mlm", res)}
 
+    # the whole run's time left starts from the estimate with the loaded models (their tokenizer and size); the
+    # audit's reports give the whole audit's share done (one stage), so its own pace revises it
+    seconds = estimate_mlm(request, target=request.model, reference=request.reference)[1]
     return AuditJob(f"Masked-LM audit: {len(request.members)} members + {len(request.nonmembers)} "
-                    f"non-members, K = {int(cfg['k'])}, recipe {cfg['recipe']}", work, engine)
+                    f"non-members, K = {int(cfg['k'])}, recipe {cfg['recipe']}", work, engine,
+                    expected={"seconds": seconds, "fraction_is_whole": True} if seconds > 0 else None)
 
 
 def _histogram(res, attack: str):

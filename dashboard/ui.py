@@ -377,28 +377,28 @@ def whole_run_left(job, now: float | None = None) -> str:
 
 
 def _whole_by_fraction(job, total: float, now: float) -> str:
-    """The whole job's time left when its reports give the whole job's share done (``expected["fraction_is_whole"]``):
-    the estimate before it started, less the time elapsed, until a tenth is done (and 5 s have passed); then this
-    job's own pace (the time so far over the share done), with how far it is from the estimate's."""
+    """The whole job's time left when its reports give the whole job's share done (``expected["fraction_is_whole"]``:
+    a target's build, a masked-LM audit): the estimate before it started, less the time elapsed, until its latest
+    stage is a tenth done over 5 s of reports; then that stage's own pace since its first report (:func:`_pass_left`),
+    with how far the whole is from the estimate's."""
     stages = job.snapshot()
-    f = float(max(stages, key=lambda s: s.updated).fraction) if stages else 0.0
-    elapsed = now - job.started
-    if f < 0.1 or elapsed < 5:
-        left = total - elapsed
+    live = _pass_left(max(stages, key=lambda s: s.updated), now) if stages else None
+    if live is None:
+        left = total - (now - job.started)
         if left < 1:
             return (f"Whole run: longer than the estimate before it started ({fmt_seconds(total)}); the time left "
                     "comes from its own pace once a tenth is done.")
         return (f"Whole run: about {fmt_seconds(left)} left: the estimate before it started, at the speed measured "
                 "when the dashboard started (a busier machine takes longer); revised from its own pace once a tenth "
                 "is done.")
-    whole = elapsed / f
-    ratio = whole / total
+    left = live[0]
+    ratio = ((now - job.started) + left) / total
     pace = ("as the estimate said" if 0.8 <= ratio <= 1.25 else
             f"{ratio:.1f}× the estimate's time" if ratio > 1 else f"{1 / ratio:.1f}× faster than the estimate")
-    left = whole - elapsed
     if left < 1:
         return f"Whole run: finishing ({pace})."
-    return f"Whole run: about {fmt_seconds(left)} left, from its own pace so far ({pace}; {100 * f:.0f} % done)."
+    done = float(max(stages, key=lambda s: s.updated).fraction)
+    return f"Whole run: about {fmt_seconds(left)} left, from its own pace so far ({pace}; {100 * done:.0f} % done)."
 
 
 def start_job(reg, kind: str, title: str, work, *, state_key: str | None = None, engine=None,

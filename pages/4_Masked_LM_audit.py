@@ -16,8 +16,8 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.audit_jobs import audit_job
-from dashboard.mlm import (RESULT_KEY, SIG_WORDS, STARTED_SIG_KEY, build_job, input_signature, model_line,
-                           models_section, settings_section, show_results, texts_section)
+from dashboard.mlm import (RESULT_KEY, SIG_WORDS, STARTED_SIG_KEY, build_job, estimate_line, input_signature,
+                           model_line, models_section, settings_section, show_results, texts_section)
 from dashboard.saved_runs import REOPENED, reopened_line, saved_line, take_reopened
 from dashboard.sidebar import model_panel
 from dashboard.stale import result_box, stale_parts
@@ -40,6 +40,8 @@ if (handed := take_reopened("mlm", "mlm")) is not None:  # a saved run, from the
 models = models_section()
 texts = texts_section()
 cfg = settings_section()
+if line := estimate_line(models, texts, cfg, panel):  # what pressing Run will cost, before it is pressed
+    st.caption("Estimate: " + line)
 st.markdown(model_line(models, texts))
 now_sig = input_signature(models, texts, cfg, panel)
 

@@ -432,8 +432,16 @@ def test_mlm_page_demo_runs_offline(tmp_path, monkeypatch):
     at = _app(MLM_PAGE)
     at.number_input(key="mlm_k").set_value(2)
     at.number_input(key="mlm_bootstrap").set_value(100)
+    at.run()
+    # issue 53 item 1: an estimate before Run (K passes of each text through both models), and one time left for
+    # the whole run from it, with the loaded models
+    est = next(c.value for c in at.caption if c.value.startswith("Estimate: About "))
+    assert "the target: 300 texts × K = 2 masks" in est and "the reference: 300 texts × K = 2 masks" in est, est
     at.button(key="go_mlm").click().run()
     at = _finished_audit(at, done="AUC")
+    from dashboard.jobs import registry
+
+    assert (registry().latest("mlm").expected or {}).get("seconds", 0) > 0
     assert not _errors(at), _errors(at)
     table = next(d.value for d in at.dataframe if "AUC [95% CI]" in d.value.columns)
     aucs = dict(zip(table.iloc[:, 0], (_number(v) for v in table["AUC [95% CI]"])))

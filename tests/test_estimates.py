@@ -311,8 +311,29 @@ def test_a_build_whose_reports_give_the_whole_share_done_has_one_time_left_from_
     assert early.startswith("Whole run: about 57.0 s left: the estimate before it started") and "busier" in early, early
     stages = {"loading base model smollm2": (t0, t0 + 1, 0.0, ""),
               "training": (t0 + 1, t0 + 30, 0.25, "epoch 1/2 step 3/6")}
-    mid = whole_run_left(_job(exp, stages, t0), now=t0 + 30)  # a quarter in 30 s: 120 s in all, 90 s left
+    job = _job(exp, stages, t0)
+    job.stages["training"].history = [(t0 + 1, 0.0), (t0 + 6, 0.05), (t0 + 30, 0.25)]
+    mid = whole_run_left(job, now=t0 + 30)  # 0.2 in 24 s since its first steps: 90 s left, 120 s in all
     assert mid.startswith("Whole run: about 1 min 30 s left, from its own pace so far") and "2.0× the estimate" in mid, mid
     assert "25 % done" in mid
-    assert whole_run_left(_job(exp, {"training": (t0, t0 + 59.5, 0.995, "")}, t0), now=t0 + 59.8) \
-        .startswith("Whole run: finishing")
+    late = _job(exp, {"training": (t0, t0 + 59.5, 0.995, "")}, t0)
+    late.stages["training"].history = [(t0 + 1, 0.01), (t0 + 59.5, 0.995)]
+    assert whole_run_left(late, now=t0 + 59.8).startswith("Whole run: finishing")
+
+
+def test_a_masked_lm_estimate_counts_k_passes_of_every_text_through_each_model():
+    """Issue 53 item 1, the Masked-LM page: K forward passes of each text through the target (evaluated, population
+    and training samples) and the reference (not the training samples); twice K, twice the time; the demo's models'
+    sizes read from their config.json before they load (the embedded encoder's for a delta on it)."""
+    from mia_core.api.mlm import estimate_mlm, mlm_demo, prepare_mlm
+
+    if mlm_demo() is None:
+        pytest.skip("no masked-LM demo installed")
+    two, four = prepare_mlm(demo=True, k=2), prepare_mlm(demo=True, k=4)
+    line, s2 = estimate_mlm(two)
+    assert s2 > 0 and estimate_mlm(four)[1] == pytest.approx(2 * s2)
+    n = len(two.members) + len(two.nonmembers) + len(two.population)
+    assert f"the target: {n} texts × K = 2 masks" in line and f"the reference: {n} texts × K = 2 masks" in line, line
+    assert "135M assumed" not in line, line  # the sizes were read, not assumed
+    with_train = prepare_mlm(demo=True, k=2, train_samples=two.members[:10])
+    assert f"the target: {n + 10} texts" in estimate_mlm(with_train)[0]  # the loss attack's training samples

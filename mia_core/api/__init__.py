@@ -54,7 +54,7 @@ FRONT_DOOR = {
     "request": ["RunRequest", "prepare_run", "load_models", "execute_run", "reference_spec", "population_set",
                 "check_attacks", "check_modify", "modify_choices", "execute_modified", "modified_summary"],
     "documents": ["DocumentRequest", "prepare_documents", "load_document_models", "execute_documents"],
-    "mlm": ["MlmRequest", "prepare_mlm", "read_mlm_files", "execute_mlm"],
+    "mlm": ["MlmRequest", "prepare_mlm", "read_mlm_files", "execute_mlm", "estimate_mlm"],
     "inference": ["InferenceRequest", "InferenceSets", "read_inference_sets", "prepare_inference", "execute_inference",
                   "estimate_inference", "inference_demo", "save_inference_run", "list_inference_runs",
                   "inference_report", "load_inference_run", "inference_run_name", "inference_feature_label",

@@ -10,6 +10,7 @@ the texts (empty sets, a population that overlaps the evaluated texts, ids and g
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 from ..errors import MiaError
 from ..mlm.options import MlmOptions
@@ -244,6 +245,87 @@ def prepare_mlm(members=None, nonmembers=None, population=None, model=None, refe
                                               "population_groups")})
     return MlmRequest(members=read["members"], nonmembers=read["nonmembers"], population=read["population"],
                       model=model, reference=reference, settings=settings, notes=list(notes or []))
+
+
+def estimate_mlm(request: MlmRequest, *, target=None, reference=None) -> tuple[str, float]:
+    """What a masked-LM audit will cost, before it runs: K forward passes of each text through each model (the
+    target scores the evaluated texts, the population and any training samples; the reference all but the training
+    samples), each pass over the text's tokens (capped at the model's longest input), at this machine's measured speed
+    scaled to the model's size (:func:`mia_core.estimate.speed`: a masked LM's pass costs what a causal LM's of its
+    size does). Energies already cached are not counted (their key needs the loaded models): a re-run is quicker.
+
+    Parameters
+    ----------
+    request : MlmRequest
+        From :func:`prepare_mlm`.
+    target, reference : MaskedLM, optional
+        The loaded models (their tokenizer, size and longest input); else their specs' ``config.json`` when they
+        are local folders (sizes only; tokens estimated from characters).
+
+    Returns
+    -------
+    tuple
+        ``(line, seconds)``.
+    """
+    from ..estimate import count_tokens, speed
+    from ..formatting import fmt_seconds
+
+    _request(request, MlmRequest, "prepare_mlm")
+    k = request.k
+    scored = list(request.members) + list(request.nonmembers) + list(request.population)
+    train = list(request.settings.get("train_samples") or [])
+    device = request.settings.get("device") or "cpu"
+    parts, total, how = [], 0.0, None
+    for role, m, texts in (("target", target if target is not None else request.model, scored + train),
+                           ("reference", reference if reference is not None else request.reference, scored)):
+        tok = getattr(m, "tokenizer", None)
+        cap = int(getattr(m, "max_length", None) or 512)
+        n_tok = sum(min(cap, count_tokens([t], tok)) for t in texts)
+        n_params = getattr(m, "n_params", None) or _spec_params(m)
+        per, _, words = speed(n_params, device if device != "auto" else "cpu", None)
+        seconds = k * n_tok * per
+        total += seconds
+        how = words if n_params else words + " (the model's size is not known before it loads: 135M assumed)"
+        parts.append(f"the {role}: {len(texts):,} texts × K = {k} masks, about {k * n_tok:,} tokens, about "
+                     f"{fmt_seconds(seconds)}")
+    return (f"About {fmt_seconds(total)} in all: " + "; ".join(parts) + f" ({how}; energies already cached are not "
+            "counted)."), total
+
+
+def _spec_params(spec) -> int | None:
+    """The parameter count a local model folder's ``config.json`` declares (nothing loaded), or None; the embedded
+    masked LM and a delta on it (a folder with the proposer's files, as the demo's target) have its encoder's."""
+    from pathlib import Path
+
+    if not isinstance(spec, (str, Path)):
+        return None
+    folder = Path(spec).expanduser()
+    if str(spec).strip().lower() == "embedded" or (folder / "proposer.json").is_file():
+        try:
+            from ..models.proposer import _encoder_folder
+
+            folder = _encoder_folder()
+        except Exception:  # noqa: BLE001 - the embedder's package missing: the size is then not known
+            return None
+    return _folder_params(str(folder))
+
+
+@lru_cache(maxsize=32)
+def _folder_params(folder: str) -> int | None:
+    import json
+    from pathlib import Path
+
+    from ..models.verify import config_params
+
+    f = Path(folder) / "config.json"
+    try:
+        if not f.is_file() or f.stat().st_size > 2**20:
+            return None
+        from types import SimpleNamespace
+
+        return config_params(SimpleNamespace(**json.loads(f.read_text())))
+    except (OSError, ValueError, TypeError):
+        return None
 
 
 def _demo_or_none(box: dict | None, key: str):
