@@ -711,8 +711,9 @@ def test_dataset_inference_page_labels_a_result_of_other_inputs_and_keeps_the_en
     assert not _verdict_shown(at)  # the books result is not the answer to pasted texts
 
 
-def _save_di_run(books: bool) -> str:
-    """A dataset-inference run saved in the runs store from synthetic features (no model): its id."""
+def _save_di_run(books: bool, *, name: str | None = None, inputs: dict | None = None, root=None) -> str:
+    """A dataset-inference run saved in the runs store from synthetic features (no model): its id. ``inputs``: what
+    it says was audited (``DatasetInferenceResult.inputs``: a source, file names...); ``root``: another runs folder."""
     from mia_core.dataset_inference import store
     from mia_core.dataset_inference.audit import DatasetInferenceResult, units_frame
     from mia_core.dataset_inference.verdict import test_stage
@@ -735,8 +736,9 @@ def _save_di_run(books: bool) -> str:
                  books=[{"book": ids[i], "n_passages": 3, "score": float(u["score"][i]), "p_value": float(p),
                          "p_adjusted": float(pa), "flagged": bool(f)}
                         for i, p, pa, f in zip(range(20), u["p_value"], u["p_adjusted"], u["flagged"])])
-    res = DatasetInferenceResult(summary=s, scores=df, metrics=t["metrics"], report=[t["unit_note"] or "a note"])
-    return store.save(res, name=f"synthetic {unit}s", model="tiny")["id"]
+    res = DatasetInferenceResult(summary=s, scores=df, metrics=t["metrics"], report=[t["unit_note"] or "a note"],
+                                 inputs=inputs or {})
+    return store.save(res, name=name or f"synthetic {unit}s", model="tiny", root=root)["id"]
 
 
 def _reopen(rid: str) -> AppTest:

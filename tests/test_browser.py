@@ -152,13 +152,13 @@ def _visit(page, label: str) -> None:
     _wait_idle(page)
 
 
-def _value_when(page, box, want: str, timeout_s: float = 20.0) -> str:
-    """The input's value once it is ``want`` (a page coming back redraws its widgets in steps: a value read in
-    between can be a partial one), or its last value after ``timeout_s``."""
+def _value_when(page, box, want: str, timeout_s: float = 20.0, *, prefix: bool = False) -> str:
+    """The input's value once it is ``want`` (``prefix``: once it starts with it; a page coming back redraws its
+    widgets in steps: a value read in between can be a partial one), or its last value after ``timeout_s``."""
     deadline = time.monotonic() + timeout_s
     while True:
         got = box.input_value()
-        if got == want or time.monotonic() > deadline:
+        if (got.startswith(want) if prefix else got == want) or time.monotonic() > deadline:
             return got
         page.wait_for_timeout(300)
 
@@ -384,6 +384,26 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
             page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
             assert "1 document audit" in home and "1 masked-LM audit" in home and "1 dataset inference" in home, \
                 home[-1500:]
+            # ---- issue 53 item 2: a run over uploaded books, reopened from Runs, says its inputs are not restored and
+            # that Run tests the page's own (the run saved here from synthetic features: the path is the page's)
+            from test_app_pages import _save_di_run
+
+            uploaded = _save_di_run(True, name="my uploaded books", root=SERVED["runs"],
+                                    inputs={"source": "upload", "unit": "books", "model": "smollm2",
+                                            "suspect_files": ["mine.zip"], "validation_files": ["public.zip"]})
+            _visit(page, "Runs")  # the newest run is chosen first
+            _text_when(page, "[data-testid='stMain']", ("Dataset-inference run",))
+            picked = _value_when(page, page.locator("[data-testid='stSelectbox']").filter(
+                has_text="Dataset-inference run").locator("input").first, "my uploaded books", prefix=True)
+            assert picked.startswith("my uploaded books"), picked
+            page.get_by_role("button", name="Show in Dataset inference page").click()
+            seen = _text_when(page, "[data-testid='stMain']", ("Reopened from the Runs page",), timeout_s=60.0)
+            page.screenshot(path=str(ARTIFACTS / "dataset_inference_reopened_uploads.png"), full_page=True)
+            assert "my uploaded books" in seen and "not restored" in seen and "tests those, not this run's" in seen, \
+                seen[-3000:]
+            from mia_core.dataset_inference import store
+
+            store.delete(uploaded, SERVED["runs"])  # not a run of the demo: the reports' check below is the demo's
             # ---- issue 53 item 5: a too-small upload is refused before Run (Run off, the previous result kept)
             import tempfile
 
