@@ -47,6 +47,14 @@ def _di_label(m: dict) -> str:
     return " ".join(f"{'[damaged] ' if m.get('damaged') else ''}{m['name']} ({m['created']})".split())
 
 
+def _model_words(t: dict) -> str:
+    """A run's target in words: "smollm2 (fp32)", "smollm2 (fp32, int4-quantised)" (issue 53 item 6: no "fp32/none")."""
+    if not t:
+        return "model not recorded"
+    q = t.get("quantize")
+    return f"{t.get('name')} ({t.get('dtype')}{', ' + str(q) + '-quantised' if q and q != 'none' else ''})"
+
+
 def _name_width(rows: list[dict]) -> int:
     """The Name column's width in pixels: the longest name in full (up to 1000). It is the last column, so the
     verdict, model, sets, AUCs and time stay in view on the left of a narrow window (issue 53 item 7)."""
@@ -179,13 +187,11 @@ for m in metas:
     t = m.get("target") or {}
     aucs = {k: v for k, v in m["auc"].items() if k != "blind" and v is not None}
     best = max(aucs.items(), key=lambda kv: kv[1]) if aucs else None
-    q = t.get("quantize")
     blind = m["auc"].get("blind")
     row = {"Damaged": f"damaged: {m['damaged']}" if m.get("damaged") else ""} if damaged else {}
     rows.append({**row,  # the shift check first: a narrow window cuts columns from the right
                  "Shift check": verdict_words(m.get("verdict"), SHIFT_WORDS),
-                 "Target": (f"{t.get('name')} ({t.get('dtype')}{', ' + q + '-quantised' if q and q != 'none' else ''})"
-                            if t else "–"),
+                 "Target": _model_words(t) if t else "–",
                  "Reference": (m.get("reference") or {}).get("name") or "–",
                  "Texts": (f"{m.get('n_members')} + {m.get('n_nonmembers')}"
                            if m.get("n_members") is not None or m.get("n_nonmembers") is not None else "–"),
@@ -216,9 +222,8 @@ def _compare(a: str, b: str) -> None:
         _error(e)
         return
     ta, tb = ra.meta.get("target") or {}, rb.meta.get("target") or {}
-    st.markdown(f"**A**: {md_code(ra.name)} — {md_text(ta.get('name'))} {md_text(ta.get('dtype'))}/"
-                f"{md_text(ta.get('quantize'))}  \n**B**: {md_code(rb.name)} — {md_text(tb.get('name'))} "
-                f"{md_text(tb.get('dtype'))}/{md_text(tb.get('quantize'))}")
+    st.markdown(f"**A**: {md_code(ra.name)} — {md_text(_model_words(ta))}  \n"
+                f"**B**: {md_code(rb.name)} — {md_text(_model_words(tb))}")
     st.table(compare_table(ra.metrics, rb.metrics, scores_a=ra.scores, scores_b=rb.scores).set_index("Attack"))
     same = paired_scores(ra.scores, rb.scores, next(iter(ra.attack_names()), "loss"))
     st.caption("Δ = B − A with a 95 % bootstrap CI (1,000 resamples); TPR differences in percentage points (pp). "
