@@ -408,6 +408,14 @@ def analyse(panel, text: str, text_error: str | None, text_name: str, lower: boo
             show_error(e)
 
 
+def model_line(panel) -> str:
+    """The line beside Analyse: the model the text is scored with, in words, before anything loads (issue 53 item 4:
+    "Model tested" beside every button that runs one)."""
+    target = panel.target_spec
+    tested = "the embedded SmolLM2-135M" if target in (None, "", "smollm2") else f"{target}"
+    return f"**Model tested:** {tested} (the sidebar's model)."
+
+
 def current_result(lm, source: str, text: str) -> dict | None:
     """The last analysis when it was made with this target (a note when the pasted text changed since), else
     None with a hint to press Analyse.

@@ -92,6 +92,8 @@ def test_inspect_page_scores_a_text(tiny_llama):
     at = _app("pages/1_Inspect_a_text.py", model=tiny_llama)
     _no_exception(at)
     assert "tiny_llama" in " ".join(c.value for c in at.sidebar.caption)
+    line = next(m.value for m in at.markdown if m.value.startswith("**Model tested:**"))  # issue 53 item 4
+    assert f"{tiny_llama} (the sidebar's model)" in line, line
     text = "The <b>quick</b> brown fox & the lazy dog — café naïve. " + _paragraphs("pg35_wells_time_machine.txt", 1)[0]
     at.text_area(key="inspect_text").set_value("   ")
     at.button(key="go_inspect").click().run()
