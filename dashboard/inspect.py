@@ -21,7 +21,8 @@ import html
 import numpy as np
 import streamlit as st
 
-from mia_core.api.inspect import estimate_neighbours, read_text, text_neighbours, text_statistics
+from mia_core.api.inspect import (estimate_analysis, estimate_neighbours, read_text, text_neighbours,
+                                  text_statistics)
 from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.errors import DataError, MiaError
 from mia_core.metrics.placement import DECISION_FPRS, incomparable, place_score, run_groups
@@ -406,6 +407,14 @@ def analyse(panel, text: str, text_error: str | None, text_name: str, lower: boo
             slot.empty()
         except MiaError as e:
             show_error(e)
+
+
+def analysis_estimate(panel, text: str, lower: bool) -> str:
+    """The line before Analyse (``mia_core.api.inspect.estimate_analysis``), or "" without a loaded target or a
+    text."""
+    if panel.target is None or not (text or "").strip():
+        return ""
+    return estimate_analysis(panel.target, text, reference=panel.reference, lower=lower)[0]
 
 
 def model_line(panel) -> str:

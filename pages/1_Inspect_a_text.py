@@ -9,7 +9,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard.inspect import (
-    analyse, attack_section, current_result, model_line, neighbour_section, options_section, summary_section,
+    analyse, analysis_estimate, attack_section, current_result, model_line, neighbour_section, options_section, summary_section,
     text_section,
     token_section,
 )
@@ -26,6 +26,8 @@ panel = model_panel(load=True)
 # ------------------------------------------------------------------ input
 source, text, text_error, text_name = text_section()
 corpus, corpus_upload, do_lower = options_section()
+if (line := analysis_estimate(panel, text, do_lower)):  # what pressing Analyse will cost, before it is pressed
+    st.caption("Estimate: " + line)
 st.markdown(model_line(panel))
 if st.button("Analyse", type="primary", key="go_inspect") or st.session_state.pop("inspect_autorun", False):
     analyse(panel, text, text_error, text_name, do_lower)

@@ -99,12 +99,16 @@ def test_inspect_page_scores_a_text(tiny_llama):
     at.button(key="go_inspect").click().run()
     assert any("empty" in e.value for e in at.error)
 
-    at.text_area(key="inspect_text").set_value(text)
+    at.text_area(key="inspect_text").set_value(text).run()
+    est = next(c.value for c in at.caption if c.value.startswith("Estimate: about "))  # issue 53 item 1
+    assert "through the target" in est, est
     at.button(key="go_inspect").click().run()
     _no_exception(at)
     assert not at.error
     metrics = {m.label: m.value for m in at.metric}
     n_tokens = int(_num(metrics["Tokens"]))
+    assert f"one pass of the text's {n_tokens + 1:,} tokens" in est or f"one pass of the text's {n_tokens:,} tokens" \
+        in est, (est, n_tokens)
     assert n_tokens > 30 and _num(metrics["Loss (mean NLL)"]) > 0
     body = next(h.proto.body for h in at.get("html") if "mia-tok" in h.proto.body)
     assert body.count('class="mia-tok"') == n_tokens

@@ -60,8 +60,8 @@ FRONT_DOOR = {
                   "inference_report", "load_inference_run", "inference_run_name", "inference_feature_label",
                   "inference_notes"],
     "shift": ["read_shift_sets", "check_shift", "shift_summary"],
-    "inspect": ["TextStatistics", "text_statistics", "text_neighbours", "estimate_neighbours", "neighbour_spans", "read_text", "rarity",
-                "token_values", "text_hash"],
+    "inspect": ["TextStatistics", "text_statistics", "text_neighbours", "estimate_neighbours", "estimate_analysis",
+                "neighbour_spans", "read_text", "rarity", "token_values", "text_hash"],
     "targets": ["experiment_folder", "read_corpus", "write_split", "build_target"],
     "checks": ["check_machine"],
 }

@@ -254,6 +254,47 @@ def neighbour_spans(text: str, replaced) -> list[tuple[int, int]]:
     return spans
 
 
+def estimate_analysis(lm, text: str, *, reference=None, lower: bool = False) -> tuple[str, float]:
+    """What Analyse will cost on ``lm``, before it is pressed (issue 53 item 1: Inspect showed no time): one pass of
+    the text through the target, one of its lower-cased copy when asked, one through the reference when loaded, at
+    this machine's measured speed for each model (a pass the statistics cache holds costs nothing: not counted).
+
+    Parameters
+    ----------
+    lm : mia_core.models.LoadedModel
+        The loaded target.
+    text : str
+        The text.
+    reference : mia_core.models.LoadedModel, optional
+        The loaded reference.
+    lower : bool
+        The lower-cased text is scored too.
+
+    Returns
+    -------
+    tuple
+        ``(line, seconds)``.
+    """
+    from ..estimate import count_tokens, estimate_seconds
+    from ..formatting import fmt_seconds
+
+    passes = [(lm, "the target")] + ([(lm, "its lower-cased copy")] if lower else []) + \
+        ([(reference, "the reference")] if reference is not None else [])
+    total, parts, how = 0.0, [], "measured"
+    for m, what in passes:
+        n_tok = count_tokens([text], m.tokenizer)
+        seconds, h = estimate_seconds(n_tok, m.n_params, m.device, m.identity)
+        total += seconds
+        how = h if h != "measured" else how
+        parts.append(what)
+    speed = {"measured": "this machine's measured speed for each model", "scaled":
+             "this machine's speed measured with another model, scaled by size"}.get(how, "an assumed speed")
+    n_tok = count_tokens([text], lm.tokenizer)
+    return (f"about {fmt_seconds(total)}: one pass of the text's {n_tok:,} tokens through "
+            + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
+            + f", at {speed} (less when cached)."), total
+
+
 def estimate_neighbours(lm, text: str, n: int) -> tuple[str, float]:
     """What generating and scoring ``n`` neighbours of ``text`` will cost on ``lm``, before the button is pressed
     (issue 53 item 1: Inspect's neighbours showed no time and took 21 s): each neighbour scored from where it
