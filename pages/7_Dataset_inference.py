@@ -4,7 +4,8 @@ Inference: Did you train on my dataset?", NeurIPS.)
 A suspect set and a validation set of the same distribution, known not to be trained on, as texts or as
 books; MIA features of every text (or every book's passages); one p-value: the one-sided permutation test
 (primary) beside the paper's split t-test (texts), with the IID guard (the blind baseline), a self-check, and
-each suspect text's or book's own adjusted p-value. Page logic: ``dashboard.dataset_inference``; the run is built
+each suspect text's or book's own adjusted p-value. Page logic: ``dashboard.dataset_inference`` (the result drawn by
+``dashboard.di_results``); the run is built
 through the front door ``mia_core.api.inference`` (``prepare_inference`` / ``execute_inference``); engine:
 ``mia_core.dataset_inference``.
 """
@@ -13,6 +14,7 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import dataset_inference as DI
+from dashboard.di_results import show_result
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
 from dashboard.ui import follow_job, kept, md_text, page_setup, show_error, upload_files
@@ -153,4 +155,4 @@ if (done := follow_job(reg, job, "di_acked", take_foreign=st.session_state.get(D
 
 # ------------------------------------------------------------------ results
 if (stored := st.session_state.get(DI.RESULT_KEY)) is not None:
-    DI.show_result(stored, now)
+    show_result(stored, now)
