@@ -1,9 +1,10 @@
-"""The Run button and background job of an audit page (Document audit, Masked-LM audit, Controlled experiment): one
-block for all.
+"""The Run button and background job of an audit page (Document audit, Masked-LM audit, Dataset inference, Controlled
+experiment): one block for all.
 
 :func:`audit_job` draws the Run button (disabled while an audit of its kind runs, whichever tab started it); when
-it is pressed it clears the page's earlier results, builds the job (the page's cheap checks, the engine, the
-models: every bad input is one red line before anything runs in the background) and starts it; while the job runs
+it is pressed it builds the job (the page's cheap checks, the engine, the models: every bad input is one red line
+before anything runs in the background, and the earlier results stay), clears the page's earlier results and starts
+it; while the job runs
 it shows its live progress; once it is done it returns the finished job, once. The job is the registry's latest of
 its kind, so a new tab finds an audit another tab started (and says so).
 """
@@ -36,7 +37,7 @@ class AuditJob:
 
 
 def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], build: Callable[[], AuditJob],
-              take_foreign: bool = True):
+              take_foreign: bool = True, disabled: bool = False):
     """The Run button, its background job and the job's progress; the finished job, once.
 
     Parameters
@@ -50,13 +51,16 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
     button : str
         The button's label.
     clear : sequence of str
-        Session-state keys of the earlier results, removed when the button is pressed.
+        Session-state keys of the earlier results, removed once the job is built (bad input, said in one line,
+        keeps them: nothing is lost).
     build : callable
         ``build()`` -> :class:`AuditJob`, called when the button is pressed; a ``MiaError`` it raises is shown
         as one red line and nothing starts.
     take_foreign : bool
         False while the page shows a run the user chose (reopened from Runs): a job another tab started and finished
         is then left alone, not shown over it (``ui.follow_job``).
+    disabled : bool
+        The button off (a known limit the page says beside it).
 
     Returns
     -------
@@ -66,16 +70,17 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
     reg = registry()
     job = reg.latest(kind)  # the latest audit of this kind, this tab's or another's (one runs at a time)
     busy = job is not None and job.running
-    go_ = st.button(button, type="primary", key=f"go_{prefix}", disabled=busy, help=RUN_HELP)
-    if go_ and not busy:
-        for key in clear:
-            st.session_state.pop(key, None)
+    go_ = st.button(button, type="primary", key=f"go_{prefix}", disabled=busy or disabled, help=RUN_HELP)
+    if go_ and not busy and not disabled:
         try:
             built = build()
+        except MiaError as e:
+            show_error(e)  # the earlier results stay: bad input loses nothing
+        else:
+            for key in clear:
+                st.session_state.pop(key, None)
             start_job(reg, kind, built.title, built.work, state_key=f"{prefix}_job", engine=built.engine,
                       expected=built.expected)
-        except MiaError as e:
-            show_error(e)
     return follow_job(reg, job, f"{prefix}_acked", take_foreign=take_foreign)
 
 

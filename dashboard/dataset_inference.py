@@ -340,15 +340,15 @@ def blocker(src: Source, settings: Settings, demo, panel) -> str:
     return ""
 
 
-def start(reg, src: Source, settings: Settings, demo, panel, sig: dict) -> None:
+def build_job(src: Source, settings: Settings, demo, panel, sig: dict):
     """Run pressed: the request prepared (:func:`prepare`: one line on the page for bad input, before any model
-    loads; the previous result stays until it passed), the models loaded, the test started as a background job of
-    this session."""
+    loads; the previous result stays until it passed), the models loaded, and the test as the background job
+    ``dashboard.audit_jobs.audit_job`` starts (its one time left for the whole run from :func:`run_expected`)."""
+    from dashboard.audit_jobs import AuditJob
     from dashboard.loaders import load_model
-    from dashboard.ui import md_text, start_job
+    from dashboard.ui import md_text
 
     request, sets = prepare(src, settings, demo, panel)
-    st.session_state.pop(RESULT_KEY, None)
     for n in request.read_notes:  # e.g. a book read as Windows-1252
         st.caption(md_text(n))
     with st.spinner("loading the models"):  # here, so that a model that does not load is one line on the page
@@ -357,9 +357,9 @@ def start(reg, src: Source, settings: Settings, demo, panel, sig: dict) -> None:
             if request.reference else None
     inputs = describe(src, sets.suspect, sets.validation, getattr(target, "name", None) or request.model,
                       request.reference, getattr(target, "identity", None))
-    start_job(reg, "di", f"Dataset inference: {len(sets.suspect)} suspect vs {len(sets.validation)} validation "
-              f"{src.unit}", _work(request, target, reference, inputs, sig), state_key="di_job",
-              expected=run_expected(src, settings, sets, target, reference))
+    return AuditJob(f"Dataset inference: {len(sets.suspect)} suspect vs {len(sets.validation)} validation "
+                    f"{src.unit}", _work(request, target, reference, inputs, sig),
+                    expected=run_expected(src, settings, sets, target, reference))
 
 
 def run_expected(src: Source, settings: Settings, sets, target, reference) -> dict | None:

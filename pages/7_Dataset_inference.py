@@ -14,12 +14,12 @@ from __future__ import annotations
 import streamlit as st
 
 from dashboard import dataset_inference as DI
+from dashboard.audit_jobs import audit_job
 from dashboard.di_results import show_result
 from dashboard.jobs import registry
 from dashboard.sidebar import model_panel
-from dashboard.ui import follow_job, kept, md_text, page_setup, show_error, upload_files
+from dashboard.ui import kept, md_text, page_setup, upload_files
 from mia_core.api.inference import inference_demo
-from mia_core.errors import MiaError
 
 page_setup("Dataset inference", ":material/dataset:", keep=("di_",))  # inputs kept across pages
 panel = model_panel(load=False)
@@ -141,16 +141,11 @@ if blocked:  # a known limit said before Run, which stays off; the previous resu
     st.caption(f":material/block: **Run is not available yet:** {md_text(blocked)}")
 if not busy and not blocked and (line := DI.estimate(src, settings, demo, panel)):
     st.caption("Estimate: " + line)  # above Run, as on the other pages (issue 53 item 9)
-go_ = st.button("Run dataset inference", type="primary", key="go_di", disabled=busy or bool(blocked))
 now = DI.signature(src, settings, demo, panel)
-
-if go_ and not busy:
-    try:
-        DI.start(reg, src, settings, demo, panel, now)
-    except MiaError as e:
-        show_error(e)
-
-if (done := follow_job(reg, job, "di_acked", take_foreign=st.session_state.get(DI.RESULT_KEY) is None)) is not None:
+done = audit_job(prefix="di", kind="di", button="Run dataset inference", clear=(DI.RESULT_KEY,),
+                 build=lambda: DI.build_job(src, settings, demo, panel, now), disabled=bool(blocked),
+                 take_foreign=st.session_state.get(DI.RESULT_KEY) is None)
+if done is not None:
     DI.finished(done)
 
 # ------------------------------------------------------------------ results

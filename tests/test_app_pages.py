@@ -245,9 +245,12 @@ def test_document_page_on_ray_workers_gives_the_local_numbers(tiny_llama, book_d
         at.button(key="go_doc").click().run()
         return _finished_audit(at)
 
+    from dashboard.jobs import registry
+
+    before = registry().latest("documents")
     at = audit("ray", "127.0.0.1:9")
     assert len(_errors(at)) == 1 and "cannot reach the Ray cluster" in _errors(at)[0], _errors(at)
-    assert not at.get("plotly_chart")
+    assert registry().latest("documents") is before  # nothing started (a result shown before stays: nothing lost)
     try:
         remote = next(d.value for d in audit("ray").dataframe if "book" in d.value.columns)
         assert ray.is_initialized()  # the page started the cluster: the passes did run on it
@@ -318,6 +321,10 @@ def test_document_page_demo_runs_offline(tiny_llama, tmp_path, monkeypatch):
     at.number_input(key="doc_folds").set_value(5).run()
     assert not any("The inputs have changed" in i.value for i in at.info)
     assert not any(e.label.startswith("Previous result") for e in at.expander)
+    at.radio(key="doc_source").set_value("upload").run()  # no books uploaded: Run says so, the result stays
+    at.button(key="go_doc").click().run()
+    assert _errors(at) and any(e.label.startswith("Previous result") for e in at.expander), _errors(at)
+    at.radio(key="doc_source").set_value("demo").run()
     # the job saved it in the one run store (issue 49): the Runs page lists it, reopens it in this page, deletes it
     assert any(c.value.startswith("Saved in Runs as “") for c in at.caption), [c.value for c in at.caption]
     at.switch_page(RUNS_PAGE).run()
