@@ -13,7 +13,6 @@ import shutil
 import time
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -69,7 +68,8 @@ def corpus_texts(source: str, demo_files, uploads, mode: str) -> tuple[list[str]
 
 
 def parse_lr(text: str) -> float | None:
-    """The learning rate typed on the page: None when blank, else a positive number.
+    """The learning rate typed on the page: None when blank, else checked by its declared domain
+    (``mia_core.targets.options.TargetOptions``: a number > 0).
 
     Parameters
     ----------
@@ -81,15 +81,11 @@ def parse_lr(text: str) -> float | None:
     float or None
         The learning rate; None for the method's default.
     """
+    from mia_core.targets.options import TargetOptions
+
     if not text.strip():
         return None
-    try:
-        v = float(text)
-    except ValueError:
-        raise SettingsError(f"the learning rate must be a number such as 1e-3, got {text.strip()!r}.") from None
-    if not (v > 0 and np.isfinite(v)):
-        raise SettingsError(f"the learning rate must be a positive number, got {text.strip()!r}.")
-    return v
+    return TargetOptions.check_some(strict=False, lr=text.strip())["lr"]
 
 
 def base_model(choice: str, custom: str) -> str:
@@ -132,8 +128,10 @@ def plan(cfg: dict) -> dict:
     dict
         ``sets`` (the split), ``notes``, ``base``, ``lr`` and ``out_root`` (the experiment folder).
     """
-    if int(cfg["epochs"]) < 1:
-        raise SettingsError("train for at least 1 epoch.")
+    from mia_core.targets.options import TargetOptions
+
+    TargetOptions.check_some(epochs=int(cfg["epochs"]), seed=int(cfg["seed"]), max_length=int(cfg["max_length"]),
+                             batch_size=int(cfg["batch_size"]), method=cfg["method"])  # the one check, declared once
     lr = parse_lr(cfg["lr_text"])
     base = base_model(cfg["base_choice"], cfg["base_custom"])
     out_root = experiment_folder(cfg["name"])

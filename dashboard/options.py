@@ -41,6 +41,14 @@ LABELS = {
     "control": "the negative control (control in the Python API, --control)",
     "n_bootstrap": "Bootstrap resamples",
     "seed": "Seed",
+    # the Controlled experiment's fine-tune (pages/6_Controlled_experiment.py; mia_core.targets.options)
+    "method": "Method",
+    "epochs": "Epochs",
+    "lr": "Learning rate",
+    "max_length": "Max tokens per text",
+    "batch_size": "Batch size",
+    "lora_r": "the LoRA rank",
+    "adapter_dtype": "the adapter's precision",
     # where the model passes run (dashboard/engine.py)
     "engine": "Where the model passes run",
     "workers": "Ray workers",

@@ -25,6 +25,7 @@ from dashboard.controlled import UPLOAD_TYPES, build_job, estimate_line, show_ta
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup, upload_files
 from mia_core.targets.demo import demo_corpus_files
+from mia_core.targets.options import TargetOptions
 
 page_setup("Controlled experiment", ":material/science:", keep=("cx_",))  # inputs kept across pages
 panel = model_panel(load=False)
@@ -77,13 +78,17 @@ if base_choice == "custom":
     base_custom = f1.text_input("Base model: hub id or local folder", key="cx_base_custom")
 method = f2.selectbox("Method", ["lora", "full"], key="cx_method",
                       format_func={"lora": "LoRA adapter", "full": "full fine-tuning"}.get)
-epochs = f3.number_input("Epochs", min_value=0, max_value=100, value=3, key="cx_epochs",
+epochs = f3.number_input("Epochs", **TargetOptions.widget_limits("epochs"), value=TargetOptions.default("epochs"),
+                         key="cx_epochs",
                          help="More epochs memorise more: the attacks get easier.")
 lr_text = f4.text_input("Learning rate (blank: 1e-3 for LoRA, 1e-4 for full)", key="cx_lr")
 g1, g2, g3 = st.columns(3)
-seed = g1.number_input("Seed (split and training)", min_value=0, value=0, key="cx_seed")
-max_length = g2.number_input("Max tokens per text", min_value=2, max_value=4096, value=256, key="cx_max_length")
-batch_size = g3.number_input("Batch size", min_value=1, max_value=256, value=8, key="cx_batch")
+seed = g1.number_input("Seed (split and training)", **TargetOptions.widget_limits("seed"),
+                       value=TargetOptions.default("seed"), key="cx_seed")
+max_length = g2.number_input("Max tokens per text", **TargetOptions.widget_limits("max_length"),
+                             value=TargetOptions.default("max_length"), key="cx_max_length")
+batch_size = g3.number_input("Batch size", **TargetOptions.widget_limits("batch_size"),
+                             value=TargetOptions.default("batch_size"), key="cx_batch")
 name = st.text_input("Experiment name (a folder under the dashboard's cache)", key="cx_name",
                      value=f"controlled-{time.strftime('%Y%m%d-%H%M%S')}")
 

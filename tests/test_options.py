@@ -15,6 +15,7 @@ import pytest
 from mia_core.audits import AUDITS
 from mia_core.dataset_inference.options import InferenceOptions
 from mia_core.api.shift import ShiftOptions
+from mia_core.targets.options import TargetOptions
 from mia_core.pipeline.options import RunOptions
 from mia_core.documents.options import DocumentOptions
 from mia_core.errors import SettingsError
@@ -22,8 +23,8 @@ from mia_core.mlm.options import MlmOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 # every registered audit's options (mia_core.audits), and the shift check's (a check of the data, not an audit)
-OPTIONS = [*(a.options() for a in AUDITS.values()), ShiftOptions]
-assert set(OPTIONS) == {InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions, RunOptions}
+OPTIONS = [*(a.options() for a in AUDITS.values()), ShiftOptions, TargetOptions]  # and a target's fine-tune
+assert set(OPTIONS) == {InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions, RunOptions, TargetOptions}
 TEXTS = [f"suspect text number {i} about a quiet harbour town and its boats" for i in range(12)]
 OTHER = [f"validation text number {i} about a busy mountain road and its inns" for i in range(12)]
 FLAGS = {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations", "passage_words": "--passage-words",
@@ -163,7 +164,7 @@ def test_the_options_agree_with_the_engines_own_lists():
 
 @pytest.mark.parametrize("cls,doc", [(InferenceOptions, "docs/dataset-inference.md"), (MlmOptions, "docs/mlm.md"),
                                      (DocumentOptions, "docs/documents.md"), (ShiftOptions, "docs/metrics.md"),
-                                     (RunOptions, "docs/api.md")])
+                                     (RunOptions, "docs/api.md"), (TargetOptions, "docs/controlled-targets.md")])
 def test_the_docs_table_is_the_one_the_fields_make(cls, doc):
     text = (ROOT / doc).read_text(encoding="utf-8")
     start = text.index(f"<!-- options:{cls.__name__} -->") + len(f"<!-- options:{cls.__name__} -->")

@@ -10,10 +10,10 @@ from __future__ import annotations
 import shlex
 import sys
 
-from ..targets import ADAPTER_DTYPES, DEFAULT_LR, METHODS, file_sha256, make_target
+from ..targets import file_sha256, make_target
 from ..runs.outputs import check_output_dir
-from .common import (input_path, ProgressBar, check_machine, add_output_args, add_progress_args, int_at_least, positive_float,
-                     positive_int)
+from .common import (input_path, ProgressBar, check_machine, add_options, add_output_args, add_progress_args,
+                     int_at_least, option_type, positive_float, positive_int)
 
 
 def register(subparsers) -> None:
@@ -46,19 +46,20 @@ def register(subparsers) -> None:
 
 
 def _add_training_args(p, *, epochs: int) -> None:
-    """The training options ``make-target`` and ``make-references`` share (one recipe)."""
+    """The training options ``make-target`` and ``make-references`` share (one recipe): their flags, defaults, help
+    and checks from the declared options (``mia_core.targets.options.TargetOptions``); ``epochs``: this command's
+    default."""
+    from ..targets.options import TargetOptions
+
     t = p.add_argument_group("training")
-    t.add_argument("--method", choices=METHODS, default="lora", help="lora (default) or full fine-tuning")
-    t.add_argument("--epochs", type=positive_int, default=epochs, help=f"passes over the training texts (default {epochs})")
-    t.add_argument("--lr", type=positive_float, default=None,
-                   help=f"learning rate (default {DEFAULT_LR['lora']:g} for lora, {DEFAULT_LR['full']:g} for full)")
-    t.add_argument("--max-length", type=int_at_least(2), default=256, help="tokens per training sequence (default 256)")
-    t.add_argument("--batch-size", type=positive_int, default=8, help="sequences per step (default 8)")
-    t.add_argument("--lora-r", type=positive_int, default=16, help="LoRA rank (default 16; alpha = 2 r)")
+    add_options(t, TargetOptions, {"method": "--method"})
+    t.add_argument("--epochs", type=option_type(TargetOptions, "epochs"), default=epochs, dest="epochs",
+                   help=f"{TargetOptions.help('epochs')} (default {epochs})")
+    add_options(t, TargetOptions, {"lr": "--lr", "max_length": "--max-length", "batch_size": "--batch-size",
+                                   "lora_r": "--lora-r"})
     t.add_argument("--lora-modules", default=None,
                    help="comma-separated module names for LoRA (default: attention + MLP projections)")
-    t.add_argument("--adapter-dtype", choices=ADAPTER_DTYPES, default="fp32",
-                   help="precision the LoRA adapter is saved in (fp16 halves the file; default fp32)")
+    add_options(t, TargetOptions, {"adapter_dtype": "--adapter-dtype"})
 
 
 def _texts(path: str, text_column: str | None) -> list[str]:

@@ -27,9 +27,7 @@ from ..errors import ModelError, SettingsError
 from ..models import EMBEDDED_NAME, TARGET_MARKER, resolve_spec
 from ..progress import Progress
 
-METHODS = ("lora", "full")
-ADAPTER_DTYPES = ("fp32", "fp16", "bf16")
-DEFAULT_LR = {"lora": 1e-3, "full": 1e-4}
+from .options import ADAPTER_DTYPES, DEFAULT_LR, METHODS, TargetOptions  # noqa: E402,F401 - declared there
 LLAMA_LORA_MODULES = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
 TRAINING_LOG = "training_log.json"
 MAX_GRAD_NORM = 1.0
@@ -139,21 +137,11 @@ def check_recipe(method: str, epochs: int, lr: float | None, seed: int, max_leng
     Recipe
         The settings; ``SettingsError`` names the first one out of range.
     """
-    if method not in METHODS:
-        raise SettingsError(f"method must be one of {', '.join(METHODS)}, not {method!r}.")
-    if not isinstance(epochs, int) or epochs < 1:
-        raise SettingsError(f"epochs must be a whole number >= 1, got {epochs!r}.")
-    lr = DEFAULT_LR[method] if lr is None else float(lr)
-    if not (lr > 0 and math.isfinite(lr)):
-        raise SettingsError(f"the learning rate must be a positive number, got {lr!r}.")
-    if max_length < 2:
-        raise SettingsError(f"max_length must be at least 2 tokens, got {max_length}.")
-    if batch_size < 1:
-        raise SettingsError(f"batch_size must be at least 1, got {batch_size}.")
-    if adapter_dtype not in ADAPTER_DTYPES:
-        raise SettingsError(f"adapter_dtype must be one of {', '.join(ADAPTER_DTYPES)}, not {adapter_dtype!r}.")
-    if method == "lora" and lora_r < 1:
-        raise SettingsError(f"the LoRA rank must be at least 1, got {lora_r}.")
+    o = TargetOptions.check(method=method, epochs=epochs, lr=lr, seed=seed, max_length=max_length,
+                            batch_size=batch_size, lora_r=lora_r, adapter_dtype=adapter_dtype)  # the one check
+    method, epochs, seed, max_length, batch_size, lora_r, adapter_dtype = (
+        o.method, o.epochs, o.seed, o.max_length, o.batch_size, o.lora_r, o.adapter_dtype)
+    lr = DEFAULT_LR[method] if o.lr is None else float(o.lr)
     return Recipe(method, epochs, lr, seed, max_length, batch_size, lora_r, lora_alpha, lora_modules, adapter_dtype)
 
 
