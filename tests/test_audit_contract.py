@@ -205,3 +205,23 @@ def _the_run_store_keeps_it(name, result, root: Path) -> None:
     saved.delete_run(name, meta["id"], root=root)
     assert meta["id"] not in {m["id"] for m in saved.list_runs(name, root=root)}
     assert all((f / "keep.txt").is_file() for f in foreigns)
+
+
+def test_the_run_store_answers_bad_types_in_one_line(tmp_path):
+    """The run store's front door (``mia_core.audits.saved``): a wrong kind, a result of another audit, an id that
+    is not one, each one line, nothing written."""
+    from mia_core.audits import saved
+    from mia_core.errors import MiaError
+
+    calls = [lambda: saved.save_run("documents", "a result", root=tmp_path),
+             lambda: saved.save_run("run", None, root=tmp_path),
+             lambda: saved.compare_runs("mlm", 1, 2),
+             lambda: saved.open_run("mlm", 5, root=tmp_path),
+             lambda: saved.open_run("documents", "20250101-000000-abcdef", root=tmp_path),
+             lambda: saved.delete_run("documents", "../x", root=tmp_path),
+             lambda: saved.list_runs("no-such-audit", root=tmp_path)]
+    for call in calls:
+        with pytest.raises(MiaError) as e:
+            call()
+        assert "\n" not in str(e.value) and str(e.value), str(e.value)
+    assert not any(p.is_file() and p.name == "meta.json" for p in tmp_path.rglob("*"))

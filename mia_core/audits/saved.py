@@ -25,6 +25,7 @@ def save_run(kind: str, result, *, name: str | None = None, root=None) -> dict:
     ``created``...). The default name says the model, the data and the headline figure (the audit's
     ``describe``); a calibration run identical to the newest is not saved twice (:func:`mia_core.runs.save_run`)."""
     a = audit_named(kind)
+    _result_of(a, result)
     store = a.store()
     if store is None:
         from ..runs import save_run as save_calibration
@@ -79,6 +80,15 @@ def delete_run(kind: str, run_id: str, root=None) -> None:
         store.delete(run_id, root)
 
 
+def _result_of(audit, result, name: str = "result"):
+    """``result`` when it is one of ``audit``'s results; a one-line ``SettingsError`` naming ``name`` otherwise."""
+    from ..api.checks import _bad
+
+    if not isinstance(result, audit.result()):
+        raise _bad(name, f"what the {audit.title} returns ({audit.result().__name__})", result)
+    return result
+
+
 def _number(v) -> float | None:
     if isinstance(v, bool) or not isinstance(v, (int, float)):
         return None
@@ -91,8 +101,8 @@ def compare_runs(kind: str, a, b) -> list[dict]:
     ``A``, ``B`` and ``difference`` (B − A, where both are numbers; None otherwise). No confidence interval: runs
     of these audits keep no resamples to pair (the calibration runs' paired comparison is
     :func:`mia_core.reports.report.compare_table`)."""
-    fig = audit_named(kind).figures
-    fa, fb = fig(a), fig(b)
+    audit = audit_named(kind)
+    fa, fb = audit.figures(_result_of(audit, a, "a")), audit.figures(_result_of(audit, b, "b"))
     rows = []
     for k in list(fa) + [k for k in fb if k not in fa]:
         va, vb = fa.get(k), fb.get(k)
