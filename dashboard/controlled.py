@@ -244,7 +244,8 @@ def build_job(cfg: dict, panel) -> AuditJob:
             if created is not None:  # the build failed: drop the half-made experiment so its name stays free
                 shutil.rmtree(created, ignore_errors=True)
 
-    return AuditJob(f"Controlled experiment: {cfg['method']} fine-tune of {p['base']} on {len(sets['members'])} "
+    how = {"lora": "LoRA", "full": "full"}.get(cfg["method"], cfg["method"])
+    return AuditJob(f"Controlled experiment: {how} fine-tune of {p['base']} on {len(sets['members'])} "
                     f"members, {int(cfg['epochs'])} epoch{'s' if int(cfg['epochs']) != 1 else ''}", work, None,
                     # the build's reports give the whole build's share done (mia_core.targets: training and scoring)
                     expected={"seconds": seconds, "fraction_is_whole": True} if seconds > 0 else None)
