@@ -367,13 +367,19 @@ def whole_run_left(job, now: float | None = None) -> str:
     not_started = n - len(finished) - (current is not None)
     left = ((live[0] if live is not None else each * ratio * (1 - float(current.fraction)) if current else 0.0)
             + each * ratio * max(0, not_started) + (total - planned) * ratio)
-    pace = ("as the estimate said" if 0.8 <= ratio <= 1.25 else
-            f"{ratio:.1f}× the estimate's time" if ratio > 1 else f"{1 / ratio:.1f}× faster than the estimate")
+    pace = _pace_words(ratio)
     if left < 1:  # the pass under way has reached its end by its own pace: its last texts are being finished
         return (f"Whole run: finishing the model passes ({pace}; {100 * done:.0f} % of "
                 f"{counted(n, 'model passes')} done).")
     return (f"Whole run: about {fmt_seconds(left)} left, from this run's own speed so far ({pace}; "
             f"{100 * done:.0f} % of {counted(n, 'model passes')} done).")
+
+
+def _pace_words(ratio: float) -> str:
+    """A run's own time against its estimate's, in words ("as the estimate said", "2.0× the estimate's time")."""
+    if 0.8 <= ratio <= 1.25:
+        return "as the estimate said"
+    return f"{ratio:.1f}× the estimate's time" if ratio > 1 else f"{1 / ratio:.1f}× faster than the estimate"
 
 
 def _whole_by_fraction(job, total: float, now: float) -> str:
@@ -393,8 +399,7 @@ def _whole_by_fraction(job, total: float, now: float) -> str:
                 "is done.")
     left = live[0]
     ratio = ((now - job.started) + left) / total
-    pace = ("as the estimate said" if 0.8 <= ratio <= 1.25 else
-            f"{ratio:.1f}× the estimate's time" if ratio > 1 else f"{1 / ratio:.1f}× faster than the estimate")
+    pace = _pace_words(ratio)
     if left < 1:
         return f"Whole run: finishing ({pace})."
     done = float(max(stages, key=lambda s: s.updated).fraction)

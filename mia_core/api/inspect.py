@@ -254,6 +254,12 @@ def neighbour_spans(text: str, replaced) -> list[tuple[int, int]]:
     return spans
 
 
+def _speed_words(how: str, which: str) -> str:
+    """Where an estimate's speed comes from, in words (``how``: :func:`mia_core.estimate.speed`'s)."""
+    return {"measured": f"this machine's measured speed for {which}",
+            "scaled": "this machine's speed measured with another model, scaled by size"}.get(how, "an assumed speed")
+
+
 def estimate_analysis(lm, text: str, *, reference=None, lower: bool = False) -> tuple[str, float]:
     """What Analyse will cost on ``lm``, before it is pressed (issue 53 item 1: Inspect showed no time): one pass of
     the text through the target, one of its lower-cased copy when asked, one through the reference when loaded, at
@@ -287,8 +293,7 @@ def estimate_analysis(lm, text: str, *, reference=None, lower: bool = False) -> 
         total += seconds
         how = h if h != "measured" else how
         parts.append(what)
-    speed = {"measured": "this machine's measured speed for each model", "scaled":
-             "this machine's speed measured with another model, scaled by size"}.get(how, "an assumed speed")
+    speed = _speed_words(how, "each model")
     n_tok = count_tokens([text], lm.tokenizer)
     return (f"about {fmt_seconds(total)}: one pass of the text's {n_tok:,} tokens through "
             + ", ".join(parts[:-1]) + (" and " if len(parts) > 1 else "") + parts[-1]
@@ -322,8 +327,7 @@ def estimate_neighbours(lm, text: str, n: int) -> tuple[str, float]:
 
     n_tok = count_tokens([text], lm.tokenizer)
     seconds, how = estimate_seconds(int(NEIGHBOUR_SHARE * int(n) * n_tok), lm.n_params, lm.device, lm.identity)
-    speed = {"measured": "this machine's measured speed for this model", "scaled":
-             "this machine's speed measured with another model, scaled by size"}.get(how, "an assumed speed")
+    speed = _speed_words(how, "this model")
     return (f"about {fmt_seconds(seconds)}: {counted(int(n), 'neighbours')}, each scored from where it differs from "
             f"the text (about {100 * NEIGHBOUR_SHARE:.0f} % of its {n_tok:,} tokens), at {speed}; plus the masked LM's "
             "proposals."), seconds
