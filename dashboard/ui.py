@@ -350,13 +350,8 @@ def whole_run_left(job, now: float | None = None) -> str:
     else:
         ratio = None
     if ratio is None:
-        left = total - (now - job.started)
-        if left < 1:
-            return (f"Whole run: longer than the estimate before Run ({fmt_seconds(total)}); the time left comes "
-                    "from this run's own speed once its first texts are scored.")
-        return (f"Whole run: about {fmt_seconds(left)} left: the estimate before Run, at the speed measured when the "
-                "dashboard started (a busier machine takes longer); revised from this run's own speed once its "
-                "first texts are scored.")
+        return _from_estimate(total, now - job.started, "Run", "this run's own speed",
+                              "its first texts are scored")
     if done >= 1:
         after = max(s.updated for s in passes)
         left = (total - planned) * ratio - (now - after)
@@ -375,6 +370,17 @@ def whole_run_left(job, now: float | None = None) -> str:
             f"{100 * done:.0f} % of {counted(n, 'model passes')} done).")
 
 
+def _from_estimate(total: float, elapsed: float, before: str, revised: str, once: str) -> str:
+    """The whole run's time left before its own pace is known: the estimate (made before ``before``) less the time
+    elapsed, said as such; "longer than the estimate" once that is spent."""
+    left = total - elapsed
+    if left < 1:
+        return (f"Whole run: longer than the estimate before {before} ({fmt_seconds(total)}); the time left comes "
+                f"from {revised} once {once}.")
+    return (f"Whole run: about {fmt_seconds(left)} left: the estimate before {before}, at the speed measured when the "
+            f"dashboard started (a busier machine takes longer); revised from {revised} once {once}.")
+
+
 def _pace_words(ratio: float) -> str:
     """A run's own time against its estimate's, in words ("as the estimate said", "2.0× the estimate's time")."""
     if 0.8 <= ratio <= 1.25:
@@ -390,13 +396,7 @@ def _whole_by_fraction(job, total: float, now: float) -> str:
     stages = job.snapshot()
     live = _pass_left(max(stages, key=lambda s: s.updated), now) if stages else None
     if live is None:
-        left = total - (now - job.started)
-        if left < 1:
-            return (f"Whole run: longer than the estimate before it started ({fmt_seconds(total)}); the time left "
-                    "comes from its own pace once a tenth is done.")
-        return (f"Whole run: about {fmt_seconds(left)} left: the estimate before it started, at the speed measured "
-                "when the dashboard started (a busier machine takes longer); revised from its own pace once a tenth "
-                "is done.")
+        return _from_estimate(total, now - job.started, "it started", "its own pace", "a tenth is done")
     left = live[0]
     ratio = ((now - job.started) + left) / total
     pace = _pace_words(ratio)
