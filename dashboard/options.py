@@ -75,9 +75,28 @@ def _attack_params() -> dict[str, str]:
     return {f"{a}.{p}": f"{att.label}: {p}" for a, att in REGISTRY.items() for p in att.params}
 
 
+def words(name: str) -> str:
+    """An option's or a set's name as a widget label, where no label is written for it (a page made from an audit's
+    declaration, ``dashboard.audit_page``): ``prefix_tokens`` -> "Prefix tokens", ``nonmembers`` -> "Non-members"."""
+    label = LABELS.get(name, "")
+    return label if label[:1].isupper() else name.replace("_", " ").capitalize()  # a widget's label, not a description
+
+
+@lru_cache(maxsize=1)
+def _audit_options() -> dict[str, str]:
+    """Every registered audit's option and set, by the label a page made from its declaration gives it."""
+    from mia_core.audits import AUDITS
+
+    out = {}
+    for a in AUDITS.values():
+        for n in (*a.options().declared(), *a.sets):
+            out[n] = words(n)
+    return out
+
+
 def labels() -> dict[str, str]:
-    """:data:`LABELS` and the attack parameters' labels."""
-    return {**_attack_params(), **LABELS}
+    """:data:`LABELS`, the attack parameters' labels and the registered audits' options (:func:`words`)."""
+    return {**_attack_params(), **_audit_options(), **LABELS}
 
 
 def worded(e) -> str:

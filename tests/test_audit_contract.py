@@ -38,7 +38,7 @@ NAMES = list(AUDITS)
 
 @pytest.fixture(scope="module")
 def known(tmp_path_factory) -> Known:
-    """Members a tiny Llama and a tiny BERT were trained on (25 epochs: they fit them), never-trained non-members
+    """Members a tiny Llama (60 epochs: greedy decoding reproduces them) and a tiny BERT (25) were trained on, never-trained non-members
     and population, and references of the same architectures trained on other paragraphs."""
     import torch
 
@@ -55,7 +55,7 @@ def known(tmp_path_factory) -> Known:
         members, nonmembers, population, other = ([texts[i] for i in order[a:b]]
                                                   for a, b in ((0, 24), (24, 48), (48, 60), (60, 140)))
         tok = make_tokenizer(texts)
-        causal = train_tiny_lm(members, tok, root / "causal", epochs=25, hidden=64)
+        causal = train_tiny_lm(members, tok, root / "causal", epochs=60, hidden=64)
         causal_ref = train_tiny_lm(other, tok, root / "causal_reference", epochs=8, hidden=64, seed=1)
         btok = small_bert_tokenizer(texts, root / "bert_tok")
         masked = train_tiny_mlm(members, btok, root / "masked", epochs=25, seed=1)
@@ -71,7 +71,8 @@ def test_the_registry_declares_each_audit_whole():
     from mia_core.cli import build_parser
 
     commands = build_parser()._subparsers._group_actions[0].choices
-    assert NAMES == ["run", "documents", "mlm", "infer-dataset"]
+    # today's, in the registry's order (a new audit registered after them is checked here without an edit)
+    assert NAMES[:5] == ["run", "documents", "mlm", "infer-dataset", "extraction"]
     for name, a in AUDITS.items():
         assert a.name == name and a.title and a.citation and a.sets
         assert issubclass(a.options(), Options), name

@@ -378,12 +378,25 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
                               timeout_s=60.0)
             page.screenshot(path=str(ARTIFACTS / "documents_reopened.png"), full_page=True)
             assert "Its inputs are not restored" in seen and "Not kept with a saved run" in seen, seen[-3000:]
+            # ---- issue 49: the page made from an audit's declaration (dashboard.audit_page), on the bundled demo
+            page.goto(f"{server}/Verbatim_extraction", wait_until="networkidle")
+            _wait_idle(page)
+            seen = _text_when(page, "[data-testid='stMain']", ("Model tested:", "The demo runs with"))
+            assert "Prefix tokens" in seen and "Suffix tokens" in seen, seen[-2000:]  # a widget per declared option
+            _press(page, "Run the verbatim extraction audit", lambda t: "running for" in t or "3 · Result" in t)
+            _text_when(page, "[data-testid='stMain']", ("3 · Result", "extractable share, members"), timeout_s=300.0)
+            _wait_idle(page, timeout=300.0)
+            seen = _text_when(page, "[data-testid='stMain']", ("evidence of training", "Saved in Runs as"))
+            page.screenshot(path=str(ARTIFACTS / "extraction_results.png"), full_page=True)
+            assert "only the members' excess over it is evidence of training" in seen and "Saved in Runs as" in seen, \
+                seen[-3000:]
             page.goto(server, wait_until="networkidle")  # Home (its sidebar link reads "app" after a page URL)
             _wait_idle(page)
             home = _text_when(page, "[data-testid='stMain']", ("dataset inference",), timeout_s=60.0)
             page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
             assert "1 document audit" in home and "1 masked-LM audit" in home and "1 dataset inference" in home, \
                 home[-1500:]
+            assert "1 verbatim extraction" in home, home[-1500:]
             # ---- issue 53 item 2: a run over uploaded books, reopened from Runs, says its inputs are not restored and
             # that Run tests the page's own (the run saved here from synthetic features: the path is the page's)
             from test_app_pages import _save_di_run

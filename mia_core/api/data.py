@@ -19,5 +19,18 @@ def read_text_upload(upload) -> tuple[str, str]:
     return decode_bytes(raw, getattr(upload, "name", "upload"))
 
 
+def read_text_files(paths, *, mode: str = "auto", text_column: str | None = None, notes: list | None = None) -> list[str]:
+    """The texts of ``paths`` (files, folders, ``hf:`` specs, as ``mia run`` reads ``--members``), in order; what the
+    readers note (a file read as Windows-1252...) appended to ``notes``. ``DataError`` in one line for a missing,
+    empty or binary file."""
+    from ..data import read_texts
+
+    out: list[str] = []
+    for path in paths or []:
+        out += [r.text for r in read_texts(path, mode=mode, text_column=text_column,
+                                           notes=notes if notes is not None else [])]
+    return out
+
+
 __all__ = ["MAX_BYTES", "Dataset", "decode_bytes", "load_dataset", "read_population", "split_corpus",
-           "texts_from_strings", "read_text_upload"]
+           "texts_from_strings", "read_text_upload", "read_text_files"]

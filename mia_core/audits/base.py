@@ -12,6 +12,10 @@ An audit takes sets of texts (or books) and a model, and answers one question ab
 * ``execute(request, progress=None) -> result``: the model passes and the statistics;
 * its **result** class: ``save(folder)``, ``summary_text()`` (the report) and ``to_json()`` (the figures the saved
   files hold); ``load(folder)``: the same result back from what ``save`` wrote;
+* for an audit without a command or page of its own: ``about`` (what it asks, in words) and ``models`` (the causal
+  LMs ``prepare`` takes by keyword, with ``dtype``, ``device``, ``quantize`` and ``trust_remote_code``): the command
+  ``mia NAME`` is then made from the declaration (:mod:`mia_core.cli.audit_command`: a flag per set and per option),
+  and so is the page (:mod:`dashboard.audit_page`);
 * ``example(known)``: tiny inputs of known membership for the contract test (``tests/test_audit_contract.py``),
   from :class:`Known` sets and tiny models a test trains;
 * its place in the **run store** (:mod:`mia_core.audits.saved`): ``store()`` (a
@@ -61,6 +65,9 @@ class Audit:
     request: Callable  # () -> the request class prepare returns
     example: Callable  # (Known) -> prepare's keywords: tiny inputs of known membership
     page: str = ""  # the dashboard page that runs it (pages/...)
+    about: str = ""  # what it asks, in a sentence or two: a generated command's and page's description
+    models: tuple = ()  # the causal-LM keywords prepare takes ("model",): a generated command's and page's models
+    demo: Callable = field(default=lambda: None)  # () -> {"words", "inputs": prepare's keywords} of the bundled demo, or None
     headline: Callable = field(default=lambda result: None)  # (result) -> the AUC a front end shows first, or None
     store: Callable = field(default=lambda: None)  # () -> its runs' KindStore (None: the calibration run's own store)
     describe: Callable = field(default=lambda result: {})  # (result) -> meta.json's name, model, data, headline...

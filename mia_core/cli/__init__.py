@@ -12,6 +12,8 @@ and sets ``func`` (called with the parsed namespace; returns an exit code):
 * ``documents``       (:mod:`.documents`) document-level membership inference (Meeus et al. 2024)
 * ``mlm``             (:mod:`.mlm`)       masked-LM likelihood ratio (Mireshghallah et al. 2022)
 * ``shift``           (:mod:`.shift`)     member/non-member distribution shift, no model
+* every other registered audit (``mia_core.audits``), e.g. ``extraction``: made from its declaration
+  (:mod:`.audit_command`)
 
 The flags every command shares (data, models, output, progress) come from the argument
 groups of :mod:`.common`, so they are spelled the same everywhere. User errors
@@ -30,7 +32,7 @@ import sys
 from ..version import __version__
 from ..attacks import REGISTRY
 from ..errors import MiaError, safe_text
-from . import cache, documents, infer, mlm, run, shift, target
+from . import audit_command, cache, documents, infer, mlm, run, shift, target
 from .common import Parser, _isatty, engine_session
 from .quiet import memory_hint, quiet_output
 
@@ -49,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=Parser)
     for command in COMMANDS:
         command.register(sub)
+    audit_command.register_generated(sub)  # the registered audits with no module of their own
     return parser
 
 
