@@ -17,7 +17,7 @@ import pandas as pd
 import streamlit as st
 
 from mia_core.api.targets import build_target, experiment_folder, read_corpus, write_split
-from mia_core.api.data import split_corpus
+from mia_core.api.data import SplitOptions, split_corpus
 from mia_core.errors import DataError, MiaError, SettingsError
 from mia_core.models import EMBEDDED_NAME
 
@@ -137,14 +137,14 @@ def plan(cfg: dict) -> dict:
     out_root = experiment_folder(cfg["name"])
     texts, notes = corpus_texts(cfg["source"], cfg["demo_files"], cfg["uploads"], cfg["mode"])
     total = len(texts)
-    max_texts = int(cfg["max_texts"])
+    max_texts = SplitOptions.check_some(strict=False, max_texts=cfg["max_texts"])["max_texts"]  # its declared domain
     if max_texts > 0:
         texts = texts[:max_texts] if len(texts) > max_texts else texts
     n = len(texts)
     files = sum(bool(_READ_NOTE.match(n_)) for n_ in notes)
     st.caption(f"Read {total:,} distinct texts" + (f" from {files} files" if files > 1 else "")
                + (f"; this experiment uses the first {n:,}." if n < total else "."))
-    sets = split_corpus(texts, tuple(int(s) for s in cfg["shares"]), int(cfg["seed"]))
+    sets = split_corpus(texts, tuple(cfg["shares"]), cfg["seed"])  # the shares and seed checked by their domains
     return {"sets": sets, "notes": notes, "base": base, "lr": lr, "out_root": out_root}
 
 

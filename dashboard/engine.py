@@ -11,6 +11,7 @@ from __future__ import annotations
 import streamlit as st
 
 from mia_core.engines import LocalEngine, make_engine
+from mia_core.engines.options import EngineOptions
 
 ENGINE_LABELS = {"local": "This process (local)", "ray": "Ray workers"}
 
@@ -23,7 +24,9 @@ def engine_widgets(prefix: str) -> dict:
                           help="Ray: Ray Data workers, each loading the model once, give the same numbers and share "
                                "this server's statistics cache (needs pip install 'mia-dashboard[ray]'). The "
                                "neighbours' generation and embeddings stay in this process.")
-    workers = int(c[1].number_input("Ray workers", 1, 1024, 2, key=f"{prefix}_workers", disabled=kind != "ray"))
+    workers = int(c[1].number_input("Ray workers", value=EngineOptions.default("workers"), step=1,
+                                    key=f"{prefix}_workers", disabled=kind != "ray",
+                                    **EngineOptions.widget_limits("workers")))  # the declared option's limits
     address = c[2].text_input("Ray cluster address", key=f"{prefix}_ray_address", disabled=kind != "ray",
                               placeholder="empty: start one on this machine",
                               help="host:port of a cluster started with `ray start --head` (or $RAY_ADDRESS)")

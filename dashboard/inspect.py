@@ -24,6 +24,7 @@ import streamlit as st
 from mia_core.api.inspect import (estimate_analysis, estimate_neighbours, read_text, text_neighbours,
                                   text_statistics)
 from mia_core.attacks import REGISTRY, AttackInputs
+from mia_core.api import widget_limits
 from mia_core.errors import DataError, MiaError
 from mia_core.metrics.placement import DECISION_FPRS, incomparable, place_score, run_groups
 from mia_core.runs import list_runs
@@ -219,7 +220,8 @@ def neighbour_section(lm, res: dict, run=None) -> None:
                "takes a while on a CPU.")
     default = neighbour_settings(run)
     c1, c2 = st.columns([1, 3])
-    n = int(c1.number_input("Neighbours", 1, 200, int(default.n), key="inspect_nb_n"))
+    n = int(c1.number_input("Neighbours", value=int(default.n), step=1, key="inspect_nb_n",
+                            **widget_limits(REGISTRY["neighbourhood"].domains["n"])))  # the attack's declared domain
     c2.caption(f"Generator: {generator_words(default.generator)}, {default.m} word(s) replaced"
                + (" (the calibration run's settings)" if run is not None and default.to_dict() != neighbour_settings().to_dict() else ""))
     st.caption("Estimate: " + estimate_neighbours(lm, res["text"], n)[0])  # before the button, as on every page

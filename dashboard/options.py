@@ -49,6 +49,10 @@ LABELS = {
     "batch_size": "Batch size",
     "lora_r": "the LoRA rank",
     "adapter_dtype": "the adapter's precision",
+    "members_pct": "Members (%)",
+    "nonmembers_pct": "Non-members (%)",
+    "population_pct": "Population (%)",
+    "max_texts": "Use at most this many texts of the corpus",
     # where the model passes run (dashboard/engine.py)
     "engine": "Where the model passes run",
     "workers": "Ray workers",

@@ -445,6 +445,27 @@ def check_option(name: str, domain: Domain, value, *, strict: bool = True):
         raise type(e)(e.template, options=(*e.options, name)) from None
 
 
+def widget_limits(d: Domain) -> dict:
+    """``min_value`` / ``max_value`` of a number widget for a value of domain ``d`` (an audit's option, an attack's
+    parameter): its bounds (an open end moves in by a ten-thousandth of the range, or of 1 when unbounded on the
+    other side; a single value allowed outside the bounds, such as a context of 0 for the model's own, widens them
+    to it), whole numbers for a whole-number domain; no key for an end without a bound."""
+    out = {}
+    span = (d.hi - d.lo) if d.lo is not None and d.hi is not None else 1.0
+    if d.lo is not None:
+        out["min_value"] = (d.lo + span * 1e-4 if d.lo_open else d.lo)
+    if d.hi is not None:
+        out["max_value"] = (d.hi - span * 1e-4 if d.hi_open else d.hi)
+    for v in d.also:  # single values outside the bounds (a context of 0: the model's own) stay reachable
+        if "min_value" in out and v < out["min_value"]:
+            out["min_value"] = v
+        if "max_value" in out and v > out["max_value"]:
+            out["max_value"] = v
+    if d.kind == "int":
+        return {k: int(v) for k, v in out.items()}
+    return {k: float(v) for k, v in out.items()}
+
+
 class Options:
     """The declared options of one audit: subclass it as a frozen dataclass whose fields are :func:`option`\\ s.
 
@@ -511,26 +532,8 @@ class Options:
 
     @classmethod
     def widget_limits(cls, name: str) -> dict:
-        """``min_value`` / ``max_value`` of a number widget for option ``name``, from its domain (an open end
-        moves in by a ten-thousandth of the range, or of 1 when unbounded on the other side; a single value allowed
-        outside the bounds, such as a context of 0 for the model's own, widens them to it)."""
-        d = cls.domain(name)
-        out = {}
-        span = (d.hi - d.lo) if d.lo is not None and d.hi is not None else 1.0
-        if d.lo is not None:
-            out["min_value"] = (d.lo + span * 1e-4 if d.lo_open else d.lo)
-        if d.hi is not None:
-            out["max_value"] = (d.hi - span * 1e-4 if d.hi_open else d.hi)
-        for v in d.also:  # single values outside the bounds (a context of 0: the model's own) stay reachable
-            if "min_value" in out and v < out["min_value"]:
-                out["min_value"] = v
-            if "max_value" in out and v > out["max_value"]:
-                out["max_value"] = v
-        if d.kind == "int":
-            out = {k: int(v) for k, v in out.items()}
-        else:
-            out = {k: float(v) for k, v in out.items()}
-        return out
+        """``min_value`` / ``max_value`` of a number widget for option ``name`` (:func:`widget_limits`)."""
+        return widget_limits(cls.domain(name))
 
     @classmethod
     def table(cls) -> str:

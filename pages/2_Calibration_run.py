@@ -27,6 +27,7 @@ from mia_core.attacks import REGISTRY, WITH_REFERENCE, default_attacks
 from mia_core.attacks.base import needs_line
 from mia_core.attacks.neighbourhood import run_coupling_warning
 from mia_core.errors import MiaError, SettingsError
+from mia_core.api import widget_limits
 from mia_core.targets.demo import demo_reference, installed_demo
 from mia_core.api.request import RunOptions, modify_choices
 
@@ -135,15 +136,12 @@ if with_params:
                     vals[p] = st.selectbox(label, opts, index=opts.index(dv) if dv in opts else 0, key=key, help=tip)
                 elif isinstance(dv, bool):
                     vals[p] = st.checkbox(label, value=dv, key=key, help=tip)
-                elif isinstance(dv, int):
-                    lo = min([*dom.also, *([dom.lo] if dom.lo is not None else [])], default=None)
+                elif isinstance(dv, int):  # the limits are the declared domain's (mia_core.options.widget_limits)
                     vals[p] = int(st.number_input(label, value=dv, step=1, key=key, help=tip,
-                                                  min_value=None if lo is None else int(lo),
-                                                  max_value=None if dom.hi is None else int(dom.hi)))
+                                                  **{k: int(v) for k, v in widget_limits(dom).items()}))
                 elif isinstance(dv, float):
                     vals[p] = float(st.number_input(label, value=dv, help=tip,
-                                                    min_value=None if dom.lo is None else float(dom.lo),
-                                                    max_value=None if dom.hi is None else float(dom.hi),
+                                                    **{k: float(v) for k, v in widget_limits(dom).items()},
                                                     step=0.05 if dv >= 0.05 else dv / 2, format="%g", key=key))
                 else:  # strings; None = optional (e.g. a path to save / load a trained SMIA model)
                     v = st.text_input(label + (" (optional)" if dv is None else ""), value="" if dv is None else str(dv),

@@ -24,6 +24,7 @@ from dashboard.audit_jobs import audit_job
 from dashboard.controlled import UPLOAD_TYPES, build_job, estimate_line, show_target, take_built
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup, upload_files
+from mia_core.api.data import SplitOptions
 from mia_core.targets.demo import demo_corpus_files
 from mia_core.targets.options import TargetOptions
 
@@ -57,14 +58,19 @@ else:
 # ------------------------------------------------------------------ split
 st.subheader("2 · Split")
 r1, r2, r3 = st.columns(3)
-p_mem = r1.number_input("Members (%)", min_value=0, max_value=100, value=40, step=5, key="cx_members_pct",
-                        help="Trained on.")
-p_non = r2.number_input("Non-members (%)", min_value=0, max_value=100, value=40, step=5, key="cx_nonmembers_pct",
-                        help="Never trained on; evaluated against the members.")
-p_pop = r3.number_input("Population (%)", min_value=0, max_value=100, value=20, step=5, key="cx_population_pct",
-                        help="Never trained on; kept apart to set decision thresholds.")
-max_texts = st.number_input("Use at most this many texts of the corpus (0 = all)", min_value=0, value=0,
-                            key="cx_max_texts", help="Fine-tuning time grows with the number of member texts.")
+# the split's declared options (mia_core.data.SplitOptions): their defaults, limits and help
+p_mem = r1.number_input("Members (%)", value=SplitOptions.default("members_pct"), step=5, key="cx_members_pct",
+                        help=SplitOptions.help("members_pct"), **SplitOptions.widget_limits("members_pct"))
+p_non = r2.number_input("Non-members (%)", value=SplitOptions.default("nonmembers_pct"), step=5,
+                        key="cx_nonmembers_pct", help=SplitOptions.help("nonmembers_pct"),
+                        **SplitOptions.widget_limits("nonmembers_pct"))
+p_pop = r3.number_input("Population (%)", value=SplitOptions.default("population_pct"), step=5,
+                        key="cx_population_pct", help=SplitOptions.help("population_pct"),
+                        **SplitOptions.widget_limits("population_pct"))
+max_texts = st.number_input("Use at most this many texts of the corpus (0 = all)", value=SplitOptions.default("max_texts"),
+                            key="cx_max_texts", help=SplitOptions.help("max_texts") + "; fine-tuning time grows with "
+                                                                                    "the number of member texts",
+                            **SplitOptions.widget_limits("max_texts"))
 
 # ------------------------------------------------------------------ fine-tuning
 st.subheader("3 · Fine-tuning")

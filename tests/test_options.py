@@ -15,7 +15,8 @@ import pytest
 from mia_core.audits import AUDITS
 from mia_core.dataset_inference.options import InferenceOptions
 from mia_core.api.shift import ShiftOptions
-from mia_core.targets.options import TargetOptions
+from mia_core.targets.options import SplitOptions, TargetOptions
+from mia_core.engines.options import EngineOptions
 from mia_core.pipeline.options import RunOptions
 from mia_core.documents.options import DocumentOptions
 from mia_core.errors import SettingsError
@@ -24,10 +25,11 @@ from mia_core.extraction.options import ExtractionOptions
 
 ROOT = Path(__file__).resolve().parent.parent
 # every registered audit's options (mia_core.audits), and the shift check's (a check of the data, not an audit)
-OPTIONS = [*(a.options() for a in AUDITS.values()), ShiftOptions, TargetOptions]  # and a target's fine-tune
+OPTIONS = [*(a.options() for a in AUDITS.values()), ShiftOptions, TargetOptions,  # and a target's fine-tune,
+           SplitOptions, EngineOptions]  # a controlled experiment's split, where the passes run
 # the ones there are today are found (a new audit's are taken from the registry without an edit here)
 assert set(OPTIONS) >= {InferenceOptions, MlmOptions, DocumentOptions, ShiftOptions, RunOptions, TargetOptions,
-                        ExtractionOptions}
+                        ExtractionOptions, SplitOptions, EngineOptions}
 TEXTS = [f"suspect text number {i} about a quiet harbour town and its boats" for i in range(12)]
 OTHER = [f"validation text number {i} about a busy mountain road and its inns" for i in range(12)]
 FLAGS = {"alpha": "--alpha", "folds": "--folds", "n_permutations": "--permutations", "passage_words": "--passage-words",
@@ -72,9 +74,10 @@ def test_a_value_outside_a_bound_is_one_line_naming_the_option(cls):
     assert seen >= sum(f.metadata["domain"].kind in ("int", "float") for f in cls.declared().values())
     with pytest.raises(SettingsError, match="no setting 'no_such_option'"):
         cls.check(no_such_option=99)
+    whole_number = next(n for n, f in cls.declared().items() if f.metadata["domain"].kind == "int")  # e.g. the seed
     with pytest.raises(SettingsError, match=r"\(text\)"):
-        cls.check(seed="5")  # a Python caller gives a number as a number
-    assert cls.check(strict=False, seed="5").seed == 5  # the command line's text
+        cls.check(**{whole_number: "5"})  # a Python caller gives a number as a number
+    assert getattr(cls.check(strict=False, **{whole_number: "5"}), whole_number) == 5  # the command line's text
 
 
 def test_the_api_the_cli_and_the_engine_refuse_the_same_values(capsys):
@@ -289,3 +292,32 @@ def test_the_run_options_are_prepare_runs_keywords_and_the_pages_limits():
         w, lim = at.number_input(key=key), RunOptions.widget_limits(name)
         assert (w.min, w.max) == (lim.get("min_value"), lim.get("max_value")), (key, w.min, w.max, lim)
     assert RunOptions.widget_limits("context")["min_value"] == 0
+
+
+def test_the_page_widgets_outside_the_audits_take_their_limits_from_declared_domains():
+    """The Controlled experiment's split, the engine's workers, Inspect's neighbours and the calibration page's attack
+    parameters: each number widget's limits are a declared domain's (no limit written on a page), and the front door
+    refuses a value outside it in one line naming it."""
+    from mia_core.api import widget_limits
+    from mia_core.api.data import split_corpus
+    from mia_core.attacks import REGISTRY
+
+    assert SplitOptions.widget_limits("members_pct") == {"min_value": 0, "max_value": 100}
+    assert EngineOptions.widget_limits("workers") == {"min_value": 1}
+    assert widget_limits(REGISTRY["neighbourhood"].domains["n"]) == {"min_value": 1}
+    pages = {p.name: p.read_text(encoding="utf-8") for p in [*(ROOT / "pages").glob("*.py"),
+                                                              *(ROOT / "dashboard").glob("*.py")]}
+    assert "min_value=0, max_value=100" not in pages["6_Controlled_experiment.py"]
+    assert '"Ray workers", 1, 1024' not in pages["engine.py"] and '"Neighbours", 1, 200' not in pages["inspect.py"]
+    texts = [f"text {i}" for i in range(20)]
+    with pytest.raises(SettingsError) as e:
+        split_corpus(texts, (120, -10, -10), 0)
+    assert "members_pct" in e.value.options and "\n" not in str(e.value)
+    assert [len(v) for v in split_corpus(texts, (40, 40, 20), 0).values()] == [8, 8, 4]
+    from mia_core.engines import make_engine
+
+    for kw, name in ((dict(workers=0), "workers"), (dict(gpus_per_worker=-1), "gpus_per_worker"),
+                     (dict(cpus_per_worker=0), "cpus_per_worker")):
+        with pytest.raises(SettingsError) as e:  # the engine's own guard, before Ray is imported
+            make_engine("ray", **kw)
+        assert name in e.value.options and "\n" not in str(e.value), kw

@@ -46,6 +46,7 @@ from .request import RunRequest, execute_run, load_models, population_set, prepa
 from .plan import RunPlan, plan_run
 from .run import audit, score
 from .saved import load
+from ..options import widget_limits  # noqa: F401 - a page's number widget's limits from a declared domain
 
 __all__ = ["RunPlan", "audit", "audit_documents", "audit_mlm", "infer_dataset", "load", "plan_run", "score"]
 # the front door: what the CLI and the pages build their audits with, by module of mia_core.api (not re-exported by

@@ -30,6 +30,7 @@ import sys
 from typing import Iterable
 
 from ..errors import MiaError, safe_text
+from ..engines.options import EngineOptions
 from ..options import BOOTSTRAP, SEED
 
 DTYPE_CHOICES = ("auto", "fp32", "bf16", "fp16")
@@ -247,16 +248,9 @@ def add_model_args(p: argparse.ArgumentParser, *, model_help: str, model_default
 def add_engine_args(p: argparse.ArgumentParser):
     """``--engine`` ``--workers`` ``--gpus-per-worker`` ``--cpus-per-worker`` ``--ray-address``."""
     e = p.add_argument_group("engine (where the model passes run; it never changes a number)")
-    e.add_argument("--engine", default="local", choices=("local", "ray"),
-                   help="local: this process; ray: Ray Data workers, each loading the model once (needs "
-                        "pip install 'mia-dashboard[ray]')")
-    e.add_argument("--workers", type=int_at_least(1), default=2, help="Ray workers")
-    e.add_argument("--gpus-per-worker", type=non_negative_float, default=0.0, help="GPUs per Ray worker (0: CPU workers)")
-    e.add_argument("--cpus-per-worker", type=int_at_least(1), default=1,
-                   help="CPUs per Ray worker, its torch threads")
-    e.add_argument("--ray-address", default=None,
-                   help="join a running cluster (ray start --head) instead of starting a local one; "
-                        "$RAY_ADDRESS if unset")
+    # the declared options of where the passes run (mia_core.engines.options.EngineOptions)
+    add_options(e, EngineOptions, {"engine": "--engine", "workers": "--workers", "gpus_per_worker": "--gpus-per-worker",
+                                   "cpus_per_worker": "--cpus-per-worker", "ray_address": "--ray-address"})
     return e
 
 

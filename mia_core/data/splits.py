@@ -16,6 +16,7 @@ import numpy as np
 from ..errors import DataError, SettingsError
 
 
+
 def split_mask(labels: np.ndarray, fraction: float, seed: int) -> np.ndarray:
     """Stratified random split: True for ``round(fraction * k)`` of the ``k`` texts of each class
     (clamped to 1..k-1, so each class keeps >= 1 text on both sides), drawn with
@@ -41,7 +42,8 @@ def split_corpus(texts: list[str], shares: tuple[int, int, int], seed: int) -> d
     to 100). A population share of 0 gives the non-members every text the members do not take.
 
     ``SettingsError`` when the shares do not add up to 100; ``DataError`` when a set would hold fewer than
-    2 texts (checked before anything is trained)."""
+    2 texts (checked before anything is trained). Each share's and the seed's domain is checked at the front door
+    (``mia_core.api.data.split_corpus``, :class:`mia_core.targets.options.SplitOptions`)."""
     p_mem, p_non, p_pop = (int(x) for x in shares)
     if p_mem + p_non + p_pop != 100:
         raise SettingsError(f"the shares must add up to 100%, they add up to {p_mem + p_non + p_pop}%.")

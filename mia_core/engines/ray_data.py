@@ -101,11 +101,12 @@ class RayEngine:
     def start(cls, *, workers: int = 2, gpus_per_worker: float = 0.0, cpus_per_worker: float = 1.0,
               address: str | None = None, unit_tokens: int | None = None) -> "RayEngine":
         """Connect to (``address`` / ``$RAY_ADDRESS``) or start a Ray cluster; check it can host the workers."""
-        if int(workers) < 1:
-            raise SettingsError(f"{{workers}} must be at least 1, got {workers}", options=("workers",))
-        if gpus_per_worker < 0 or cpus_per_worker <= 0:
-            raise SettingsError("{gpus_per_worker} must be >= 0 and the CPUs per worker > 0",
-                                options=("gpus_per_worker",))
+        from .options import EngineOptions
+
+        checked = EngineOptions.check_some(strict=False, workers=workers, gpus_per_worker=gpus_per_worker,
+                                           cpus_per_worker=cpus_per_worker)  # the declared domains, one line each
+        workers, gpus_per_worker, cpus_per_worker = (checked[k] for k in ("workers", "gpus_per_worker",
+                                                                          "cpus_per_worker"))
         os.environ.setdefault("RAY_BACKEND_LOG_LEVEL", "fatal")  # Ray's C++ notes on stderr; failures come as one line
         ray = import_ray()
         _quiet_ray_logs()

@@ -27,3 +27,16 @@ class TargetOptions(Options):
     lora_r: int = option(16, whole(1), "LoRA rank (alpha = 2 r)")
     adapter_dtype: str = option("fp32", one_of(*ADAPTER_DTYPES),
                                 "precision the LoRA adapter is saved in (fp16 halves the file)")
+
+
+@dataclass(frozen=True)
+class SplitOptions(Options):
+    """How a corpus is cut into a controlled experiment's sets (``mia_core.api.data.split_corpus``; the Controlled
+    experiment page's widgets take their limits from these fields)."""
+
+    members_pct: int = option(40, whole(0, 100), "share of the corpus the target is trained on (%)")
+    nonmembers_pct: int = option(40, whole(0, 100), "share never trained on, evaluated against the members (%)")
+    population_pct: int = option(20, whole(0, 100), "share never trained on, kept apart to set decision thresholds "
+                                                    "(%; 0: none)")
+    max_texts: int = option(0, whole(0), "use at most this many texts of the corpus, the first ones (0: all)")
+    seed: int = option(0, SEED, "seed of the random cut")
