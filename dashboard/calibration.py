@@ -230,30 +230,20 @@ def model_line(use_demo_models: bool, panel) -> str:
                "none (the attacks that need one cannot run)."))
 
 
-def _files(files) -> tuple:
-    return tuple((getattr(f, "name", str(f)), getattr(f, "size", None), getattr(f, "file_id", None))
-                 for f in (files if isinstance(files, (list, tuple)) else [files] if files else []))
+SIG_WORDS = {"data": "the data", "model": "the model", "settings": "the attacks or settings"}
 
 
 def input_signature(*, source: str, members, nonmembers, population, members_text: str, nonmembers_text: str,
                     mode: str, demo_population: bool, use_demo_models: bool, panel, attacks, params: dict,
                     settings: tuple) -> dict:
-    """What a calibration result depends on, in three parts (``data``, ``model``, ``settings``), read from the
-    page's widgets without reading any file (uploads by name, size and upload id; pasted texts by their hash): a
-    result whose signature is not the page's came from other inputs (issue 53 item 3)."""
-    import hashlib
+    """What a calibration result depends on, in three parts (``data``, ``model``, ``settings``;
+    :func:`dashboard.stale.signature`: uploads by name, size and upload id, long pasted texts by their hash, nothing
+    read): a result whose signature is not the page's came from other inputs (issue 53 item 3; its parts in words:
+    :data:`SIG_WORDS`)."""
+    from .stale import signature
 
-    data = (source, _files(members), _files(nonmembers), _files(population), mode, bool(demo_population),
-            hashlib.sha256(f"{members_text}\0{nonmembers_text}".encode()).hexdigest())
     model = ("demo",) if use_demo_models else (panel.target_spec, panel.reference_spec, panel.dtype, panel.quantize)
-    return {"data": repr(data), "model": repr(model),
-            "settings": repr((tuple(attacks), sorted((k, sorted(v.items())) for k, v in params.items()), settings))}
-
-
-def changed_parts(was: dict | None, now: dict) -> list[str]:
-    """The parts of the page's inputs that differ from those a result came from, in words (none when unknown)."""
-    if not was:
-        return []
-    words = {"data": "the data", "model": "the model", "settings": "the attacks or settings"}
-    return [w for k, w in words.items() if was.get(k) != now.get(k)]
+    return signature(data=(source, members, nonmembers, population, mode, bool(demo_population), members_text,
+                           nonmembers_text),
+                     model=model, settings=(tuple(attacks), params, settings))
 

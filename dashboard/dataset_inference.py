@@ -12,7 +12,6 @@ the Runs page (:func:`reopened`).
 """
 from __future__ import annotations
 
-import hashlib
 import math
 from dataclasses import dataclass, field
 
@@ -239,20 +238,19 @@ def prepare(src: Source, settings: Settings, demo, panel):
 
 
 # ------------------------------------------------------------------ which inputs a result came from
-def _files_key(files) -> tuple:
-    return tuple((getattr(f, "name", str(f)), getattr(f, "size", None), getattr(f, "file_id", None))
-                 for f in files or ())
+SIG_WORDS = {"data": "the sets", "model": "the model", "settings": "the settings"}
 
 
 def signature(src: Source, settings: Settings, demo, panel) -> dict:
-    """What a result depends on, in three parts (``data``, ``model``, ``settings``): a result whose signature
-    is not the page's is from other inputs. Uploads are told apart by name, size and upload id, pasted texts by
-    their hash (nothing is read)."""
+    """What a result depends on, in three parts (``data``, ``model``, ``settings``; :func:`dashboard.stale.signature`:
+    uploads told apart by name, size and upload id, long pasted texts by their hash, nothing read): a result whose
+    signature is not the page's is from other inputs."""
+    from .stale import signature as parts
+
     if src.source == "paste":
-        data = hashlib.sha256(f"{src.suspect_text}\0{src.validation_text}".encode()).hexdigest()
+        data = (src.suspect_text, src.validation_text)
     elif src.source == "upload":
-        data = (_files_key(src.suspect_files), _files_key(src.validation_files),
-                src.strip if src.unit == "books" else None)
+        data = (src.suspect_files, src.validation_files, src.strip if src.unit == "books" else None)
     else:
         data = None
     cfg = (settings.alpha, settings.folds, settings.perms, settings.seed, settings.features.strip(),
@@ -260,19 +258,19 @@ def signature(src: Source, settings: Settings, demo, panel) -> dict:
     if src.unit == "books":
         cfg += (settings.passage_words, settings.max_passages)
     model = (*model_specs(src, demo, panel), getattr(panel, "dtype", None), getattr(panel, "device", None))
-    return {"data": repr((src.unit, src.source, data)), "model": repr(model),
-            "settings": repr(cfg)}
+    return parts(data=(src.unit, src.source, data), model=model, settings=cfg)
 
 
 def changed(stored: dict, now: dict) -> list[str]:
-    """The parts of the page's inputs that differ from those of ``stored`` (a result), in words; a result
-    reopened from the Runs page takes the page's inputs when it is first drawn."""
-    sig = stored.get("signature")
-    if sig is None:
+    """The parts of the page's inputs that differ from those of ``stored`` (a result), in words
+    (:func:`dashboard.stale.stale_parts`); a result reopened from the Runs page takes the page's inputs when it is
+    first drawn."""
+    from .stale import stale_parts
+
+    if stored.get("signature") is None:
         stored["signature"] = dict(now)
         return []
-    words = {"data": "the sets", "model": "the model", "settings": "the settings"}
-    return [w for k, w in words.items() if sig.get(k) != now.get(k)]
+    return stale_parts(stored["signature"], now, SIG_WORDS)
 
 
 def describe(src: Source, suspect, validation, target: str | None, reference: str | None,

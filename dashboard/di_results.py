@@ -13,6 +13,7 @@ from mia_core.api.inference import combination_words
 from mia_core.formatting import counted
 
 from .dataset_inference import _SHOWN_SHAPES, CORRECTIONS, changed
+from .stale import result_box
 
 def books_frame(summary: dict) -> pd.DataFrame:
     """One row per suspect book: its passages, its own (conformal) p-value, the adjusted p-value across the
@@ -54,9 +55,12 @@ def _p(s: dict, key: str, bound_key: str | None = None) -> str:
     return p_number(float(v), bool(s.get(bound_key)) if bound_key else False)
 
 
-def inputs_caption(stored: dict) -> str:
-    """What the result came from, in one line: source, sizes, model, the test's settings, time, where saved."""
+def inputs_caption(stored: dict, *, plain: bool = False) -> str:
+    """What the result came from, in one line: source, sizes, model, the test's settings, time, where saved
+    (Markdown that shows exactly these words; ``plain``: the words, for a label that escapes them itself)."""
     from dashboard.ui import fmt_seconds, md_text
+
+    esc = str if plain else md_text
 
     s, inp = stored["result"].summary, stored.get("inputs") or {}
     unit = "books" if s.get("mode") == "books" else "texts"
@@ -75,10 +79,10 @@ def inputs_caption(stored: dict) -> str:
         parts.append(f"{int(s['n_permutations']):,} permutations")
     if stored.get("seconds") is not None:
         parts.append(fmt_seconds(stored["seconds"]))
-    text = md_text(" · ".join(str(p) for p in parts))
+    text = esc(" · ".join(str(p) for p in parts))
     if stored.get("saved"):
         how = "reopened from" if stored.get("reopened") else "saved as"
-        text += f" · {how} run {md_text(stored['saved'])}" + (f" “{md_text(stored['name'])}”" if stored.get("name")
+        text += f" · {how} run {esc(stored['saved'])}" + (f" “{esc(stored['name'])}”" if stored.get("name")
                                                               else "") + " (Runs page)"
     return text
 
@@ -91,15 +95,7 @@ def show_result(stored: dict, now: dict) -> None:
     from dashboard.results import DI_VERDICT_WORDS, verdict_words
 
     diff = changed(stored, now)
-    if diff:
-        s = stored["result"].summary
-        st.info(f"**The inputs have changed** ({', '.join(diff)}) since the last result: press **Run dataset "
-                "inference** to test the current ones. The previous result is kept below, labelled.",
-                icon=":material/history:")
-        box = st.expander(f"Previous result, from the previous inputs: "
-                          f"{md_text(verdict_words(s.get('verdict'), DI_VERDICT_WORDS))} — "
-                          + inputs_caption(stored), expanded=False)
-    else:
+    if not diff:
         st.subheader("3 · Verdict")
         if stored.get("reopened"):  # issue 53 item 2: a saved run's sets are not the page's, and Run tests the page's
             inp = stored.get("inputs") or {}
@@ -107,7 +103,10 @@ def show_result(stored: dict, now: dict) -> None:
                     "are not restored here: the sets and the model above are the page's own, and **Run dataset "
                     "inference** tests those, not this run's. Its unit and test settings were put back.",
                     icon=":material/history:")
-        box = st.container()
+    s = stored["result"].summary
+    # changed inputs: labelled and folded away, never shown as the answer to the new ones (dashboard.stale)
+    box = result_box(diff, button="Run dataset inference",
+                     title=f"{verdict_words(s.get('verdict'), DI_VERDICT_WORDS)} — {inputs_caption(stored, plain=True)}")
     with box:
         try:
             _draw(stored)

@@ -4,8 +4,8 @@ A page keeps, with its result, the signature of the inputs the run started from 
 from the widgets, without reading a file: uploads by name, size and upload id, long texts by their hash). When the
 page's inputs differ, :func:`result_box` says which parts changed and folds the result away under "Previous
 result, from the previous inputs"; a result of unknown inputs (another tab's, one reopened from Runs) has no
-signature and is labelled by its page instead. The Dataset inference and Calibration pages keep their own
-signatures (``dashboard.dataset_inference.changed``, ``dashboard.calibration.changed_parts``) with the same words.
+signature and is labelled by its page instead. Every page that shows a result uses it: Calibration run, Document
+audit, Masked-LM audit, Dataset inference and the pages made from an audit's declaration (``dashboard.audit_page``).
 """
 from __future__ import annotations
 

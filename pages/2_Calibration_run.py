@@ -11,7 +11,7 @@ from pathlib import Path
 import streamlit as st
 
 from dashboard.calibration import (
-    UPLOAD_TYPES, build_request, changed_parts, input_signature, learning_attacks, make_job, model_line, read_inputs,
+    SIG_WORDS, UPLOAD_TYPES, build_request, input_signature, learning_attacks, make_job, model_line, read_inputs,
     run_estimate, run_expected,
 )
 from dashboard.engine import engine_for, engine_widgets
@@ -19,6 +19,7 @@ from dashboard.jobs import registry
 from dashboard.loaders import load_with_progress, loaded
 from dashboard.results import render_run
 from dashboard.sidebar import model_panel, switch_target
+from dashboard.stale import result_box, stale_parts
 from dashboard.ui import (AUC_EXPLAINER, early_table, follow_job, job_origin, md_text, page_setup, show_error, start_job,
                           upload_files)
 from mia_core.reports import plots
@@ -288,7 +289,7 @@ if run is None and busy:
 elif run is None:
     st.info("No run yet: choose data and attacks above and press **Run the attacks**.")
 else:
-    stale = changed_parts(st.session_state.get("cal_run_sig"), now_sig) if rid else []
+    stale = stale_parts(st.session_state.get("cal_run_sig"), now_sig, SIG_WORDS) if rid else []
     if rid is None:
         st.caption("Showing the latest saved run (not necessarily of the inputs above: press **Run the attacks** "
                    "for those).")
@@ -297,14 +298,9 @@ else:
                    "the inputs above, not this run's.")
     elif st.session_state.get("cal_run_origin") == "other":
         st.caption("A run another tab started: its inputs may not be those above.")
-    if stale:  # issue 53 item 3: never shown as the answer to inputs it did not come from
-        st.info(f"**The inputs have changed** ({', '.join(stale)}) since this result: press **Run the attacks** to "
-                "score the current ones. The previous result is kept below, labelled.", icon=":material/history:")
-        with st.expander(f"Previous result, from the previous inputs: {run.meta.get('name', run.id)}",
-                         expanded=False):
-            render_run(run, key="cal")
-    else:
-        if rid is not None and st.session_state.get("cal_unchanged"):
-            st.caption("This re-run changed nothing (the same settings, models and scores as the run below), so it "
-                       "was not saved again.")
+    if not stale and rid is not None and st.session_state.get("cal_unchanged"):
+        st.caption("This re-run changed nothing (the same settings, models and scores as the run below), so it "
+                   "was not saved again.")
+    # issue 53 item 3: never shown as the answer to inputs it did not come from (dashboard.stale, as every page)
+    with result_box(stale, button="Run the attacks", title=run.meta.get("name", run.id)):
         render_run(run, key="cal")
