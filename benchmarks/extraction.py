@@ -4,7 +4,7 @@ text a model reproduces that no one can say it was "trained on your copy" of.
 
 Sets (``../shared/data``, these machines only), each cut into texts of at least k + m tokens:
 
-* ``gutenberg-license``: the Project Gutenberg licence's opening (the same boilerplate in every book, and copied all
+* ``gutenberg-license``: the Project Gutenberg licence's opening, 60 words (the same boilerplate in many books, copied all
   over the web), one text per distinct wording;
 * ``gutenberg-opening``: each of the 84 books' first passage after the header (famous first lines);
 * ``gutenberg-middle``: one passage from the middle of each book;
@@ -15,6 +15,13 @@ For each: the extractable share with its 95 % Wilson interval, the mean matched 
 extractable (their first words). Prints the CPU and the fp32 matmul roof measured in the same run.
 
     python benchmarks/extraction.py [--k 32] [--m 32] [--n 84]
+
+Measured (2026-11-28, 2-core AMD EPYC, fp32 roof 131-191 GFLOP/s): SmolLM2-135M reproduces none of the texts of
+any set, at k = m = 32 and at k = m = 16 (0 of 75 licence wordings, 0 of 84 in each other set; the 95 % Wilson
+upper bound 4.4-4.9 %); the mean matched length is 0.0-1.0 tokens. The bundled demo target (a LoRA fine-tune on its
+100 members) reproduces none of its members either at k = m = 16 (0 of 100 against 0 of 100), while its members'
+suffix log-likelihood separates them (AUC 0.684 [0.609, 0.754]): verbatim extraction is far rarer than the
+membership signal a loss-based score finds, as Carlini et al. 2023 report for small models.
 """
 from __future__ import annotations
 
@@ -45,7 +52,7 @@ def gutenberg_sets(n: int) -> dict[str, list[str]]:
         body = strip_gutenberg(raw)[0]
         m = re.search(r"This eBook is for the use of anyone anywhere.*", raw, flags=re.S)
         if m:
-            license_.add(_words(m.group(0), 0, 90))
+            license_.add(_words(m.group(0), 0, 60))  # the licence sentence, before the book's title
         opening.append(_words(body, 0, 90))
         middle.append(_words(body, len(body.split()) // 2, 90))
     return {"gutenberg-license": sorted(license_), "gutenberg-opening": opening, "gutenberg-middle": middle}
