@@ -84,6 +84,17 @@ def audit_job(*, prefix: str, kind: str, button: str, clear: Sequence[str], buil
     return follow_job(reg, job, f"{prefix}_acked", take_foreign=take_foreign)
 
 
+def keep_finished(done, result_key: str, started_key: str) -> None:
+    """A finished job's result (``done.result``: ``result``, ``notes``, ``seconds``...) kept under ``result_key`` with
+    the signature of the inputs its run started from (``started_key``; None for another tab's run, whose inputs are
+    not known here: the page says it started in another tab), and the line "Done in ..."."""
+    from .ui import fmt_seconds, job_origin
+
+    st.session_state[result_key] = {**done.result,
+                                    "signature": None if job_origin(done) else st.session_state.get(started_key)}
+    st.caption(f"Done in {fmt_seconds(done.result['seconds'])}.")
+
+
 def save_finished(kind: str, result) -> dict:
     """Save a finished audit's result in the one run store (``mia_core.audits.saved``; the Runs page lists it):
     ``{"saved": id, "name": name}``, or ``{"saved": None, "save_error": why}`` (one line in words: a run that cannot

@@ -23,12 +23,12 @@ import streamlit as st
 from mia_core.audits import audit_named, execute, prepare
 from mia_core.errors import DataError, SettingsError
 
-from .audit_jobs import AuditJob, audit_job, save_finished
+from .audit_jobs import AuditJob, audit_job, keep_finished, save_finished
 from .options import words
 from .saved_runs import REOPENED, reopened_line, saved_line, take_reopened
 from .sidebar import model_panel
 from .stale import result_box, signature, stale_parts
-from .ui import fmt_seconds, job_origin, kept, md_text, page_setup, upload_files
+from .ui import fmt_seconds, kept, md_text, page_setup, upload_files
 
 UPLOAD_TYPES = ["txt", "text", "md", "csv", "tsv", "jsonl", "json", "parquet", "arrow", "feather", "zip"]
 SIG_WORDS = {"data": "the texts", "model": "the model", "settings": "the settings"}
@@ -68,9 +68,7 @@ def show(name: str, icon: str = ":material/fact_check:") -> None:
     done = audit_job(prefix=prefix, kind=name, button=button, clear=(result_key, REOPENED.format(prefix=prefix)),
                      take_foreign=not st.session_state.get(REOPENED.format(prefix=prefix)), build=_build)
     if done is not None:
-        st.session_state[result_key] = {**done.result,
-                                        "signature": None if job_origin(done) else st.session_state.get(started_key)}
-        st.caption(f"Done in {fmt_seconds(done.result['seconds'])}.")
+        keep_finished(done, result_key, started_key)
     stored = st.session_state.get(result_key)
     if stored is not None:
         reopened_line(prefix)

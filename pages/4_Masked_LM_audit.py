@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import streamlit as st
 
-from dashboard.audit_jobs import audit_job
+from dashboard.audit_jobs import audit_job, keep_finished
 from dashboard.mlm import (RESULT_KEY, SIG_WORDS, STARTED_SIG_KEY, build_job, estimate_line, input_signature,
                            model_line, models_section, settings_section, show_results, texts_section)
 from dashboard.saved_runs import REOPENED, reopened_line, saved_line, take_reopened
 from dashboard.sidebar import model_panel
 from dashboard.stale import result_box, stale_parts
-from dashboard.ui import AUC_EXPLAINER, fmt_seconds, job_origin, page_setup
+from dashboard.ui import AUC_EXPLAINER, page_setup
 
 page_setup("Masked-LM audit", ":material/healing:", keep=("mlm_",))
 panel = model_panel(load=False, need_reference=False)
@@ -55,10 +55,7 @@ reopened = REOPENED.format(prefix="mlm")  # set while the page shows a run reope
 done = audit_job(prefix="mlm", kind="mlm", button="Run the masked-LM audit", clear=(RESULT_KEY, reopened),
                  take_foreign=not st.session_state.get(reopened), build=_build)
 if done is not None:
-    # another tab's run: its inputs are not known here (the page says it started in another tab)
-    st.session_state[RESULT_KEY] = {**done.result,
-                                    "signature": None if job_origin(done) else st.session_state.get(STARTED_SIG_KEY)}
-    st.caption(f"Done in {fmt_seconds(done.result['seconds'])}.")
+    keep_finished(done, RESULT_KEY, STARTED_SIG_KEY)
 
 stored = st.session_state.get(RESULT_KEY)
 if stored is not None:

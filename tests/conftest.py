@@ -35,6 +35,24 @@ def tiny_llama(tmp_path_factory) -> str:
     return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
 
 
+@pytest.fixture(scope="session")
+def memorised_llama(tmp_path_factory) -> dict:
+    """A tiny Llama (hidden 64) trained 60 epochs, on one thread, on 24 paragraphs of ``tests/data/paragraphs.jsonl``
+    (greedy decoding reproduces them) and never on 24 others: ``{"folder", "members", "nonmembers", "texts",
+    "order"}`` (``order``: the seeded permutation the sets were cut from). Trained once per session (per worker;
+    ``GROUPS["memorised"]`` puts its users on one); read only."""
+    import numpy as np
+
+    from tiny_lm import make_tokenizer, paragraphs, train_tiny_lm
+
+    texts = paragraphs()
+    order = np.random.default_rng(7).permutation(len(texts))
+    members, nonmembers = [texts[i] for i in order[:24]], [texts[i] for i in order[24:48]]
+    folder = train_tiny_lm(members, make_tokenizer(texts), tmp_path_factory.mktemp("memorised_llama"), epochs=60,
+                           hidden=64)
+    return {"folder": str(folder), "members": members, "nonmembers": nonmembers, "texts": texts, "order": order}
+
+
 def pytest_runtest_setup(item):
     """Before a test's fixtures: let a start-up warm-up that an earlier page test began (``app.py`` run by
     AppTest) finish its imports, so that the test's own ``from transformers import ...`` does not race it
@@ -65,6 +83,8 @@ GROUPS = {
              "tests/test_di_real_nulls.py"),
     "browser-walk": ("tests/test_browser.py::test_inspect_and_calibration_in_a_browser",),
     "browser-newcomer": ("tests/test_browser.py::test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives",),
+    # both train the memorised tiny Llama (the session fixture memorised_llama): once, on one worker
+    "memorised": ("tests/test_audit_contract.py", "tests/test_extraction.py"),
 }
 SECONDS = {
     "demo": 140, "tests/test_ray_engine.py": 127, "browser-newcomer": 82, "browser-walk": 74,
@@ -72,7 +92,7 @@ SECONDS = {
     "tests/test_engine.py": 35, "tests/test_deferred_load.py": 52, "tests/test_app_pages.py": 25,
     "tests/test_smia.py": 24, "tests/test_app.py": 23, "tests/bad_input/test_already_handled.py": 23,
     "tests/test_gradnorm_rmia.py": 23, "tests/test_di_validity.py": 18, "tests/test_models.py": 14,
-    "tests/test_startup.py": 14, "tests/test_audit_contract.py": 22, "tests/test_mlm.py": 13, "tests/test_documents.py": 13, "tests/test_wbc.py": 30,
+    "tests/test_startup.py": 14, "memorised": 40, "tests/test_mlm.py": 13, "tests/test_documents.py": 13, "tests/test_wbc.py": 30,
 }
 
 

@@ -23,7 +23,6 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
@@ -37,12 +36,13 @@ NAMES = list(AUDITS)
 
 
 @pytest.fixture(scope="module")
-def known(tmp_path_factory) -> Known:
-    """Members a tiny Llama (60 epochs: greedy decoding reproduces them) and a tiny BERT (25) were trained on, never-trained non-members
-    and population, and references of the same architectures trained on other paragraphs."""
+def known(tmp_path_factory, memorised_llama) -> Known:
+    """Members a tiny Llama (the session's ``memorised_llama``: 60 epochs, greedy decoding reproduces them) and a tiny
+    BERT (25 epochs) were trained on, never-trained non-members and population, and references of the same
+    architectures trained on other paragraphs."""
     import torch
 
-    from tiny_lm import make_tokenizer, paragraphs, small_bert_tokenizer, train_tiny_lm, train_tiny_mlm
+    from tiny_lm import make_tokenizer, small_bert_tokenizer, train_tiny_lm, train_tiny_mlm
 
     root = tmp_path_factory.mktemp("audits")
     mp = pytest.MonkeyPatch()
@@ -50,17 +50,15 @@ def known(tmp_path_factory) -> Known:
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        texts = paragraphs()
-        order = np.random.default_rng(7).permutation(len(texts))
+        texts, order = memorised_llama["texts"], memorised_llama["order"]
         members, nonmembers, population, other = ([texts[i] for i in order[a:b]]
                                                   for a, b in ((0, 24), (24, 48), (48, 60), (60, 140)))
-        tok = make_tokenizer(texts)
-        causal = train_tiny_lm(members, tok, root / "causal", epochs=60, hidden=64)
-        causal_ref = train_tiny_lm(other, tok, root / "causal_reference", epochs=8, hidden=64, seed=1)
+        assert members == memorised_llama["members"]
+        causal_ref = train_tiny_lm(other, make_tokenizer(texts), root / "causal_reference", epochs=8, hidden=64, seed=1)
         btok = small_bert_tokenizer(texts, root / "bert_tok")
         masked = train_tiny_mlm(members, btok, root / "masked", epochs=25, seed=1)
         masked_ref = train_tiny_mlm(other, btok, root / "masked_reference", epochs=8, seed=2)
-        yield Known(members=members, nonmembers=nonmembers, population=population, causal=str(causal),
+        yield Known(members=members, nonmembers=nonmembers, population=population, causal=memorised_llama["folder"],
                     causal_reference=str(causal_ref), masked=str(masked), masked_reference=str(masked_ref))
     finally:
         torch.set_num_threads(threads)

@@ -2,7 +2,7 @@
 from its declaration (``mia extraction``, ``mia_core.cli.audit_command``) and the page made from it
 (``pages/8_Verbatim_extraction.py``, ``dashboard.audit_page``).
 
-The model is a tiny Llama trained here, 60 epochs, on 24 known paragraphs (greedy decoding reproduces them) and
+The model is a tiny Llama trained for the session (``conftest.memorised_llama``), 60 epochs, on 24 known paragraphs (greedy decoding reproduces them) and
 never on 24 others, so membership and extractability are ground truth. The matched length the audit reads off the
 one statistics pass is compared, text by text and for several prompt lengths, with ``transformers``' own greedy
 ``generate`` (the reference implementation of greedy decoding).
@@ -20,26 +20,13 @@ from mia_core.extraction.audit import matched_length
 
 
 @pytest.fixture(scope="module")
-def memorised(tmp_path_factory):
-    """``(model folder, members, non-members)``: a tiny Llama trained 60 epochs on the members, on one thread."""
-    import torch
-
-    from tiny_lm import make_tokenizer, paragraphs, train_tiny_lm
-
-    root = tmp_path_factory.mktemp("extraction")
+def memorised(memorised_llama, tmp_path_factory):
+    """``(model folder, members, non-members)``: the session's tiny Llama trained 60 epochs on the members
+    (``conftest.memorised_llama``), with a statistics cache of this module's own."""
     mp = pytest.MonkeyPatch()
-    mp.setenv("MIA_CACHE_DIR", str(root / "cache"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        texts = paragraphs()
-        order = np.random.default_rng(7).permutation(len(texts))
-        members, nonmembers = [texts[i] for i in order[:24]], [texts[i] for i in order[24:48]]
-        model = train_tiny_lm(members, make_tokenizer(texts), root / "model", epochs=60, hidden=64)
-        yield str(model), members, nonmembers
-    finally:
-        torch.set_num_threads(threads)
-        mp.undo()
+    mp.setenv("MIA_CACHE_DIR", str(tmp_path_factory.mktemp("extraction") / "cache"))
+    yield memorised_llama["folder"], memorised_llama["members"], memorised_llama["nonmembers"]
+    mp.undo()
 
 
 def test_the_matched_length_is_the_run_of_right_tokens_before_the_first_wrong_one():
