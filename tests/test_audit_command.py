@@ -58,3 +58,30 @@ def test_a_new_audit_gets_its_command_from_its_declaration(monkeypatch):
                    "--suffix-tokens", "0"])
     lines = [line for line in err.getvalue().splitlines() if line.startswith("error:")]
     assert rc == 2 and len(lines) == 1 and "--suffix-tokens must be in [1, 4096]" in lines[0], err.getvalue()
+
+
+def test_the_demo_flag_brings_the_demo_s_sets_model_and_settings_and_refuses_sets_beside_it(monkeypatch, tmp_path):
+    """``--demo`` (an audit that declares a demo): its sets and model reach ``prepare``, its own settings are said
+    on stderr; sets given beside it, or no sets and no ``--demo``, are one line before anything is read."""
+    import mia_core.cli.audit_command as command
+    from helpers import mia
+
+    seen = {}
+
+    from mia_core.errors import SettingsError
+
+    def fake_prepare(name, **inputs):
+        seen.update(inputs, name=name)
+        raise SettingsError("stopped before any model loads")
+
+    monkeypatch.setattr(command, "prepare", fake_prepare)
+    p = mia("extraction", "--demo", "--quiet")
+    assert "stopped before any model loads" in p.stderr
+    assert seen["name"] == "extraction" and len(seen["members"]) == len(seen["nonmembers"]) == 100
+    assert seen["model"].endswith("demo/target") and (seen["prefix_tokens"], seen["suffix_tokens"]) == (16, 16)
+    assert "the demo runs with --prefix-tokens 16, --suffix-tokens 16 (its own)" in p.stderr
+    for args, words in ((("--demo", "--members", tmp_path / "m.txt"), "--demo brings its own sets"),
+                        ((), "give --members and --nonmembers, or --demo")):
+        p = mia("extraction", *args)
+        lines = [line for line in p.stderr.splitlines() if line.startswith("error:")]
+        assert p.returncode == 2 and len(lines) == 1 and words in lines[0], p.stderr

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from ..audits import AUDITS, Audit, prepare, execute
+from ..errors import SettingsError
 from .common import (TEXT_FORMATS, ProgressBar, add_engine_args, add_model_args, add_options, add_progress_args,
                      check_machine, input_path, print_notes, print_report, start_engine)
 
@@ -45,8 +46,11 @@ def add_command(subparsers, audit: Audit) -> argparse.ArgumentParser:
     p = subparsers.add_parser(audit.name, help=f"{audit.title.lower()} ({audit.citation})",
                               description=f"{audit.title} ({audit.citation}). {audit.about}".strip())
     d = p.add_argument_group("data")
+    demo = audit.demo is not None and audit.demo() is not None  # the bundled demo is installed
     for s in audit.sets:
-        d.add_argument(flag_of(s), nargs="+", type=input_path, required=True, help=f"{s} texts: {TEXT_FORMATS}")
+        d.add_argument(flag_of(s), nargs="+", type=input_path, required=not demo, help=f"{s} texts: {TEXT_FORMATS}")
+    if demo:
+        d.add_argument("--demo", action="store_true", help=f"use {audit.demo()['words']}")
     d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
                    help=".txt reading: one text per line, or blank-line-separated paragraphs")
     d.add_argument("--text-column", help="text column of table input (auto-detected)")
@@ -65,6 +69,23 @@ def add_command(subparsers, audit: Audit) -> argparse.ArgumentParser:
     return p
 
 
+def _demo_inputs(args, audit: Audit, options: dict, models: dict) -> dict:
+    """The bundled demo's sets (``Audit.demo``), its model unless ``--model`` names another, and its own settings
+    (said on stderr); given sets beside ``--demo`` are refused in one line."""
+    given = [flag_of(s) for s in audit.sets if getattr(args, s)]
+    if given:
+        raise SettingsError(f"--demo brings its own sets: leave out {' and '.join(given)}")
+    inputs = dict(audit.demo()["inputs"])
+    if models and not models.get("model"):
+        models["model"] = inputs.get("model")
+    inputs.pop("model", None)
+    own = {k: inputs.pop(k) for k in list(inputs) if k in options}
+    options.update(own)
+    if own:
+        print_notes([f"the demo runs with {', '.join(f'{flag_of(k)} {v}' for k, v in own.items())} (its own)"])
+    return inputs
+
+
 def run(args, audit: Audit) -> int:
     """``mia NAME``: the output folder and the machine checked, the sets read, the request prepared (every check
     before any model loads), run, reported, written."""
@@ -76,12 +97,18 @@ def run(args, audit: Audit) -> int:
     args.no_cache = not getattr(args, "cache", True)
     check_machine(args)
     notes: list = []
-    sets = {s: read_text_files(getattr(args, s), mode=args.mode, text_column=args.text_column, notes=notes)
-            for s in audit.sets}
-    print_notes(notes)
     options = {n: getattr(args, n) for n in audit.options().declared()}
     models = ({"model": args.model, "dtype": args.dtype, "device": args.device, "quantize": args.quantize,
                "trust_remote_code": args.trust_remote_code} if "model" in audit.models else {})
+    if getattr(args, "demo", False):
+        sets = _demo_inputs(args, audit, options, models)
+    else:
+        missing = [flag_of(s) for s in audit.sets if not getattr(args, s)]
+        if missing:
+            raise SettingsError(f"give {' and '.join(missing)}" + (", or --demo" if hasattr(args, "demo") else ""))
+        sets = {s: read_text_files(getattr(args, s), mode=args.mode, text_column=args.text_column, notes=notes)
+                for s in audit.sets}
+    print_notes(notes)
     request = prepare(audit.name, **sets, **models, **options)
     start_engine(args)
     with ProgressBar(disable=args.quiet) as bar:

@@ -40,7 +40,8 @@ def reference() -> str:
         store = a.store()
         lines += [f"## {a.title} (`{name}`)", "", f"{a.citation}. {a.about}".strip(), "",
                   f"- **Command:** `mia {name}`" + (f", made from the declaration: `mia {name} {sets} "
-                                                  "[--model MODEL] [options] [--out DIR] [--save]`" if made else ""),
+                                                  + ("[--demo] " if a.demo() else "")
+                                                  + "[--model MODEL] [options] [--out DIR] [--save]`" if made else ""),
                   f"- **Page:** `{a.page}`" + (", made from the declaration" if made else ""),
                   f"- **Sets:** {', '.join(f'`{s}`' for s in a.sets)}",
                   f"- **Saved runs:** `{store.subdir + '/' if store else ''}` in the runs folder"
