@@ -68,6 +68,7 @@ class Audit:
     about: str = ""  # what it asks, in a sentence or two: a generated command's and page's description
     models: tuple = ()  # the causal-LM keywords prepare takes ("model",): a generated command's and page's models
     demo: Callable = field(default=lambda: None)  # () -> {"words", "inputs": prepare's keywords} of the bundled demo, or None
+    demo_words: str = ""  # the demo in words, read without reading the demo (a command's --demo help): "" for none
     headline: Callable = field(default=lambda result: None)  # (result) -> the AUC a front end shows first, or None
     store: Callable = field(default=lambda: None)  # () -> its runs' KindStore (None: the calibration run's own store)
     describe: Callable = field(default=lambda result: {})  # (result) -> meta.json's name, model, data, headline...

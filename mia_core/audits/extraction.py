@@ -72,6 +72,11 @@ def _example(known: Known) -> dict:
             "prefix_tokens": 8, "suffix_tokens": 8, "n_bootstrap": 50}
 
 
+DEMO_WORDS = ("the bundled demo: 100 member and 100 non-member passages of five public-domain novels, and the demo "
+              "target (the embedded SmolLM2-135M with a LoRA adapter fine-tuned on the members); a prompt and a suffix "
+              "of 16 tokens each")
+
+
 def _demo() -> dict | None:
     """The bundled demo (``mia_core.targets.demo``): its 100 members and 100 non-members against its target, with a
     prompt and a suffix of 16 tokens each (its passages are 44 to 106 tokens long); None when it is not installed."""
@@ -82,10 +87,7 @@ def _demo() -> dict | None:
     if d is None:
         return None
     sets = {s: read_text_files([d[s]], mode="lines") for s in ("members", "nonmembers")}
-    return {"words": "the bundled demo: 100 member and 100 non-member passages of five public-domain novels, and the "
-                     "demo target (the embedded SmolLM2-135M with a LoRA adapter fine-tuned on the members); a prompt "
-                     "and a suffix of 16 tokens each",
-            "inputs": {**sets, "model": str(d["target"]), "prefix_tokens": 16, "suffix_tokens": 16}}
+    return {"words": DEMO_WORDS, "inputs": {**sets, "model": str(d["target"]), "prefix_tokens": 16, "suffix_tokens": 16}}
 
 
 def _headline(result):
@@ -135,6 +137,7 @@ AUDIT = register(Audit(
            "log-likelihood."),
     models=("model",),
     demo=_demo,
+    demo_words=DEMO_WORDS,
     options=_options,
     prepare=_prepare,
     execute=_execute,

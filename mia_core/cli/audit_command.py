@@ -46,11 +46,11 @@ def add_command(subparsers, audit: Audit) -> argparse.ArgumentParser:
     p = subparsers.add_parser(audit.name, help=f"{audit.title.lower()} ({audit.citation})",
                               description=f"{audit.title} ({audit.citation}). {audit.about}".strip())
     d = p.add_argument_group("data")
-    demo = audit.demo is not None and audit.demo() is not None  # the bundled demo is installed
+    demo = bool(audit.demo_words)  # the demo is read when --demo is given, never to build the parser
     for s in audit.sets:
         d.add_argument(flag_of(s), nargs="+", type=input_path, required=not demo, help=f"{s} texts: {TEXT_FORMATS}")
     if demo:
-        d.add_argument("--demo", action="store_true", help=f"use {audit.demo()['words']}")
+        d.add_argument("--demo", action="store_true", help=f"use {audit.demo_words}")
     d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
                    help=".txt reading: one text per line, or blank-line-separated paragraphs")
     d.add_argument("--text-column", help="text column of table input (auto-detected)")
@@ -75,7 +75,10 @@ def _demo_inputs(args, audit: Audit, options: dict, models: dict) -> dict:
     given = [flag_of(s) for s in audit.sets if getattr(args, s)]
     if given:
         raise SettingsError(f"--demo brings its own sets: leave out {' and '.join(given)}")
-    inputs = dict(audit.demo()["inputs"])
+    box = audit.demo()
+    if box is None:
+        raise SettingsError("the bundled demo is not installed here: give the sets instead of --demo")
+    inputs = dict(box["inputs"])
     if models and not models.get("model"):
         models["model"] = inputs.get("model")
     inputs.pop("model", None)

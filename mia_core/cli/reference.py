@@ -40,7 +40,7 @@ def reference() -> str:
         store = a.store()
         lines += [f"## {a.title} (`{name}`)", "", f"{a.citation}. {a.about}".strip(), "",
                   f"- **Command:** `mia {name}`" + (f", made from the declaration: `mia {name} {sets} "
-                                                  + ("[--demo] " if a.demo() else "")
+                                                  + ("[--demo] " if a.demo_words else "")
                                                   + "[--model MODEL] [options] [--out DIR] [--save]`" if made else ""),
                   f"- **Page:** `{a.page}`" + (", made from the declaration" if made else ""),
                   f"- **Sets:** {', '.join(f'`{s}`' for s in a.sets)}",
