@@ -49,16 +49,16 @@ def show(name: str, icon: str = ":material/fact_check:") -> None:
     demo = audit.demo()
     sets = sets_section(audit, prefix, demo)
     options = options_section(audit, prefix)
+    on_demo = sets["source"] == "demo"
     fixed = {k: v for k, v in (demo or {}).get("inputs", {}).items() if k in audit.options().declared()}
-    if sets["source"] == "demo" and fixed:
+    if on_demo and fixed:
         st.caption(md_text("The demo runs with " + ", ".join(f"{words(k).lower()} {v}" for k, v in fixed.items())
                            + " (its own); the settings above apply to your own texts."))
-    on_demo = sets["source"] == "demo"
     spec = (demo or {}).get("inputs", {}).get("model") if on_demo else getattr(panel, "target_spec", None)
     if audit.models:
         st.markdown(md_text("Model tested: " + ("the demo's target (the sidebar's model is not used)" if on_demo
                                                 else spec or "none chosen: choose one in the sidebar")))
-    now_sig = signature(data={k: v for k, v in sets.items()}, model=(spec, *_loading(panel)), settings=options)
+    now_sig = signature(data=sets, model=(spec, *_loading(panel)), settings=options)
 
     def _build():
         st.session_state[started_key] = now_sig  # what this run answers (the result is labelled when they change)

@@ -48,7 +48,8 @@ def add_command(subparsers, audit: Audit) -> argparse.ArgumentParser:
     d = p.add_argument_group("data")
     demo = bool(audit.demo_words)  # the demo is read when --demo is given, never to build the parser
     for s in audit.sets:
-        d.add_argument(flag_of(s), nargs="+", type=input_path, required=not demo, help=f"{s} texts: {TEXT_FORMATS}")
+        d.add_argument(flag_of(s), nargs="+", type=input_path, required=not demo,
+                       help=f"the texts of the {s} set: {TEXT_FORMATS}")
     if demo:
         d.add_argument("--demo", action="store_true", help=f"use {audit.demo_words}")
     d.add_argument("--mode", default="auto", choices=["auto", "lines", "blank"],
