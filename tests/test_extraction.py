@@ -37,6 +37,23 @@ def test_the_matched_length_is_the_run_of_right_tokens_before_the_first_wrong_on
     assert matched_length(ids, np.array([0, 0, 7, 8, 9, 1]), 2, 3) == 3  # the suffix ends before the wrong one
 
 
+def test_each_bad_type_at_the_front_door_is_one_line_naming_it_before_any_model_loads(monkeypatch):
+    from helpers import stop_model_loads
+
+    from mia_core.audits import prepare
+    from mia_core.errors import MiaError
+
+    stop_model_loads(monkeypatch)
+    texts = ["a text long enough"] * 3
+    for bad, name in ((dict(members=5), "members"), (dict(nonmembers=[1, 2]), "nonmembers"), (dict(model=5), "model"),
+                      (dict(dtype="fp64"), "dtype"), (dict(quantize="int3"), "quantize"),
+                      (dict(prefix_tokens="8"), "prefix_tokens"), (dict(prefx_tokens=8), "prefx_tokens"),
+                      (dict(device=3), "device"), (dict(cache="no"), "cache"), (dict(members=texts[:1]), "members")):
+        with pytest.raises(MiaError) as e:
+            prepare("extraction", **{"members": texts, "nonmembers": texts, **bad})
+        assert "\n" not in str(e.value) and name in str(e.value), (bad, str(e.value))
+
+
 def _greedy_matches(model_dir: str, texts: list[str], k: int, m: int) -> list[int]:
     """The reference: ``generate`` (greedy) from the text's first k tokens, after the token the statistics pass
     puts in front of a text; the leading tokens of its m new ones that are the text's."""

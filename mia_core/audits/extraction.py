@@ -33,7 +33,7 @@ def _prepare(members=None, nonmembers=None, *, model=None, dtype: str = "auto", 
     from ..api.checks import _bool, _choice, _column, _device, _dtype, _model_spec, _texts
     from ..errors import DataError
 
-    opts = _options().check(caller="prepare('extraction')", **options)
+    opts = _options().check(caller="prepare", **options)  # 'prepare() has no setting ...'
     text_column = _column("text_column", text_column)
     sets = {role: _texts(value, role, text_column=text_column)
             for role, value in (("members", members), ("nonmembers", nonmembers))}
