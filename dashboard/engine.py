@@ -21,7 +21,7 @@ def engine_widgets(prefix: str) -> dict:
     c = st.columns(3)
     kind = c[0].selectbox("Where the model passes run", list(ENGINE_LABELS), format_func=ENGINE_LABELS.get,
                           key=f"{prefix}_engine",
-                          help="Ray: Ray Data workers, each loading the model once, give the same numbers and share "
+                          help="Ray: Ray workers, each keeping its model between passes, give the same numbers and share "
                                "this server's statistics cache (needs pip install 'mia-dashboard[ray]'). The "
                                "neighbours' generation and embeddings stay in this process.")
     workers = int(c[1].number_input("Ray workers", value=EngineOptions.default("workers"), step=1,

@@ -229,6 +229,44 @@ def test_masked_lm_audit_and_neighbour_generation_equal_the_local_engine(engine)
     assert [[n.text for n in a] for a in here] == [[n.text for n in b] for b in there]
 
 
+def test_the_workers_and_their_model_are_kept_between_calls_and_engines(tiny, tiny_llama, ray_cluster, tmp_path):
+    """A second call, even from a new engine, runs on the same two worker processes and builds no model (a
+    new process imports torch and loads the model: seconds per pass); another model is built once per worker,
+    and the first model again after it. Every call gives the local numbers."""
+    from mia_core.engines import make_engine, use_engine
+    from mia_core.models import load_causal_lm
+    from mia_core.stats import StatsSettings, compute_stats
+
+    mem, non = _demo(12)
+    first = make_engine("ray", workers=2, batch_texts_tokens=128)
+    with use_engine(first):
+        a = compute_stats(tiny, mem)
+    pids = first.last["workers"]
+    assert len(pids) == 2
+    second = make_engine("ray", workers=2, batch_texts_tokens=128)
+    with use_engine(second):
+        b = compute_stats(tiny, non)
+    assert second.last["workers"] == pids and second.last["builds"] == 0, second.last
+    import shutil
+
+    import torch
+    from transformers import LlamaForCausalLM
+
+    folder = shutil.copytree(tiny_llama, tmp_path / "other")  # the tokenizer; weights of its own
+    m = LlamaForCausalLM.from_pretrained(folder)
+    with torch.no_grad():
+        m.model.norm.weight.mul_(1.5)
+    m.save_pretrained(folder)
+    other = load_causal_lm(str(folder), device="cpu")
+    with use_engine(second):
+        compute_stats(other, mem[:6])
+        assert second.last["builds"] == 2 and second.last["workers"] == pids, second.last
+        compute_stats(tiny, mem + non, StatsSettings(prefix="none"))
+        assert second.last["builds"] == 2 and second.last["workers"] == pids, second.last
+    local = compute_stats(tiny, mem + non, use_cache=False)
+    assert _max_diff([s.loss for s in local], [s.loss for s in a + b]) <= TOL
+
+
 def test_a_model_the_workers_cannot_load_stops_in_one_line(tiny, engine):
     import copy
 
@@ -266,7 +304,7 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes(tiny, ray_clu
         if killed or frac < 0.1:
             return
         for p in psutil.process_iter(["pid", "cmdline"]):
-            if "MapWorker" in " ".join(p.info["cmdline"] or []):
+            if "ray::MiaWorker" in " ".join(p.info["cmdline"] or []):
                 os.kill(p.info["pid"], signal.SIGKILL)
                 killed.append(p.info["pid"])
                 return

@@ -187,7 +187,7 @@ def model_pass(documents: DocumentSet, lm: LoadedModel, options: DocumentOptions
     """Every document scored once (§4.1: windows of C tokens, stride C-1; cached and resumable).
 
     Book-sized texts are scored one document per call, so that progress shows document by document; on an
-    engine whose workers load the model at each call (Ray), in one call for all books, their windows spread
+    engine whose workers hold one model at a time (Ray), in one call for all books, their windows spread
     over the workers.
 
     Parameters

@@ -13,12 +13,12 @@ says how to build its tool (a model) and how to turn a unit into arrays. An engi
 for every result (it stores it in the driver's cache and returns True when that completed a text).
 
 * :class:`LocalEngine`: in this process, with the driver's own model (``workload.tool``);
-* :class:`mia_core.engines.ray_data.RayEngine`: on Ray Data actors, each building the tool once
-  with ``workload.build(init, device)``.
+* :class:`mia_core.engines.ray_data.RayEngine`: on Ray worker actors kept between calls, each building
+  a tool with ``workload.build(init, device)`` when a unit first needs it and keeping the last one.
 
 Both call the same ``workload.work``, and the domain code that cuts the units, stores the rows and
 resumes what was half done is the same for both: one pass order. The one difference is grouping:
-an engine whose workers load the model at each call (``loads_per_call``: Ray) is sent each model's
+an engine whose workers hold one model at a time (``loads_per_call``: Ray) is sent each model's
 passes of a run as one call, and the local engine each pass on its own, so early results come
 after each. This package imports no domain: the domains import it (:func:`current_engine`).
 

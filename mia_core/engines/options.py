@@ -12,8 +12,8 @@ from ..options import Options, number, one_of, option, text, whole
 class EngineOptions(Options):
     """Where the model passes run; the choice never changes a number."""
 
-    engine: str = option("local", one_of("local", "ray"), "local: this process; ray: Ray Data workers, each loading "
-                                                          "the model once (needs pip install 'mia-dashboard[ray]')")
+    engine: str = option("local", one_of("local", "ray"), "local: this process; ray: Ray workers, each keeping its "
+                                                          "model between passes (needs pip install 'mia-dashboard[ray]')")
     workers: int = option(2, whole(1), "Ray workers")
     gpus_per_worker: float = option(0.0, number(0), "GPUs per Ray worker (0: CPU workers)")
     cpus_per_worker: int = option(1, whole(1), "CPUs per Ray worker, its torch threads")

@@ -1,4 +1,4 @@
-"""The Ray engine: a workload's units on Ray Data actors (``map_batches`` with an actor pool).
+"""The Ray engine: a workload's units on Ray worker actors that the driver keeps between calls.
 
 The engine knows no workload by name (:mod:`mia_core.engines`): the domains cut their texts into
 units and store the rows; this module runs the units.
@@ -8,27 +8,38 @@ How :meth:`RayEngine.map` runs a call:
 1. The driver (this process) has already looked every text up in its cache; only the misses come
    here, cut into units by the workload (with :meth:`RayEngine.cut`: at least ``UNITS_PER_WORKER``
    per worker, the last ones smaller so the workers end together). Units go out largest first.
-2. Each of ``workers`` actors builds the workload's tool once (``workload.build`` with the driver's
-   load arguments). A worker whose model differs from the driver's, by identity, refuses to run. It
-   turns units into arrays with ``workload.work``, the code the local engine runs. The arrays travel
-   back as ``.npz`` bytes, read with ``allow_pickle=False``.
+2. ``workers`` actors (:class:`MiaWorker`, one CPU or GPU share each) are started by the first call and
+   kept by the driver for the calls and engines that follow (:func:`_hosts`): a new worker process
+   imports torch and transformers and loads the model, seconds per call that a multi-pass audit (target,
+   reference, neighbours) paid at each pass. Each actor builds the workload's tool (``workload.build``
+   with the driver's load arguments) when a unit first needs it and keeps the last one built, so the
+   next pass of the same model loads nothing. A worker whose model differs from the driver's, by
+   identity, refuses to run. It turns units into arrays with ``workload.work``, the code the local
+   engine runs. The arrays travel back as ``.npz`` bytes, read with ``allow_pickle=False``. Each actor
+   has ``IN_FLIGHT`` units at hand; the next goes to the first that returns one.
 3. ``on_row`` runs on the driver for every row: the domain stores each text in its cache as soon as
    it is complete, so a run that stops half-way keeps everything computed, and a re-run (on any
    engine) skips it. Cache entries are written atomically (:class:`mia_core.cache.ArrayCache`), so a
    cache folder on a shared filesystem may have several writers.
 
 Faults:
-* Ray restarts an actor that died and retries its unit.
+* Ray restarts an actor that died and retries its unit (``MAX_UNIT_TRIES`` times).
 * An error that persists (a model that does not load on a worker, a worker out of memory) stops the
   call with one line that names the worker's reason. The texts completed before it stay stored.
+* A call stopped early (an interrupt, a closed page) cancels its units not yet started; one running
+  ends on its actor and its result is dropped.
+
+:meth:`RayEngine.close` stops the actors (and a cluster the engine started); so does the driver's end.
 """
 from __future__ import annotations
 
+import gc
 import io
 import json
 import logging
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -46,12 +57,11 @@ _FORWARDED_ENV = ("MIA_CACHE_DIR", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE", 
 
 
 def import_ray():
-    """``ray`` and ``ray.data``, or a one-line ``SettingsError`` that names the install command."""
+    """``ray``, or a one-line ``SettingsError`` that names the install command."""
     try:
         import ray
-        import ray.data  # noqa: F401 - Ray Data needs pyarrow as well: ray[data]
     except ImportError as e:
-        raise SettingsError(f"{{engine}} ray needs Ray Data, which is not installed ({e.name or e}): "
+        raise SettingsError(f"{{engine}} ray needs Ray, which is not installed ({e.name or e}): "
                             f"{RAY_INSTALL}", options=("engine",)) from None
     return ray
 
@@ -77,14 +87,14 @@ def check_address(address: str, timeout: float = CONNECT_TIMEOUT_S) -> None:
 
 
 def _quiet_ray_logs() -> None:
-    # Ray Data logs a failed job's whole stack at ERROR before raising it: the engine reports it in one line
+    # Ray logs a failed task's whole stack at ERROR before raising it: the engine reports it in one line
     for name in ("ray", "ray.data", "ray._private", "ray.util"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
 
 
 @dataclass
 class RayEngine:
-    """Workloads on ``workers`` Ray Data actors (see the module docstring)."""
+    """Workloads on ``workers`` Ray worker actors (see the module docstring)."""
 
     workers: int = 2
     gpus_per_worker: float = 0.0
@@ -93,7 +103,7 @@ class RayEngine:
     unit_tokens: int | None = None  # tokens per unit of work; None: the workload's choice
     owns_cluster: bool = False
     kind: str = "ray"
-    loads_per_call: bool = True  # each call's workers build their model: a run sends each model's passes at once
+    loads_per_call: bool = True  # a worker keeps one model: a run sends each model's passes at once
     in_process: bool = False
     last: dict = field(default_factory=dict)  # figures of the last call (units, seconds, retries) for benchmarks
 
@@ -152,10 +162,13 @@ class RayEngine:
         return f"ray ({self.workers} worker{'s' if self.workers != 1 else ''}{gpu} on {where})"
 
     def close(self) -> None:
-        """Shut down the Ray cluster this engine started (one it joined is left running)."""
-        if self.owns_cluster:
-            import ray
+        """Stop the worker actors, and shut down the Ray cluster this engine started (one it joined is left
+        running)."""
+        import ray
 
+        if ray.is_initialized():
+            release_hosts()
+        if self.owns_cluster:
             ray.shutdown()
             self.owns_cluster = False
 
@@ -169,7 +182,8 @@ class RayEngine:
 
     def map(self, workload: Workload, units: list[dict], on_row: Callable[[int, int, int, dict], bool], *,
             progress: Progress = noop, label: str = "work") -> None:
-        """Run ``units`` on a pool of actors, each building ``workload``'s tool once; ``on_row(index, t0, t1,
+        """Run ``units`` on the cluster's worker actors (kept between calls, :func:`_hosts`), each building
+        ``workload``'s tool once and keeping it for the next call of the same tool; ``on_row(index, t0, t1,
         arrays)`` for every result on the driver (True when it completed a text)."""
         import ray
 
@@ -184,58 +198,99 @@ class RayEngine:
         t0 = time.time()
         done_tokens, done_texts = 0, 0
         spans: dict[int, list] = {}  # worker pid -> [(start, end)] of its units
-        # Ray Data's own progress bars are never shown (the engine reports progress itself), and drawing
-        # them cost the driver about 1 s of CPU per 50 s job on a 2-core machine, beside the workers
-        data_ctx = ray.data.DataContext.get_current()
-        data_ctx.enable_progress_bars = False
-        data_ctx.print_on_execution_start = False
-        ds = ray.data.from_items([{"unit": json.dumps({"items": u["items"]}), "tokens": u["tokens"]} for u in units],
-                                 override_num_blocks=max(1, len(units)))
+        builds = 0  # units whose worker had to build the workload's tool first
         # "auto" on a worker with GPUs: the model spread over the worker's GPUs (device_map="auto")
-        worker_device = "auto" if self.gpus_per_worker > 0 else "cpu"
-        out = ds.map_batches(
-            _Worker, batch_size=1, batch_format="numpy",
-            fn_constructor_kwargs=dict(workload=type(workload), init=init, threads=max(1, int(self.cpus_per_worker)),
-                                       device=worker_device),
-            compute=ray.data.ActorPoolStrategy(size=max(1, min(self.workers, len(units)))),
-            num_cpus=self.cpus_per_worker, num_gpus=self.gpus_per_worker or None,
-        )
-        batches = iter(out.iter_batches(batch_size=None, batch_format="numpy", prefetch_batches=0))
+        device = "auto" if self.gpus_per_worker > 0 else "cpu"
+        hosts = _hosts(self, min(self.workers, len(units)))
+        todo = list(units)  # largest first, as cut
+        inflight: dict = {}  # object ref -> the actor that runs it
+
+        def send(host) -> None:
+            u = todo.pop(0)
+            ref = host.run.remote(type(workload), init, device, json.dumps({"items": u["items"]}), int(u["tokens"]))
+            inflight[ref] = host
+
+        for _ in range(IN_FLIGHT):  # each actor has its next unit at hand when it finishes one
+            for host in hosts:
+                if todo:
+                    send(host)
         try:
-            while True:
+            while inflight:
+                (ref,), _ = ray.wait(list(inflight), num_returns=1)
+                host = inflight.pop(ref)
                 try:  # only what the workers raise is theirs: an error in on_row or progress (an interrupt) is the caller's
-                    batch = next(batches)
-                except StopIteration:
-                    break
-                except MiaError:
-                    raise
+                    batch = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept
                     kept = f"{done_texts} of {n_texts} texts were computed and cached (a re-run resumes from them)"
                     raise ModelError(f"the Ray workers failed: {_reason(e)}; {kept}") from None
-                for i, t_a, t_b, payload, tokens in zip(batch["idx"], batch["t0"], batch["t1"], batch["payload"],
-                                                         batch["tokens"]):
+                if todo:
+                    send(host)
+                for i, t_a, t_b, payload in zip(batch["idx"], batch["t0"], batch["t1"], batch["payload"]):
                     with np.load(io.BytesIO(payload), allow_pickle=False) as z:
                         arrays = {k: z[k] for k in z.files}
-                    done_tokens += int(tokens)
                     done_texts += bool(on_row(int(i), int(t_a), int(t_b), arrays))
-                for pid, a, b in (np.unique(batch["span"], axis=0) if len(batch["span"]) else ()):
-                    spans.setdefault(int(pid), []).append((float(a), float(b)))
-                # once per unit, after all its texts are stored (a unit's tokens come with its first row: a
-                # report per row read "100 %, 1/23 texts" for a run of one unit)
+                done_tokens += int(batch["tokens"])
+                pid, a, b = batch["span"]
+                spans.setdefault(int(pid), []).append((float(a), float(b)))
+                builds += bool(batch["built"])
+                # once per unit, after all its texts are stored
                 progress(f"{label}: {done_texts}/{n_texts} texts {where}", min(1.0, done_tokens / total))
-        finally:  # stopped early (an error, an interrupt): Ray Data stops the job and frees its actors now
-            close = getattr(batches, "close", None)
-            if close is not None:
-                close()
+        finally:  # stopped early (an error, an interrupt): the units not started are dropped; a running one ends
+            for ref in inflight:
+                ray.cancel(ref)
         t1 = time.time()
         starts = [a for s in spans.values() for a, _ in s]
-        # for benchmarks: when the first unit began (the pool's start: actors, imports, model load), how long
-        # each worker spent on units, and the span from the first unit's start to the last one's end (the
+        # for benchmarks and tests: the workers' process ids, how many units built a tool first, when the first
+        # unit began (a new pool's start: actors, imports, model load), how long each worker spent on units, and the span from the first unit's start to the last one's end (the
         # workers' clocks: on one machine the driver's)
         self.last = {"kind": kind, "units": len(units), "seconds": t1 - t0, "texts": n_texts, "tokens": total,
+                     "workers": sorted(spans), "builds": builds,
                      "first_unit_after": (min(starts) - t0) if starts else None,
                      "busy": [round(sum(b - a for a, b in s), 2) for s in spans.values()],
                      "work_span": (max(b for s in spans.values() for _, b in s) - min(starts)) if starts else None}
+
+
+IN_FLIGHT = 2  # units sent ahead to each actor
+MAX_UNIT_TRIES = 3  # a unit whose actor died is retried on its restarted actor this many times
+_POOL: dict = {}  # the driver's worker actors: {"key": (Ray job, resources per worker), "hosts": [actor]}
+_POOL_LOCK = threading.Lock()  # the dashboard's runs are threads: one pool, never an actor too many (it would wait)
+
+
+def _hosts(engine: RayEngine, n: int) -> list:
+    """``n`` worker actors with ``engine``'s resources, kept between calls and engines of this driver (a new
+    process imports torch and loads the model: seconds per call). Actors of other resources are stopped
+    first: they hold the cluster's CPUs and GPUs."""
+    import ray
+
+    key = (ray.get_runtime_context().get_job_id(), engine.cpus_per_worker, engine.gpus_per_worker)
+    with _POOL_LOCK:
+        if _POOL.get("key") != key:
+            _release()
+            _POOL.update(key=key, hosts=[])
+        hosts = _POOL["hosts"]
+        threads = max(1, int(engine.cpus_per_worker))
+        while len(hosts) < n:
+            hosts.append(ray.remote(MiaWorker).options(
+                num_cpus=engine.cpus_per_worker, num_gpus=engine.gpus_per_worker or None,
+                max_restarts=-1, max_task_retries=MAX_UNIT_TRIES).remote(threads))
+        return hosts[:n]
+
+
+def release_hosts() -> None:
+    """Stop the worker actors this driver keeps (:func:`_hosts`)."""
+    with _POOL_LOCK:
+        _release()
+
+
+def _release() -> None:
+    import ray
+
+    for h in _POOL.get("hosts", []):
+        try:
+            ray.kill(h)
+        except Exception:  # noqa: BLE001 - an actor of a cluster since shut down
+            pass
+    _POOL.clear()
 
 
 def _npz(arrays: dict) -> bytes:
@@ -244,56 +299,63 @@ def _npz(arrays: dict) -> bytes:
     return buf.getvalue()
 
 
-class _Worker:
-    """A Ray Data actor: builds its workload's tool (a model, a generator) once, then turns units of
-    work into arrays with the workload's own ``work`` (the code the local engine runs). A worker whose
-    model differs from the driver's, by identity, refuses to run: the cache would hold another model's
-    numbers under this one's key.
+class MiaWorker:
+    """A worker actor (its process is named ``ray::MiaWorker``): builds a workload's tool (a model, a
+    generator) when a unit first needs it and keeps it, one at a time, for the units and calls that follow;
+    turns units of work into arrays with the workload's own ``work`` (the code the local engine runs). A
+    worker whose model differs from the driver's, by identity, refuses to run: the cache would hold another
+    model's numbers under this one's key.
     """
 
-    def __init__(self, workload: type, init: dict, threads: int, device: str):
+    def __init__(self, threads: int):
         import torch
 
         torch.set_num_threads(threads)
-        self.workload, self.init = workload, init
-        host = socket.gethostname()
-        # a failed load is raised by the first call, not here: an actor that dies in its constructor is
-        # restarted by Ray (and Ray prints each try), a task that fails ends the job with its message
+        self.key: str | None = None
+        self.tool = None
         self.error: str | None = None
+
+    def _tool(self, workload: type, init: dict, device: str) -> bool:
+        """Build the tool unless it is the one kept; True when it was built (or failed to build)."""
+        key = json.dumps([f"{workload.__module__}.{workload.__qualname__}", device, init], sort_keys=True, default=repr)
+        if key == self.key:
+            return False
+        self.key, self.tool, self.error = None, None, None  # the last tool's memory is freed before the next loads
+        gc.collect()
+        host = socket.gethostname()
+        # a failed load is raised by each unit that needs it (one line, not retried): an actor that died in
+        # its constructor would be restarted by Ray for ever
         try:
             self.tool, identity = workload.build(init, device)
         except Exception as e:  # noqa: BLE001 - ModelError, out of memory, a missing package...
             self.error = f"worker on {host} could not load the model: {e if isinstance(e, MiaError) else _reason(e)}"
-            return
-        if identity != init["identity"]:
-            self.error = (f"worker on {host} loaded another model than the driver ({identity} vs "
-                          f"{init['identity']}): give every machine the same model files")
+        else:
+            if identity != init["identity"]:
+                self.error = (f"worker on {host} loaded another model than the driver ({identity} vs "
+                              f"{init['identity']}): give every machine the same model files")
+        self.key = key
+        return True
 
-    def __call__(self, batch: dict) -> dict:
-        if self.error:
-            raise ModelError(self.error)
-        rows = {"idx": [], "t0": [], "t1": [], "payload": [], "tokens": []}
+    def run(self, workload: type, init: dict, device: str, unit_json: str, tokens: int) -> dict:
+        """One unit: its rows (``idx``, ``t0``, ``t1``, ``.npz`` ``payload``), its ``tokens``, when it ran and
+        in which process (``span``), and whether the tool was built for it (``built``)."""
         start = time.time()
-        for unit_json, tokens in zip(batch["unit"], batch["tokens"]):
-            items = json.loads(unit_json)["items"]
-            first = len(rows["idx"])
+        built = self._tool(workload, init, device)
+        if self.error:
+            self.tool = None
+            raise ModelError(self.error)
+        rows = {"idx": [], "t0": [], "t1": [], "payload": []}
 
-            def emit(i: int, t_a: int, t_b: int, arrays: dict) -> None:
-                rows["idx"].append(i)
-                rows["t0"].append(t_a)
-                rows["t1"].append(t_b)
-                rows["payload"].append(_npz(arrays))
-                rows["tokens"].append(0)
+        def emit(i: int, t_a: int, t_b: int, arrays: dict) -> None:
+            rows["idx"].append(i)
+            rows["t0"].append(t_a)
+            rows["t1"].append(t_b)
+            rows["payload"].append(_npz(arrays))
 
-            self.workload.work(self.tool, self.init, items, emit)
-            if len(rows["idx"]) > first:
-                rows["tokens"][first] = int(tokens)  # a unit's tokens come with its first row
-        n = len(rows["idx"])
+        workload.work(self.tool, init, json.loads(unit_json)["items"], emit)
         # when this worker (its process id) ran the unit, for the engine's busy figures (``RayEngine.last``)
-        span = np.array([[os.getpid(), start, time.time()]] * n, dtype=np.float64).reshape(n, 3)
-        return {"idx": np.array(rows["idx"], dtype=np.int64), "t0": np.array(rows["t0"], dtype=np.int64),
-                "t1": np.array(rows["t1"], dtype=np.int64), "payload": np.array(rows["payload"], dtype=object),
-                "tokens": np.array(rows["tokens"], dtype=np.int64), "span": span}
+        return {**rows, "tokens": tokens, "span": (os.getpid(), start, time.time()), "built": built}
+
 
 
 def _reason(e: BaseException) -> str:

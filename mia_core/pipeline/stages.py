@@ -81,7 +81,7 @@ def stats_computer(target: LoadedModel, cfg: RunConfig, progress: Progress) -> C
 
 
 def _one_job_per_model(compute, target, reference, needs, texts: list[str], population) -> None:
-    """On an engine whose workers load the model at each call (``loads_per_call``: Ray), every pass of one
+    """On an engine whose workers hold one model at a time (``loads_per_call``: Ray), every pass of one
     model (texts, lower-cased, population) as one job: its workers load the model once instead of once per
     pass. The passes then read the cache. The early results (``partial``) come after the whole job rather
     than after each pass. The numbers are the same either way: only the grouping of the texts differs."""
