@@ -87,7 +87,7 @@ GROUPS = {
     "memorised": ("tests/test_audit_contract.py", "tests/test_extraction.py"),
 }
 SECONDS = {
-    "demo": 140, "tests/test_ray_engine.py": 127, "browser-newcomer": 82, "browser-walk": 74,
+    "demo": 140, "tests/test_ray_engine.py": 52, "browser-newcomer": 82, "browser-walk": 74,
     "tests/test_load_safety.py": 41, "tests/test_golden.py": 36, "tests/bad_input/test_reads_and_quiet.py": 36,
     "tests/test_engine.py": 35, "tests/test_deferred_load.py": 52, "tests/test_app_pages.py": 25,
     "tests/test_smia.py": 24, "tests/test_app.py": 23, "tests/bad_input/test_already_handled.py": 23,

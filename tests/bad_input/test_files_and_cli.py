@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 import pytest
-from helpers import Reached, assert_one_error, empty_cache, save_tiny_llama, stop_model_loads
+from helpers import Reached, assert_one_error, empty_cache, stop_model_loads
 
 from mia_core.cli import main
 from mia_core.errors import DataError
@@ -208,10 +208,11 @@ def test_infer_dataset_prints_its_reader_notes_before_the_model_loads(data, monk
 
 
 @pytest.mark.slow
-def test_book_names_with_escape_sequences_are_printed_escaped(data, tmp_path, capsys):
-    """The per-book lines of a books run (a tiny random model: the names reach the summary only after scoring)."""
+def test_book_names_with_escape_sequences_are_printed_escaped(data, tmp_path, capsys, tiny_llama):
+    """The per-book lines of a books run (a tiny random model: the names reach the summary only after scoring;
+    no negative control, which would score every passage with the embedded model too)."""
     os.environ["MIA_CACHE_DIR"] = str(empty_cache(tmp_path / "cache2"))
-    model = save_tiny_llama(tmp_path / "tiny")
+    model = tiny_llama
     from mia_core.documents import demo_documents
 
     _, non = demo_documents()
@@ -221,7 +222,7 @@ def test_book_names_with_escape_sequences_are_printed_escaped(data, tmp_path, ca
         (side / f"book\x1b[31m{i}\x1b]0;title\x07.txt").write_text(d.text)
     rc = main(["infer-dataset", "--books", "--suspect", str(data / "s-esc"), "--validation", str(data / "v-esc"),
                "--model", model, "--quiet", "--passage-words", "64", "--max-passages", "3", "--permutations", "99",
-               "--features", "loss", "--folds", "2", "--device", "cpu", "--no-cache"])
+               "--features", "loss", "--folds", "2", "--device", "cpu", "--no-cache", "--control", "none"])
     got = capsys.readouterr()
     assert rc == 0, got.err[-2000:]
     assert not any(c in got.out + got.err for c in ESC), repr(got.out)
