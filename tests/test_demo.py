@@ -19,7 +19,7 @@ from mia_core.attacks import REGISTRY, AttackInputs
 from mia_core.targets.demo import demo_dataset, demo_paths, demo_population
 from mia_core.metrics import evaluate
 from mia_core.models import TARGET_MARKER, load_causal_lm
-from mia_core.stats import compute_stats
+from mia_core.stats import compute_stats, settings_for
 
 pytestmark = pytest.mark.slow
 
@@ -62,9 +62,10 @@ def scored():
     ref = load_causal_lm("smollm2")
     assert target.base_spec == "smollm2"
     # through the statistics cache: the dataset-inference demo tests of the same unit (conftest.GROUPS) score
-    # these texts with these two models too, and whichever runs first computes them
+    # these texts with these two models too (the base as their negative control), and whichever runs first
+    # computes them. The base is scored as a run scores a reference: with the target's prefix (settings_for)
     t_stats = compute_stats(target, texts)
-    r_stats = compute_stats(ref, texts)
+    r_stats = compute_stats(ref, texts, settings_for(ref, target))
     labels = np.array([1] * len(mem) + [0] * len(non))
     same = target.same_tokenizer(ref)
     return texts, labels, t_stats, r_stats, same
