@@ -4,8 +4,9 @@ The job: ``--texts`` short texts (AG News test articles from ../shared/data when
 bundled demo passages) scored by the embedded SmolLM2-135M, nothing cached (``use_cache=False``), one
 torch thread everywhere (the local process and each worker), so 2 workers can use at most 2 cores.
 Each engine's time is the wall time of the ``compute_stats`` call, model already loaded on the driver:
-for Ray it includes what a run pays per pass (the actors' start and their model load), not the
-cluster's start, which is printed on its own (it is paid once per session).
+for Ray, each worker count is timed twice: a driver's first pass (a new pool: the actors' start and their
+model load) and a later pass (the engine keeps its actors and their model between calls); the cluster's
+start is printed on its own (it is paid once per session).
 
 Prints the figures, the speed-up at 2 workers over 1 (goal >= 1.8x), Ray's overhead at 1 worker over
 the local engine (goal <= 10 %), the same two figures over only the time the workers' units ran (from
@@ -77,34 +78,44 @@ def main() -> int:
     t = time.perf_counter()
     ray.init(num_cpus=os.cpu_count(), include_dashboard=False, log_to_driver=False, logging_level="ERROR")
     print(f"(Ray cluster start, once per session: {time.perf_counter() - t:.1f} s)")
-    times, spans, worst = {}, {}, 0.0
+    from mia_core.engines.ray_data import release_hosts
+
+    times, warm, spans, worst = {}, {}, {}, 0.0
     for workers in (1, 2):
+        release_hosts()  # a new pool: what a driver's first pass pays (the actors are kept for the passes after it)
         eng = make_engine("ray", workers=workers, batch_texts_tokens=args.unit_tokens)
         with use_engine(eng):
-            t = time.perf_counter()
-            got = compute_stats(lm, job, use_cache=False)
-            times[workers] = time.perf_counter() - t
-        worst = max([worst] + [abs(a.loss - b.loss) for a, b in zip(local, got) if a.n_tokens])
-        last = eng.last
-        spans[workers] = last["work_span"]
-        print(f"Ray, {workers} worker{'s' if workers > 1 else ' '}: {times[workers]:6.1f} s  "
-              f"({n_tokens / times[workers]:.0f} tokens/s; {last['units']} units): first unit began "
-              f"{last['first_unit_after']:.1f} s into the call, units ran for {last['work_span']:.1f} s "
-              f"(each worker busy {', '.join(f'{b:.1f}' for b in last['busy'])} s)")
+            for kind in ("first", "again"):
+                t = time.perf_counter()
+                got = compute_stats(lm, job, use_cache=False)
+                (times if kind == "first" else warm)[workers] = time.perf_counter() - t
+                worst = max([worst] + [abs(a.loss - b.loss) for a, b in zip(local, got) if a.n_tokens])
+                last = eng.last
+                if kind == "first":
+                    spans[workers] = last["work_span"]
+                took = times[workers] if kind == "first" else warm[workers]
+                print(f"Ray, {workers} worker{'s' if workers > 1 else ' '}, {kind + ' pass:':12s} {took:6.1f} s  "
+                      f"({n_tokens / took:.0f} tokens/s; {last['units']} units, {last['builds']} model builds): "
+                      f"first unit began {last['first_unit_after']:.1f} s into the call, units ran for "
+                      f"{last['work_span']:.1f} s (each worker busy {', '.join(f'{b:.1f}' for b in last['busy'])} s)")
+    release_hosts()
     with use_engine(make_engine("ray", workers=1)):
-        t = time.perf_counter()
-        compute_stats(lm, job[:1], use_cache=False)
-        fixed = time.perf_counter() - t
+        fixed = {}
+        for kind in ("new pool", "kept pool"):
+            t = time.perf_counter()
+            compute_stats(lm, job[:1], use_cache=False)
+            fixed[kind] = time.perf_counter() - t
     ray.shutdown()
     speedup, overhead = times[1] / times[2], times[1] / t_local - 1
-    print(f"\nspeed-up at 2 workers over 1: {speedup:.2f}x (goal >= 1.8x) -> {'met' if speedup >= 1.8 else 'NOT met'}"
-          f"; without the fixed cost below (paid once per pass, by the workers in parallel): "
-          f"{(times[1] - fixed) / (times[2] - fixed):.2f}x")
+    print(f"\nspeed-up at 2 workers over 1, a driver's first pass: {speedup:.2f}x (goal >= 1.8x) -> "
+          f"{'met' if speedup >= 1.8 else 'NOT met'}; a later pass (actors and model kept): "
+          f"{warm[1] / warm[2]:.2f}x -> {'met' if warm[1] / warm[2] >= 1.8 else 'NOT met'}")
     print(f"while the units ran (from the first one's start to the last one's end, the pool's start left "
           f"out): {spans[1] / spans[2]:.2f}x at 2 workers; 1 worker {spans[1] / t_local - 1:+.1%} over local")
-    print(f"Ray's overhead at 1 worker over local: {overhead:+.1%} (goal <= 10 %) -> "
-          f"{'met' if overhead <= 0.10 else 'NOT met'}")
-    print(f"fixed cost of a Ray pass (actor start + model load, one text): {fixed:.1f} s")
+    print(f"Ray's overhead at 1 worker over local: first pass {overhead:+.1%}, a later pass "
+          f"{warm[1] / t_local - 1:+.1%} (goal <= 10 %) -> {'met' if warm[1] / t_local - 1 <= 0.10 else 'NOT met'}")
+    print(f"fixed cost of a Ray pass (one text): {fixed['new pool']:.1f} s on a new pool (actor start + imports + "
+          f"model load), {fixed['kept pool']:.2f} s on the kept one")
     print(f"same numbers: max |loss difference| {worst:.2e} over {len(job)} texts")
     return 0
 

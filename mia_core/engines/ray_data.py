@@ -218,7 +218,7 @@ class RayEngine:
             while inflight:
                 (ref,), _ = ray.wait(list(inflight), num_returns=1)
                 host = inflight.pop(ref)
-                try:  # only what the workers raise is theirs: an error in on_row or progress (an interrupt) is the caller's
+                try:  # only what the workers raise is theirs: an error in on_row or progress is the caller's
                     batch = ray.get(ref)
                 except Exception as e:  # noqa: BLE001 - Ray's errors wrap the worker's: one line, what was kept
                     kept = f"{done_texts} of {n_texts} texts were computed and cached (a re-run resumes from them)"
@@ -240,9 +240,10 @@ class RayEngine:
                 ray.cancel(ref)
         t1 = time.time()
         starts = [a for s in spans.values() for a, _ in s]
-        # for benchmarks and tests: the workers' process ids, how many units built a tool first, when the first
-        # unit began (a new pool's start: actors, imports, model load), how long each worker spent on units, and the span from the first unit's start to the last one's end (the
-        # workers' clocks: on one machine the driver's)
+        # for benchmarks and tests: the workers' process ids, how many units built a tool first (its time is the
+        # unit's), when the first unit began (a new pool's start: actors and imports), how long each worker
+        # spent on units, and the span from the first unit's start to the last one's end (the workers' clocks:
+        # on one machine the driver's)
         self.last = {"kind": kind, "units": len(units), "seconds": t1 - t0, "texts": n_texts, "tokens": total,
                      "workers": sorted(spans), "builds": builds,
                      "first_unit_after": (min(starts) - t0) if starts else None,
