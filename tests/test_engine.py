@@ -278,6 +278,35 @@ def test_reduce_max_top_and_rank_are_torch_s_exactly():
         assert np.array_equal(got["rank"], ((lp > tl).sum(-1) + 1).numpy().astype(np.int32))
 
 
+def test_reducing_in_row_blocks_gives_the_numbers_of_one_piece_bit_for_bit():
+    """``_reduce`` reduces a long piece in row blocks on the CPU (``_row_blocks``, for speed): every array, the
+    vocabulary sum included, equals what the whole piece reduced at once gives (the old path, ``_reduce_rows`` of
+    all rows and their ``p.sum(0)``), bit for bit, at thread counts below, at and above the block size, for pieces
+    shorter than two blocks (one piece), of whole blocks and of a remainder."""
+    import torch
+
+    threads = torch.get_num_threads()
+    g = torch.Generator().manual_seed(3)
+    try:
+        for t in (1, 2, 5, 40):
+            torch.set_num_threads(t)
+            b = max(SR.ROW_BLOCK, t)
+            assert len(SR._row_blocks(2 * b - 1, torch.device("cpu"))) == 1
+            assert all(y - x >= b for x, y in SR._row_blocks(5 * b + 3, torch.device("cpu")))
+            for n in (7, 2 * b, 3 * b + 5, 130):
+                lg = torch.randn(n, 40_000, generator=g) * 4  # a row of over 32,768: torch may split its sums
+                tg = torch.randint(0, 40_000, (n,), generator=g)
+                got = SR._reduce(lg, tg, True)
+                lp = torch.log_softmax(lg, -1)
+                whole = SR._reduce_rows(lp, lp.exp(), tg)
+                whole["vp"] = lp.exp().sum(0).double().numpy()
+                assert got.keys() == whole.keys()
+                for k in whole:
+                    assert np.array_equal(got[k], whole[k]), (t, n, k)
+    finally:
+        torch.set_num_threads(threads)
+
+
 def test_a_cache_write_that_fails_stops_with_one_line_and_a_partial_entry_is_best_effort(tmp_path, monkeypatch,
                                                                                           capsys):
     """A full disk under the cache folder: the CLI's run stops with one line naming the folder, the
