@@ -25,6 +25,34 @@ def empty_cache(root: Path) -> Path:
     return root
 
 
+def share_statistics(src: Path, dst: Path) -> int:
+    """Copy into the cache folder ``dst`` the token-statistics entries (``stats/``) of the cache folder ``src``
+    that ``dst`` lacks, each at its own place and written whole (a temporary file, then one hard link): what a test's
+    private cache computed, for the tests that read the shared one (an entry says what it is for and is checked on
+    every read, so a copy is used only where it is the entry asked for). Adds files only, never replaces one.
+    The number of entries copied."""
+    import shutil
+
+    n = 0
+    for f in sorted((src / "stats").glob("*/*/*.npz")) + sorted((src / "stats").glob("*/settings.json")):
+        if f.name.endswith(".partial.npz") or f.name.startswith("."):
+            continue
+        to = dst / f.relative_to(src)
+        if to.exists():
+            continue
+        to.parent.mkdir(parents=True, exist_ok=True)
+        tmp = to.with_name(f".{to.name}.{os.getpid()}.copy.tmp")
+        shutil.copyfile(f, tmp)
+        try:
+            os.link(tmp, to)  # not os.replace: an entry another process stored meanwhile stays
+            n += f.suffix == ".npz"
+        except FileExistsError:
+            pass
+        finally:
+            os.unlink(tmp)
+    return n
+
+
 def save_tiny_llama(out: Path) -> str:
     """A random 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
     import torch
