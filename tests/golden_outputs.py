@@ -11,8 +11,12 @@ Three runs through the command line, each small enough for CI:
   the texts' tokens) on test paragraphs, K = 3 masks, a population threshold and groups.
 
 ``python tests/golden_outputs.py`` (from the repository root, after ``pip install -e .``)
-rewrites ``tests/golden/``; ``tests/test_golden.py`` re-runs the three and compares.
-Floats are compared to a relative tolerance of 1e-4 and an absolute one of 5e-6 (different CPUs round matrix products
+rewrites ``tests/golden/`` (``--versions``: only ``VERSIONS.json``, after the goldens passed on new versions); ``tests/test_golden.py`` re-runs the three and compares.
+The goldens pin behaviour, not library versions: what a file records of the versions it was made with
+(``versions``, ``peft_version``) and ``tests/golden/VERSIONS.json`` (the versions of the packages that compute, the
+last time the goldens were written or checked equal) are left out of the comparison and reported beside it
+(:func:`version_changes`); a failure (:func:`failure_message`) names the versions that changed, so the reader knows
+where to look. Floats are compared to a relative tolerance of 1e-4 and an absolute one of 5e-6 (different CPUs round matrix products
 differently: see RTOL); everything else (columns, ids, labels, keys, counts, strings) exactly. Keys
 that record time, memory or paths are left out of the comparison.
 """
@@ -44,6 +48,12 @@ VOLATILE = {"load_seconds", "memory_mb", "seconds", "timings", "time", "elapsed"
 # count, or 1 under parallel test workers (tests/conftest.py); the losses it trained to are still compared
 # generator_identity: a model identity (the neighbour generator's), which carries a fingerprint of the weights in
 # memory since issue 30 (`|w:…`), like the other identities above
+# what records a library's version: compared apart (version_changes), never as an output
+VERSION_KEYS = {"versions", "peft_version", "transformers_version"}
+VERSIONS = GOLDEN / "VERSIONS.json"
+# the packages whose release can move a number (the rest serve files, pages and plots)
+COMPUTING = ("torch", "transformers", "peft", "tokenizers", "safetensors", "accelerate", "sentence-transformers",
+             "numpy", "scipy", "scikit-learn", "pandas", "gguf")
 # ATOL: scores that are differences of float32 losses (neighbourhood, ref, rarity-normalised token values) sit
 # near 0, where a relative tolerance means nothing; the float32 rounding of a log-probability of a few nats is
 # 5e-7-1e-6 (one ulp), and CPUs of other vector widths round a few ulps apart. RTOL: Min-K%++ divides by a
@@ -183,7 +193,7 @@ def _strip(o):
     """Drop volatile keys; reduce absolute paths to file names (runs happen in other folders)."""
     if isinstance(o, dict):  # peft writes target_modules from a set: its order changes with the hash seed
         return {k: sorted(v) if k == "target_modules" and isinstance(v, list) else _strip(v)
-                for k, v in o.items() if k not in VOLATILE}
+                for k, v in o.items() if k not in VOLATILE and k not in VERSION_KEYS}
     if isinstance(o, list):
         return [_strip(v) for v in o]
     if isinstance(o, str):
@@ -285,10 +295,89 @@ def differences(golden: Path, new: Path) -> list[str]:
     return diffs
 
 
+# ----------------------------------------------------------------------------- versions, reported beside
+def environment_versions() -> dict[str, str]:
+    """The installed versions of :data:`COMPUTING` and Python's."""
+    import importlib.metadata as md
+    import platform
+
+    out = {"python": platform.python_version()}
+    for name in COMPUTING:
+        try:
+            out[name] = md.version(name)
+        except md.PackageNotFoundError:
+            out[name] = "-"
+    return out
+
+
+def recorded_versions(folder: Path) -> dict[str, str]:
+    """``{package: version}`` of what the JSON files of ``folder`` record (``versions`` tables, ``*_version``
+    keys), with the file each came from."""
+    found: dict[str, str] = {}
+
+    def walk(o, rel):
+        if isinstance(o, dict):
+            for k, v in o.items():
+                if k == "versions" and isinstance(v, dict):
+                    for pkg, ver in v.items():
+                        found.setdefault(pkg, str(ver))
+                elif k.endswith("_version") and k in VERSION_KEYS and isinstance(v, str):
+                    found.setdefault(k[: -len("_version")], v)
+                else:
+                    walk(v, rel)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v, rel)
+
+    for p in sorted(folder.rglob("*.json")):
+        if p.name.endswith(SUMMARY) or p.name == VERSIONS.name:
+            continue
+        try:
+            walk(json.loads(p.read_text(encoding="utf-8")), p.relative_to(folder))
+        except ValueError:
+            continue
+    return found
+
+
+def version_changes(golden: Path, new: Path | None = None) -> list[str]:
+    """``"transformers 5.24.0 -> 5.25.0"`` for every package whose version differs from the goldens': the versions
+    ``tests/golden/VERSIONS.json`` records against the installed ones, and what ``golden``'s files record against
+    what ``new``'s record."""
+    changes: dict[str, tuple[str, str]] = {}
+    if VERSIONS.exists():
+        then = json.loads(VERSIONS.read_text(encoding="utf-8"))["versions"]
+        now = environment_versions()
+        changes.update({k: (then[k], now.get(k, "-")) for k in then if then[k] != now.get(k, "-")})
+    if new is not None:
+        a, b = recorded_versions(golden), recorded_versions(new)
+        changes.update({k: (a[k], b.get(k, "-")) for k in a if a[k] != b.get(k, "-")})
+    return [f"{k} {v[0]} -> {v[1]}" for k, v in sorted(changes.items())]
+
+
+def failure_message(name: str, diffs: list[str], changes: list[str]) -> str:
+    """What a failed golden says: the outputs that differ, then the versions that changed (or that none did, so
+    the change is the code's)."""
+    where = (f"versions that changed since the goldens were made: {', '.join(changes)}" if changes else
+             "no version of " + ", ".join(COMPUTING) + " changed: the difference comes from the code")
+    more = f"\n  ... and {len(diffs) - 20} more" if len(diffs) > 20 else ""
+    return (f"{name}: outputs differ from tests/golden/{name} beyond the tolerance (rtol, atol {RTOL:g}, {ATOL:g}):\n  "
+            + "\n  ".join(diffs[:20]) + more + f"\n{where}")
+
+
+def write_versions() -> None:
+    VERSIONS.write_text(json.dumps({"note": "the versions of the packages that compute, when the golden outputs were "
+                                            "last written or checked equal (tests/golden_outputs.py)",
+                                    "versions": environment_versions()}, indent=1) + "\n", encoding="utf-8")
+
+
 def main() -> int:
     import shutil
     import tempfile
 
+    if sys.argv[1:] == ["--versions"]:  # the goldens were checked equal on these versions (setup.sh --upgrade)
+        write_versions()
+        print(f"wrote {VERSIONS}")
+        return 0
     names = sys.argv[1:] or list(NAMES)
     with tempfile.TemporaryDirectory() as tmp:
         for name in names:  # each with an empty statistics cache, as tests/test_golden.py runs it
@@ -305,6 +394,8 @@ def main() -> int:
                 else:
                     shutil.copy2(out / rel, dest / rel)
             print(f"wrote {dest} ({len(compared_files(dest))} files)")
+    if not sys.argv[1:]:
+        write_versions()
     return 0
 
 
