@@ -35,6 +35,27 @@ def tiny_llama(tmp_path_factory) -> str:
     return save_tiny_llama(tmp_path_factory.mktemp("tiny_llama"))
 
 
+@pytest.fixture(scope="module")
+def tiny_lm(tiny_llama):
+    """``tiny_llama`` loaded on the CPU (``mia_core.models.load_causal_lm``), once per module."""
+    from mia_core.models import load_causal_lm
+
+    return load_causal_lm(tiny_llama, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def neighbours_env(tmp_path_factory):
+    """Offline hub, the statistics cache that holds the offline neighbours (``helpers.shared_neighbours_cache``),
+    and a folder of the module's own (yielded)."""
+    from helpers import shared_neighbours_cache
+
+    mp = pytest.MonkeyPatch()
+    mp.setenv("HF_HUB_OFFLINE", "1")
+    mp.setenv("MIA_CACHE_DIR", str(shared_neighbours_cache(tmp_path_factory)))
+    yield tmp_path_factory.mktemp("neighbours-env")
+    mp.undo()
+
+
 @pytest.fixture(scope="session")
 def memorised_llama(tmp_path_factory) -> dict:
     """A tiny Llama (hidden 64) trained 60 epochs, on one thread, on 24 paragraphs of ``tests/data/paragraphs.jsonl``
@@ -69,10 +90,13 @@ def pytest_runtest_setup(item):
 # work is a test file, so that a file's module-scoped fixtures are built once, on one worker, except for the
 # units of GROUPS: tests in different files that compute the same heavy statistics (the demo target's, shared
 # through the statistics cache: the first computes, the others read, as they did in one process) go to one
-# worker together, and a file with two long independent tests is cut in two. Units start heaviest first
-# (SECONDS: their durations in seconds on one 2-core CPU, serial, from ``--durations``; a unit not listed counts
-# 0 and keeps its collection order), so that no long unit is left to run alone at the end. (xdist's own
-# ``xdist_group`` marks are not used: with pytest 9.2, xdist 3.8's ``--dist loadgroup`` groups nothing.)
+# worker together, and a file with two long independent tests is cut in two. Every entry of GROUPS must name a
+# collected test (a whole run stops at collection otherwise: a renamed test would silently leave its group).
+# Units start longest first, by what the last whole run measured: pytest's own durations (setup, call and
+# teardown of every test) summed per unit, which that run writes to DURATIONS (tests/durations.json, committed:
+# a fresh clone schedules by the last run its author made); a unit it does not know counts 0 and keeps its
+# collection order. The figures only order; they never decide a test. (xdist's own ``xdist_group`` marks are not
+# used: with pytest 9.2, xdist 3.8's ``--dist loadgroup`` groups nothing.)
 GROUPS = {
     "demo": ("tests/test_demo.py", "tests/test_app_pages.py::test_document_page_demo_runs_offline",
              "tests/test_app_pages.py::test_mlm_page_demo_runs_offline",
@@ -86,14 +110,17 @@ GROUPS = {
     # both train the memorised tiny Llama (the session fixture memorised_llama): once, on one worker
     "memorised": ("tests/test_audit_contract.py", "tests/test_extraction.py"),
 }
-SECONDS = {
-    "demo": 140, "tests/test_ray_engine.py": 52, "browser-newcomer": 82, "browser-walk": 74,
-    "tests/test_load_safety.py": 41, "tests/test_golden.py": 36, "tests/bad_input/test_reads_and_quiet.py": 36,
-    "tests/test_engine.py": 35, "tests/test_deferred_load.py": 52, "tests/test_app_pages.py": 25,
-    "tests/test_smia.py": 24, "tests/test_app.py": 23, "tests/bad_input/test_already_handled.py": 23,
-    "tests/test_gradnorm_rmia.py": 23, "tests/test_di_validity.py": 18, "tests/test_models.py": 14,
-    "tests/test_startup.py": 14, "memorised": 40, "tests/test_mlm.py": 13, "tests/test_documents.py": 13, "tests/test_wbc.py": 30,
-}
+DURATIONS = Path(__file__).with_name("durations.json")
+
+
+def measured() -> dict[str, float]:
+    """``{unit: seconds}`` of the last whole run (empty when there is none)."""
+    import json
+
+    try:
+        return {k: float(v) for k, v in json.loads(DURATIONS.read_text(encoding="utf-8"))["units"].items()}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}
 
 
 # tests that run last in their unit: the demo unit's two users of the demo target's and its base's statistics over the
@@ -112,12 +139,59 @@ def unit(nodeid: str) -> str:
     return nodeid.split("::", 1)[0]
 
 
+def _whole_suite(config) -> bool:
+    """The run collects the whole suite: no test path, ``-k`` or ``-m`` narrows it."""
+    root = Path(str(config.rootpath))
+    paths = {Path(a.split("::", 1)[0]).resolve() if Path(a.split("::", 1)[0]).is_absolute()
+             else (Path(str(config.invocation_params.dir)) / a.split("::", 1)[0]).resolve() for a in config.args}
+    return (paths == {(root / "tests").resolve()} and not config.option.keyword and not config.option.markexpr
+            and not any("::" in a for a in config.args))
+
+
 def pytest_collection_modifyitems(config, items):
-    """On a worker: heaviest unit first; inside a unit the tests keep their order (a stable sort), but for those of
-    LAST_IN_UNIT, which go to its end."""
+    """On a worker: longest unit first (the last whole run's durations); inside a unit the tests keep their order (a
+    stable sort), but for those of LAST_IN_UNIT, which go to its end. A whole run first checks that every GROUPS
+    entry names a collected test."""
+    if _whole_suite(config):
+        ids = [it.nodeid for it in items]
+        lost = [m for members in GROUPS.values() for m in members
+                if not any(i == m or i.startswith((m + "[", m + "::")) for i in ids)]
+        if lost:
+            raise pytest.UsageError(f"tests/conftest.py GROUPS names tests that were not collected: {lost}")
     if WORKER:
-        items.sort(key=lambda it: (-SECONDS.get(unit(it.nodeid), 0), unit(it.nodeid) if SECONDS.get(unit(it.nodeid))
+        seconds = measured()
+        items.sort(key=lambda it: (-seconds.get(unit(it.nodeid), 0), unit(it.nodeid) if seconds.get(unit(it.nodeid))
                                    else "", any(it.nodeid.startswith(m) for m in LAST_IN_UNIT)))
+
+
+_SPENT: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    """On the controller (or in one process): every test's setup, call and teardown, summed per unit."""
+    if not WORKER:
+        _SPENT[unit(report.nodeid)] = _SPENT.get(unit(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """After a whole run that went to its end: its durations per unit, written to DURATIONS when a unit came or
+    went, or one moved by more than a quarter and 5 s (so that noise does not rewrite the file every run)."""
+    import json
+
+    if WORKER or not _SPENT or not _whole_suite(session.config) or session.shouldstop or exitstatus not in (0, 1):
+        return
+    new = {k: round(v, 1) for k, v in sorted(_SPENT.items(), key=lambda kv: -kv[1])}
+    old = measured()
+    if set(old) == set(new) and all(abs(new[k] - old[k]) <= max(5.0, 0.25 * old[k]) for k in new):
+        return
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), "?") if Path("/proc/cpuinfo").exists() else "?"
+    record = {"note": "pytest's durations (setup + call + teardown) summed per unit of work (tests/conftest.py), "
+                      "written by the last whole run; they order the units, longest first",
+              "machine": f"{cpu}, {os.cpu_count()} cores", "units": new}
+    tmp = DURATIONS.with_suffix(".json.tmp")
+    tmp.write_text(json.dumps(record, indent=1) + "\n", encoding="utf-8")
+    tmp.replace(DURATIONS)
 
 
 def pytest_xdist_make_scheduler(config, log):

@@ -17,11 +17,6 @@ TEXTS = [f"The {w} sat by the window on day {i}, counting the boats that passed 
          for i, w in enumerate(["miller", "baker", "clerk", "sailor", "widow", "farmer", "smith", "weaver"])]
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_llama):
-    return tiny_llama  # the session's tiny Llama folder (conftest.py)
-
-
 def test_the_api_is_exported_lazily():
     """``import mia_core`` loads no model library; the names appear on first use."""
     code = ("import sys, mia_core; assert 'torch' not in sys.modules and 'mia_core.api' not in sys.modules; "
@@ -33,15 +28,15 @@ def test_the_api_is_exported_lazily():
         mia_core.no_such_function  # noqa: B018
 
 
-def test_score_equals_the_labelled_run_per_text(tiny):
+def test_score_equals_the_labelled_run_per_text(tiny_llama):
     """Unlabelled scoring is the labelled run's scoring stage: the same number for every text."""
     from mia_core.data import texts_from_strings
     from mia_core.models import load_causal_lm
     from mia_core.pipeline import RunConfig, run_attacks
 
-    df = mia_core.score(TEXTS, tiny, attacks="loss,zlib,min_k,min_k_pp", device="cpu", cache=False)
+    df = mia_core.score(TEXTS, tiny_llama, attacks="loss,zlib,min_k,min_k_pp", device="cpu", cache=False)
     assert list(df.columns) == ["text_id", "text_hash", "loss", "zlib", "min_k", "min_k_pp"] and len(df) == len(TEXTS)
-    lm = load_causal_lm(tiny, device="cpu")
+    lm = load_causal_lm(tiny_llama, device="cpu")
     res = run_attacks(texts_from_strings(TEXTS[:4], TEXTS[4:]), lm, config=RunConfig(
         attacks=["loss", "zlib", "min_k", "min_k_pp"], n_bootstrap=0, blind=False, use_cache=False))
     for a in ("loss", "zlib", "min_k", "min_k_pp"):
@@ -50,19 +45,19 @@ def test_score_equals_the_labelled_run_per_text(tiny):
     assert df.attrs["config"]["scored_tokens"]["prefix"] == "auto"
 
 
-def test_score_refuses_what_it_cannot_do_in_one_line(tiny):
+def test_score_refuses_what_it_cannot_do_in_one_line(tiny_llama):
     with pytest.raises(SettingsError, match="labelled"):  # SMIA learns from labels
-        mia_core.score(TEXTS, tiny, attacks="smia", device="cpu")
+        mia_core.score(TEXTS, tiny_llama, attacks="smia", device="cpu")
     with pytest.raises(SettingsError, match="reference"):
-        mia_core.score(TEXTS, tiny, attacks="ref", device="cpu")
+        mia_core.score(TEXTS, tiny_llama, attacks="ref", device="cpu")
     with pytest.raises(SettingsError, match="min_k.k"):
-        mia_core.score(TEXTS, tiny, attacks="min_k", params={"min_k": {"k": 2}}, device="cpu")
+        mia_core.score(TEXTS, tiny_llama, attacks="min_k", params={"min_k": {"k": 2}}, device="cpu")
     with pytest.raises(DataError, match="no texts"):
-        mia_core.score([], tiny, device="cpu")
+        mia_core.score([], tiny_llama, device="cpu")
 
 
-def test_audit_save_load_round_trip(tiny, tmp_path):
-    res = mia_core.audit(TEXTS[:4], TEXTS[4:], tiny, attacks="loss,min_k_pp", n_bootstrap=20, device="cpu",
+def test_audit_save_load_round_trip(tiny_llama, tmp_path):
+    res = mia_core.audit(TEXTS[:4], TEXTS[4:], tiny_llama, attacks="loss,min_k_pp", n_bootstrap=20, device="cpu",
                          blind=False)
     assert set(res.attack_names()) == {"loss", "min_k_pp"} and 0 <= res.metrics["loss"]["auc"] <= 1
     res.save(tmp_path / "run")
@@ -117,8 +112,8 @@ def test_audit_mlm_and_documents_take_texts():
     assert _documents(docs, "members") is not docs and _documents(docs, "members") == docs
 
 
-def test_texts_may_come_from_a_generator_and_non_texts_are_refused(tiny):
-    df = mia_core.score((t for t in TEXTS), tiny, attacks="loss", device="cpu", cache=False)
+def test_texts_may_come_from_a_generator_and_non_texts_are_refused(tiny_llama):
+    df = mia_core.score((t for t in TEXTS), tiny_llama, attacks="loss", device="cpu", cache=False)
     assert len(df) == len(TEXTS)
     with pytest.raises(DataError, match="give texts"):
-        mia_core.score((x for x in [1, 2, 3]), tiny, device="cpu")
+        mia_core.score((x for x in [1, 2, 3]), tiny_llama, device="cpu")

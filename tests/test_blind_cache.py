@@ -171,15 +171,10 @@ def test_a_hit_imports_none_of_the_classifier_modules(cache_dir, sets):
 # --------------------------------------------------------------------------- through the pipeline and `mia cache`
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_llama):
-    return tiny_llama  # the session's tiny Llama folder (conftest.py)
-
-
 @pytest.mark.slow
-def test_a_rerun_reuses_the_blind_baseline_and_mia_cache_lists_it(tiny, cache_dir, calls, capsys):
+def test_a_rerun_reuses_the_blind_baseline_and_mia_cache_lists_it(tiny_llama, cache_dir, calls, capsys):
     def run(**kw):
-        return mia_core.audit(TEXTS[:4], TEXTS[4:], tiny, attacks="loss", n_bootstrap=20, device="cpu", **kw)
+        return mia_core.audit(TEXTS[:4], TEXTS[4:], tiny_llama, attacks="loss", n_bootstrap=20, device="cpu", **kw)
 
     first = run()
     assert calls[0] == 1 and first.shift is not None and "blind" in first.metrics

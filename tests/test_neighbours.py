@@ -19,7 +19,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import shared_neighbours_cache
 from mia_core.stats.embeddings import cosine, embed, embedded_embedder_path, neighbour_similarities
 from mia_core.errors import SettingsError
 from mia_core.pipeline.modified import VARIANTS, modify_texts
@@ -33,15 +32,6 @@ TEXTS = [
     "She opened the letter with trembling hands and read it twice before she understood what her brother meant.",
     "Captain Ahab stood upon the deck, gazing at the endless grey ocean as the wind filled the ragged sails.",
 ]
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.setenv("MIA_CACHE_DIR", str(shared_neighbours_cache(tmp_path_factory)))
-    yield tmp_path_factory.mktemp("neighbours")
-    mp.undo()
 
 
 def assert_m_words_replaced(text: str, nb, m: int) -> None:
@@ -61,7 +51,7 @@ def assert_m_words_replaced(text: str, nb, m: int) -> None:
 
 # ------------------------------------------------------------------------------ offline
 @pytest.fixture(scope="module")
-def offline(env):
+def offline(neighbours_env):
     return make_generator(NeighbourSettings(generator="offline", n=3, m=1, seed=0))
 
 
@@ -86,7 +76,7 @@ def test_offline_neighbours_replace_one_whole_word_deterministically(offline):
     assert [[n.text for n in x] for x in other] != [[n.text for n in x] for x in a]
 
 
-def test_offline_two_words_and_cache_round_trip(env):
+def test_offline_two_words_and_cache_round_trip(neighbours_env):
     gen = make_generator(NeighbourSettings(generator="offline", n=2, m=2, seed=0))
     first = gen.generate(TEXTS[:2])
     assert gen.last_cache.misses == 2
@@ -114,12 +104,12 @@ def test_spec_parsing_and_case():
 
 # ------------------------------------------------------------------------------ masked LM
 @pytest.fixture(scope="module")
-def tiny_bert(env):
+def tiny_bert(neighbours_env):
     import torch
     from transformers import BertConfig, BertForMaskedLM
 
     src = embedded_embedder_path()
-    out = env / "tiny-bert"
+    out = neighbours_env / "tiny-bert"
     torch.manual_seed(0)
     cfg = BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=2, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=128)
@@ -150,7 +140,7 @@ def test_masked_lm_neighbours_with_embedding_dropout(tiny_bert):
 
 # ------------------------------------------------------------------------------ T5
 @pytest.fixture(scope="module")
-def tiny_t5(env):
+def tiny_t5(neighbours_env):
     import torch
     from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
@@ -167,7 +157,7 @@ def tiny_t5(env):
     cfg = T5Config(vocab_size=len(tok), d_model=32, d_ff=64, d_kv=16, num_layers=1, num_decoder_layers=1, num_heads=2,
                    pad_token_id=tok.pad_token_id, eos_token_id=tok.eos_token_id,
                    decoder_start_token_id=tok.pad_token_id)
-    out = env / "tiny-t5"
+    out = neighbours_env / "tiny-t5"
     T5ForConditionalGeneration(cfg).save_pretrained(out)
     tok.save_pretrained(out)
     return out
@@ -190,7 +180,7 @@ def test_t5_span_filling_fills_exactly_m_spans(tiny_t5):
 
 
 # ------------------------------------------------------------------------------ embeddings
-def test_embeddings_cached_and_similarities(env):
+def test_embeddings_cached_and_similarities(neighbours_env):
     e1 = embed(TEXTS)
     e2 = embed(TEXTS)
     assert e1.shape == (3, 384) and np.array_equal(e1, e2)
@@ -219,7 +209,7 @@ def test_each_modification_changes_exactly_one_word(offline):
 
 
 # ------------------------------------------------------------------ the embedded proposer
-def test_embedded_proposer_is_the_default_and_independent_of_smollm2(env, offline):
+def test_embedded_proposer_is_the_default_and_independent_of_smollm2(neighbours_env, offline):
     from mia_core.attacks.neighbourhood import coupling_warning
     from mia_core.models import load_causal_lm
     from mia_core.neighbours import shares_base
@@ -234,7 +224,7 @@ def test_embedded_proposer_is_the_default_and_independent_of_smollm2(env, offlin
     assert_deterministic_one_word_neighbours(gen, 6)
 
 
-def test_embedded_proposer_predicts_masked_words_of_unseen_text(env):
+def test_embedded_proposer_predicts_masked_words_of_unseen_text(neighbours_env):
     """The shipped head is trained: on paragraphs it never saw (tests/data, not the bundled
     corpus) the masked word is among its 10 first guesses far more often than chance (1/30,522)."""
     import torch

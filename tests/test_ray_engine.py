@@ -35,13 +35,6 @@ def ray_cluster():
     ray.shutdown()
 
 
-@pytest.fixture(scope="module")
-def tiny(tiny_llama):
-    from mia_core.models import load_causal_lm
-
-    return load_causal_lm(tiny_llama, device="cpu")  # the session's tiny Llama folder (conftest.py)
-
-
 @pytest.fixture()
 def engine(ray_cluster):
     from mia_core.engines import make_engine
@@ -71,7 +64,7 @@ def _max_diff(a, b) -> float:
     return float(np.nanmax(np.abs(a - b))) if a.size else 0.0
 
 
-def test_run_scores_equal_the_local_engine(tiny, engine):
+def test_run_scores_equal_the_local_engine(tiny_lm, engine):
     """Baselines and the neighbourhood attack (its neighbours scored on the workers); then the cache the
     driver filled makes a local re-run a pure cache read."""
     from mia_core.data import Dataset
@@ -83,18 +76,18 @@ def test_run_scores_equal_the_local_engine(tiny, engine):
     ds = Dataset(texts=mem + non, labels=[1] * 8 + [0] * 8, ids=[f"t{i}" for i in range(16)])
     attacks = ("loss", "zlib", "min_k", "min_k_pp", "neighbourhood")
     params = {"neighbourhood": {"n": 4}}
-    local = run_attacks(ds, tiny, config=RunConfig(attacks=attacks, params=params, use_cache=False, n_bootstrap=0))
+    local = run_attacks(ds, tiny_lm, config=RunConfig(attacks=attacks, params=params, use_cache=False, n_bootstrap=0))
     with use_engine(engine):
-        remote = run_attacks(ds, tiny, config=RunConfig(attacks=attacks, params=params, n_bootstrap=0))
+        remote = run_attacks(ds, tiny_lm, config=RunConfig(attacks=attacks, params=params, n_bootstrap=0))
     assert engine.last["units"] >= 2  # the last pass (neighbours) really was cut into several units
     for a in attacks:
         assert _max_diff(local.scores[a], remote.scores[a]) <= TOL, a
     # the driver stored every text the workers scored: a local pass over them is all cache hits
-    compute_stats(tiny, mem + non)
+    compute_stats(tiny_lm, mem + non)
     assert compute_stats.last_cache.hits == len(mem + non) and compute_stats.last_cache.misses == 0
 
 
-def test_document_audit_equals_the_local_engine(tiny, engine):
+def test_document_audit_equals_the_local_engine(tiny_lm, engine):
     """Books of about 1,500 tokens in windows of 64: each book's window ranges go to both workers
     and are put back in order (the vocabulary-probability sums included)."""
     from mia_core.documents import run_document_audit
@@ -105,9 +98,9 @@ def test_document_audit_equals_the_local_engine(tiny, engine):
     nonmembers = [" ".join(non[i:i + 6]) for i in range(0, 24, 6)]
     kw = dict(context=64, folds=2, n_estimators=20, partial_lengths=None, baselines=True,
               baseline_attacks=("loss", "zlib"), baseline_seq_len=64, baseline_max_sequences=4)
-    local = run_document_audit(members, nonmembers, tiny, use_cache=False, **kw)
+    local = run_document_audit(members, nonmembers, tiny_lm, use_cache=False, **kw)
     with use_engine(engine):
-        remote = run_document_audit(members, nonmembers, tiny, **kw)
+        remote = run_document_audit(members, nonmembers, tiny_lm, **kw)
     for s_loc, s_rem in zip(local._stats, remote._stats):
         assert np.array_equal(s_loc.token_ids, s_rem.token_ids)
         for f in ("logprob", "max_logprob", "mu", "sigma"):
@@ -156,7 +149,7 @@ def _stop_half_way(lm, engine, book: str, st):
     return cache, h, part
 
 
-def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
+def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny_lm, engine):
     """A long text in window ranges, stopped once most of its tokens are back: the windows done from its
     start are in the cache's partial entry (the local engine's format); the re-run sends only the rest to
     the workers, and the whole equals the local engine's statistics. Done, the partial entry is gone."""
@@ -165,14 +158,14 @@ def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
 
     mem, _ = _demo(16)
     book = " ".join(mem)
-    n = len(tokenize(tiny, book))
+    n = len(tokenize(tiny_lm, book))
     st = StatsSettings(context=64, vocab_probs=True)
-    local = compute_stats(tiny, [book], st, use_cache=False)[0]
-    cache, h, part = _stop_half_way(tiny, engine, book, st)
+    local = compute_stats(tiny_lm, [book], st, use_cache=False)[0]
+    cache, h, part = _stop_half_way(tiny_lm, engine, book, st)
     done = int(part["done_windows"])
     assert np.isfinite(part["logprob"]).sum() >= done * 60  # windows of 63 predictions
     with use_engine(engine):
-        got = compute_stats(tiny, [book], st)[0]
+        got = compute_stats(tiny_lm, [book], st)[0]
     assert engine.last["tokens"] <= n - done * 63 + 1  # only the windows not done went to the workers
     assert np.array_equal(local.token_ids, got.token_ids)
     for f in ("logprob", "max_logprob", "mu", "sigma", "rank", "top_id"):
@@ -181,7 +174,7 @@ def test_a_book_stopped_half_way_resumes_from_the_windows_done(tiny, engine):
     assert cache.get_partial(h) is None
 
 
-def test_the_local_engine_resumes_a_book_the_ray_engine_left_half_done(tiny, engine):
+def test_the_local_engine_resumes_a_book_the_ray_engine_left_half_done(tiny_lm, engine):
     """The partial entry Ray writes is the local engine's own: a local re-run starts from its done windows
     (marked here, so that recomputing them would show) and computes the rest."""
     from mia_core.stats import StatsSettings, compute_stats
@@ -189,12 +182,12 @@ def test_the_local_engine_resumes_a_book_the_ray_engine_left_half_done(tiny, eng
     mem, _ = _demo(16)
     book = " ".join(mem[::-1])
     st = StatsSettings(context=64)
-    local = compute_stats(tiny, [book], st, use_cache=False)[0]
-    cache, h, part = _stop_half_way(tiny, engine, book, st)
+    local = compute_stats(tiny_lm, [book], st, use_cache=False)[0]
+    cache, h, part = _stop_half_way(tiny_lm, engine, book, st)
     done_to = int(np.nonzero(np.isfinite(part["logprob"]))[0].max()) + 1  # text tokens the done windows cover
     part["logprob"][1] = 123.0  # a mark a recomputation would overwrite
     cache.put_partial(h, part)
-    got = compute_stats(tiny, [book], st)[0]  # the local engine
+    got = compute_stats(tiny_lm, [book], st)[0]  # the local engine
     assert got.logprob[1] == np.float32(123.0)
     assert _max_diff(local.logprob[2:], got.logprob[2:]) <= TOL
     assert done_to < len(got.logprob) and cache.get_partial(h) is None
@@ -229,7 +222,7 @@ def test_masked_lm_audit_and_neighbour_generation_equal_the_local_engine(engine)
     assert [[n.text for n in a] for a in here] == [[n.text for n in b] for b in there]
 
 
-def test_the_workers_and_their_model_are_kept_between_calls_and_engines(tiny, tiny_llama, ray_cluster, tmp_path):
+def test_the_workers_and_their_model_are_kept_between_calls_and_engines(tiny_lm, tiny_llama, ray_cluster, tmp_path):
     """A second call, even from a new engine, runs on the same two worker processes and builds no model (a
     new process imports torch and loads the model: seconds per pass); another model is built once per worker,
     and the first model again after it. Every call gives the local numbers."""
@@ -240,12 +233,12 @@ def test_the_workers_and_their_model_are_kept_between_calls_and_engines(tiny, ti
     mem, non = _demo(12)
     first = make_engine("ray", workers=2, batch_texts_tokens=128)
     with use_engine(first):
-        a = compute_stats(tiny, mem)
+        a = compute_stats(tiny_lm, mem)
     pids = first.last["workers"]
     assert len(pids) == 2
     second = make_engine("ray", workers=2, batch_texts_tokens=128)
     with use_engine(second):
-        b = compute_stats(tiny, non)
+        b = compute_stats(tiny_lm, non)
     assert second.last["workers"] == pids and second.last["builds"] == 0, second.last
     import shutil
 
@@ -261,21 +254,21 @@ def test_the_workers_and_their_model_are_kept_between_calls_and_engines(tiny, ti
     with use_engine(second):
         compute_stats(other, mem[:6])
         assert second.last["builds"] == 2 and second.last["workers"] == pids, second.last
-        compute_stats(tiny, mem + non, StatsSettings(prefix="none"))
+        compute_stats(tiny_lm, mem + non, StatsSettings(prefix="none"))
         assert second.last["builds"] == 2 and second.last["workers"] == pids, second.last
-    local = compute_stats(tiny, mem + non, use_cache=False)
+    local = compute_stats(tiny_lm, mem + non, use_cache=False)
     assert _max_diff([s.loss for s in local], [s.loss for s in a + b]) <= TOL
 
 
-def test_a_model_the_workers_cannot_load_stops_in_one_line(tiny, engine):
+def test_a_model_the_workers_cannot_load_stops_in_one_line(tiny_lm, engine):
     import copy
 
     from mia_core.engines import use_engine
     from mia_core.errors import ModelError
     from mia_core.stats import compute_stats
 
-    bad = copy.copy(tiny)
-    bad.load_args = {**tiny.load_args, "spec": "/nonexistent/model-folder"}
+    bad = copy.copy(tiny_lm)
+    bad.load_args = {**tiny_lm.load_args, "spec": "/nonexistent/model-folder"}
     t0 = time.time()
     with use_engine(engine), pytest.raises(ModelError) as e:
         compute_stats(bad, _demo(3)[0])
@@ -285,7 +278,7 @@ def test_a_model_the_workers_cannot_load_stops_in_one_line(tiny, engine):
     assert time.time() - t0 < 120  # no hang (Ray would otherwise restart the actor for ever)
 
 
-def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes(tiny, ray_cluster):
+def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes(tiny_lm, ray_cluster):
     """SIGKILL one worker once a tenth of the work is back: Ray restarts the actor and retries its unit;
     every text arrives, with the local engine's numbers."""
     import os
@@ -310,9 +303,9 @@ def test_a_worker_killed_mid_job_is_replaced_and_the_job_completes(tiny, ray_clu
                 return
 
     with use_engine(make_engine("ray", workers=2, batch_texts_tokens=64)):
-        remote = compute_stats(tiny, texts, progress=kill_one)
+        remote = compute_stats(tiny_lm, texts, progress=kill_one)
     assert killed, "no worker was found to kill"
-    local = compute_stats(tiny, texts, use_cache=False)
+    local = compute_stats(tiny_lm, texts, use_cache=False)
     assert all(r is not None for r in remote)
     assert max(_max_diff(a.logprob, b.logprob) for a, b in zip(local, remote)) <= TOL
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from helpers import assert_one_error, shared_neighbours_cache
+from helpers import assert_one_error
 from mia_core.attacks import REGISTRY
 from mia_core.attacks.smia import PAPER_CONFIGURATION, configuration, load_smia
 from mia_core.data import Dataset
@@ -38,15 +38,6 @@ def short_texts(n: int, offset: int, words: int = 28) -> list[str]:
     rows = [json.loads(line) for line in (DATA / "paragraphs.jsonl").read_text(encoding="utf-8").splitlines()]
     picked = rows[offset::7][:n]
     return [" ".join(r["text"].split()[:words]) for r in picked]
-
-
-@pytest.fixture(scope="module")
-def env(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("HF_HUB_OFFLINE", "1")
-    mp.setenv("MIA_CACHE_DIR", str(shared_neighbours_cache(tmp_path_factory)))
-    yield tmp_path_factory.mktemp("smia")
-    mp.undo()
 
 
 def train_tiny_target(members: list[str], out: Path, epochs: int = 30) -> Path:
@@ -83,15 +74,15 @@ def train_tiny_target(members: list[str], out: Path, epochs: int = 30) -> Path:
 
 
 @pytest.fixture(scope="module")
-def setup(env):
+def setup(neighbours_env):
     load_causal_lm()  # the embedded SmolLM2 (neighbour proposals)
     members, nonmembers = short_texts(N_EACH, 0), short_texts(N_EACH, 3)
-    folder = train_tiny_target(members, env / "tiny-target")
+    folder = train_tiny_target(members, neighbours_env / "tiny-target")
     target = load_causal_lm(str(folder))
     texts = members + nonmembers
     ds = Dataset(texts=texts, labels=[1] * N_EACH + [0] * N_EACH, ids=[f"t{i:02d}" for i in range(len(texts))])
     population = Dataset(texts=short_texts(4, 5), labels=[0] * 4, ids=[f"p{i}" for i in range(4)])
-    return {"ds": ds, "target": target, "population": population, "dir": env}
+    return {"ds": ds, "target": target, "population": population, "dir": neighbours_env}
 
 
 def config(**smia) -> RunConfig:

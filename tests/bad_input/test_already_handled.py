@@ -31,7 +31,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from helpers import (Reached, assert_one_error, command_line, good_inputs, listing, save_tiny_llama,
+from helpers import (Reached, assert_one_error, command_line, listing,
                      stop_model_loads)
 
 from mia_core.cli import main
@@ -40,12 +40,6 @@ from mia_core.cli import main
 def reached(monkeypatch):
     """Every model load (and the masked-LM audit, and fine-tuning) raises ``Reached``."""
     stop_model_loads(monkeypatch)
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    """Good inputs in ``tmp_path``, a private cache in ``tmp_path/cache``."""
-    return good_inputs(tmp_path, monkeypatch)
 
 
 # ----------------------------------------------------------------------------- files that are refused
@@ -261,19 +255,14 @@ def test_cache_entries_are_never_unpickled(work):
 
 
 # ----------------------------------------------------------------------------- one-token texts (a real tiny model)
-@pytest.fixture(scope="module")
-def tiny(tmp_path_factory) -> str:
-    return save_tiny_llama(tmp_path_factory.mktemp("tiny") / "tiny")
-
-
-def test_one_token_texts(work, tiny, capsys):
+def test_one_token_texts(work, tiny_llama, capsys):
     """A one-token text has no token 2..n, the tokens the attacks score by default: one error
     line, no results (the same with ``--no-prefix``, and by default: this tokenizer adds nothing in front). With
     ``--prefix always --score-first-token`` the BOS/EOS
     prefix makes its one token scorable (exit 0, finite scores)."""
     (work / "m1.txt").write_text("cat\ndog\nsun\n")
     (work / "n1.txt").write_text("hat\nfog\nrun\n")
-    base = ["run", "--members", str(work / "m1.txt"), "--nonmembers", str(work / "n1.txt"), "--model", tiny,
+    base = ["run", "--members", str(work / "m1.txt"), "--nonmembers", str(work / "n1.txt"), "--model", tiny_llama,
             "--attacks", "loss,zlib", "--bootstrap", "10", "--no-blind", "--no-cache"]
     before = listing(work)
     rc = main(base + ["--no-prefix", "--out", str(work / "out_np")])  # with progress bars: the error has its own line
@@ -334,10 +323,10 @@ def _interrupt_run(common, work, env):
 
 
 @pytest.mark.slow
-def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny, capsys):
+def test_sigint_exits_130_and_a_rerun_resumes_with_identical_scores(work, tiny_llama, capsys):
     (work / "bm.txt").write_text(_texts("member", 100))
     (work / "bn.txt").write_text(_texts("other", 100))
-    common = ["--members", str(work / "bm.txt"), "--nonmembers", str(work / "bn.txt"), "--model", tiny,
+    common = ["--members", str(work / "bm.txt"), "--nonmembers", str(work / "bn.txt"), "--model", tiny_llama,
               "--attacks", "loss,zlib", "--bootstrap", "10", "--no-blind", "--batch-tokens", "16"]
     before = listing(work)
     # every progress message as a line (through a pipe the CLI prints one per 30 s by default)

@@ -132,13 +132,6 @@ def test_download_csv_text_is_neutralised():
 
 # ----------------------------------------------------------------------------- terminal escapes in the CLI
 @pytest.fixture
-def work(tmp_path, monkeypatch):
-    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
-    (tmp_path / "n.txt").write_text("A non-member sentence never trained on.\nAnother unseen text here.\n")
-    return tmp_path
-
-
-@pytest.fixture
 def reached(monkeypatch):
     stop_model_loads(monkeypatch)
 

@@ -25,9 +25,9 @@ TEXTS = [f"The quiet harbour town number {i} woke up to the sound of gulls and d
 
 
 @pytest.fixture
-def work(tmp_path, monkeypatch):
-    """members / non-members / population files and a private cache folder."""
-    monkeypatch.setenv("MIA_CACHE_DIR", str(tmp_path / "cache"))
+def work(work):
+    """conftest.py's inputs and private cache, and members / non-members / population files of ``TEXTS``."""
+    tmp_path = work
     (tmp_path / "members.txt").write_text("\n".join(TEXTS[:6]) + "\n", encoding="utf-8")
     (tmp_path / "nonmembers.txt").write_text("\n".join(TEXTS[6:10]) + "\n", encoding="utf-8")
     (tmp_path / "population.txt").write_text("\n".join(TEXTS[10:]) + "\n", encoding="utf-8")

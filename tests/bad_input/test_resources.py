@@ -27,7 +27,7 @@ import unicodedata
 from pathlib import Path
 
 import pytest
-from helpers import Reached, assert_one_error, command_line, good_inputs, listing, run_mia, stop_model_loads
+from helpers import Reached, assert_one_error, command_line, listing, run_mia, stop_model_loads
 
 from mia_core.cli import build_parser, main
 from mia_core.data import (MAX_TEXT_CHARS, check_text_length, decode_bytes, load_dataset, max_text_chars,
@@ -43,13 +43,6 @@ ENV = "MIA_MAX_TEXT_CHARS"
 def reached(monkeypatch):
     """Every model load (and the masked-LM audit, and fine-tuning) raises ``Reached``."""
     stop_model_loads(monkeypatch)
-
-
-@pytest.fixture
-def work(tmp_path, monkeypatch):
-    """Good inputs in ``tmp_path``, a private cache in ``tmp_path/cache``, the default text limit."""
-    monkeypatch.delenv(ENV, raising=False)
-    return good_inputs(tmp_path, monkeypatch)
 
 
 # ----------------------------------------------------------------------------- one text too long
