@@ -72,6 +72,14 @@ def take_reopened(kind: str, prefix: str) -> object | None:
     return handed["result"]
 
 
+def damaged_reasons(damaged: list[dict], labels: dict[str, str]) -> None:
+    """Why each damaged run is damaged, one line each, under the table (which keeps a short mark, so that it fits
+    the page); open while there are few."""
+    with st.expander(f"Why {'each is' if len(damaged) > 1 else 'it is'} damaged", expanded=len(damaged) <= 3):
+        st.markdown("\n".join(f"- {md_text(labels.get(m['id'], m['id']))}: damaged: {md_text(m['damaged'])}"
+                               for m in damaged))
+
+
 def _shown(v) -> str:
     if v is None or isinstance(v, bool):
         return "–" if v is None else ("yes" if v else "no")
@@ -115,15 +123,17 @@ def audit_runs(kind: str) -> None:
         return
     st.subheader(audit.title)
     damaged = [m for m in metas if m.get("damaged")]
+    labels = _labels(metas)
     if damaged:
         st.warning(f"{len(damaged)} {audit.title.lower()} run{'s are' if len(damaged) > 1 else ' is'} damaged: "
-                   "listed with the reason; the other runs are not affected.", icon=":material/warning:")
-    rows = [{**({"Damaged": f"damaged: {m['damaged']}" if m.get("damaged") else ""} if damaged else {}),
+                   "they can still be deleted below; the other runs are not affected.", icon=":material/warning:")
+        damaged_reasons(damaged, labels)
+    rows = [{**({"Damaged": "damaged" if m.get("damaged") else ""} if damaged else {}), "Created": m["created"],
              "AUC": "–" if m.get("headline") is None else f"{m['headline']:.3f}",
              "Of": m.get("headline_label") or "–", "Model": m.get("model") or "–", "Data": m.get("data") or "–",
-             "Created": m["created"], "Name": m["name"]} for m in metas]  # the name last: it may be long
-    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=f"runs_{kind}_table")
-    labels = _labels(metas)
+             "Name": m["name"]} for m in metas]  # the name last: it may be long
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch", key=f"runs_{kind}_table",
+                 column_config={"Name": st.column_config.TextColumn(width="medium")})
     one, cmp = st.tabs(["Open / delete a run", "Compare two runs"])
     with one:
         rid = st.selectbox("Run", list(labels), format_func=labels.get, key=f"runs_{kind}_open")

@@ -12,7 +12,7 @@ import streamlit as st
 
 from dashboard.options import worded
 from dashboard.results import DI_VERDICT_WORDS, SHIFT_WORDS, md_code, md_text, p_words, render_run, verdict_words
-from dashboard.saved_runs import audit_runs, compare_section
+from dashboard.saved_runs import audit_runs, compare_section, damaged_reasons
 from dashboard.sidebar import model_panel
 from dashboard.ui import page_setup
 from mia_core.reports import plots
@@ -38,6 +38,11 @@ st.title("Runs")
 try:
     st.caption(f"Saved in {md_code(runs.runs_dir())} (set MIA_RUNS_DIR to keep them elsewhere).")
     metas = runs.list_runs()
+    foreign = runs.foreign_folders()
+    if foreign:  # a user's own folders there: the store never lists, opens or deletes what it did not write
+        st.caption(f"{len(foreign)} folder{'s' if len(foreign) > 1 else ''} or file{'s' if len(foreign) > 1 else ''} "
+                   f"here {'were' if len(foreign) > 1 else 'was'} not written by mia and {'are' if len(foreign) > 1 else 'is'} "
+                   f"left alone (e.g. {md_code(foreign[0])}).")
 except MiaError as e:
     _error(e)
     st.stop()
@@ -188,8 +193,9 @@ for m in metas:
     aucs = {k: v for k, v in m["auc"].items() if k != "blind" and v is not None}
     best = max(aucs.items(), key=lambda kv: kv[1]) if aucs else None
     blind = m["auc"].get("blind")
-    row = {"Damaged": f"damaged: {m['damaged']}" if m.get("damaged") else ""} if damaged else {}
-    rows.append({**row,  # the shift check first: a narrow window cuts columns from the right
+    row = {"Damaged": "damaged" if m.get("damaged") else ""} if damaged else {}  # the reasons: the warning above
+    rows.append({**row,  # the time and the shift check first: a narrow window cuts columns from the right
+                 "Created": m["created"],
                  "Shift check": verdict_words(m.get("verdict"), SHIFT_WORDS),
                  "Target": _model_words(t) if t else "–",
                  "Reference": (m.get("reference") or {}).get("name") or "–",
@@ -198,14 +204,14 @@ for m in metas:
                  "Best AUC": f"{best[1]:.3f} ({short_label(best[0])})" if best else "–",
                  "Blind AUC": f"{blind:.3f}" if blind is not None else "–",
                  "Attacks": len(m["attacks"]),
-                 "Created": m["created"],
                  "Name": m["name"]})  # last: a long name no longer pushes the short columns out of view
 if damaged:
-    st.warning(f"{len(damaged)} run{'s are' if len(damaged) > 1 else ' is'} damaged: listed with the reason, "
-               "they can still be deleted below; the other runs are not affected.", icon=":material/warning:")
+    st.warning(f"{len(damaged)} run{'s are' if len(damaged) > 1 else ' is'} damaged: they can still be deleted "
+               "below; the other runs are not affected.", icon=":material/warning:")
+    damaged_reasons(damaged, labels)
 st.dataframe(pd.DataFrame(rows), hide_index=True, key="runs_table", width="stretch",
-             column_config={"Name": st.column_config.TextColumn(width=_name_width(rows)),
-                            "Damaged": st.column_config.TextColumn(width="medium"),
+             column_config={"Name": st.column_config.TextColumn(width=min(360, _name_width(rows))),
+                            "Damaged": st.column_config.TextColumn(width="small"),
                             "Shift check": st.column_config.TextColumn(
                                 width="medium", help="The blind baseline's verdict on the data, not on the attacks: "
                                 "no shift seen = no sign that members and non-members differ in a way a model-free "
@@ -236,20 +242,26 @@ def _compare(a: str, b: str) -> None:
 
 
 with tab_cmp:
-    if len(ids) < 2:
-        st.info("Save a second run to compare (e.g. the same data with the target in fp32 and in int4).")
+    whole = [i for i in ids if not by_id[i].get("damaged")]  # a damaged run cannot be compared: not offered
+    if len(whole) < 2:
+        st.info("Save a second run to compare (e.g. the same data with the target in fp32 and in int4)." if len(ids) < 2
+                else "Two runs that are not damaged are needed to compare.")
     else:
-        whole = [i for i in ids if not by_id[i].get("damaged")] + [i for i in ids if by_id[i].get("damaged")]
-        # by default the two newest runs that are not damaged; one under the other, so a long name is not cut
-        a = st.selectbox("Run A", ids, index=ids.index(whole[1]), format_func=labels.get, key="runs_a")
-        b = st.selectbox("Run B", ids, index=ids.index(whole[0]), format_func=labels.get, key="runs_b")
+        # by default the two newest runs; one under the other, so a long name is not cut
+        if st.session_state.get("runs_a") not in whole:
+            st.session_state.pop("runs_a", None)
+        if st.session_state.get("runs_b") not in whole:
+            st.session_state.pop("runs_b", None)
+        a = st.selectbox("Run A", whole, index=1, format_func=labels.get, key="runs_a")
+        b = st.selectbox("Run B", whole, index=0, format_func=labels.get, key="runs_b")
         try:
             _compare(a, b)
         except _DAMAGED_SHAPES as e:  # a damaged run that got past the checks: one line, never a traceback
             _error(f"These runs cannot be compared (one is damaged): {type(e).__name__}: {e}")
 
 with tab_one:
-    rid = st.selectbox("Run", ids, format_func=labels.get, key="runs_open")
+    # by default the newest run that opens (the page's first view is never an error box); every run is offered
+    rid = st.selectbox("Run", ids, index=ids.index(whole[0]) if whole else 0, format_func=labels.get, key="runs_open")
     try:
         run, problem = runs.load_run(rid), None
     except MiaError as e:

@@ -201,14 +201,16 @@ def plan_clear(include_models: bool = False, include_runs: bool = False, root: P
 
 def _plan_runs(plan: ClearPlan, folder: Path, include: bool) -> None:
     """Saved runs in ``<cache>/runs`` (the dashboard's default store): kept unless asked. Only folders
-    that the run store recognises as its runs count: a calibration run (a run id name, a ``meta.json``), and in each
-    other audit's folder (``_documents``, ``_masked_lm``, ``_dataset_inference``: a folder with the store's marker,
-    ``mia_core.runs.kinds.stores_in``) a folder of its store's id form holding its ``meta.json``; ``plan.runs`` names
-    the latter ``<folder>/<id>``."""
-    from ..runs import META, _ID_RE  # the store's own rule for its run ids
+    that the run store recognises as its runs count (the run marker it writes: ``mia_core.runs.folder.is_own_run``):
+    a calibration run, and in each other audit's folder (``_documents``, ``_masked_lm``, ``_dataset_inference``: a
+    folder with the store's marker, ``mia_core.runs.kinds.stores_in``) a run of that store; ``plan.runs`` names the
+    latter ``<folder>/<id>``."""
+    from ..runs import _ID_RE  # the store's own rule for its run ids
+    from ..runs.folder import _is_run_folder
     from ..runs.kinds import ID_RE, MARKER, stores_in
 
-    subdirs = {s.subdir for s in stores_in(folder)}
+    stores = {s.subdir: s for s in stores_in(folder)}
+    subdirs = set(stores)
 
     def take(r: Path, name: str) -> None:
         n, b = _tree_size(r)
@@ -219,11 +221,11 @@ def _plan_runs(plan: ClearPlan, folder: Path, include: bool) -> None:
             plan.add("runs", 1, b, plan.kept)
 
     for r in sorted(folder.iterdir()):
-        if _real_dir(r) and _ID_RE.match(r.name) and not r.name.endswith(".tmp") and _real_file(r / META):
+        if _real_dir(r) and _ID_RE.match(r.name) and not r.name.endswith(".tmp") and _is_run_folder(r):
             take(r, r.name)
         elif r.name in subdirs and _real_dir(r):
             for k in sorted(r.iterdir()):
-                if _real_dir(k) and ID_RE.match(k.name) and _real_file(k / META):
+                if _real_dir(k) and ID_RE.match(k.name) and stores[r.name].owns(k):
                     take(k, f"{r.name}/{k.name}")
                 elif k.name != MARKER:
                     plan.strays.append(k)

@@ -21,8 +21,8 @@ The package: ``store`` (the operations: :func:`save_run`, :func:`list_runs`, :fu
 ``folder`` (reading one run folder that may be damaged, and its checks).
 """
 from .folder import MAX_META_BYTES, META, RUN_FILES
-from .store import (_ID_RE, META_VERSION, RUNS_ENV, StoredRun, build_meta, content_key, delete_run,  # noqa: F401
+from .store import (_ID_RE, META_VERSION, RUNS_ENV, StoredRun, build_meta, content_key, delete_run, foreign_folders,  # noqa: F401
                     latest_run, list_runs, load_run, read_run, rename_run, runs_dir, save_run)
 
 __all__ = ["MAX_META_BYTES", "META", "META_VERSION", "RUNS_ENV", "RUN_FILES", "StoredRun", "build_meta", "content_key",
-           "delete_run", "latest_run", "list_runs", "load_run", "read_run", "rename_run", "runs_dir", "save_run"]
+           "delete_run", "foreign_folders", "latest_run", "list_runs", "load_run", "read_run", "rename_run", "runs_dir", "save_run"]

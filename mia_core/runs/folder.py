@@ -137,12 +137,53 @@ def read_saved_json(folder: Path, fname: str, what: str, *, needs: tuple = (), m
     return raw
 
 
-def _is_run_folder(p: Path) -> bool:
-    """A real directory (not a link) that holds a run: a run id made by ``save_run``, or one of the files
-    a run has. Anything else in the runs dir (a user's own folder) is not a run: not listed, never deleted."""
-    if p.is_symlink() or not p.is_dir():
+RUN_MARKER = ".mia-run.json"  # what the store writes into every run it saves: the runs it may list and delete
+TOOL = "mia-dashboard"
+MAX_MARKER_BYTES = 64 * 2**10
+
+
+def write_run_marker(folder: Path, kind: str, run_id: str) -> None:
+    """Mark ``folder`` as a run the store saved: the tool's name and version, the run's kind and id."""
+    from ..version import __version__
+
+    rec = {"tool": TOOL, "version": __version__, "kind": kind, "id": run_id,
+           "created": time.strftime("%Y-%m-%d %H:%M:%S")}
+    (Path(folder) / RUN_MARKER).write_text(json.dumps(rec, indent=2))
+
+
+def _small_json(f: Path, limit: int):
+    """The JSON of the real, small file ``f`` (None when it is a link, missing, larger than ``limit`` or not JSON)."""
+    try:
+        if f.is_symlink() or not f.is_file() or f.stat().st_size > limit:
+            return None
+        return json.loads(f.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def is_own_run(p: Path, kind: str = "run", id_re: re.Pattern = _NEW_ID_RE) -> bool:
+    """Is ``p`` a run the store saved, of ``kind``? A real directory (not a link) holding the store's
+    :data:`RUN_MARKER` (a real file that names this tool and ``kind``), whatever else in it is damaged; or a run
+    saved before the marker existed: a name of the store's id form (``id_re``) and a ``meta.json`` (a real file)
+    that records that very id. Anything else (a user's own folder, whatever files it holds) is not a run: never
+    listed as one, never deleted."""
+    try:
+        if p.is_symlink() or not p.is_dir():
+            return False
+        if os.path.lexists(p / RUN_MARKER):
+            rec = _small_json(p / RUN_MARKER, MAX_MARKER_BYTES)
+            return isinstance(rec, dict) and rec.get("tool") == TOOL and rec.get("kind") == kind
+        if not id_re.match(p.name):
+            return False
+        meta = _small_json(p / META, MAX_META_BYTES)
+        return isinstance(meta, dict) and meta.get("id") == p.name
+    except OSError:
         return False
-    return bool(_NEW_ID_RE.match(p.name)) or any(os.path.lexists(p / f) for f in (META, *RUN_FILES))
+
+
+def _is_run_folder(p: Path) -> bool:
+    """A calibration run the store saved (:func:`is_own_run`)."""
+    return is_own_run(p, "run")
 
 
 def _fallback_ts(p: Path) -> float:
@@ -268,8 +309,8 @@ def _list_entry(p: Path) -> dict | None:
             target = os.readlink(p)
         except OSError:
             target = "?"
-        try:
-            looks = bool(_NEW_ID_RE.match(run_id)) or any(os.path.lexists(p / f) for f in (META, *RUN_FILES))
+        try:  # a link is listed (and removable as a link) only where it takes a run's place: a run's id
+            looks = bool(_NEW_ID_RE.match(run_id))
         except OSError:
             looks = False
         if not looks:

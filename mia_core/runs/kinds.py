@@ -12,8 +12,10 @@ what every kind needs, so no kind keeps its own copy of these rules:
   listed with ``damaged`` (one line: why) and never hides the others;
 * **path**: only ids of the store's own form (``YYYYmmdd-HHMMSS-<6 hex>``) name a folder, so an id never points
   outside the store;
-* **delete**: only a real folder of the store with its ``meta.json`` (what this class wrote); a link or anything
-  else is one ``DataError`` line and nothing is removed.
+* **delete**: only a real folder that holds the store's run marker (``.mia-run.json``: the tool, its version, the
+  kind and the id, written by :meth:`KindStore.save`; ``mia_core.runs.folder.is_own_run``), damaged or not, moved
+  aside in one rename before it is removed; a link, a user's folder (whatever it holds) or anything else is one
+  ``DataError`` line and nothing is removed. A folder the store did not write is not listed either.
 
 The kinds' folder names and words are declared by their audits (``mia_core.audits``: ``Audit.store``); each kind's
 folder holds :data:`MARKER`, so housekeeping (:func:`stores_in`) knows the store's folders without the registry.
@@ -24,14 +26,14 @@ import json
 import math
 import re
 import secrets
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
 from ..errors import DataError
-from .folder import MAX_META_BYTES, _Bad, _fallback_ts, _fmt_ts, _is_num, _kind, _one_line, _read_json, _reason
+from .folder import (MAX_META_BYTES, RUN_MARKER, _Bad, _fallback_ts, _fmt_ts, _is_num, _kind, _one_line, _read_json,
+                     _reason, is_own_run, write_run_marker)
 
 META = "meta.json"
 ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -104,6 +106,18 @@ class KindStore:
                 pass
         return d
 
+    @property
+    def kind(self) -> str:
+        """The kind its run markers name: the folder's name without its ``_``."""
+        return self.subdir.lstrip("_")
+
+    def id_form(self, name: str) -> bool:
+        return bool(ID_RE.match(name))
+
+    def owns(self, p: Path) -> bool:
+        """Is ``p`` a run this store saved (its marker; a run saved before markers: its id form and meta.json)?"""
+        return is_own_run(p, self.kind, ID_RE)
+
     def path(self, run_id: str, root=None) -> Path:
         """The folder of run ``run_id`` (it may not exist); ``DataError`` for an id not of the store's form."""
         if not isinstance(run_id, str) or not ID_RE.match(run_id):
@@ -124,6 +138,7 @@ class KindStore:
         meta = {"id": run_id, **meta, "created": time.strftime("%Y-%m-%d %H:%M", time.localtime(now)),
                 "created_ts": now}
         (tmp / META).write_text(json.dumps(meta, indent=2, default=json_default))
+        write_run_marker(tmp, self.kind, run_id)
         tmp.rename(path)
         return meta
 
@@ -191,7 +206,7 @@ class KindStore:
         out = []
         for p in entries:
             try:
-                if not ID_RE.match(p.name) or p.is_symlink() or not p.is_dir():
+                if not ID_RE.match(p.name) or not self.owns(p):
                     continue
             except OSError:
                 continue
@@ -203,18 +218,17 @@ class KindStore:
         """The folder of a run this store saved (its id's form, a real folder, its ``meta.json``); ``DataError``
         (one line) for anything else."""
         p = self.path(run_id, root)
-        if p.is_symlink() or not p.is_dir() or not (p / META).is_file():
-            raise DataError(f"{p} is not a saved {self.words}: not deleted")
+        if not self.owns(p):
+            raise DataError(f"{p} is not a {self.words} the store saved (it has no {RUN_MARKER}): not deleted, "
+                            "nothing removed")
         return p
 
     def delete(self, run_id: str, root=None) -> None:
         """Delete a run this store saved (:meth:`owned`); nothing else. Links inside it are removed, never
         followed."""
-        p = self.owned(run_id, root)
-        try:
-            shutil.rmtree(p)
-        except OSError as e:
-            raise DataError(f"{self.words} {run_id} could not be deleted completely ({_reason(e)})") from None
+        from .store import remove_aside
+
+        remove_aside(self.owned(run_id, root), f"{self.words} {run_id}", self.owns)
 
 
 def stores_in(runs: Path) -> list[KindStore]:

@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 from ..errors import DataError
 from ..paths import cache_subdir
 from .results import RunResult, check_saved, json_default
-from .folder import (META, _Bad, _blank_meta, _is_run_folder, _list_entry, _one_line, _read_json, _read_meta,
-                     _read_run_files, _reason, _want)
+from .folder import (META, RUN_MARKER, _Bad, _blank_meta, _is_run_folder, _list_entry, _one_line, _read_json,
+                     _read_meta, _read_run_files, _reason, _want, write_run_marker)
 
 if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
     import pandas as pd
@@ -172,6 +172,7 @@ def save_run(result, *, name: str | None = None, data: dict | None = None, root=
     if not name:
         meta["name"] = _unique_name(meta["name"], {m.get("name") for m in existing})
     (tmp / META).write_text(json.dumps(meta, indent=2, default=json_default))
+    write_run_marker(tmp, "run", run_id)
     tmp.rename(path)
     return load_run(run_id, root)
 
@@ -245,9 +246,31 @@ def read_run(path) -> StoredRun:
     return StoredRun.load(p, id=p.name, meta=meta, path=p)
 
 
+def remove_aside(path: Path, shown: str, own) -> None:
+    """Remove the run folder ``path``: first renamed aside in one step (``.<id>.deleting-<hex>``, a name no listing
+    shows), so that an interrupted delete leaves the run whole or gone, then removed (links inside are removed, never
+    followed). Leftovers of an earlier interrupted delete beside it are removed too, where ``own`` (the store's
+    recognition of its runs) says they are runs."""
+    aside = path.with_name(f".{path.name}.deleting-{secrets.token_hex(3)}")
+    try:
+        os.rename(path, aside)
+    except OSError as e:
+        raise DataError(f"{shown} could not be deleted ({_reason(e)}): nothing removed") from None
+    try:
+        shutil.rmtree(aside)
+    except OSError as e:
+        raise DataError(f"{shown} was taken out of the list but not removed completely ({_reason(e)}): what is left "
+                        f"is {aside}") from None
+    for old in path.parent.glob(".*.deleting-*"):
+        if own(old):
+            shutil.rmtree(old, ignore_errors=True)
+
+
 def delete_run(run_id: str, root=None) -> None:
-    """Delete a run of the store: a real run folder inside the runs dir (``DataError`` for anything else).
-    A link in place of a run folder is removed as a link: what it points to is never touched."""
+    """Delete a run of the store: a folder inside the runs dir that the store saved (its marker,
+    :func:`mia_core.runs.folder.is_own_run`), damaged or not; ``DataError`` (one line, nothing removed) for anything
+    else: a user's own folder is never removed, whatever it holds. A link in place of a run folder is removed as a
+    link: what it points to is never touched."""
     path = _run_path(run_id, root)
     if path.is_symlink():
         try:
@@ -258,12 +281,43 @@ def delete_run(run_id: str, root=None) -> None:
     if not path.is_dir():
         raise DataError(f"no run {run_id!r} to delete")
     if path.resolve().parent != runs_dir(root).resolve() or not _is_run_folder(path):
-        raise DataError(f"{run_id} is not a run folder (no meta.json, scores.csv, metrics.json or run.json): "
-                        "not deleted")
+        raise DataError(f"{run_id} is not a run the store saved (it has no {RUN_MARKER}): not deleted, nothing "
+                        "removed")
+    remove_aside(path, f"run {run_id}", _is_run_folder)
+
+
+def foreign_folders(root=None) -> list[str]:
+    """The names of what the runs dir holds that the store did not write (a user's own folders and files): never
+    listed as runs, never deleted; the Runs page says how many there are. The kinds' own folders (``_<kind>``) and
+    the store's temporary and hidden names are not counted; inside a kind's folder, what it did not write is
+    counted as ``_<kind>/<name>``."""
+    from .kinds import MARKER, stores_in
+
+    d = runs_dir(root)
     try:
-        shutil.rmtree(path)  # links inside are removed, never followed
-    except OSError as e:
-        raise DataError(f"run {run_id} could not be deleted completely ({_reason(e)})") from None
+        entries = sorted(d.iterdir())
+        stores = {s.subdir: s for s in stores_in(d)}
+    except OSError:
+        return []
+    out = []
+    for p in entries:
+        if p.name.startswith(".") or p.name.endswith(".tmp"):
+            continue
+        if p.name in stores:
+            s = stores[p.name]
+            try:
+                inner = sorted(p.iterdir())
+            except OSError:
+                continue
+            out += [f"{p.name}/{k.name}" for k in inner if k.name != MARKER and not k.name.startswith(".")
+                    and not k.name.endswith(".tmp") and not (k.is_symlink() and s.id_form(k.name))
+                    and not s.owns(k)]
+        elif p.is_symlink():  # a link in a run's place is listed (as damaged, removable as a link); others are not
+            if _list_entry(p) is None:
+                out.append(p.name)
+        elif not _is_run_folder(p):
+            out.append(p.name)
+    return out
 
 
 def rename_run(run_id: str, name: str, root=None) -> None:

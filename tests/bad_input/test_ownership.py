@@ -46,12 +46,16 @@ def shared_cache(tmp_path, monkeypatch):
     run.mkdir(parents=True)
     (run / "meta.json").write_text(json.dumps({"name": "my saved run"}))
     from mia_core.audits import AUDITS
+    from mia_core.runs.folder import write_run_marker
+
+    write_run_marker(run, "run", run.name)  # what the store writes into its runs (issue 67)
 
     for a in AUDITS.values():  # the other audits' runs (issue 49: one store), each in its store's folder
         if a.store() is not None:
             other = a.store().folder(root / "runs") / "20260102-000000-abcdef"
             other.mkdir()
             (other / "meta.json").write_text(json.dumps({"name": f"a saved {a.name} run"}))
+            write_run_marker(other, a.store().kind, other.name)
     model = root / "models" / "smollm2-0123"
     model.mkdir(parents=True)
     (model / "mia_converted.json").write_text("{}")

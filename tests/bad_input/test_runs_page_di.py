@@ -40,8 +40,11 @@ _DROP = object()
 
 
 def _run(store: Path, run_id: str, meta=None, *, raw: str | None = None, report: str | None = "<html>ok</html>") -> Path:
+    from mia_core.runs.folder import write_run_marker
+
     d = store / run_id
     d.mkdir(parents=True)
+    write_run_marker(d, "dataset_inference", run_id)  # as the store writes it (issue 67: what it may list and delete)
     if raw is not None:
         (d / "meta.json").write_text(raw)
     elif meta is not None:
