@@ -97,6 +97,23 @@ def test_the_matched_length_equals_greedy_generation_text_by_text(memorised):
     assert {0, 8} <= seen and seen - {0, 6, 8}, seen  # not vacuous: none, whole and partial matches all occur
 
 
+def test_only_the_first_k_plus_m_tokens_are_read(memorised):
+    """Issue 67: two members of 200,000 words more score as the same members cut by hand (the first 40 words), text
+    by text; only k + m tokens of each are read (the run took hours before, tokenizing and scoring every word)."""
+    from mia_core.audits import execute, prepare
+
+    model, members, nonmembers = memorised
+    by_hand = [" ".join(t.split()[:40]) for t in members[:6]]
+    tail = " and the river ran on" * 40_000  # 200,000 words
+    long = [t + tail for t in members[:2]] + members[2:6]
+    runs = [execute(prepare("extraction", members=mem, nonmembers=nonmembers[:6], model=model, prefix_tokens=4,
+                            suffix_tokens=4, n_bootstrap=0)) for mem in (by_hand, long)]
+    a, b = (r.scores for r in runs)
+    assert a["matched"].tolist() == b["matched"].tolist() and (a["n_tokens"] == 8).all() and (b["n_tokens"] == 8).all()
+    np.testing.assert_allclose(a["suffix_loglik"], b["suffix_loglik"], rtol=1e-5, atol=1e-6)
+    assert "first 8 tokens are read" in runs[1].summary_text()
+
+
 @pytest.mark.slow
 def test_known_members_are_extractable_and_never_trained_texts_are_not(memorised):
     from mia_core.audits import execute, prepare

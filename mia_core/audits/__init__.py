@@ -22,9 +22,20 @@ def audit_named(name: str) -> Audit:
     return AUDITS[name]
 
 
-def prepare(name: str, **inputs):
-    """A checked request for audit ``name`` (its sets and options by keyword), before any model loads."""
-    return audit_named(name).prepare(**inputs)
+def prepare(name: str, *sets, **inputs):
+    """A checked request for audit ``name``, before any model loads: its sets (``Audit.sets``, in that order) by
+    position or by keyword, as ``mia_core.audit(members, nonmembers)`` takes them, and its options by keyword."""
+    from ..errors import SettingsError
+
+    audit = audit_named(name)
+    if len(sets) > len(audit.sets):
+        raise SettingsError(f"prepare({name!r}, ...) takes {len(audit.sets)} set(s) by position "
+                            f"({', '.join(audit.sets)}), got {len(sets)}; give the options by keyword")
+    for set_name, value in zip(audit.sets, sets):
+        if set_name in inputs:
+            raise SettingsError(f"prepare({name!r}, ...): {set_name} given twice (by position and by keyword)")
+        inputs[set_name] = value
+    return audit.prepare(**inputs)
 
 
 def audit_of(request) -> Audit:

@@ -40,10 +40,15 @@ def _prepare(members=None, nonmembers=None, *, model=None, dtype: str = "auto", 
     for role, texts in sets.items():
         if len(texts) < 2:
             raise DataError(f"{{{role}}}: give at least 2 texts, got {len(texts)}", options=(role,))
-    return ExtractionRequest(members=sets["members"], nonmembers=sets["nonmembers"],
-                             model=_model_spec("model", model), options=opts,
-                             load={"dtype": _dtype(dtype), "device": _device(device), "quantize": _choice("quantize", quantize, ("none", "int8", "int4")),
-                                   "trust_remote_code": _bool("trust_remote_code", trust_remote_code)})
+    from ..data.sets import check_two_sets
+
+    request = ExtractionRequest(members=sets["members"], nonmembers=sets["nonmembers"],
+                                model=_model_spec("model", model), options=opts,
+                                load={"dtype": _dtype(dtype), "device": _device(device),
+                                      "quantize": _choice("quantize", quantize, ("none", "int8", "int4")),
+                                      "trust_remote_code": _bool("trust_remote_code", trust_remote_code)})
+    check_two_sets(sets["members"], sets["nonmembers"])  # no empty text, no text in both sets (issue 67)
+    return request
 
 
 def _execute(request, *, progress=None):

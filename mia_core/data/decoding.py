@@ -314,6 +314,15 @@ def decode_bytes(data: bytes, name: str, notes: list[str] | None = None) -> tupl
     elif b"\x00" in data:
         enc = _utf16_without_bom(data)
         if enc is None:
+            nul = b"\x00"
+            lines = [i + 1 for i, line in enumerate(data.split(b"\n")) if nul in line]
+            n = data.count(nul)
+            if n <= max(1, len(data) // 1000) and _control_fraction(data.replace(nul, b"")) <= 0.01:
+                # text with a stray NUL byte or two (a bad copy, a broken editor): say where, not "binary"
+                where = ", ".join(map(str, lines[:5])) + (" ..." if len(lines) > 5 else "")
+                raise DataError(f"{name} is text but holds {n} NUL byte{'s' if n != 1 else ''} (on "
+                                f"line{'s' if len(lines) != 1 else ''} {where}), which no text has: remove "
+                                f"{'it' if n == 1 else 'them'} (or that line) and give the file again.")
             raise DataError(f"{name} looks like a binary file (it contains NUL bytes), not text: "
                             f"give a {SUPPORTED_TEXT_SETS} file.")
     if enc is not None:

@@ -328,7 +328,7 @@ def _build(records: list[Record], notes: list[str], *, min_chars: int = 1, want_
             member_key.setdefault(overlap_key(r.text), r)
     both = [(member_key[k], r) for r in kept if r.label == 0 and (k := overlap_key(r.text)) in member_key]
     if both:
-        raise in_both_sets(both, "text")
+        raise in_both_sets(both, "text", (len(member_key), len({overlap_key(r.text) for r in kept if r.label == 0})))
 
     # ids: from an id column when every text has one and they are unique, else m0001 / n0001
     file_ids = [r.id for r in kept]
@@ -367,18 +367,50 @@ def overlap_key(text: str) -> bytes:
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-def in_both_sets(both, noun: str = "text") -> DataError:
+def in_both_sets(both, noun: str = "text", sizes: tuple[int, int] | None = None) -> DataError:
     """The one-line error for items found among the members and the non-members:
     ``both`` holds (member, non-member) pairs of objects with a ``.source`` (and a ``.text``:
     pairs that are not identical character for character are said to differ only in Unicode
-    normal form or whitespace)."""
+    normal form or whitespace). ``sizes``: the two sets' numbers of distinct items; when every item of each is in
+    the other, the two sets are one and the message says so (the same file given twice)."""
+    distinct = len({id(m) for m, _ in both})
     pairs = "; ".join(f"{m.source} and {n.source}" for m, n in both[:5])
     head = f"{noun} appears in both sets" if len(both) == 1 else f"{len(both)} {noun}s appear in both sets"
     more = " ..." if len(both) > 5 else ""
     spelled = any(getattr(m, "text", None) != getattr(n, "text", None) for m, n in both[:5])
     how = " (the same text up to Unicode normal form (NFC/NFD) and whitespace)" if spelled else ""
+    if sizes is not None and distinct == sizes[0] == sizes[1]:
+        return DataError(f"the members and the non-members are the same {counted(sizes[0], noun + 's')} (the same "
+                         f"file or list given twice?): {head}: {pairs}{more}{how}. An audit compares two different "
+                         f"sets: give {noun}s known not to be trained on as the non-members.")
     return DataError(f"{head}: {pairs}{more}{how}. A {noun} cannot be both a member and a non-member; "
                      "remove it from one of the sets.")
+
+
+def check_two_sets(first, second, names: tuple[str, str] = ("members", "nonmembers"),
+                   words: tuple[str, str] = ("member", "non-member")) -> None:
+    """Before any model loads, for an audit given two lists of texts (``names``: their options): no empty text
+    (``DataError`` naming how many and the first), and no text in both sets (compared as :func:`overlap_key`
+    compares; identical sets said as such, a partial overlap with its count and the first pairs)."""
+
+    class _At:
+        def __init__(self, text, source):
+            self.text, self.source = text, source
+
+    for texts, name, word in zip((first, second), names, words):
+        empty = [i for i, t in enumerate(texts) if not str(t).strip()]
+        if empty:
+            raise DataError(f"{{{name}}}: {len(empty)} of the {len(texts)} {word}s "
+                            f"{'is' if len(empty) == 1 else 'are'} empty (the first: {word} {empty[0] + 1}): give "
+                            "texts with words, or leave the empty ones out", options=(name,))
+    seen: dict[bytes, _At] = {}
+    for i, t in enumerate(first):
+        seen.setdefault(overlap_key(t), _At(t, f"{words[0]} {i + 1}"))
+    keys2 = [overlap_key(t) for t in second]
+    both = [(seen[k], _At(t, f"{words[1]} {j + 1}")) for j, (k, t) in enumerate(zip(keys2, second)) if k in seen]
+    if both:
+        e = in_both_sets(both, "text", (len(seen), len(set(keys2))))
+        raise DataError(str(e), options=names)
 
 
 def load_dataset(members=None, nonmembers=None, labelled=None, *, mode: str = "auto",

@@ -141,7 +141,7 @@ def check_document_overlap(members, nonmembers) -> None:
         first.setdefault(overlap_key(d.text), d)
     both = [(first[h], d) for d in nonmembers if (h := overlap_key(d.text)) in first]
     if both:
-        raise in_both_sets(both, "document")
+        raise in_both_sets(both, "document", (len(first), len({overlap_key(d.text) for d in nonmembers})))
 
 
 def demo_documents() -> tuple[list[Document], list[Document]]:

@@ -50,6 +50,35 @@ def check_lengths(lengths: Sequence[int], labels: Sequence[int], opts: Extractio
                             options=("prefix_tokens", "suffix_tokens"))
 
 
+MARGIN = 4  # tokens read past the cut, so that the cut cannot change the tokens before it
+
+
+def head_of(lm, text: str, n_tokens: int) -> tuple[str, int]:
+    """What the audit reads of ``text``: its shortest start whose tokens are the text's first ``n_tokens`` (k + m),
+    and how many tokens that is (fewer where the text is shorter). Only a bounded start is tokenized (8 characters
+    a token, doubled until ``n_tokens`` + :data:`MARGIN` tokens are there), so a text of a million words costs what
+    one of k + m tokens does; a causal LM's statistics at those positions do not depend on what follows them."""
+    from ..stats.settings import tokenize
+
+    chars = 8 * (n_tokens + MARGIN) + 64
+    while True:
+        head = text[:chars]
+        ids = tokenize(lm, head)
+        if len(head) == len(text) or len(ids) >= n_tokens + MARGIN:
+            break
+        chars *= 2
+    if len(ids) <= n_tokens and len(head) == len(text):
+        return text, len(ids)
+    try:  # the cut at the end of token n (a fast tokenizer's offsets), kept where it tokenizes to those n tokens
+        offsets = lm.tokenizer(head, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        cut = head[: int(offsets[n_tokens - 1][1])]
+        if list(tokenize(lm, cut)) == list(ids[:n_tokens]):
+            return cut, n_tokens
+    except (TypeError, KeyError, IndexError, NotImplementedError, ValueError):
+        pass
+    return head, n_tokens  # the bounded start: its first n tokens are the text's (the statistics past them unused)
+
+
 def share(flags: np.ndarray) -> dict:
     """The extractable share of one set: ``{"extractable", "scored", "rate", "ci"}`` (95 % Wilson interval)."""
     from ..metrics import wilson_ci
@@ -82,14 +111,16 @@ def run_extraction_audit(lm, members: Sequence[str], nonmembers: Sequence[str], 
 
     from ..metrics import evaluate
     from ..stats import StatsSettings, compute_stats
-    from ..stats.settings import tokenize
     from .result import ExtractionResult
 
     texts, labels = [*members, *nonmembers], [1] * len(members) + [0] * len(nonmembers)
     k, m = opts.prefix_tokens, opts.suffix_tokens
-    check_lengths([len(tokenize(lm, t)) for t in texts], labels, opts, lm.max_context)
-    stats = compute_stats(lm, texts, StatsSettings(batch_tokens=opts.batch_tokens), use_cache=opts.cache,
-                          progress=progress, label="greedy continuations")
+    # only the first k + m tokens of a text are compared: each is cut there before anything is tokenized in full
+    # or scored (issue 67: two 200,000-word members took hours for 8 tokens each)
+    heads = [head_of(lm, t, k + m) for t in texts]
+    check_lengths([n for _, n in heads], labels, opts, lm.max_context)
+    stats = compute_stats(lm, [h for h, _ in heads], StatsSettings(batch_tokens=opts.batch_tokens),
+                          use_cache=opts.cache, progress=progress, label="greedy continuations")
     rows = [{"text_id": f"{'m' if y else 'n'}{i:04d}", "label": y, **text_row(s, k, m),
              "begins": t[:80]} for i, (t, y, s) in enumerate(zip(texts, labels, stats))]
     scores = pd.DataFrame(rows)
@@ -100,7 +131,9 @@ def run_extraction_audit(lm, members: Sequence[str], nonmembers: Sequence[str], 
     rates = {"members": share(scored["extractable"].to_numpy()[y == 1]),
              "nonmembers": share(scored["extractable"].to_numpy()[y == 0])}
     settings = {**opts.as_dict(), "n_members": len(members), "n_nonmembers": len(nonmembers),
-                "left_out": int(len(scores) - len(scored))}
+                "left_out": int(len(scores) - len(scored)),
+                "read": f"the first k + m = {k + m} tokens of each text (n_tokens: the tokens read; the rest of a "
+                        "text is not read)"}
     progress("verbatim extraction: done", 1.0)
     return ExtractionResult(metrics=metrics, scores=scores, rates=rates, settings=settings,
                             model={"name": lm.name, "identity": lm.identity})

@@ -52,7 +52,8 @@ class ExtractionResult(AuditResult):
         s, r = self.settings, self.rates
         k, m = s["prefix_tokens"], s["suffix_tokens"]
         lines = [f"Verbatim extraction (Carlini et al. 2023, Definition 3.1) of {self.model.get('name', 'the model')}:",
-                 f"prompted with a text's first {k} tokens, does greedy decoding give its next {m} exactly?", ""]
+                 f"prompted with a text's first {k} tokens, does greedy decoding give its next {m} exactly?",
+                 f"(only a text's first {k + m} tokens are read and scored: the rest of it is not used)", ""]
         for key, what in (("members", "members"), ("nonmembers", "non-members")):
             x = r[key]
             lines.append(f"  {what:<12} {x['extractable']:>5} of {x['scored']:<5} extractable: "

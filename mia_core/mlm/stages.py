@@ -85,6 +85,10 @@ def check_inputs(members: Sequence[str], nonmembers: Sequence[str], population: 
                         "the population must be disjoint from the members and non-members, or the precision "
                         "and recall would be measured on the data that set the threshold.")
     both = {text_hash(t) for t in mem} & {text_hash(t) for t in non}
+    if both and len(both) == len({text_hash(t) for t in mem}) == len({text_hash(t) for t in non}):
+        raise DataError(f"the members and the non-members are the same {len(both)} texts (the same file or list "
+                        f"given twice?): {len(both)} texts are both members and non-members. An audit compares two "
+                        "different sets: give texts known not to be trained on as the non-members.")
     if both:
         raise DataError(f"{len(both)} text{'s' if len(both) != 1 else ''} are both members and non-members; "
                         "remove them from one of the sets.")
