@@ -285,17 +285,24 @@ def test_saved_runs_are_listed_and_only_ours_deleted(tmp_path):
                                           "verdict_reason": "shift", "blind_auc": 0.9, "p_value": None},
                                  scores=pd.DataFrame({"text_id": ["s0001"], "set": ["suspect"]}))
     meta = store.save(res, root=tmp_path)
-    (store.store_dir(tmp_path) / "20260101-000000-abcdef").mkdir()  # a folder without meta.json
+    broken = store.save(res, root=tmp_path)
+    (store.store_dir(tmp_path) / broken["id"] / "meta.json").unlink()  # a run of ours, damaged: its marker intact
+    mine = store.store_dir(tmp_path) / "20260101-000000-abcdef"  # a folder of the id form the store did not write
+    mine.mkdir()
+    (mine / "notes.txt").write_text("mine")
     listed = store.list_runs(tmp_path)
-    assert listed[0]["id"] == meta["id"] and listed[0]["verdict"] == "refused"
-    assert any(m.get("damaged") for m in listed)
+    assert {m["id"] for m in listed} == {meta["id"], broken["id"]}  # the user's folder is not a run
+    assert [m["id"] for m in listed if m.get("damaged")] == [broken["id"]]
+    assert next(m for m in listed if m["id"] == meta["id"])["verdict"] == "refused"
     assert store.load_summary(meta["id"], tmp_path)["verdict"] == "refused"
-    with pytest.raises(DataError, match="not a saved"):
+    with pytest.raises(DataError, match="not a .* the store saved"):
         store.delete("20260101-000000-abcdef", tmp_path)
+    assert (mine / "notes.txt").read_text() == "mine"
     with pytest.raises(DataError, match="not a dataset-inference run id"):
         store.delete("../../etc", tmp_path)
+    store.delete(broken["id"], tmp_path)  # damaged, still ours: deletable
     store.delete(meta["id"], tmp_path)
-    assert [m["id"] for m in store.list_runs(tmp_path)] == ["20260101-000000-abcdef"]
+    assert store.list_runs(tmp_path) == [] and (mine / "notes.txt").exists()
     from mia_core import runs
 
     assert runs.list_runs(tmp_path) == []  # the calibration runs' listing does not see these

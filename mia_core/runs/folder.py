@@ -20,12 +20,16 @@ import json
 import math
 import os
 import re
+import secrets
+import shutil
 import stat
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .results import RUN_FILES, read_csv
+
+RUNS_ENV = "MIA_RUNS_DIR"
 
 if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
     import pandas as pd
@@ -461,3 +465,38 @@ def _read_run_files(path: Path) -> tuple[pd.DataFrame, dict, dict]:
     run = _read_json(path, "run.json") if os.path.lexists(path / "run.json") else {}
     _check_run(run)
     return _read_scores(path, metrics), metrics, run
+
+def runs_dir(root: str | Path | None = None) -> Path:
+    """The folder holding the runs (created if missing)."""
+    from ..paths import cache_subdir
+
+    if root is not None:
+        p = Path(root).expanduser()
+    elif os.environ.get(RUNS_ENV):
+        p = Path(os.environ[RUNS_ENV]).expanduser()
+    else:
+        return cache_subdir("runs")
+    p.mkdir(parents=True, exist_ok=True)
+    return p
+
+
+def remove_aside(path: Path, shown: str, own) -> None:
+    """Remove the run folder ``path``: first renamed aside in one step (``.<id>.deleting-<hex>``, a name no listing
+    shows), so that an interrupted delete leaves the run whole or gone, then removed (links inside are removed, never
+    followed). Leftovers of an earlier interrupted delete beside it are removed too, where ``own`` (the store's
+    recognition of its runs) says they are runs."""
+    from ..errors import DataError
+
+    aside = path.with_name(f".{path.name}.deleting-{secrets.token_hex(3)}")
+    try:
+        os.rename(path, aside)
+    except OSError as e:
+        raise DataError(f"{shown} could not be deleted ({_reason(e)}): nothing removed") from None
+    try:
+        shutil.rmtree(aside)
+    except OSError as e:
+        raise DataError(f"{shown} was taken out of the list but not removed completely ({_reason(e)}): what is left "
+                        f"is {aside}") from None
+    for old in path.parent.glob(".*.deleting-*"):
+        if own(old):
+            shutil.rmtree(old, ignore_errors=True)

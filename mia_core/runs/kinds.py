@@ -33,7 +33,7 @@ from typing import Callable
 
 from ..errors import DataError
 from .folder import (MAX_META_BYTES, RUN_MARKER, _Bad, _fallback_ts, _fmt_ts, _is_num, _kind, _one_line, _read_json,
-                     _reason, is_own_run, write_run_marker)
+                     _reason, is_own_run, remove_aside, runs_dir, write_run_marker)
 
 META = "meta.json"
 ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -94,8 +94,6 @@ class KindStore:
 
     def folder(self, root=None) -> Path:
         """``<runs dir>/<subdir>`` (created if missing, with its :data:`MARKER`: the store's words)."""
-        from .store import runs_dir
-
         d = runs_dir(root) / self.subdir
         d.mkdir(parents=True, exist_ok=True)
         marker = d / MARKER
@@ -112,6 +110,7 @@ class KindStore:
         return self.subdir.lstrip("_")
 
     def id_form(self, name: str) -> bool:
+        """Is ``name`` of the form the store gives its runs' folders (``YYYYmmdd-HHMMSS-<hex>``)?"""
         return bool(ID_RE.match(name))
 
     def owns(self, p: Path) -> bool:
@@ -226,8 +225,6 @@ class KindStore:
     def delete(self, run_id: str, root=None) -> None:
         """Delete a run this store saved (:meth:`owned`); nothing else. Links inside it are removed, never
         followed."""
-        from .store import remove_aside
-
         remove_aside(self.owned(run_id, root), f"{self.words} {run_id}", self.owns)
 
 

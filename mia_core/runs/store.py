@@ -8,7 +8,6 @@ import json
 import os
 import re
 import secrets
-import shutil
 import time
 from contextlib import contextmanager
 from dataclasses import KW_ONLY, dataclass, field
@@ -16,29 +15,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DataError
-from ..paths import cache_subdir
 from .results import RunResult, check_saved, json_default
 from .folder import (META, RUN_MARKER, _Bad, _blank_meta, _is_run_folder, _list_entry, _one_line, _read_json,
                      _read_meta, _read_run_files, _reason, _want, write_run_marker)
+from .folder import RUNS_ENV, remove_aside, runs_dir  # noqa: F401  (their home is folder.py; the store's names)
 
 if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
     import pandas as pd
 
-RUNS_ENV = "MIA_RUNS_DIR"
 META_VERSION = 1
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,80}$")
 
 
-def runs_dir(root: str | Path | None = None) -> Path:
-    """The folder holding the runs (created if missing)."""
-    if root is not None:
-        p = Path(root).expanduser()
-    elif os.environ.get(RUNS_ENV):
-        p = Path(os.environ[RUNS_ENV]).expanduser()
-    else:
-        return cache_subdir("runs")
-    p.mkdir(parents=True, exist_ok=True)
-    return p
 
 
 def _run_path(run_id: str, root=None) -> Path:
@@ -246,24 +234,6 @@ def read_run(path) -> StoredRun:
     return StoredRun.load(p, id=p.name, meta=meta, path=p)
 
 
-def remove_aside(path: Path, shown: str, own) -> None:
-    """Remove the run folder ``path``: first renamed aside in one step (``.<id>.deleting-<hex>``, a name no listing
-    shows), so that an interrupted delete leaves the run whole or gone, then removed (links inside are removed, never
-    followed). Leftovers of an earlier interrupted delete beside it are removed too, where ``own`` (the store's
-    recognition of its runs) says they are runs."""
-    aside = path.with_name(f".{path.name}.deleting-{secrets.token_hex(3)}")
-    try:
-        os.rename(path, aside)
-    except OSError as e:
-        raise DataError(f"{shown} could not be deleted ({_reason(e)}): nothing removed") from None
-    try:
-        shutil.rmtree(aside)
-    except OSError as e:
-        raise DataError(f"{shown} was taken out of the list but not removed completely ({_reason(e)}): what is left "
-                        f"is {aside}") from None
-    for old in path.parent.glob(".*.deleting-*"):
-        if own(old):
-            shutil.rmtree(old, ignore_errors=True)
 
 
 def delete_run(run_id: str, root=None) -> None:

@@ -10,7 +10,6 @@ Runs are built by hand from synthetic scores (no model).
 from __future__ import annotations
 
 import json
-import os
 
 import numpy as np
 import pandas as pd
