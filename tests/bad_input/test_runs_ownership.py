@@ -122,7 +122,7 @@ def test_a_damaged_run_and_a_run_saved_before_the_marker_are_deletable(store):
 def test_an_interrupted_delete_leaves_the_run_whole_or_gone(store, monkeypatch):
     """The run is renamed aside in one step before anything is removed: the listing never shows half a run, and
     the next delete removes what an interrupted one left (only where it is the store's)."""
-    import mia_core.runs.store as S
+    import mia_core.runs.folder as S  # where remove_aside lives
 
     a, b = _save("a", 1), _save("b", 2)
     real = S.shutil.rmtree
