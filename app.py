@@ -30,7 +30,8 @@ warmup.start(functools.partial(warm_defaults, model_store()))
 ROOT = Path(__file__).resolve().parent
 ICONS = {"Inspect_a_text": ":material/manage_search:", "Calibration_run": ":material/monitoring:", "Document_audit": ":material/menu_book:", "Masked_LM_audit": ":material/theater_comedy:",
          "Runs": ":material/folder_open:", "Controlled_experiment": ":material/science:",
-         "Dataset_inference": ":material/dataset:", "Verbatim_extraction": ":material/content_copy:"}
+         "Dataset_inference": ":material/dataset:", "Verbatim_extraction": ":material/content_copy:",
+         "Copyright_traps": ":material/pest_control:"}
 
 
 def home() -> None:

@@ -15,6 +15,7 @@ from mia_core.errors import in_words
 LABELS = {
     # the sidebar (dashboard/sidebar.py)
     "model": "Target model",
+    "documents": "Your documents",
     "reference": "the sidebar's Reference model",
     "dtype": "the sidebar's dtype",
     "quantize": "the sidebar's Quantisation (target)",
@@ -93,7 +94,7 @@ def _audit_options() -> dict[str, str]:
 
     out = {}
     for a in AUDITS.values():
-        for n in (*a.options().declared(), *a.sets):
+        for n in (*a.options().declared(), *a.sets, *(n for o in a.steps().values() for n in o.declared())):
             out[n] = words(n)
     return out
 

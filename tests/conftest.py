@@ -107,8 +107,9 @@ GROUPS = {
              "tests/test_di_real_nulls.py"),
     "browser-walk": ("tests/test_browser.py::test_inspect_and_calibration_in_a_browser",),
     "browser-newcomer": ("tests/test_browser.py::test_a_newcomers_first_hour_shows_the_numbers_a_cold_cli_run_gives",),
-    # both train the memorised tiny Llama (the session fixture memorised_llama): once, on one worker
-    "memorised": ("tests/test_audit_contract.py", "tests/test_extraction.py"),
+    # they train the memorised tiny Llama (the session fixture memorised_llama): once, on one worker
+    "memorised": ("tests/test_audit_contract.py", "tests/test_extraction.py",
+                  "tests/test_traps.py::test_the_page_refuses_in_one_line_and_tests_a_record"),
 }
 DURATIONS = Path(__file__).with_name("durations.json")
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from .base import AUDITS, Audit, Known, register
 
 # Each module registers its audit; the order of these imports is the registry's order.
-from . import run, documents, masked_lm, dataset_inference, extraction  # noqa: E402,F401,I001
+from . import run, documents, masked_lm, dataset_inference, extraction, traps  # noqa: E402,F401,I001
 
 
 def audit_named(name: str) -> Audit:

@@ -74,6 +74,7 @@ class Audit:
     describe: Callable = field(default=lambda result: {})  # (result) -> meta.json's name, model, data, headline...
     figures: Callable = field(default=lambda result: {})  # (result) -> {figure in words: number}, for comparing runs
     keep: Callable = field(default=lambda result, folder: result.save(folder))  # (result, folder): what the store keeps
+    steps: Callable = field(default=lambda: {})  # () -> {step: Options class} of the steps before it (traps: make, insert)
 
 
 AUDITS: dict[str, Audit] = {}

@@ -12,6 +12,7 @@ and sets ``func`` (called with the parsed namespace; returns an exit code):
 * ``documents``       (:mod:`.documents`) document-level membership inference (Meeus et al. 2024)
 * ``mlm``             (:mod:`.mlm`)       masked-LM likelihood ratio (Mireshghallah et al. 2022)
 * ``shift``           (:mod:`.shift`)     member/non-member distribution shift, no model
+* ``traps``           (:mod:`.traps`)     copyright traps: make, insert, test (Meeus et al. 2024)
 * every other registered audit (``mia_core.audits``), e.g. ``extraction``: made from its declaration
   (:mod:`.audit_command`)
 
@@ -32,11 +33,11 @@ import sys
 from ..version import __version__
 from ..attacks import REGISTRY
 from ..errors import MiaError, safe_text
-from . import audit_command, cache, documents, infer, mlm, run, shift, target
+from . import audit_command, cache, documents, infer, mlm, run, shift, target, traps
 from .common import Parser, _isatty, engine_session
 from .quiet import memory_hint, quiet_output
 
-COMMANDS = (run, infer, cache, target, documents, mlm, shift)  # in --help order
+COMMANDS = (run, infer, cache, target, documents, mlm, shift, traps)  # in --help order
 
 
 def build_parser() -> argparse.ArgumentParser:

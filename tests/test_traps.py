@@ -1,0 +1,267 @@
+"""Copyright traps (issue 68): the sealed record, the coin flip, the exact test, the planting, the audit.
+
+The test's validity is checked by simulation under several nulls (scores that depend on the bucket, ties, heavy
+tails: the share of p < 0.05 inside the binomial 99.9 % interval around 5 %), the exact enumeration against brute
+force, and end to end on real models: a random tiny Llama as generator and as a model that never saw the traps
+(not shown), the memorised Llama on its members sealed as inserted traps (found; the audit contract covers that).
+The power table and the placebo runs on the embedded model are ``benchmarks/traps.py``'s (docs/traps.md).
+"""
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.stats import binom
+
+from helpers import mia
+from mia_core.errors import DataError
+from mia_core.traps.known import record_of
+from mia_core.traps.permutation import exposure, holm, stratified_rank_test
+from mia_core.traps.record import assign, canonical, read_record, seal_of, split_seeds
+
+WORDS = ("the river ran past a mill where an old man kept bees and a young dog that barked at every cart on the "
+         "road to town").split()
+
+
+def _documents(folder: Path, n: int = 4, words: int = 300, seed: int = 0) -> Path:
+    rng = np.random.default_rng(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(n):
+        (folder / f"doc{i}.txt").write_text(" ".join(rng.choice(WORDS, words)) + "\n", encoding="utf-8")
+    return folder
+
+
+def _traps(n: int, seed: int = 1) -> list[str]:
+    rng = np.random.default_rng(seed)
+    letters = list("abcdefghijklmnopqrstuvwxyz")
+    return [" ".join("".join(rng.choice(letters, 6)) for _ in range(14)) for _ in range(n)]
+
+
+# ------------------------------------------------------------------------------------------------ the test
+def _null_share(make_scores, n_sims=400, n_buckets=5, per=8, permutations=999, seed=0):
+    rng = np.random.default_rng(seed)
+    strata = np.repeat(np.arange(n_buckets), per)
+    hits = 0
+    for i in range(n_sims):
+        group, _ = assign(strata.tolist(), (1,), int(rng.integers(2**31)))
+        s = make_scores(rng, strata)
+        p = stratified_rank_test(s, np.array(group) == "inserted", strata, permutations=permutations, seed=i)["p_value"]
+        hits += p < 0.05
+    return hits, n_sims
+
+
+@pytest.mark.parametrize("null", ["bucket_shift", "ties", "heavy_tails"])
+def test_the_false_positive_rate_is_at_most_alpha_under_each_null(null):
+    makers = {"bucket_shift": lambda rng, st: rng.normal(size=len(st)) + 3 * st,  # buckets differ a lot
+              "ties": lambda rng, st: rng.integers(0, 3, len(st)).astype(float),  # many ties
+              "heavy_tails": lambda rng, st: rng.standard_cauchy(len(st)) * (1 + st)}
+    hits, n = _null_share(makers[null])
+    lo, hi = binom.ppf([0.0005, 0.9995], n, 0.05)
+    assert hits <= hi, (null, hits, n)  # never above: the test is exact or conservative (ties)
+    if null != "ties":
+        assert lo <= hits, (null, hits, n)  # continuous scores: not conservative either
+
+
+def test_exact_enumeration_equals_brute_force_and_a_shift_is_found():
+    rng = np.random.default_rng(3)
+    strata = np.array([0] * 6 + [1] * 4)
+    treated = np.array([1, 1, 1, 0, 0, 0, 1, 1, 0, 0], bool)
+    s = rng.normal(size=10) + treated
+    got = stratified_rank_test(s, treated, strata, permutations=10_000)
+    from scipy.stats import rankdata
+
+    r = rankdata(s)
+    obs = r[treated].sum()
+    sums = [r[list(a)].sum() + r[[6 + j for j in b]].sum() for a in itertools.combinations(range(6), 3)
+            for b in itertools.combinations(range(4), 2)]
+    assert got["method"] == "exact" and got["n_assignments"] == 120
+    assert got["p_value"] == pytest.approx(np.mean(np.array(sums) >= obs - 1e-9))
+    big = np.r_[rng.normal(2, 1, 60), rng.normal(0, 1, 60)]
+    t = np.r_[np.ones(60, bool), np.zeros(60, bool)]
+    res = stratified_rank_test(big, t, np.tile(np.arange(6), 20), permutations=9_999, seed=1)
+    assert res["method"] == "monte carlo" and res["p_value"] == pytest.approx(1 / 10_000)  # the floor
+
+
+def test_holm_and_exposure():
+    assert holm({"1": 0.01, "10": 0.04, "3": 0.03}) == {"1": 0.03, "3": 0.06, "10": 0.06}
+    ex = exposure([10.0, -10.0], np.arange(7.0))
+    assert ex[0] == pytest.approx(3.0) and ex[1] == pytest.approx(0.0)
+
+
+# ------------------------------------------------------------------------------------------------ the record
+def test_the_split_is_a_stratified_half_with_levels_round_robin():
+    buckets = [0] * 9 + [1] * 10 + [2] * 11
+    group, copies = assign(buckets, (1, 3, 10), split_seeds(5)["split"])
+    g, c, b = np.array(group), np.array(copies), np.array(buckets)
+    for k in range(3):
+        n_in = int((g[b == k] == "inserted").sum())
+        assert abs(n_in - (b == k).sum() / 2) <= 0.5
+        levels = c[(b == k) & (g == "inserted")]
+        assert np.bincount(levels)[[1, 3, 10]].max() - np.bincount(levels)[[1, 3, 10]].min() <= 1
+    assert (c[g == "held_out"] == 0).all()
+    other, _ = assign(buckets, (1, 3, 10), split_seeds(6)["split"])
+    assert other != group  # another seed, another split
+    assert split_seeds(5) == split_seeds(5) and split_seeds(5)["sampling"] != split_seeds(5)["split"]
+
+
+def test_an_edited_record_is_refused_in_one_line(tmp_path):
+    seal = record_of(_traps(3), _traps(3, seed=2), tmp_path / "r")
+    rec = read_record(tmp_path / "r")
+    assert rec["seal"] == seal == seal_of(rec["sealed"]) and len(seal) == 64
+    assert canonical({"b": 1, "a": "é"}) == '{"a":"é","b":1}'.encode()
+    assert (tmp_path / "r" / "record.json").stat().st_mode & 0o077 == 0  # private
+    raw = json.loads((tmp_path / "r" / "record.json").read_text())
+    raw["sealed"]["traps"][0]["group"] = "held_out"  # one trap moved to the other side
+    (tmp_path / "r" / "record.json").write_text(json.dumps(raw))
+    with pytest.raises(DataError, match="do not match its seal") as e:
+        read_record(tmp_path / "r")
+    assert "\n" not in str(e.value)
+    (tmp_path / "x").mkdir()
+    (tmp_path / "x" / "record.json").write_text("{}")
+    with pytest.raises(DataError, match="not a traps record"):
+        read_record(tmp_path / "x")
+
+
+# ------------------------------------------------------------------------------------------------ planting
+def test_insert_places_every_copy_and_no_held_out_trap(tmp_path):
+    from mia_core.traps.insert import SPANS
+
+    inserted, held = _traps(6), _traps(6, seed=9)
+    record_of(inserted, held, tmp_path / "r", copies=3)
+    docs = _documents(tmp_path / "docs")
+    r = mia("traps", "insert", "--traps", tmp_path / "r", "--documents", docs, "--out", tmp_path / "out", "--seed", 1)
+    assert r.returncode == 0, r.stderr
+    assert "placed 18 copies of 6 traps in 4 documents" in r.stdout
+    written = [p.read_text() for p in sorted((tmp_path / "out").glob("*.txt"))]
+    assert len(written) == 4
+    for t in inserted:
+        assert sum(w.count(t) for w in written) == 3
+        assert max(w.count(t) for w in written) == 1  # one copy per document, there being four
+    assert not any(t in w for t in held for w in written)
+    spans = json.loads((tmp_path / "out" / SPANS).read_text())["spans"]
+    for name, sp in spans.items():
+        text = (tmp_path / "out" / name).read_text()
+        assert sorted(text[a:b] for a, b in sp) == sorted(t for t in inserted if t in text)
+        assert all(text[a - 1] == " " for a, _ in sp)  # at a word boundary
+    for p in sorted(docs.glob("*.txt")):  # the originals untouched
+        assert not any(t in p.read_text() for t in inserted)
+    log = read_record(tmp_path / "r")["insertions"]
+    assert len(log) == 1 and log[0]["copies"] == 18 and len(log[0]["files"]) == 4 and log[0]["leaks"] == []
+
+
+def test_insert_refuses_short_documents_a_folder_inside_and_warns_of_a_leak(tmp_path):
+    inserted, held = _traps(4), _traps(4, seed=9)
+    record_of(inserted, held, tmp_path / "r", copies=100)
+    docs = _documents(tmp_path / "docs", n=2, words=50)
+    r = mia("traps", "insert", "--traps", tmp_path / "r", "--documents", docs, "--out", tmp_path / "out")
+    assert r.returncode == 2 and "word boundaries in all" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    r = mia("traps", "insert", "--traps", tmp_path / "r", "--documents", docs, "--out", docs / "marked")
+    assert r.returncode == 2 and "inside the documents' folder" in r.stderr
+    record_of(inserted, held, tmp_path / "r2", copies=1)
+    (docs / "doc0.txt").write_text((docs / "doc0.txt").read_text() + " " + held[0] + "\n")
+    r = mia("traps", "insert", "--traps", tmp_path / "r2", "--documents", docs, "--out", tmp_path / "out2")
+    assert r.returncode == 0 and "held-out trap(s) are already in the documents" in r.stderr
+    assert read_record(tmp_path / "r2")["insertions"][0]["leaks"] == ["t0005"]
+
+
+def test_training_pieces_never_cut_a_copy(tiny_lm):
+    from mia_core.traps.insert import place, training_pieces
+
+    text = " ".join(WORDS * 20)
+    trap = ("zq xv " * 8).strip()
+    bounds = [i for i, c in enumerate(text) if c == " "]
+    spots = [(b, "t") for b in (bounds[10], bounds[100], bounds[200])]
+    new, spans = place(text, spots, {"t": trap})
+    pieces = training_pieces(new, [s[:2] for s in spans], tiny_lm.tokenizer, 64)
+    assert "".join(pieces) == new.lstrip() or "".join(pieces) == new
+    assert sum(p.count(trap) for p in pieces) == 3
+    assert all(len(tiny_lm.tokenizer(p, add_special_tokens=False)["input_ids"]) <= 66 for p in pieces)
+    with pytest.raises(DataError, match="no place to cut outside a trap copy"):  # a copy longer than a window
+        training_pieces(new, [s[:2] for s in spans], tiny_lm.tokenizer, 8)
+
+
+# ------------------------------------------------------------------------------------------------ end to end
+@pytest.mark.slow
+def test_make_insert_test_on_a_model_that_never_saw_them(tmp_path, tiny_llama):
+    """A random tiny Llama generates, seals, plants; the same model never trained on the documents: not shown, and
+    the record's test is what ran. An edited record is then refused."""
+    rec = tmp_path / "traps"
+    r = mia("traps", "make", "--model", tiny_llama, "--count", 12, "--tokens", 12, "--buckets", 1,
+            "--min-perplexity", 1, "--max-perplexity", 1e6, "--seed", 4, "--batch-size", 16, "--permutations", 999,
+            "--out", rec)
+    assert r.returncode == 0, r.stderr
+    assert "made 12 traps of 12 tokens" in r.stdout and "seal: SHA-256 " in r.stdout
+    sealed = read_record(rec)["sealed"]
+    assert {t["group"] for t in sealed["traps"]} == {"inserted", "held_out"}
+    assert sealed["test"]["permutations"] == 999 and sealed["generator"]["weights_sha256"]
+    assert all(len(t["token_ids"]) == 12 for t in sealed["traps"])
+    docs = _documents(tmp_path / "docs")
+    assert mia("traps", "insert", "--traps", rec, "--documents", docs, "--out", tmp_path / "marked").returncode == 0
+    r = mia("traps", "test", "--traps", rec, "--model", tiny_llama, "--reference", "none", "--n-bootstrap", 50,
+            "--out", tmp_path / "res")
+    assert r.returncode == 0, r.stderr
+    got = json.loads((tmp_path / "res" / "traps.json").read_text())
+    assert got["verdict"] == "not_shown" and 0 < got["p_value"] <= 1 and "auc" in got
+    assert "Copyright traps" in r.stdout and "exact" in r.stdout
+    # the generator as its own reference: every score 0, refused with the way out
+    r = mia("traps", "test", "--traps", rec, "--model", tiny_llama)
+    assert r.returncode == 2 and "its own reference" in r.stderr and "--reference none" in r.stderr
+    raw = json.loads((rec / "record.json").read_text())
+    raw["sealed"]["test"]["alpha"] = 0.5
+    (rec / "record.json").write_text(json.dumps(raw))
+    r = mia("traps", "test", "--traps", rec, "--model", tiny_llama, "--reference", "none")
+    assert r.returncode == 2 and "do not match its seal" in r.stderr
+
+
+def test_bad_make_options_are_one_line_before_any_model_loads(tmp_path, monkeypatch):
+    from helpers import stop_model_loads
+
+    stop_model_loads(monkeypatch)
+    for args, words in ((("--count", 3), "--count"), (("--repetitions", "1,1"), "--repetitions"),
+                        (("--temperatures", "0,1"), "temperature"), (("--tokens", 2), "--tokens")):
+        r = mia("traps", "make", *args, "--out", tmp_path / "o")
+        assert r.returncode == 2 and words in r.stderr and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    r = mia("traps", "test", "--traps", tmp_path / "nothing", "--reference", "none")
+    assert r.returncode == 2 and "no traps record there" in r.stderr
+
+
+# ------------------------------------------------------------------------------------------------ the page
+@pytest.mark.slow
+def test_the_page_refuses_in_one_line_and_tests_a_record(tmp_path, memorised_llama):
+    """The Copyright traps page: the steps without their inputs say so in one line; the test step on a sealed
+    record of known groups (the memorised Llama's members as the inserted traps) shows the verdict, the figures and
+    the three plots."""
+    import time
+
+    pytest.importorskip("streamlit")
+    from streamlit.testing.v1 import AppTest
+
+    root = Path(__file__).resolve().parent.parent
+    at = AppTest.from_file(str(root / "app.py"), default_timeout=120)
+    at.session_state["mp_target"] = "custom"
+    at.session_state["mp_target_custom"] = memorised_llama["folder"]
+    at.switch_page("pages/9_Copyright_traps.py")
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.title[0].value == "Copyright traps"
+    at.button(key="go_traps_insert").click().run()
+    assert any("make the traps above or upload a record.json" in e.value for e in at.error), [e.value for e in at.error]
+    record_of(memorised_llama["members"], memorised_llama["nonmembers"], tmp_path / "r", permutations=999)
+    at.session_state["traps_record"] = str(tmp_path / "r")
+    at.run()
+    at.radio(key="traps_test_rec").set_value("session")
+    at.radio(key="traps_reference").set_value("none").run()
+    at.button(key="go_traps_test").click().run()
+    t0 = time.time()
+    while not any(m.label == "p-value" for m in at.metric):
+        assert not at.exception, [e.value for e in at.exception]
+        assert not [e for e in at.error if "make the traps above" not in e.value], [e.value for e in at.error]
+        assert time.time() - t0 < 300, "the test step did not finish"
+        time.sleep(0.5)
+        at.run()
+    assert any("Trained on the traps" in s.value for s in at.success), [s.value for s in at.success]
+    assert len(at.get("plotly_chart")) == 3
