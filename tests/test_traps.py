@@ -265,3 +265,19 @@ def test_the_page_refuses_in_one_line_and_tests_a_record(tmp_path, memorised_lla
         at.run()
     assert any("Trained on the traps" in s.value for s in at.success), [s.value for s in at.success]
     assert len(at.get("plotly_chart")) == 3
+
+
+@pytest.mark.slow
+def test_make_target_trains_on_marked_documents_without_cutting_a_copy(tmp_path, tiny_llama):
+    inserted, held = _traps(4), _traps(4, seed=9)
+    record_of(inserted, held, tmp_path / "r", copies=2)
+    docs = _documents(tmp_path / "docs", n=3, words=200)
+    assert mia("traps", "insert", "--traps", tmp_path / "r", "--documents", docs, "--out", tmp_path / "m").returncode == 0
+    from mia_core.audits.traps import training_texts
+
+    pieces, said = training_texts(tmp_path / "m", tiny_llama, 96)
+    assert sum(p.count(t) for p in pieces for t in inserted) == 8 and "none cutting a copy" in said
+    r = mia("make-target", "--members", tmp_path / "m", "--base", tiny_llama, "--epochs", 1, "--max-length", 96,
+            "--out", tmp_path / "target")
+    assert r.returncode == 0, r.stderr
+    assert "8 trap copies" in r.stderr + r.stdout and (tmp_path / "target" / "training_log.json").is_file()

@@ -117,6 +117,46 @@ def insert(traps, documents, out, *, overwrite: bool = False, progress=None, str
     return {**entry, "n_inserted": len(by_group(rec, "inserted")), "record": rec["path"]}
 
 
+def marked_folder(path) -> bool:
+    """Whether ``path`` is a folder ``mia traps insert`` wrote (it holds the copies' spans)."""
+    from pathlib import Path
+
+    from ..traps.insert import SPANS
+
+    p = Path(path).expanduser()
+    return p.is_dir() and (p / SPANS).is_file()
+
+
+def training_texts(folder, base=None, max_length: int = 256) -> tuple[list[str], str]:
+    """The documents of a folder ``mia traps insert`` wrote, cut for ``mia make-target`` into pieces of at most
+    ``max_length`` tokens of ``base``'s tokenizer (the start token and a margin left), at word boundaries, never
+    inside a trap copy: each is one training window, so no copy is split or lost to truncation. Returns the pieces
+    and a line saying what was read."""
+    import json
+    from pathlib import Path
+
+    from ..api.checks import _model
+    from ..errors import DataError
+    from ..traps.insert import SPANS, training_pieces
+
+    p = Path(folder).expanduser()
+    try:
+        spans = json.loads((p / SPANS).read_text(encoding="utf-8"))["spans"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise DataError(f"{p / SPANS} cannot be read ({type(e).__name__}): not a folder `mia traps insert` wrote",
+                        options=("members",)) from None
+    tok = _model(base, device="cpu").tokenizer
+    pieces, copies = [], 0
+    for name, sp in spans.items():
+        f = p / name
+        if not f.is_file() or f.resolve().parent != (p / name).resolve().parent or ".." in Path(name).parts:
+            raise DataError(f"{p}: {name} is listed in {SPANS} but not there", options=("members",))
+        pieces += training_pieces(f.read_text(encoding="utf-8"), sp, tok, max(8, int(max_length) - 4))
+        copies += len(sp)
+    return pieces, (f"{len(spans)} marked documents ({copies:,} trap copies) cut into {len(pieces):,} windows of at "
+                    f"most {max_length} tokens, none cutting a copy")
+
+
 def _result():
     from ..traps.result import TrapsResult
 

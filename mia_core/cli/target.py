@@ -12,7 +12,7 @@ import sys
 
 from ..targets import file_sha256, make_target
 from ..runs.outputs import check_output_dir
-from .common import (input_path, ProgressBar, check_machine, add_options, add_output_args, add_progress_args,
+from .common import (input_path, print_notes, ProgressBar, check_machine, add_options, add_output_args, add_progress_args,
                      int_at_least, option_type, positive_float, positive_int)
 
 
@@ -62,6 +62,20 @@ def _add_training_args(p, *, epochs: int) -> None:
     add_options(t, TargetOptions, {"adapter_dtype": "--adapter-dtype"})
 
 
+def _sha256(path: str) -> str:
+    """A data file's SHA-256; a folder's: of its files' names and bytes, in order."""
+    import hashlib
+    from pathlib import Path
+
+    p = Path(path).expanduser()
+    if not p.is_dir():
+        return file_sha256(p)
+    h = hashlib.sha256()
+    for f in sorted(x for x in p.rglob("*") if x.is_file()):
+        h.update(str(f.relative_to(p)).encode() + b"\0" + file_sha256(f).encode())
+    return h.hexdigest()
+
+
 def _texts(path: str, text_column: str | None) -> list[str]:
     from ..data import read_texts
 
@@ -77,11 +91,17 @@ def run(args) -> int:
     # and refuses a non-empty folder that is not a target, even with --overwrite)
     check_output_dir(args.out, overwrite=args.overwrite)
     check_machine(args)
-    members = _texts(args.members, args.text_column)
+    from ..audits.traps import marked_folder, training_texts
+
+    if marked_folder(args.members):  # documents `mia traps insert` wrote: windows that never cut a trap copy
+        members, said = training_texts(args.members, args.base, args.max_length)
+        print_notes([said])
+    else:
+        members = _texts(args.members, args.text_column)
     heldout = _texts(args.heldout, args.text_column) if args.heldout else None
-    files = {"members": {"path": args.members, "sha256": file_sha256(args.members)}}
+    files = {"members": {"path": args.members, "sha256": _sha256(args.members)}}
     if args.heldout:
-        files["heldout"] = {"path": args.heldout, "sha256": file_sha256(args.heldout)}
+        files["heldout"] = {"path": args.heldout, "sha256": _sha256(args.heldout)}
     command = "python -m mia_core " + " ".join(shlex.quote(a) for a in sys.argv[1:]) if sys.argv[1:2] == [
         "make-target"] else "python -m mia_core make-target " + _reconstruct(args)
 
