@@ -68,7 +68,8 @@ class TrapsResult(AuditResult):
                  f"  {s['n_inserted']} inserted traps against {s['n_held_out']} held out, scored as "
                  f"{self.reference.get('words', 'the loss ratio')}",
                  f"  one-sided, bucket-stratified permutation test of the rank sum ({s['method']}, "
-                 f"{s['permutations']:,} assignments), pre-registered in the record sealed {s['seal'][:16]}...",
+                 f"{s['permutations']:,} assignments),",
+                 f"  pre-registered in the record sealed {s['seal'][:16]}...",
                  "  The p-value is exact because the coin flip that chose the inserted traps was drawn after every "
                  "filter and sealed",
                  "  before publishing: under no training on them, every within-bucket assignment is equally likely. "
@@ -76,10 +77,10 @@ class TrapsResult(AuditResult):
                  "  costs power, never validity. 'Not shown' is not evidence of no training.",
                  f"  AUC {fmt_auc(s.get('auc'), s.get('auc_ci'))}; TPR at 1 % FPR {_pct(tpr.get('0.01'))}, at 10 % "
                  f"{_pct(tpr.get('0.1'))}; mean exposure {s['exposure_mean']:.2f} of {s['exposure_max_bits']:.2f} bits", ""]
-        lines.append("  copies  traps  AUC                 p         Holm      verdict")
+        lines.append("  copies  traps  AUC                   p         Holm      verdict")
         for r, v in self.levels.items():
             m = v["metrics"]
-            lines.append(f"  x{r:<6} {v['n_inserted']:>5}  {fmt_auc(m.get('auc'), m.get('auc_ci')):<19} "
+            lines.append(f"  x{r:<6} {v['n_inserted']:>5}  {fmt_auc(m.get('auc'), m.get('auc_ci')):<21} "
                          f"{fmt_p(v['p_value']):<9} {fmt_p(v['p_holm']):<9} {VERDICTS[v['verdict']]}")
         lines += [f"  note: {n}" for n in self.notes]
         return "\n".join(lines)
