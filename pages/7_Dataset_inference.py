@@ -110,12 +110,18 @@ correction = kept(f2.selectbox, f"Correction across the suspect {unit}", "di_cor
                      options=list(DI.CORRECTIONS), format_func=DI.CORRECTIONS.get,
                      help="How each suspect unit's own p-value is adjusted for testing them all.")
 c1, c2 = st.columns([3, 2])
-control = kept(c1.selectbox, "Negative control", "di_control", "auto", options=["auto", "none"],
+control = kept(c1.selectbox, "Negative control", "di_control", "auto", options=["auto", "none", "named"],
                format_func={"auto": "auto: the reference model, else the target's base, else the embedded SmolLM2",
-                            "none": "none: assume the sets differ in nothing a model sees but training"}.get,
+                            "none": "none: assume the sets differ in nothing a model sees but training",
+                            "named": "a model I name"}.get,
                help="A model that never saw either set. Every feature is read as the target's minus the control's, and "
                     "the verdict is refused when the control alone tells the sets apart: a difference such a model "
                     "also sees (length, style, topic) is not evidence of training.")
+if control == "named":  # named like the sidebar's model: checked when Run is pressed, before any model loads
+    control = kept(c1.text_input, "Control model", "di_control_model", "",
+                   placeholder="a hub id, a folder, a make-target folder, a .gguf file or smollm2",
+                   help="Not the target itself; with a reference model in the sidebar, the reference is the "
+                        "control (name the same model, or clear the sidebar's reference).").strip()
 adjust = kept(c2.checkbox, "Adjust every feature for text length", "di_adjust_length", True,
               help="Each feature replaced by its residual from one pooled fit on the texts' lengths in tokens, words "
                    "and characters (reads no label, so the test stays exact). Off: the guard refuses sets of "

@@ -53,15 +53,16 @@ def share_statistics(src: Path, dst: Path) -> int:
     return n
 
 
-def save_tiny_llama(out: Path) -> str:
-    """A random 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder."""
+def save_tiny_llama(out: Path, seed: int = 0) -> str:
+    """A random 2-layer Llama (hidden 32) with the embedded SmolLM2 tokenizer, saved as a local HF folder (``seed``:
+    its weights' torch seed)."""
     import torch
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
     from mia_core.models import converted_gguf_dir, embedded_gguf_path
 
     tok = AutoTokenizer.from_pretrained(str(converted_gguf_dir(embedded_gguf_path())), local_files_only=True)
-    torch.manual_seed(0)
+    torch.manual_seed(seed)
     cfg = LlamaConfig(vocab_size=len(tok), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
                       num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=256,
                       tie_word_embeddings=True, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)

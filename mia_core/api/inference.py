@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 # the run's declared options, and the share of its progress the model passes report, for the front ends
+from ..dataset_inference.control import is_named
 from ..dataset_inference.options import SCORING_SHARE, InferenceOptions  # noqa: F401
 from ..errors import DataError, SettingsError
 from .checks import (_bool, _callable, _column, _device, _documents, _dtype, _mapping, _model, _model_spec, _names,
@@ -166,7 +167,7 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
         measured speed (:func:`mia_core.api.plan.plan_run`); without them the line says it does not know the cache.
     control : str
         The negative control (``"auto"``: without a reference model, the base model's pass over the same texts is
-        counted too; ``"none"``).
+        counted too; ``"none"``; or a named model, whose pass is counted the same way).
 
     Returns
     -------
@@ -194,10 +195,10 @@ def estimate_inference(suspect: Sequence, validation: Sequence, *, books: bool =
     tests = estimate_seconds(len(suspect) + len(validation), n_permutations=int(n_permutations))
     plan = plan_run(families, texts=texts, check_inputs=False, target_model=target_model,
                     reference_model=reference_model)
-    return _with_control(plan, control if not reference else "none"), tests
+    return _with_control(plan, control if not reference else "none", named=is_named(control)), tests
 
 
-def _with_control(plan, control: str):
+def _with_control(plan, control: str, *, named: bool = False):
     """``plan`` with the negative control's pass added (``control`` "auto" without a reference: the same texts
     through the target's base model, or the embedded one, for the features the verdict subtracts): counted as long
     as the target's own pass and with texts to score when the target's pass has some (the control is not loaded
@@ -210,8 +211,9 @@ def _with_control(plan, control: str):
         return plan
     each = float(plan.pass_seconds or 0.0) / plan.todo_passes
     head, sep, tail = plan.estimate.partition(" Lowercase (not ticked")  # the passes' part, then the notes
-    line = (f"{head} Plus about {fmt_seconds(each)} for the negative control's pass (the same texts through the base "
-            f"model).{sep}{tail}")
+    through = f"the named model {control}" if named else "the base model"
+    line = (f"{head} Plus about {fmt_seconds(each)} for the negative control's pass (the same texts through "
+            f"{through}).{sep}{tail}")
     return dataclasses.replace(plan, estimate=line, seconds=plan.seconds + each,
                                pass_seconds=(plan.pass_seconds or 0.0) + each, todo_passes=plan.todo_passes + 1)
 
@@ -360,6 +362,9 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
                                max_passages=max_passages)
     features, alpha, folds, n_permutations, seed = o.features, o.alpha, o.folds, o.n_permutations, o.seed
     passage_words, max_passages = o.passage_words, o.max_passages
+    from ..dataset_inference.control import named_control
+
+    named_control(o.control, model, reference)  # a named control: it exists, is not the target, is the reference
     settings = {"features": features, "alpha": alpha, "folds": folds, "n_permutations": n_permutations,
                 "seed": seed, "params": dict(params or {}), "prefix": o.prefix, "cache": o.cache,
                 "correction": o.correction, "combination": o.combination, "control": o.control,
@@ -661,6 +666,8 @@ def control_words(model=None, reference=None, control: str = "auto") -> str:
 
     if control == "none":
         return "none (the verdict then assumes the sets differ in nothing a model sees but training)"
+    if is_named(control):
+        return f"the named model ({control})" + (", also the reference model" if reference else "")
     if reference:
         return f"the reference model ({reference})"
     base = reference_spec(model) if model not in (None, "") else None

@@ -46,7 +46,8 @@ from __future__ import annotations
 
 import numpy as np
 
-CONTROLS = ("auto", "none")
+CONTROLS = ("auto", "none")  # the two words; any other value names a model (check_control)
+CONTROL_WHAT = "auto, none, or a model (a hub id, a folder, a make-target folder, a .gguf file or smollm2)"
 CONTROL_REFUSE = 0.01  # the control separates the sets at least this clearly: refused
 CONTROL_CAUTION = 0.05  # between CONTROL_REFUSE and this: the verdict stands with a caution
 CONTROL_PERMUTATIONS = 999
@@ -62,6 +63,65 @@ ASSUMPTION = ("the control, a model that never saw either set, is assumed to res
               "topic as the target would")
 
 
+def check_control(value) -> None:
+    """The ``control`` option's check (no model loads): ``auto``, ``none`` or a model spec, a non-empty string
+    without surrounding white space (what it names is read by :func:`named_control` before any model loads)."""
+    from ..errors import SettingsError
+
+    if not isinstance(value, str) or not value.strip() or value != value.strip() or "\n" in value:
+        raise SettingsError(f"must be {CONTROL_WHAT}, got {value!r}")
+
+
+def is_named(choice) -> bool:
+    """Whether the ``control`` option names a model (neither ``auto`` nor ``none``)."""
+    return isinstance(choice, str) and choice not in CONTROLS
+
+
+def named_control(choice: str, model, reference) -> None:
+    """A named control checked before any model loads: what it names exists (a folder, a file or a hub id, by
+    :func:`mia_core.models.causal.resolve_spec`, which loads nothing), it is not the target itself, and no other
+    reference model is given (the reference is the control when one is given: the run has one reference pass).
+
+    Raises
+    ------
+    SettingsError, ModelError
+        One line naming ``control``.
+    """
+    from ..errors import ModelError, SettingsError
+    from ..models.causal import resolve_spec
+
+    if not is_named(choice):
+        return
+    try:
+        ms = resolve_spec(choice)
+    except ModelError as e:
+        raise ModelError(f"{{control}}: {e.template}", options=("control", *e.options)) from None
+    if isinstance(model, (str, type(None))) or hasattr(model, "__fspath__"):
+        try:
+            tm = resolve_spec(None if model is None else str(model))
+        except ModelError:
+            tm = None  # the target's own check says it
+        if tm is not None and tm.location == ms.location:
+            raise SettingsError(f"{{control}} {choice} is the target itself, which cannot control for itself: "
+                                "name a model that never saw either set (e.g. the target's base)",
+                                options=("control", "model"))
+    if reference is not None:
+        same = False
+        if isinstance(reference, str) or hasattr(reference, "__fspath__"):
+            try:
+                same = resolve_spec(str(reference)).location == ms.location
+            except ModelError:
+                same = False
+        if not same:
+            raise SettingsError(f"{{control}} {choice} and {{reference}} {_name(reference)} are two models: with a "
+                                "reference model the reference is the negative control (the run has one reference "
+                                "pass); give one of them", options=("control", "reference"))
+
+
+def _name(spec) -> str:
+    return str(getattr(spec, "name", None) or getattr(spec, "source", None) or spec)
+
+
 def control_spec(target, reference, choice: str, *, embedded: str = "smollm2"):
     """The negative control of a run and the note that names it: ``(spec or LoadedModel or None, note)``.
 
@@ -72,7 +132,8 @@ def control_spec(target, reference, choice: str, *, embedded: str = "smollm2"):
     reference : LoadedModel or str or None
         The reference model given with the run (it is the control when given).
     choice : str
-        ``"auto"`` or ``"none"`` (:data:`CONTROLS`).
+        ``"auto"``, ``"none"`` (:data:`CONTROLS`) or a model spec (:func:`check_control`; the named model is the
+        control, checked by :func:`named_control` before anything loads).
     embedded : str
         The embedded model's spec (the control when nothing closer is known).
 
@@ -84,6 +145,10 @@ def control_spec(target, reference, choice: str, *, embedded: str = "smollm2"):
     if choice == "none":
         return None, ("no negative control (control: none): the verdict assumes the two sets differ in nothing a "
                       "model sees but training")
+    if is_named(choice):
+        if reference is not None:  # named_control allowed this only when the two name one model
+            return reference, f"negative control: the named model ({choice}), also the reference model"
+        return choice, f"negative control: the named model ({choice})"
     if reference is not None:
         return reference, "negative control: the reference model"
     base = getattr(target, "base_spec", None)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..options import SEED, Options, flag, number, one_of, option, text, whole
-from .control import CONTROLS
+from .control import CONTROL_WHAT, check_control
 from .significance import (COMBINATION_DOMAIN, DEFAULT_COMBINATION, DEFAULT_FOLDS, DEFAULT_PERMUTATIONS, FOLDS_DOMAIN,
                            PERMUTATIONS_DOMAIN)
 
@@ -47,10 +47,11 @@ class InferenceOptions(Options):
                               "member-like only): families, the mean over attack families of their standardised "
                               "features (each attack counts once; reads no label), nonneg, fitted by cross-fitting, "
                               "or mean, every feature equally")
-    control: str = option("auto", one_of(*CONTROLS),
+    control: str = option("auto", text(validate=check_control, what=CONTROL_WHAT),
                           "the negative control, a model that never saw either set: auto (the reference model if "
                           "given, else the target's base, else the embedded SmolLM2; the test reads every feature "
-                          "target minus control, and refuses when the control alone separates the sets) or none")
+                          "target minus control, and refuses when the control alone separates the sets), none, or "
+                          "a model named like the target (not the target itself)")
     adjust_length: bool = option(True, flag(), "adjust every feature for text length (its residual from one pooled, "
                                                "label-free fit on the lengths in tokens, words and characters)")
     passage_words: int = option(PASSAGE_WORDS, whole(16, 100_000), "words per passage (books)")

@@ -244,11 +244,14 @@ def control_stage(target, reference, c: Checked, load, summary: dict, notes: lis
     ------
     ModelError
         The control could not be loaded (one line, naming ``control``).
+    SettingsError
+        A named control that is the target itself (the same weights).
     """
-    from ..errors import ModelError
-    from .control import control_spec
+    from ..errors import ModelError, SettingsError
+    from .control import control_spec, is_named
 
-    spec, note = control_spec(target, reference, c.settings.get("control", "auto"))
+    choice = c.settings.get("control", "auto")
+    spec, note = control_spec(target, reference, choice)
     summary["control_model"] = None
     if spec is None:
         notes.append(note)
@@ -260,7 +263,11 @@ def control_stage(target, reference, c: Checked, load, summary: dict, notes: lis
         except ModelError as e:
             raise ModelError(f"the negative control ({spec}) could not be loaded: {e}; give a reference model, or "
                              "run without a control ({control} none)", options=(*e.options, "control")) from None
-    if getattr(ctl, "identity", None) == getattr(target, "identity", None):
+    if getattr(ctl, "identity", None) == getattr(target, "identity", None) or (
+            is_named(choice) and _weights(ctl) is not None and _weights(ctl) == _weights(target)):
+        if is_named(choice):
+            raise SettingsError(f"{{control}} {choice} is the target itself (the same weights), which cannot "
+                                "control for itself: name a model that never saw either set", options=("control",))
         notes.append("no negative control: the control would be the target itself")
         return None, c.config, feature_attacks(c.families)
     notes.append(note if model_name(ctl).lower() in note.lower() else f"{note} ({model_name(ctl)})")
@@ -273,6 +280,16 @@ def control_stage(target, reference, c: Checked, load, summary: dict, notes: lis
     cfg = run_config(families, params=c.config.params, prefix=c.config.stats.prefix, use_cache=c.config.use_cache)
     summary["control_model"] = model_name(ctl)
     return ctl, cfg, feature_attacks(families)
+
+
+def _weights(lm) -> str | None:
+    """The weights' fingerprint a loaded model's identity ends with (``...|w:FINGERPRINT``; None: none recorded):
+    two folders holding the same weights have the same."""
+    ident = getattr(lm, "identity", None)
+    if not isinstance(ident, str) or "|w:" not in ident:
+        return None
+    w = ident.rsplit("|w:", 1)[1]
+    return w if w and w != "None" else None
 
 
 def _load_causal(spec):
