@@ -115,25 +115,34 @@ def sets_section(audit, prefix: str, demo: dict | None) -> dict:
 
 def options_section(audit, prefix: str) -> dict:
     """A widget per declared option (its limits and help from the option's field); ``{option: value}``."""
-    opts = audit.options()
     st.subheader("2 · Settings")
+    return option_widgets(audit.options(), f"{prefix}_opt")
+
+
+def option_widgets(options, prefix: str, names=None) -> dict:
+    """A widget per declared option of the options class ``options`` (or of ``names`` among them), keyed
+    ``{prefix}_{option}``, its limits and help from the option's field: a checkbox, a choice, a number, else a typed
+    word (an optional number, a comma list of a tuple's values), read by the option's domain when Run is pressed
+    (build_job); ``{option: value}``. Every page's settings are these widgets (the audit pages, the traps steps)."""
     values = {}
-    names = list(opts.declared())
+    names = list(names or options.declared())
     cols = st.columns(min(4, len(names)) or 1)
     for i, n in enumerate(names):
-        d, default, col = opts.domain(n), opts.default(n), cols[i % len(cols)]
-        key, label, help_ = f"{prefix}_opt_{n}", words(n), opts.help(n)
+        d, default, col = options.domain(n), options.default(n), cols[i % len(cols)]
+        key, label, help_ = f"{prefix}_{n}", words(n), options.help(n)
         if d.kind == "bool":
             values[n] = kept(col.checkbox, label, key, bool(default), help=help_)
         elif d.kind == "choice":
             values[n] = kept(col.selectbox, label, key, default, options=list(d.choices), help=help_)
         elif d.kind in ("int", "float") and default is not None:
             step = 1 if d.kind == "int" else None
-            values[n] = kept(col.number_input, label, key, default, step=step, help=help_, **opts.widget_limits(n))
-        else:  # an optional number or a word: typed, checked by the option's domain when Run is pressed
-            typed = kept(col.text_input, label, key, "" if default is None else str(default),
-                         help=f"{help_} (empty: none)")
-            values[n] = typed.strip() or None  # read by the option's domain when Run is pressed (build_job)
+            values[n] = kept(col.number_input, label, key, default, step=step, help=help_, **options.widget_limits(n))
+        else:  # an optional number, a word or a list: typed, checked by the option's domain when Run is pressed
+            shown = ("" if default is None else
+                     ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in default)
+                     if isinstance(default, tuple) else str(default))
+            typed = kept(col.text_input, label, key, shown, help=f"{help_} (empty: none)")
+            values[n] = typed.strip() or None
     return values
 
 

@@ -22,7 +22,7 @@ import streamlit as st
 from mia_core.errors import DataError, SettingsError
 
 from .audit_jobs import AuditJob, audit_job, save_finished
-from .options import words
+from .audit_page import option_widgets
 from .ui import kept, md_text, upload_files
 
 P = "traps"
@@ -35,27 +35,6 @@ def _work_dir() -> Path:
         d = tempfile.mkdtemp(prefix="mia-traps-page-")
         st.session_state[f"{P}_dir"] = d
     return Path(d)
-
-
-def option_widgets(options, prefix: str, names=None) -> dict:
-    """A widget per declared option (limits and help from its field); typed values for lists and optional numbers,
-    checked by the option's domain when the step runs."""
-    values = {}
-    names = list(names or options.declared())
-    cols = st.columns(min(4, len(names)) or 1)
-    for i, n in enumerate(names):
-        d, default, col = options.domain(n), options.default(n), cols[i % len(cols)]
-        key, label, help_ = f"{prefix}_{n}", words(n), options.help(n)
-        if d.kind == "bool":
-            values[n] = kept(col.checkbox, label, key, bool(default), help=help_)
-        elif d.kind in ("int", "float") and default is not None:
-            values[n] = kept(col.number_input, label, key, default, step=1 if d.kind == "int" else None, help=help_,
-                             **options.widget_limits(n))
-        else:
-            shown = "" if default is None else ",".join(f"{x:g}" if isinstance(x, float) else str(x) for x in default) \
-                if isinstance(default, tuple) else str(default)
-            values[n] = kept(col.text_input, label, key, shown, help=f"{help_} (empty: none)").strip() or None
-    return values
 
 
 def make_step(panel) -> None:

@@ -184,6 +184,26 @@ def test_training_pieces_never_cut_a_copy(tiny_lm):
         training_pieces(new, [s[:2] for s in spans], tiny_lm.tokenizer, 8)
 
 
+def test_the_sampled_tokens_log_probabilities_are_the_models_own(tiny_lm):
+    """The log-probabilities read from generate's own passes (StepLogProbs) equal a separate forward pass over the
+    samples (what the test scores), at a temperature (the logits are the model's, not the sampler's)."""
+    import torch
+
+    from mia_core.traps.generate import StepLogProbs, _log_probs, start_token
+
+    start = start_token(tiny_lm)
+    torch.manual_seed(0)
+    x = torch.full((5, 1), start, dtype=torch.long)
+    with torch.no_grad(), StepLogProbs(tiny_lm.model) as steps:
+        out = tiny_lm.model.generate(input_ids=x, attention_mask=torch.ones_like(x), do_sample=True, temperature=2.0,
+                                     top_k=0, top_p=1.0, max_new_tokens=9, min_new_tokens=9, pad_token_id=start)
+    ids = out[:, 1:]
+    got, want = steps.finish(ids), _log_probs(tiny_lm, ids, start)
+    assert got.shape == want.shape == (5, 9)
+    assert torch.allclose(got, want, atol=1e-4), (got - want).abs().max()
+    assert not torch.allclose(got[:, 1:], want[:, :-1], atol=1e-4)  # shifted by one would be wrong, and is seen
+
+
 # ------------------------------------------------------------------------------------------------ end to end
 @pytest.mark.slow
 def test_make_insert_test_on_a_model_that_never_saw_them(tmp_path, tiny_llama):

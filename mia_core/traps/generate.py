@@ -105,6 +105,40 @@ def _log_probs(lm, ids, start: int):
     return torch.log_softmax(logits, dim=-1).gather(-1, ids.unsqueeze(-1)).squeeze(-1)
 
 
+class StepLogProbs:
+    """The log-probability of every sampled token, read from the forward passes ``generate`` makes anyway (a forward
+    hook on the model), so that no second pass over the candidates is needed (it cost as much as the sampling: with a
+    cache, sampling L tokens is one forward pass over them). At each call the tokens fed in are the ones sampled from
+    the call before: their log-probabilities are read from that call's log-softmax (only the last is kept); the last
+    sampled token's comes from :meth:`finish`. The logits are the model's own, before temperature or any processor
+    (what the test scores). Equal to :func:`_log_probs` within float noise (tests/test_traps.py)."""
+
+    def __init__(self, model):
+        self.model, self.prev, self.got = model, None, []
+
+    def __enter__(self):
+        self.handle = self.model.register_forward_hook(self._hook, with_kwargs=True)
+        return self
+
+    def __exit__(self, *exc):
+        self.handle.remove()
+
+    def _hook(self, module, args, kwargs, output):
+        import torch
+
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if self.prev is not None:
+            self.got.append(self.prev.gather(-1, ids[:, -1:]).squeeze(-1))
+        self.prev = torch.log_softmax(output.logits[:, -1].float(), dim=-1)
+
+    def finish(self, ids):
+        """The ``(rows, tokens)`` log-probabilities of ``ids``, the sampled tokens (the start token not included)."""
+        import torch
+
+        got = [*self.got, self.prev.gather(-1, ids[:, -1:]).squeeze(-1)]
+        return torch.stack(got[:ids.shape[1]], dim=1)
+
+
 def _visible(text: str) -> bool:
     """Something to read, no control character (a carriage return would not survive a reader's newline
     normalisation), and no white space at its end (a copy is followed by the document's own)."""
@@ -196,7 +230,7 @@ def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = N
         used[temp] = used.get(temp, 0) + opts.batch_size
         seen, above, below = [], 0, 0
         x = torch.full((opts.batch_size, 1), start, dtype=torch.long, device=device)
-        with torch.no_grad():
+        with torch.no_grad(), StepLogProbs(lm.model) as steps:
             out = lm.model.generate(input_ids=x, attention_mask=torch.ones_like(x), do_sample=True,
                                     temperature=float(temp), top_k=0, top_p=1.0, max_new_tokens=opts.tokens,
                                     min_new_tokens=opts.tokens, pad_token_id=eos[0], suppress_tokens=None)
@@ -205,7 +239,7 @@ def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = N
             counts["sampled"] += ids.shape[0]
             counts["round_trip"] += ids.shape[0]
             continue
-        lp = _log_probs(lm, ids, start).double().cpu().numpy()
+        lp = steps.finish(ids).double().cpu().numpy()
         for row, logp in zip(ids.cpu().numpy().tolist(), lp):
             counts["sampled"] += 1
             text = tok.decode(row, skip_special_tokens=False, clean_up_tokenization_spaces=False)

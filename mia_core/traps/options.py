@@ -87,7 +87,8 @@ class MakeOptions(Options):
                                "random within-bucket permutations of the pre-registered test (exact enumeration "
                                "where there are fewer assignments)")
     batch_size: int = option(64, whole(1, 4096), "sequences sampled per call of the generator (memory knob; "
-                                                   "on a CPU a call costs about the same from 8 to 32)")
+                                                   "on 2 CPU cores more rows sample faster: SmolLM2-135M, 64 "
+                                                   "tokens, 170 tokens/s at 32 rows, 240 at 128)")
     max_candidates: int = option(0, whole(0, 10_000_000), "candidates sampled at most before giving up (0: 50 per "
                                                           "trap)")
 
