@@ -204,6 +204,71 @@ def test_the_sampled_tokens_log_probabilities_are_the_models_own(tiny_lm):
     assert not torch.allclose(got[:, 1:], want[:, :-1], atol=1e-4)  # shifted by one would be wrong, and is seen
 
 
+def test_each_row_samples_at_its_own_temperature(tiny_lm):
+    """RowTemperature: in one batch, rows at a temperature near 0 all take the greedy path, rows at 5 do not."""
+    import torch
+    from transformers import LogitsProcessorList
+
+    from mia_core.traps.generate import RowTemperature, start_token
+
+    start = start_token(tiny_lm)
+    x = torch.full((8, 1), start, dtype=torch.long)
+    temps = torch.tensor([0.01, 5.0] * 4)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        out = tiny_lm.model.generate(input_ids=x, attention_mask=torch.ones_like(x), do_sample=True, temperature=1.0,
+                                     top_k=0, top_p=1.0, max_new_tokens=10, min_new_tokens=10, pad_token_id=start,
+                                     logits_processor=LogitsProcessorList([RowTemperature(temps)]))
+        greedy = tiny_lm.model.generate(input_ids=x[:1], attention_mask=torch.ones_like(x[:1]), do_sample=False,
+                                        max_new_tokens=10, min_new_tokens=10, pad_token_id=start)
+    cold, hot = out[0::2], out[1::2]
+    assert all(torch.equal(r, greedy[0]) for r in cold)
+    assert not any(torch.equal(r, greedy[0]) for r in hot)
+
+
+def _simulated_rows(aim, quota, ppl_of, rng, batch=64, max_batches=60):
+    """Rows sampled under ``aim`` until every bucket of ``quota`` is full (buckets of width 10 over [1, 101))."""
+    filled, rows = np.zeros(len(quota), dtype=int), 0
+    for _ in range(max_batches):
+        need = np.array(quota) - filled
+        if not need.any():
+            return rows
+        temps = aim.next(batch, need)
+        landed = []
+        for t in temps:
+            p = ppl_of(t, rng)
+            b = int((p - 1) // 10) if 1 <= p < 101 and rng.random() < 0.6 else -1  # 40 % fail the round trip
+            landed.append(b)
+            if b >= 0 and filled[b] < quota[b]:
+                filled[b] += 1
+        rows += len(temps)
+        aim.saw(temps, landed)
+    return rows
+
+
+def test_the_aim_fills_the_narrow_buckets_with_fewer_rows_than_one_temperature():
+    """A simulated generator whose log-perplexity rises with the temperature (SmolLM2-like: about 20 at 1.0, wide
+    spread): the per-row aim fills ten equal-width buckets in fewer rows than every row at the best single
+    temperature, and its estimate of the rows still needed is finite and positive while buckets are open."""
+    from mia_core.traps.generate import Aim
+
+    def ppl_of(t, rng):
+        return float(np.exp(0.5 + 2.5 * t + 0.5 * rng.standard_normal()))
+
+    quota = [10] * 10
+    aimed = [_simulated_rows(Aim((0.5, 1.0, 1.5, 2.0), 10, seed=s), quota, ppl_of, np.random.default_rng(s))
+             for s in range(3)]
+    single = [_simulated_rows(Aim((1.0,), 10, seed=s), quota, ppl_of, np.random.default_rng(s)) for s in range(3)]
+    assert np.median(aimed) < 0.7 * np.median(single), (aimed, single)
+    aim = Aim((0.5, 1.0, 1.5, 2.0), 10, seed=0)
+    assert len(aim.next(64, np.array(quota))) == 64 and np.isnan(aim.rows_needed(np.array(quota)))
+    _simulated_rows(aim, quota, ppl_of, np.random.default_rng(0), max_batches=1)
+    assert 0 < aim.rows_needed(np.array(quota)) < float("inf")
+    hot = aim.next(64, np.array([0] * 9 + [5]))  # only the top bucket open: rows go hotter than for the lowest
+    cold = aim.next(64, np.array([5] + [0] * 9))
+    assert np.median(hot) > np.median(cold)
+
+
 # ------------------------------------------------------------------------------------------------ end to end
 @pytest.mark.slow
 def test_make_insert_test_on_a_model_that_never_saw_them(tmp_path, tiny_llama):

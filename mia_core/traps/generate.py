@@ -1,8 +1,8 @@
 """Generating a batch of traps (Meeus, Shilov, Faysse and de Montjoye, ICML 2024, §3 and their ``gen_traps.py``).
 
-Candidates are sampled from the generator unconditionally (from its start token), the temperatures swept in turn,
-each exactly ``tokens`` long (the end-of-text token is suppressed until then). A candidate is kept only if it passes
-every filter, in this order:
+Candidates are sampled from the generator unconditionally (from its start token), each row at its own temperature
+aimed at the buckets still open (:class:`Aim`), each exactly ``tokens`` long (the end-of-text token is suppressed
+until then). A candidate is kept only if it passes every filter, in this order:
 
 1. *round trip*: decoding it and encoding the text again gives the same tokens, and it holds no special token, no
    control character and no white space at its end (a copy is followed by the document's own);
@@ -145,43 +145,80 @@ def _visible(text: str) -> bool:
     return bool(text.strip()) and text == text.rstrip() and not _CONTROL.search(text)
 
 
-class Sweep:
-    """Which temperature samples next. The reference sweeps every temperature in turn; a small generator's
-    perplexity grows so fast with the temperature (SmolLM2-135M: 2 to 6 at 0.5, 6 to 160 at 1.0, thousands at 1.5)
-    that most of such a sweep is wasted. So: the temperatures are tried coldest first; one whose batch put nothing in
-    the range and something above it drops out with every hotter one (below it: with every colder one), and once, the
-    midpoint between the hottest kept and the coldest dropped is added; then each batch goes to the temperature
-    whose candidates fell most often into a bucket still open (one more candidate counted for each, so none is
-    starved). Which temperatures ran is recorded; it has no bearing on the split, which comes after."""
+class Aim:
+    """The temperature of every row of the next batch, aimed at the buckets still open.
 
-    def __init__(self, temperatures: tuple, n_buckets: int):
-        self.temps = sorted(temperatures)
-        self.n = {t: 0 for t in self.temps}
-        self.hits = {t: np.zeros(n_buckets) for t in self.temps}
-        self.added = False
+    The reference sweeps every temperature in turn; a small generator's perplexity grows so fast with the temperature
+    (SmolLM2-135M: 2 to 6 at 0.5, 6 to 160 at 1.0, thousands at 1.5) that most of such a sweep is wasted, and at the
+    end of a batch the last buckets (the narrow high-perplexity ones) fill from a few lucky rows. So each row gets its
+    own temperature, from a grid over the declared ones (theirs and every ``STEP`` between the lowest and the
+    highest). The first batch spreads its rows over the declared temperatures; after it, for each grid temperature
+    and each bucket, the share of the candidates sampled near it (a Gaussian kernel of width ``WIDTH``) that passed
+    the round trip and fell into that bucket estimates how often a row there fills it (a little prior, so that an
+    unexplored temperature is not ruled out for ever). The rows of a batch are shared among the open buckets in
+    proportion to what each still needs, and each bucket's rows go to the temperatures most likely to fill it
+    (drawn in proportion to that estimate to the fourth power, so that neighbours keep being explored). Which
+    temperature produced each trap is recorded; none of this touches the split, which comes after, from its own
+    random stream."""
 
-    def next(self, open_buckets: np.ndarray) -> float:
-        """The temperature of the next batch, given which buckets are still open (a boolean per bucket)."""
-        untried = [t for t in self.temps if self.n[t] == 0]
-        if untried:
-            return untried[0]
-        return max(self.temps, key=lambda t: (self.hits[t][open_buckets].sum() + 1) / (self.n[t] + 2))
+    STEP, WIDTH, PRIOR = 0.05, 0.1, 1.0
 
-    def saw(self, t: float, n: int, buckets: list, above: int, below: int) -> None:
-        """What a batch of ``n`` at ``t`` gave: the buckets of its candidates in range, how many fell above and below."""
-        self.n[t] += n
-        for b in buckets:
-            self.hits[t][b] += 1
-        if len(self.temps) > 1 and not buckets and above > 0 and below == 0:
-            hotter = [x for x in self.temps if x >= t]
-            self.temps = [x for x in self.temps if x < t] or [t]
-            if not self.added and len(self.temps) and self.temps[-1] < t and len(hotter):
-                mid = round((self.temps[-1] + t) / 2, 3)
-                self.temps.append(mid)
-                self.n[mid], self.hits[mid] = 0, np.zeros_like(self.hits[t])
-                self.added = True
-        elif len(self.temps) > 1 and not buckets and below > 0 and above == 0:
-            self.temps = [x for x in self.temps if x > t] or [t]
+    def __init__(self, temperatures: tuple, n_buckets: int, seed: int):
+        declared = sorted(float(t) for t in temperatures)
+        grid = set(declared)
+        if len(declared) > 1:
+            n = int(round((declared[-1] - declared[0]) / self.STEP))
+            grid |= {round(declared[0] + i * self.STEP, 4) for i in range(n + 1)}
+        self.declared, self.grid = declared, np.array(sorted(grid))
+        self.n_buckets = n_buckets
+        self.rng = np.random.default_rng(seed)
+        self.t: list[float] = []  # every row's temperature
+        self.b: list[int] = []    # its bucket when it passed the round trip and fell in range, else -1
+
+    def rates(self) -> np.ndarray:
+        """``(grid, buckets)``: the estimated chance that a row at each grid temperature fills each bucket."""
+        t, b = np.array(self.t), np.array(self.b)
+        w = np.exp(-0.5 * ((self.grid[:, None] - t[None, :]) / self.WIDTH) ** 2)  # (grid, rows)
+        hits = np.stack([(w * (b == k)).sum(1) for k in range(self.n_buckets)], axis=1)
+        prior = 1.0 / (4 * self.n_buckets)
+        return (hits + self.PRIOR * prior) / (w.sum(1)[:, None] + self.PRIOR)
+
+    def next(self, rows: int, need: np.ndarray) -> np.ndarray:
+        """The temperatures of the next ``rows`` rows, given what each bucket still needs (0: full)."""
+        if not self.t:
+            return np.array([self.declared[i * len(self.declared) // rows] for i in range(rows)])
+        open_ = np.flatnonzero(need > 0)
+        share = need[open_] / need[open_].sum() * rows
+        n = np.floor(share).astype(int)
+        n[np.argsort(-(share - n))[:rows - n.sum()]] += 1
+        r = self.rates()
+        out = []
+        for k, m in zip(open_, n):
+            p = r[:, k] ** 4
+            out += self.rng.choice(self.grid, size=int(m), p=p / p.sum()).tolist()
+        return np.array(self.rng.permutation(out))
+
+    def saw(self, temps, buckets) -> None:
+        """What a batch gave: each row's temperature and bucket (-1: rejected by the round trip or out of range)."""
+        self.t += [float(x) for x in temps]
+        self.b += [int(x) for x in buckets]
+
+    def rows_needed(self, need: np.ndarray) -> float:
+        """About how many more rows the open buckets need (each at its best temperature): the estimate of time left."""
+        if not self.t:
+            return float("nan")
+        best = self.rates().max(axis=0)
+        return float(sum(need[k] / best[k] for k in np.flatnonzero(need > 0)))
+
+
+class RowTemperature:
+    """A logits processor dividing each row's scores by its own temperature (``generate`` takes only one)."""
+
+    def __init__(self, temps):
+        self.temps = temps
+
+    def __call__(self, input_ids, scores):
+        return scores / self.temps.to(scores.dtype)[:, None]
 
 
 def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = None,
@@ -196,6 +233,7 @@ def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = N
         Candidates sampled and what each filter rejected, and the seconds it took.
     """
     import torch
+    from transformers import LogitsProcessorList
 
     from ..stats.settings import tokenize
 
@@ -215,8 +253,9 @@ def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = N
     torch.manual_seed(sampling_seed)
     device = next(lm.model.parameters()).device
     t0 = time.time()
-    sweep = Sweep(opts.temperatures, opts.buckets)
+    aim = Aim(opts.temperatures, opts.buckets, sampling_seed)
     used: dict = {}
+    per_row = None  # seconds per sampled row, measured
     progress(f"traps: sampling {opts.count} traps of {opts.tokens} tokens from {lm.name}", 0.0)
     while len(accepted) < opts.count:
         if counts["sampled"] >= budget:
@@ -226,22 +265,29 @@ def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = N
                             "{temperatures}, narrow {min_perplexity}..{max_perplexity}, use fewer {buckets} or "
                             "raise {max_candidates}",
                             options=("temperatures", "min_perplexity", "max_perplexity", "buckets", "max_candidates"))
-        temp = sweep.next(np.array([filled[b] < quota[b] for b in range(opts.buckets)]))
-        used[temp] = used.get(temp, 0) + opts.batch_size
-        seen, above, below = [], 0, 0
+        temps = aim.next(opts.batch_size, np.array(quota) - np.array(filled))
+        for t in temps:
+            used[float(t)] = used.get(float(t), 0) + 1
+        tb = time.time()
         x = torch.full((opts.batch_size, 1), start, dtype=torch.long, device=device)
         with torch.no_grad(), StepLogProbs(lm.model) as steps:
             out = lm.model.generate(input_ids=x, attention_mask=torch.ones_like(x), do_sample=True,
-                                    temperature=float(temp), top_k=0, top_p=1.0, max_new_tokens=opts.tokens,
+                                    temperature=1.0, top_k=0, top_p=1.0, max_new_tokens=opts.tokens,
+                                    logits_processor=LogitsProcessorList([RowTemperature(
+                                        torch.tensor(temps, dtype=torch.float32, device=device))]),
                                     min_new_tokens=opts.tokens, pad_token_id=eos[0], suppress_tokens=None)
         ids = out[:, 1:1 + opts.tokens]
         if ids.shape[1] < opts.tokens:
             counts["sampled"] += ids.shape[0]
             counts["round_trip"] += ids.shape[0]
+            aim.saw(temps, [-1] * len(temps))
             continue
         lp = steps.finish(ids).double().cpu().numpy()
-        for row, logp in zip(ids.cpu().numpy().tolist(), lp):
+        per_row = (time.time() - tb) / len(lp)
+        landed = []
+        for temp, row, logp in zip(temps, ids.cpu().numpy().tolist(), lp):
             counts["sampled"] += 1
+            landed.append(-1)
             text = tok.decode(row, skip_special_tokens=False, clean_up_tokenization_spaces=False)
             if special & set(row) or not _visible(text) or list(tokenize(lm, text)) != row:
                 counts["round_trip"] += 1
@@ -249,11 +295,9 @@ def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = N
             ppl = math.exp(min(-float(np.mean(logp)), 700.0))
             if not (opts.min_perplexity <= ppl < opts.max_perplexity):
                 counts["perplexity_out_of_range"] += 1
-                above += ppl >= opts.max_perplexity
-                below += ppl < opts.min_perplexity
                 continue
             b = min(int((ppl - opts.min_perplexity) // width), opts.buckets - 1)
-            seen.append(b)
+            landed[-1] = b
             if filled[b] >= quota[b]:
                 counts["bucket_full"] += 1
                 continue
@@ -269,10 +313,12 @@ def generate(lm, opts: MakeOptions, sampling_seed: int, *, avoid: set | None = N
             filled[b] += 1
             if len(accepted) >= opts.count:
                 break
-        sweep.saw(temp, len(lp), seen, above, below)
+        aim.saw(temps[:len(landed)], landed)
         done = len(accepted) / opts.count
         el = time.time() - t0
-        eta = f", about {el / done * (1 - done):.0f} s left" if done > 0.02 else ""
+        rows = aim.rows_needed(np.array(quota) - np.array(filled))
+        eta = (f", about {math.ceil(rows / opts.batch_size) * opts.batch_size * per_row:.0f} s left"
+               if done < 1 and math.isfinite(rows) else "")
         progress(f"traps: {len(accepted)} of {opts.count} accepted ({counts['sampled']:,} sampled, "
                  f"{el:.0f} s{eta})", min(done, 0.99))
     counts["seconds"] = round(time.time() - t0, 1)

@@ -65,8 +65,9 @@ class MakeOptions(Options):
                                                "(the split is stratified by perplexity bucket)")
     tokens: int = option(64, whole(8, 4096), "length of each trap in tokens (the reference work: 25, 50 or 100)")
     temperatures: tuple = option(DEFAULT_TEMPERATURES, parsed(_temperatures, "a comma list of temperatures in (0, 20]"),
-                                 "sampling temperatures (unconditional sampling from the start token): tried coldest first, then "
-                                 "the ones that fill the open buckets (one too hot drops out with the hotter ones)")
+                                 "sampling temperatures (unconditional sampling from the start token): the first batch spreads over "
+                                 "them; then each row samples at a temperature in their range (steps of 0.05) aimed at "
+                                 "a perplexity bucket still open")
     buckets: int = option(10, whole(1, 100), "perplexity buckets of equal width over [min_perplexity, max_perplexity]: "
                                              "equal quotas, and the strata of the split and of the test")
     min_perplexity: float = option(1.0, number(1.0, 1e6), "lowest generator perplexity a trap may have")
