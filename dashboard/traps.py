@@ -167,6 +167,9 @@ def test_step(panel) -> None:
 
         if not record:
             raise DataError("make the traps above or upload a record.json first.")
+        from mia_core.traps.record import read_record
+
+        read_record(record)  # an edited or foreign file is refused before the model loads
         if not panel.target_spec:
             raise SettingsError(f"the model is not chosen: {panel.target_error or 'choose one in the sidebar'}.")
         lm = load_with_progress(panel.target_spec, panel.dtype, panel.quantize, panel.device,
@@ -208,13 +211,19 @@ def figures(res) -> list:
     import plotly.graph_objects as go
 
     df = res.scores
+    # the groups differ in size (held out: half; each level a share of the other half): each in percent of its own
+    # traps, on shared bins, held out in grey under the levels
     dist = go.Figure()
-    dist.add_histogram(x=df.loc[df["group"] == "held_out", "score"], name="held out", opacity=0.6)
-    for r in sorted(set(df.loc[df["group"] == "inserted", "copies"])):
-        dist.add_histogram(x=df.loc[(df["group"] == "inserted") & (df["copies"] == r), "score"], name=f"inserted x{r}",
-                           opacity=0.6)
+    held = df["group"] == "held_out"
+    dist.add_histogram(x=df.loc[held, "score"], name=f"held out ({int(held.sum())})", opacity=0.55,
+                       histnorm="percent", bingroup=1, marker_color="#8c8c8c")
+    colours = ["#f28e2b", "#d62728", "#9467bd", "#1f77b4", "#2ca02c"]
+    for i, r in enumerate(sorted(set(df.loc[df["group"] == "inserted", "copies"]))):
+        at = (df["group"] == "inserted") & (df["copies"] == r)
+        dist.add_histogram(x=df.loc[at, "score"], name=f"inserted x{r} ({int(at.sum())})", opacity=0.55,
+                           histnorm="percent", bingroup=1, marker_color=colours[i % len(colours)])
     dist.update_layout(barmode="overlay", title="Membership score (higher: more familiar)", xaxis_title="score",
-                       yaxis_title="traps")
+                       yaxis_title="% of the group's traps")
     roc = go.Figure()
     curve = (res.metrics.get("overall") or {}).get("roc") or {}
     roc.add_scatter(x=curve.get("fpr", []), y=curve.get("tpr", []), name="inserted vs held out")

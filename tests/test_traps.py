@@ -316,7 +316,7 @@ def test_bad_make_options_are_one_line_before_any_model_loads(tmp_path, monkeypa
 
 # ------------------------------------------------------------------------------------------------ the page
 @pytest.mark.slow
-def test_the_page_refuses_in_one_line_and_tests_a_record(tmp_path, memorised_llama):
+def test_the_page_refuses_in_one_line_and_tests_a_record(tmp_path, memorised_llama, monkeypatch):
     """The Copyright traps page: the steps without their inputs say so in one line; the test step on a sealed
     record of known groups (the memorised Llama's members as the inserted traps) shows the verdict, the figures and
     the three plots."""
@@ -336,10 +336,26 @@ def test_the_page_refuses_in_one_line_and_tests_a_record(tmp_path, memorised_lla
     at.button(key="go_traps_insert").click().run()
     assert any("make the traps above or upload a record.json" in e.value for e in at.error), [e.value for e in at.error]
     record_of(memorised_llama["members"], memorised_llama["nonmembers"], tmp_path / "r", permutations=999)
-    at.session_state["traps_record"] = str(tmp_path / "r")
+    # an edited record: refused in one line when Run is pressed, before the model is loaded
+    (tmp_path / "edited").mkdir()
+    raw = json.loads((tmp_path / "r" / "record.json").read_text())
+    raw["sealed"]["test"]["alpha"] = 0.5
+    (tmp_path / "edited" / "record.json").write_text(json.dumps(raw))
+    at.session_state["traps_record"] = str(tmp_path / "edited")
     at.run()
     at.radio(key="traps_test_rec").set_value("session")
     at.radio(key="traps_reference").set_value("none").run()
+    import dashboard.loaders
+
+    def no_load(*a, **k):
+        raise AssertionError("the model was loaded before the record was checked")
+
+    with monkeypatch.context() as m:
+        m.setattr(dashboard.loaders, "load_with_progress", no_load)
+        at.button(key="go_traps_test").click().run()
+    assert any("do not match its seal" in e.value and "\n" not in e.value for e in at.error), [e.value for e in at.error]
+    at.session_state["traps_record"] = str(tmp_path / "r")
+    at.run()
     at.button(key="go_traps_test").click().run()
     t0 = time.time()
     while not any(m.label == "p-value" for m in at.metric):
