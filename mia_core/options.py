@@ -447,11 +447,11 @@ def check_option(name: str, domain: Domain, value, *, strict: bool = True):
 
 def widget_limits(d: Domain) -> dict:
     """``min_value`` / ``max_value`` of a number widget for a value of domain ``d`` (an audit's option, an attack's
-    parameter): its bounds (an open end moves in by a ten-thousandth of the range, or of 1 when unbounded on the
-    other side; a single value allowed outside the bounds, such as a context of 0 for the model's own, widens them
-    to it), whole numbers for a whole-number domain; no key for an end without a bound."""
+    parameter): its bounds (an open end moves in by a ten-thousandth of the range, at most of 1: 1e-4; a single value
+    allowed outside the bounds, such as a context of 0 for the model's own, widens them to it), whole numbers for a
+    whole-number domain; no key for an end without a bound."""
     out = {}
-    span = (d.hi - d.lo) if d.lo is not None and d.hi is not None else 1.0
+    span = min((d.hi - d.lo) if d.lo is not None and d.hi is not None else 1.0, 1.0)  # a wide range: still 1e-4
     if d.lo is not None:
         out["min_value"] = (d.lo + span * 1e-4 if d.lo_open else d.lo)
     if d.hi is not None:

@@ -294,6 +294,37 @@ def test_the_run_options_are_prepare_runs_keywords_and_the_pages_limits():
     assert RunOptions.widget_limits("context")["min_value"] == 0
 
 
+def test_every_declared_default_lies_inside_its_widget_limits():
+    """A page's number widget starts at the declared default: a limit that excludes it would silently change the
+    setting (the traps page showed max_perplexity 101 for the declared 100: an open lower end of [1, 1e6) had moved
+    in by a ten-thousandth of the whole range)."""
+    import importlib
+    import pkgutil
+
+    import mia_core
+    from mia_core.options import Options
+
+    for m in pkgutil.walk_packages(mia_core.__path__, "mia_core."):
+        if m.name.endswith("options"):
+            importlib.import_module(m.name)
+    seen = 0
+
+    def every(cls):
+        for sub in cls.__subclasses__():
+            yield sub
+            yield from every(sub)
+
+    for cls in set(every(Options)):
+        for name, f in cls.declared().items():
+            d = f.metadata["domain"]
+            if d.kind not in ("int", "float") or not isinstance(f.default, (int, float)) or isinstance(f.default, bool):
+                continue
+            lim = cls.widget_limits(name)
+            seen += 1
+            assert lim.get("min_value", f.default) <= f.default <= lim.get("max_value", f.default), (cls, name, lim)
+    assert seen >= 20
+
+
 def test_the_page_widgets_outside_the_audits_take_their_limits_from_declared_domains():
     """The Controlled experiment's split, the engine's workers, Inspect's neighbours and the calibration page's attack
     parameters: each number widget's limits are a declared domain's (no limit written on a page), and the front door
