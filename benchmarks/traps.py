@@ -7,6 +7,10 @@
         seeds, the record's buckets and levels). Under a valid test the share of p < 0.05 lies in the binomial
         95 % interval around 5 %. Repeat with freshly made batches (`mia traps make`) for the batch-level check.
 
+    python benchmarks/traps.py documents --out DOCS [--books 25] [--words 1200]
+        The documents of docs/traps.md's power table: the middle --words words of each of the first --books
+        Gutenberg books of ../shared/data/gutenberg (by file name), one .txt each.
+
     python benchmarks/traps.py power --traps FOLDER --documents DOCS --work DIR [--epochs 3]
         The whole experiment offline: insert -> make-target (LoRA on the marked documents) -> test, overall and per
         repetition level; and the same documents without traps (a target fine-tuned on them): "not shown" expected.
@@ -99,6 +103,19 @@ def power(args) -> None:
                          for k, v in got.items()}}, indent=1))
 
 
+def documents(args) -> None:
+    books = sorted((ROOT.parent / "shared" / "data" / "gutenberg").glob("pg*.txt"))[:args.books]
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    for i, b in enumerate(books):
+        text = b.read_text(encoding="utf-8", errors="replace")
+        a, z = text.find("*** START"), text.find("*** END")
+        words = (text[a:z] if a > 0 and z > 0 else text).split()
+        mid = len(words) // 2
+        (out / f"doc{i:02d}.txt").write_text(" ".join(words[mid:mid + args.words]) + "\n", encoding="utf-8")
+    print(f"wrote {len(books)} documents of {args.words} words to {out}")
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="what", required=True)
@@ -114,8 +131,12 @@ def main() -> None:
     b.add_argument("--work", required=True)
     b.add_argument("--epochs", type=int, default=3)
     b.add_argument("--max-length", type=int, default=256)
+    c = sub.add_parser("documents")
+    c.add_argument("--out", required=True)
+    c.add_argument("--books", type=int, default=25)
+    c.add_argument("--words", type=int, default=1200)
     args = p.parse_args()
-    placebo(args) if args.what == "placebo" else power(args)
+    {"placebo": placebo, "power": power, "documents": documents}[args.what](args)
 
 
 if __name__ == "__main__":
