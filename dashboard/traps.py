@@ -167,9 +167,9 @@ def test_step(panel) -> None:
 
         if not record:
             raise DataError("make the traps above or upload a record.json first.")
-        from mia_core.traps.record import read_record
+        from mia_core.audits.traps import check_record
 
-        read_record(record)  # an edited or foreign file is refused before the model loads
+        check_record(record)  # an edited or foreign file is refused before the model loads
         if not panel.target_spec:
             raise SettingsError(f"the model is not chosen: {panel.target_error or 'choose one in the sidebar'}.")
         lm = load_with_progress(panel.target_spec, panel.dtype, panel.quantize, panel.device,

@@ -117,6 +117,14 @@ def insert(traps, documents, out, *, overwrite: bool = False, progress=None, str
     return {**entry, "n_inserted": len(by_group(rec, "inserted")), "record": rec["path"]}
 
 
+def check_record(traps) -> dict:
+    """The sealed record at ``traps`` (a folder or its record.json), read and its seal checked: ``DataError`` in one
+    line for a missing, foreign or edited file. A page calls it before loading any model."""
+    from ..traps.record import read_record
+
+    return read_record(traps)
+
+
 def marked_folder(path) -> bool:
     """Whether ``path`` is a folder ``mia traps insert`` wrote (it holds the copies' spans)."""
     from pathlib import Path
