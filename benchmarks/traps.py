@@ -11,9 +11,11 @@
         The documents of docs/traps.md's power table: the middle --words words of each of the first --books
         Gutenberg books of ../shared/data/gutenberg (by file name), one .txt each.
 
-    python benchmarks/traps.py power --traps FOLDER --documents DOCS --work DIR [--epochs 3]
+    python benchmarks/traps.py power --traps FOLDER --documents DOCS --work DIR [--epochs 3] [--no-traps-target T]
         The whole experiment offline: insert -> make-target (LoRA on the marked documents) -> test, overall and per
         repetition level; and the same documents without traps (a target fine-tuned on them): "not shown" expected.
+        --no-traps-target: a target already fine-tuned on DOCS without traps (by an earlier run's make-target with
+        the same settings), tested instead of training it again: it depends on the documents, not on the record.
 """
 from __future__ import annotations
 
@@ -92,9 +94,11 @@ def power(args) -> None:
     _mia("make-target", "--members", work / "marked", "--epochs", args.epochs, "--max-length", args.max_length,
          "--out", work / "target")
     _mia("traps", "test", "--traps", args.traps, "--model", work / "target", "--out", work / "result")
-    _mia("make-target", "--members", args.documents, "--epochs", args.epochs, "--max-length", args.max_length,
-         "--out", work / "target_no_traps")
-    _mia("traps", "test", "--traps", args.traps, "--model", work / "target_no_traps", "--out", work / "result_no_traps")
+    no_traps = Path(args.no_traps_target) if args.no_traps_target else work / "target_no_traps"
+    if not args.no_traps_target:
+        _mia("make-target", "--members", args.documents, "--epochs", args.epochs, "--max-length", args.max_length,
+             "--out", no_traps)
+    _mia("traps", "test", "--traps", args.traps, "--model", no_traps, "--out", work / "result_no_traps")
     got = {k: json.loads((work / k / "traps.json").read_text()) for k in ("result", "result_no_traps")}
     print(json.dumps({"cpu": cpu(), "seconds": round(time.time() - t0),
                       **{k: {"p_value": v["p_value"], "verdict": v["verdict"], "auc": v["auc"],
@@ -131,6 +135,7 @@ def main() -> None:
     b.add_argument("--work", required=True)
     b.add_argument("--epochs", type=int, default=3)
     b.add_argument("--max-length", type=int, default=256)
+    b.add_argument("--no-traps-target", default=None)
     c = sub.add_parser("documents")
     c.add_argument("--out", required=True)
     c.add_argument("--books", type=int, default=25)

@@ -73,10 +73,14 @@ def make_step(panel) -> None:
     if done is not None:
         st.session_state[f"{P}_made"] = done.result
         st.session_state[f"{P}_record"] = done.result["folder"]
+        for step in ("insert", "test"):  # the record just made is the one the next steps use (drawn below)
+            st.session_state[f"{P}_{step}_rec"] = "session"
     made = st.session_state.get(f"{P}_made")
     if made:
         res = made["made"]
         st.success(f"{res['n_inserted']} traps to insert, {res['n_held_out']} held out (secret).")
+        for n in res.get("notes", []):  # the test's floor above alpha: said while more traps can still be made
+            st.warning(n)
         st.code(f"SHA-256 {res['seal']}", language=None)
         st.download_button("Download the record (private)", Path(res["record"]).read_bytes(), "record.json",
                            mime="application/json", key=f"{P}_dl_record")
@@ -195,6 +199,8 @@ def show_result(res) -> None:
     """The verdict, the figures and the three plots."""
     s = res.summary
     (st.success if s["verdict"] == "used" else st.info)(res.verdict_line())
+    for n in res.notes:  # what the verdict rests on: a foreign tokenizer, a leak, a floor above alpha
+        st.warning(n)
     cols = st.columns(4)
     cols[0].metric("p-value", res.p_text())
     cols[1].metric("AUC", "n/a" if s.get("auc") is None else f"{s['auc']:.3f}")

@@ -195,7 +195,7 @@ def _reports_name_their_models(runs_dir: str) -> None:
         assert "What was audited" in html and "demo target" in html, m["name"]
 
 
-def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
+def test_inspect_and_calibration_in_a_browser(server, monkeypatch, tmp_path):
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
@@ -390,13 +390,56 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch):
             page.screenshot(path=str(ARTIFACTS / "extraction_results.png"), full_page=True)
             assert "only the members' excess over it is evidence of training" in seen and "Saved in Runs as" in seen, \
                 seen[-3000:]
+            # ---- issue 68: Copyright traps, the three steps in order on a small batch (8 traps of 16 tokens, one
+            # bucket) made by the sidebar's model; the test on that same model (it never saw them), the loss alone:
+            # 2 + 2 inserted vs 4 held out in one bucket has 70 equally likely splits, so p >= 1/70 > alpha 0.01 and
+            # the verdict cannot be "trained on the traps" whatever the scores, and the page says so at once
+            page.goto(f"{server}/Copyright_traps", wait_until="networkidle")
+            _wait_idle(page)
+            _text_when(page, "[data-testid='stMain']", ("1 · Make the traps", "3 · Test a model"), timeout_s=60.0)
+            for label, value in (("Count", "8"), ("Tokens", "16"), ("Buckets", "1"), ("Max perplexity", "100000")):
+                box = page.get_by_role("spinbutton", name=label)
+                box.fill(value)
+                box.press("Enter")
+                _wait_idle(page)
+            seed = page.get_by_role("textbox", name="Seed")
+            seed.fill("1")
+            seed.press("Enter")
+            _wait_idle(page)
+            _press(page, "Make the traps", lambda t: "running for" in t or "traps to insert" in t)
+            seen = _text_when(page, "[data-testid='stMain']", ("traps to insert", "SHA-256"), timeout_s=300.0)
+            _wait_idle(page, timeout=300.0)
+            assert "4 traps to insert, 4 held out (secret)" in seen, seen[-2000:]
+            # the test's floor, 1/70 above alpha, said now, while more traps can still be made (before publishing)
+            assert "allows is 0.0143, not below the pre-registered alpha 0.01: the test can never say" in seen, \
+                seen[-2000:]
+            paras, docs = _paragraphs(9, "pg43_stevenson_jekyll_and_hyde.txt"), []
+            for i in range(3):  # three documents of three paragraphs each
+                (tmp_path / f"chapter{i}.txt").write_text("\n\n".join(paras[3 * i:3 * i + 3]) + "\n", encoding="utf-8")
+                docs.append(str(tmp_path / f"chapter{i}.txt"))
+            page.locator("input[type=file]").first.set_input_files(docs)
+            _wait_idle(page)
+            _press(page, "Insert the traps", lambda t: "running for" in t or "copies placed in" in t)
+            seen = _text_when(page, "[data-testid='stMain']", ("copies placed in",), timeout_s=120.0)
+            _wait_idle(page)
+            assert "22 copies placed in 3 documents, checked from the written files" in seen, seen[-2000:]
+            page.get_by_text("the loss alone", exact=True).click()
+            _wait_idle(page)
+            _press(page, "Run the test", lambda t: "running for" in t or "mean exposure" in t)
+            seen = _text_when(page, "[data-testid='stMain']", ("mean exposure", "Exposure of the inserted traps"),
+                              timeout_s=300.0)
+            _wait_idle(page, timeout=300.0)
+            page.screenshot(path=str(ARTIFACTS / "traps_results.png"), full_page=True)
+            page.locator("[data-testid='stPlotlyChart']").first.screenshot(path=str(ARTIFACTS / "traps_scores.png"))
+            assert "Not shown: p = " in seen and "(pre-registered alpha 0.01)" in seen, seen[-3000:]
+            assert "4 + 4" in seen and "Traceback" not in seen, seen[-3000:]
             page.goto(server, wait_until="networkidle")  # Home (its sidebar link reads "app" after a page URL)
             _wait_idle(page)
             home = _text_when(page, "[data-testid='stMain']", ("dataset inference",), timeout_s=60.0)
             page.screenshot(path=str(ARTIFACTS / "home.png"), full_page=True)
             assert "1 document audit" in home and "1 masked-LM audit" in home and "1 dataset inference" in home, \
                 home[-1500:]
-            assert "1 verbatim extraction" in home, home[-1500:]
+            assert "1 verbatim extraction" in home and "1 copyright traps" in home, home[-1500:]
             # ---- issue 53 item 2: a run over uploaded books, reopened from Runs, says its inputs are not restored and
             # that Run tests the page's own (the run saved here from synthetic features: the path is the page's)
             from test_app_pages import _save_di_run

@@ -98,6 +98,7 @@ def run_make(args) -> int:
           "secret)")
     print(f"wrote {res['record']} (private: it names the held-out traps)")
     print(f"seal: SHA-256 {res['seal']}")
+    print_notes(res["notes"], prefix="warning")
     return 0
 
 

@@ -13,7 +13,7 @@ import numpy as np
 from ..errors import DataError, SettingsError
 from ..progress import Progress, noop
 from .options import TrapsOptions
-from .permutation import exposure, holm, stratified_rank_test
+from .permutation import exposure, floor_notes, holm, stratified_rank_test
 
 FPRS = (0.01, 0.1)
 
@@ -110,6 +110,8 @@ def run_traps_audit(rec: dict, lm, ref, opts: TrapsOptions, *, reference_words: 
     if not rec.get("insertions"):
         notes.append("the record logs no insertion (`mia traps insert`): the traps' copies may have been placed by "
                      "other means")
+    floors, floor_said = floor_notes(strata, group, copies, B, alpha)
+    notes += floor_said
     p = overall["p_value"]
     verdict = "used" if p < alpha else "not_shown"
     scores = pd.DataFrame({"trap_id": [t["id"] for t in traps], "group": group, "copies": copies, "bucket": strata,
@@ -124,7 +126,8 @@ def run_traps_audit(rec: dict, lm, ref, opts: TrapsOptions, *, reference_words: 
                "permutations": overall["permutations"], "n_inserted": int(inserted.sum()),
                "n_held_out": int(held.sum()), "exposure_mean": float(ex_all.mean()),
                "exposure_max_bits": float(np.log2(held.sum() + 1)), "seal": rec["seal"], "leaks": leaks,
-               "tokenizer_matches_generator": bool(tok_same)}
+               "tokenizer_matches_generator": bool(tok_same), "p_floor": floors["overall"],
+               "p_floor_levels": floors["levels"]}
     progress("traps: done", 1.0)
     return TrapsResult(summary=summary, levels=per, metrics={"overall": overall_m}, scores=scores,
                        model={"name": lm.name, "identity": lm.identity},

@@ -29,10 +29,12 @@ def test_plan(opts: MakeOptions) -> dict:
 def make_traps(lm, opts: MakeOptions, out, *, generator_spec: str | None, overwrite: bool = False,
                progress: Progress = noop) -> dict:
     """Make and seal a batch of traps into the new folder ``out`` (``record.json``, ``seal.txt``); returns
-    ``{"seal", "record", "counts", "n_inserted", "n_held_out"}``."""
+    ``{"seal", "record", "counts", "n_inserted", "n_held_out", "p_floor", "notes", ...}`` (``notes``: the test's
+    floor when it is not below alpha: said before the traps are published, when more can still be made)."""
     from ..runs.outputs import check_output_dir, staged_output
     from ..version import __version__
     from .generate import bucket_edges, check_plan, generate, model_digests, read_avoid, start_token
+    from .permutation import floor_notes
 
     check_output_dir(out, overwrite=overwrite)
     check_plan(lm, opts)
@@ -59,6 +61,7 @@ def make_traps(lm, opts: MakeOptions, out, *, generator_spec: str | None, overwr
     }
     with staged_output(out, overwrite=overwrite) as tmp:
         seal = write_record(Path(tmp), sealed)
+    floors, notes = floor_notes([t["bucket"] for t in traps], group, copies, opts.permutations, opts.alpha)
     return {"seal": seal, "record": str(Path(out).expanduser() / "record.json"), "counts": counts,
             "n_inserted": group.count("inserted"), "n_held_out": group.count("held_out"), "tokens": opts.tokens,
-            "repetitions": list(opts.repetitions)}
+            "repetitions": list(opts.repetitions), "p_floor": floors, "notes": notes}

@@ -33,6 +33,39 @@ def n_assignments(strata: np.ndarray, treated: np.ndarray) -> int:
     return total
 
 
+def p_floor(strata, treated, permutations: int) -> float:
+    """The smallest p-value :func:`stratified_rank_test` can return for these groups, whatever the scores: 1 / N
+    when it enumerates the N within-stratum assignments (N <= B + 1), else 1 / (B + 1). Known from the split alone,
+    so before anything is published: a floor above alpha means the record can never show training."""
+    total = n_assignments(np.asarray(strata), np.asarray(treated, dtype=bool))
+    return 1.0 / total if total <= permutations + 1 else 1.0 / (permutations + 1)
+
+
+def floor_notes(strata, group, copies, permutations: int, alpha: float) -> tuple[dict, list[str]]:
+    """The floors of the pre-registered test over every trap and of each repetition level (a lower bound of its
+    Holm-adjusted p-value), and a note for each that is not below ``alpha``:
+    ``({"overall": p, "levels": {r: p_holm}}, notes)``."""
+    g, c, b = np.asarray(group), np.asarray(copies), np.asarray(strata)
+    inserted, held = g == "inserted", g == "held_out"
+    overall = p_floor(b, inserted, permutations)
+    levels = sorted(set(c[inserted].tolist()))
+    own = {str(r): p_floor(b[(c == r) | held], inserted[(c == r) | held], permutations) for r in levels}
+    # Holm's adjusted p of a level is at least its own p and at least m times the smallest level p: a lower bound
+    # that is reached when the floors are equal (the usual case: equal levels, one set of held-out traps)
+    per = {r: min(1.0, max(f, len(levels) * min(own.values()))) for r, f in own.items()}
+    notes = []
+    if overall >= alpha:
+        notes.append(f"the smallest p-value this split of {int(inserted.sum())} inserted and {int(held.sum())} held-out "
+                     f"traps allows is {overall:.3g}, not below the pre-registered alpha {alpha:g}: the test can "
+                     "never say \"trained on the traps\"; make more traps (count) or fewer buckets")
+    low = [r for r, f in per.items() if f >= alpha]
+    if low and overall < alpha:
+        notes.append(f"repetition level(s) x{', x'.join(low)} cannot be shown on their own at alpha {alpha:g} "
+                     f"(their Holm-adjusted floor: {', '.join(f'{per[r]:.3g}' for r in low)}); the test over every "
+                     "trap can")
+    return {"overall": overall, "levels": per}, notes
+
+
 def stratified_rank_test(scores, treated, strata, *, permutations: int = 100_000, seed: int = 0) -> dict:
     """The test of ``treated`` (True: inserted) scoring higher than the rest, within ``strata``.
 
