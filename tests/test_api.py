@@ -98,7 +98,7 @@ def test_the_readme_example_runs(tmp_path, monkeypatch):
 def test_audit_mlm_and_documents_take_texts():
     """audit_mlm runs the masked-LM audit on plain lists (the bundled pair, a few texts, K = 2); audit_documents
     turns plain texts, paths or Documents into Documents the same way."""
-    from mia_core.api.checks import _documents
+    from mia_core.inputs import check_documents
     from mia_core.targets.demo import mlm_demo_paths
     from mia_core.documents import Document
 
@@ -107,9 +107,9 @@ def test_audit_mlm_and_documents_take_texts():
     res = mia_core.audit_mlm(m, n, p, str(demo["target"]), demo["reference"], k=2, n_bootstrap=0, device="cpu")
     assert len(res.scores) == 10 and set(res.metrics) == {"likelihood_ratio", "loss"}
     assert res.scores["likelihood_ratio"].notna().all()
-    docs = _documents(["one book text", "another book"], "members")
+    docs = check_documents(["one book text", "another book"], "members")
     assert [d.name for d in docs] == ["m0001", "m0002"] and all(isinstance(d, Document) for d in docs)
-    assert _documents(docs, "members") is not docs and _documents(docs, "members") == docs
+    assert check_documents(docs, "members") is not docs and check_documents(docs, "members") == docs
 
 
 def test_texts_may_come_from_a_generator_and_non_texts_are_refused(tiny_llama):

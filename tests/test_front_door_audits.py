@@ -137,3 +137,44 @@ def test_each_front_end_reaches_at_most_twelve_engine_packages():
     for name, got in (("the CLI", cli), ("the pages with dashboard/", pages)):
         assert "api" in got and len(got) <= 12, (name, sorted(got))
         assert not got & {"documents", "mlm", "dataset_inference", "pipeline", "smia"}, (name, sorted(got))
+
+
+def _private_imports() -> dict[str, list[str]]:
+    """Every private name (one leading underscore) a module of mia_core imports from another of its packages (a
+    top-level module is a package of its own), as ``{"from_package -> to_package": [names]}``."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1] / "mia_core"
+
+    def package(parts: list[str]) -> str:  # parts below mia_core: ["audits", "traps"] -> "audits"
+        return parts[0] if parts and parts[0] != "__init__" else "(top)"
+
+    out: dict[str, list[str]] = {}
+    for f in sorted(root.rglob("*.py")):
+        rel = list(f.relative_to(root).with_suffix("").parts)
+        base = rel[:-1]  # the package a relative import starts from
+        for node in ast.walk(ast.parse(f.read_text(encoding="utf-8"))):
+            if not isinstance(node, ast.ImportFrom):
+                continue
+            if node.level:
+                start = base[:len(base) - (node.level - 1)] if node.level > 1 else base
+                target = start + (node.module.split(".") if node.module else [])
+            elif (node.module or "").startswith("mia_core."):
+                target = node.module.split(".")[1:]
+            else:
+                continue
+            private = [a.name for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+            src = package(rel)
+            if private and package(target) != src:
+                out.setdefault(f"{src} -> {package(target)}", []).extend(private)
+    return out
+
+
+def test_the_registry_takes_no_private_name_and_the_engine_fewer_than_before():
+    """Issue 69 item 3: the audit registry and the API check their inputs with the public ground floor
+    (mia_core.inputs), not the API's private checkers; across the whole engine, private names taken from another
+    package only go down (56 at bd99a7f, 26 of them audits -> api; 30 after)."""
+    got = _private_imports()
+    assert not {k: v for k, v in got.items() if k.startswith("audits ->")}, got
+    assert sum(map(len, got.values())) <= 30, got

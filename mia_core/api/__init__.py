@@ -37,7 +37,7 @@ a ``TypeError`` from deep inside; later bad input (too few texts, an unknown mod
 
 from __future__ import annotations
 
-from .checks import MAX_BOOTSTRAP, MAX_PERMUTATIONS, MAX_SEED  # noqa: F401 - the limits, read by tests and pages
+from ..inputs import MAX_BOOTSTRAP, MAX_PERMUTATIONS, MAX_SEED  # noqa: F401 - the limits, read by tests and pages
 from .documents import DocumentRequest, audit_documents, execute_documents, load_document_models, prepare_documents
 from .inference import (InferenceRequest, InferenceSets, estimate_inference, execute_inference, infer_dataset,
                         inference_demo, prepare_inference, read_inference_sets)
@@ -64,5 +64,5 @@ FRONT_DOOR = {
     "inspect": ["TextStatistics", "text_statistics", "text_neighbours", "estimate_neighbours", "estimate_analysis",
                 "neighbour_spans", "read_text", "rarity", "token_values", "text_hash"],
     "targets": ["experiment_folder", "read_corpus", "write_split", "build_target"],
-    "checks": ["check_machine"],
+    "machine": ["check_machine"],
 }

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 from ..errors import DataError, SettingsError
 
-from .checks import _bool, _callable, _choice, _column, _device, _documents, _dtype, _model_spec, _request
+from ..inputs import check_flag, check_callable, check_choice, check_column, check_device, check_documents, check_dtype, check_model_spec, check_request
 from ..neighbours.base import DEFAULT_GENERATOR  # noqa: F401 - the CLI's default neighbour generator
 # the declared options (the page's widgets read them) and the share of the progress the books' pass reports
 from ..documents.options import PASS_SHARE, DocumentOptions  # noqa: F401
@@ -146,7 +146,7 @@ def _check_files(files, name: str) -> None:
     of them: one line naming ``name`` otherwise, before anything is read."""
     import os
 
-    from .checks import _bad
+    from ..inputs import bad_value
 
     def readable(f) -> bool:
         return isinstance(f, (str, os.PathLike)) or (hasattr(f, "getvalue") and isinstance(getattr(f, "name", None),
@@ -155,7 +155,7 @@ def _check_files(files, name: str) -> None:
     items = files if isinstance(files, (list, tuple)) else [files]
     bad = next((f for f in items if not readable(f)), None) if files else None
     if bad is not None:
-        raise _bad(name, "folders, .zip or .txt files (paths) or uploaded files (with name and getvalue()), in a list",
+        raise bad_value(name, "folders, .zip or .txt files (paths) or uploaded files (with name and getvalue()), in a list",
                    bad, DataError)
 
 
@@ -164,7 +164,7 @@ def _books(value, files, what: str, *, strip: bool, text_column: str | None):
     :func:`read_documents`."""
     if files:
         return read_documents(files, strip=strip)
-    return _documents(value, what, text_column=text_column)
+    return check_documents(value, what, text_column=text_column)
 
 
 def prepare_documents(members=None, nonmembers=None, *, model=None, reference=None, demo: bool = False,
@@ -213,12 +213,12 @@ def prepare_documents(members=None, nonmembers=None, *, model=None, reference=No
     from ..documents.stages import document_set
     from ..models.causal import QUANTIZE
 
-    model, reference = _model_spec("model", model), _model_spec("reference", reference)
-    dtype, device, text_column = _dtype(dtype), _device(device), _column("text_column", text_column)
-    quantize, trust_remote_code = _choice("quantize", quantize, QUANTIZE), _bool("trust_remote_code", trust_remote_code)
-    if _bool("demo", demo) and any(x is not None for x in (members, nonmembers, member_files, nonmember_files)):
+    model, reference = check_model_spec("model", model), check_model_spec("reference", reference)
+    dtype, device, text_column = check_dtype(dtype), check_device(device), check_column("text_column", text_column)
+    quantize, trust_remote_code = check_choice("quantize", quantize, QUANTIZE), check_flag("trust_remote_code", trust_remote_code)
+    if check_flag("demo", demo) and any(x is not None for x in (members, nonmembers, member_files, nonmember_files)):
         raise SettingsError("the demo brings its own members and non-members; do not give them too")
-    options, settings = _options(settings, cache=_bool("cache", cache))
+    options, settings = _options(settings, cache=check_flag("cache", cache))
     if demo:
         from ..targets.demo import demo_paths
         from ..documents import demo_documents
@@ -277,7 +277,7 @@ def execute_documents(request: DocumentRequest, *, target=None, reference=None, 
     -------
     mia_core.documents.DocumentAuditResult
     """
-    _request(request, DocumentRequest, "prepare_documents")
+    check_request(request, DocumentRequest, "prepare_documents")
     from .. import documents  # looked up here: documents.run_document_audit is what is called
 
     if target is None:
@@ -466,8 +466,8 @@ def audit_documents(members=None, nonmembers=None, model=None, *, reference=None
     Inference for Large Language Models", USENIX Security.
     """
     if "use_cache" in kwargs:  # the older name of cache
-        cache = _bool("use_cache", kwargs.pop("use_cache"))
-    progress = _callable("progress", progress)
+        cache = check_flag("use_cache", kwargs.pop("use_cache"))
+    progress = check_callable("progress", progress)
     request = prepare_documents(members, nonmembers, model=model, reference=reference, dtype=dtype, device=device,
                                 text_column=text_column, cache=cache, **kwargs)
     return execute_documents(request, progress=progress)

@@ -20,8 +20,8 @@ from typing import Sequence
 from ..dataset_inference.control import is_named
 from ..dataset_inference.options import SCORING_SHARE, InferenceOptions  # noqa: F401
 from ..errors import DataError, SettingsError
-from .checks import (_bool, _callable, _column, _device, _documents, _dtype, _mapping, _model, _model_spec, _names,
-                     _bad, _request, _shown, _texts)
+from ..inputs import (check_flag, check_callable, check_column, check_device, check_documents, check_dtype, check_mapping, checked_model, check_model_spec, check_names,
+                     bad_value, check_request, shown_value, check_texts)
 
 DEMOS = ("demo", "demo_null")
 DEFAULT_ALPHA = 0.01  # mia_core.dataset_inference.DEFAULT_ALPHA (a test holds them equal), without importing it
@@ -302,7 +302,7 @@ def _check(suspect, validation, *, books: bool, reference: bool, population, s: 
             bad = next((x for x in xs if not isinstance(x, Document)), None) if isinstance(xs, (list, tuple)) else xs
             if bad is not None:
                 raise DataError(f"{{{name}}} must be books (mia_core.documents.Document, as read_inference_sets "
-                                f"reads them) with {{books}}, got {_shown(bad)}", options=(name, "books"))
+                                f"reads them) with {{books}}, got {shown_value(bad)}", options=(name, "books"))
         return check_book_run(suspect, validation, passage_words=s["passage_words"],
                               max_passages=s["max_passages"], **common)
     from ..dataset_inference.audit import check_text_run
@@ -353,7 +353,7 @@ def prepare_inference(suspect: Sequence, validation: Sequence, *, model=None, re
 
     if isinstance(read_notes, (str, bytes)) or not isinstance(read_notes, (list, tuple)) or not all(
             isinstance(n, str) for n in read_notes):
-        raise _bad("read_notes", "a list of notes (strings)", read_notes)
+        raise bad_value("read_notes", "a list of notes (strings)", read_notes)
     if isinstance(features, (list, tuple)) and all(isinstance(f, str) for f in features):
         features = ",".join(features)  # a list of names is the comma list
     o = InferenceOptions.check(features=features, alpha=alpha, folds=folds, n_permutations=n_permutations, seed=seed,
@@ -414,7 +414,7 @@ def execute_inference(request: InferenceRequest, *, progress=None, load=None, ta
     mia_core.dataset_inference.DatasetInferenceResult
         Its notes start with the request's reader notes.
     """
-    _request(request, InferenceRequest, "prepare_inference")
+    check_request(request, InferenceRequest, "prepare_inference")
     from .. import dataset_inference as di
 
     model = request.model if target is None else target
@@ -435,7 +435,7 @@ def execute_inference(request: InferenceRequest, *, progress=None, load=None, ta
 
 def _features(value):
     """The features asked for (None: ``"default"``)."""
-    value = _names("features", value)
+    value = check_names("features", value)
     return "default" if value is None else value
 
 
@@ -449,10 +449,10 @@ def _checked_arguments(a: dict) -> dict:
     names = tuple(InferenceOptions.declared())
     o = InferenceOptions.check(**{**{n: a[n] for n in names},
                                   "features": ",".join(features) if isinstance(features, list) else features})
-    return {"model": _model_spec("model", a["model"]), "reference": _model_spec("reference", a["reference"]),
-            **o.as_dict(), "params": check_params(_mapping("params", a["params"])), "dtype": _dtype(a["dtype"]),
-            "device": _device(a["device"]), "books": _bool("books", a["books"]),
-            "progress": _callable("progress", a["progress"]), "text_column": _column("text_column", a["text_column"])}
+    return {"model": check_model_spec("model", a["model"]), "reference": check_model_spec("reference", a["reference"]),
+            **o.as_dict(), "params": check_params(check_mapping("params", a["params"])), "dtype": check_dtype(a["dtype"]),
+            "device": check_device(a["device"]), "books": check_flag("books", a["books"]),
+            "progress": check_callable("progress", a["progress"]), "text_column": check_column("text_column", a["text_column"])}
 
 
 def _read_arguments(suspect, validation, population, *, books: bool, text_column: str | None):
@@ -462,10 +462,10 @@ def _read_arguments(suspect, validation, population, *, books: bool, text_column
         if population is not None:
             raise SettingsError("{population} is not used with {books}: the book test has no ReCaLL feature",
                                 options=("population", "books"))
-        return (_documents(suspect, "suspect", text_column=text_column),
-                _documents(validation, "validation", text_column=text_column), None)
-    return (_texts(suspect, "suspect", text_column=text_column), _texts(validation, "validation", text_column=text_column),
-            _texts(population, "population", text_column=text_column))
+        return (check_documents(suspect, "suspect", text_column=text_column),
+                check_documents(validation, "validation", text_column=text_column), None)
+    return (check_texts(suspect, "suspect", text_column=text_column), check_texts(validation, "validation", text_column=text_column),
+            check_texts(population, "population", text_column=text_column))
 
 
 def infer_dataset(suspect, validation, model=None, reference=None, *, population=None, features="default",
@@ -551,7 +551,7 @@ def infer_dataset(suspect, validation, model=None, reference=None, *, population
         correction=a["correction"], combination=a["combination"], control=a["control"],
         adjust_length=a["adjust_length"], dtype=a["dtype"], device=a["device"])
     return execute_inference(request, progress=a["progress"],
-                             load=lambda spec: _model(spec, dtype=a["dtype"], device=a["device"]))
+                             load=lambda spec: checked_model(spec, dtype=a["dtype"], device=a["device"]))
 
 
 # ----------------------------------------------------------------------------- saved runs

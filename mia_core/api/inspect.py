@@ -42,10 +42,10 @@ def text_hash(text: str) -> str:
         32 hexadecimal digits (SHA-256 of the UTF-8 text, cut).
     """
     from ..cache import text_hash as _hash
-    from .checks import _bad
+    from ..inputs import bad_value
 
     if not isinstance(text, str):
-        raise _bad("text", "a text (a string)", text, DataError)
+        raise bad_value("text", "a text (a string)", text, DataError)
     return _hash(text)
 
 
@@ -76,10 +76,10 @@ def read_text(upload, *, strip_gutenberg: bool = True, notes: list[str] | None =
 
     from .. import data
     from ..data.decoding import _read_bytes
-    from .checks import _bad
+    from ..inputs import bad_value
 
     if not (isinstance(upload, (str, os.PathLike)) or (hasattr(upload, "getvalue") and hasattr(upload, "name"))):
-        raise _bad("upload", "a file path or an uploaded file (with name and getvalue())", upload, DataError)
+        raise bad_value("upload", "a file path or an uploaded file (with name and getvalue())", upload, DataError)
     name, raw = _read_bytes(upload, data.MAX_BYTES)
     text, _ = data.decode_bytes(raw, getattr(upload, "name", name), notes)
     if strip_gutenberg:
@@ -145,13 +145,13 @@ def text_statistics(text: str, lm, *, reference=None, lower: bool = True,
         Fewer than two tokens to predict, or a model pass failed.
     """
     from ..models import LoadedModel
-    from .checks import _bad
+    from ..inputs import bad_value
 
     if not isinstance(text, str):
-        raise _bad("text", "a text (a string)", text, DataError)
+        raise bad_value("text", "a text (a string)", text, DataError)
     for name, m in (("lm", lm), ("reference", reference)):
         if not (isinstance(m, LoadedModel) or (name == "reference" and m is None)):
-            raise _bad(name, "a loaded model (mia_core.load or load_causal_lm: load a model spec first)", m)
+            raise bad_value(name, "a loaded model (mia_core.load or load_causal_lm: load a model spec first)", m)
     from ..pipeline import text_passes
     from ..stats import StatsSettings, scores_first_token
 

@@ -14,7 +14,7 @@ from functools import lru_cache
 
 from ..errors import MiaError
 from ..mlm.options import MlmOptions
-from .checks import _bool, _callable, _column, _device, _dtype, _kwargs, _model_spec, _request, _sequence, _texts
+from ..inputs import check_flag, check_callable, check_column, check_device, check_dtype, check_kwargs, check_model_spec, check_request, check_sequence, check_texts
 
 
 def _mlm_checks() -> dict:
@@ -27,15 +27,15 @@ def _mlm_checks() -> dict:
     return {
         **{n: declared(n) for n in MlmOptions.declared()},
         "recipe": lambda v: MlmOptions.check_some(recipe=check_recipe(v))["recipe"],
-        "member_groups": lambda v: _sequence("member_groups", v),
-        "nonmember_groups": lambda v: _sequence("nonmember_groups", v),
-        "population_groups": lambda v: _sequence("population_groups", v),
-        "member_ids": lambda v: _sequence("member_ids", v),
-        "nonmember_ids": lambda v: _sequence("nonmember_ids", v),
-        "device": _device,
-        "dtype": _dtype,
-        "trust_remote_code": lambda v: _bool("trust_remote_code", v),
-        "progress": lambda v: _callable("progress", v),
+        "member_groups": lambda v: check_sequence("member_groups", v),
+        "nonmember_groups": lambda v: check_sequence("nonmember_groups", v),
+        "population_groups": lambda v: check_sequence("population_groups", v),
+        "member_ids": lambda v: check_sequence("member_ids", v),
+        "nonmember_ids": lambda v: check_sequence("nonmember_ids", v),
+        "device": check_device,
+        "dtype": check_dtype,
+        "trust_remote_code": lambda v: check_flag("trust_remote_code", v),
+        "progress": lambda v: check_callable("progress", v),
     }
 
 
@@ -223,18 +223,18 @@ def prepare_mlm(members=None, nonmembers=None, population=None, model=None, refe
     if demo:
         model = model or str(_demo_or_none(box, "target"))
         reference = reference or _demo_or_none(box, "reference")
-    model = _model_spec("model", model, optional=False, masked=True)
-    reference = _model_spec("reference", reference, optional=False, masked=True)
-    text_column = _column("text_column", text_column)
-    settings = _kwargs("prepare_mlm", run_mlm_audit, settings, _mlm_checks(),
+    model = check_model_spec("model", model, optional=False, masked=True)
+    reference = check_model_spec("reference", reference, optional=False, masked=True)
+    text_column = check_column("text_column", text_column)
+    settings = check_kwargs("prepare_mlm", run_mlm_audit, settings, _mlm_checks(),
                        skip=("members", "nonmembers", "population", "target", "reference", "train_samples",
                              "progress"))
     read = {}
     for role, value in (("members", members), ("nonmembers", nonmembers), ("population", population)):
         read[role] = (_demo_texts(box, role) if demo and value is None
-                      else _texts(value, role, text_column=text_column))
+                      else check_texts(value, role, text_column=text_column))
     if train_samples is not None:
-        settings["train_samples"] = _texts(train_samples, "train_samples", text_column=text_column) or None
+        settings["train_samples"] = check_texts(train_samples, "train_samples", text_column=text_column) or None
     recipe = settings.get("recipe", "sum")
     checked = MlmSettings(k=_k(recipe, settings.get("k")), seed=settings.get("seed", 0),
                           rate=settings.get("rate", MlmSettings.rate), alpha=settings.get("alpha", MlmSettings.alpha),
@@ -270,7 +270,7 @@ def estimate_mlm(request: MlmRequest, *, target=None, reference=None) -> tuple[s
     from ..estimate import count_tokens, speed
     from ..formatting import fmt_seconds
 
-    _request(request, MlmRequest, "prepare_mlm")
+    check_request(request, MlmRequest, "prepare_mlm")
     k = request.k
     scored = list(request.members) + list(request.nonmembers) + list(request.population)
     train = list(request.settings.get("train_samples") or [])
@@ -351,7 +351,7 @@ def execute_mlm(request: MlmRequest, *, progress=None):
     -------
     mia_core.mlm.MlmAuditResult
     """
-    _request(request, MlmRequest, "prepare_mlm")
+    check_request(request, MlmRequest, "prepare_mlm")
     from .. import mlm  # looked up here: mlm.run_mlm_audit is what is called
 
     kw = dict(request.settings)
@@ -392,8 +392,8 @@ def audit_mlm(members=None, nonmembers=None, population=None, model=None, refere
     """
     from ..mlm.audit import run_mlm_audit as declared  # its keywords
 
-    kwargs = _kwargs("audit_mlm", declared, {"dtype": dtype, "device": device, "cache": cache, **kwargs}, _mlm_checks(),
+    kwargs = check_kwargs("audit_mlm", declared, {"dtype": dtype, "device": device, "cache": cache, **kwargs}, _mlm_checks(),
                      skip=("members", "nonmembers", "population", "target", "reference", "progress"))
-    progress = _callable("progress", progress) if progress is not None else None
+    progress = check_callable("progress", progress) if progress is not None else None
     request = prepare_mlm(members, nonmembers, population, model, reference, text_column=text_column, **kwargs)
     return execute_mlm(request, progress=progress)

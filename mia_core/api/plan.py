@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from .checks import _bad, _bool, _column, _device, _mapping, _names, _num, _texts
+from ..inputs import bad_value, check_flag, check_column, check_device, check_mapping, check_names, check_number, check_texts
 
 
 # a neighbour is scored from where it differs from its text: about this share of the text's tokens each (the estimate's
@@ -115,7 +115,7 @@ def _estimate(names: list[str], passes: list[str], texts: list[str], pop: list[s
 
 def _variants(value) -> list[str]:
     """``modify_variants`` checked: a list of names, or a comma list."""
-    value = _names("modify_variants", value) or []
+    value = check_names("modify_variants", value) or []
     return [v for v in value.split(",") if v.strip()] if isinstance(value, str) else value
 
 
@@ -188,17 +188,17 @@ def plan_run(attacks=None, *, texts: Sequence[str] = (), reference: bool = False
     from ..attacks import default_attacks
     from ..pipeline import plan_attacks
 
-    attacks = _names("attacks", attacks)
-    reference, labels = _bool("reference", reference), _bool("labels", labels)
-    params = _mapping("params", params)
-    n_params = _num("n_params", n_params, 0, optional=True)
-    device = _device(device)
+    attacks = check_names("attacks", attacks)
+    reference, labels = check_flag("reference", reference), check_flag("labels", labels)
+    params = check_mapping("params", params)
+    n_params = check_number("n_params", n_params, 0, optional=True)
+    device = check_device(device)
     if tokenizer is not None and not callable(tokenizer):
-        raise _bad("tokenizer", "a tokenizer (callable) or None", tokenizer)
+        raise bad_value("tokenizer", "a tokenizer (callable) or None", tokenizer)
     modify_variants = _variants(modify_variants)
-    check_inputs, text_column = _bool("check_inputs", check_inputs), _column("text_column", text_column)
-    texts = _texts(texts, "texts", text_column=text_column)
-    population = _texts(population, "population", text_column=text_column)
+    check_inputs, text_column = check_flag("check_inputs", check_inputs), check_column("text_column", text_column)
+    texts = check_texts(texts, "texts", text_column=text_column)
+    population = check_texts(population, "population", text_column=text_column)
     spec = attacks if attacks is not None else default_attacks(have_reference=reference)
     have = {k for k, on in (("reference", reference), ("labels", labels), ("population", len(population))) if on}
     if check_inputs:

@@ -16,7 +16,7 @@ from typing import Callable, Sequence
 
 from ..errors import DataError, SettingsError, Worded
 from ..pipeline.options import RunOptions  # a run's declared options: prepare_run checks them, the CLI and page read them
-from .checks import _request, _shown
+from ..inputs import check_request, shown_value
 
 
 @dataclass
@@ -237,7 +237,7 @@ def prepare_run(data, *, model=None, reference=None, attacks=None, params: dict 
     for name, value, may_be_none in (("data", data, False), ("population", population, True), ("train", train, True)):
         if not (isinstance(value, Dataset) or (may_be_none and value is None)):
             raise DataError(f"{{{name}}} must be a mia_core.data.Dataset (mia_core.data.load_dataset or "
-                            f"texts_from_strings){' or None' if may_be_none else ''}, got {_shown(value)}",
+                            f"texts_from_strings){' or None' if may_be_none else ''}, got {shown_value(value)}",
                             options=(name,))
     o = RunOptions.check(caller="prepare_run", split=split or None, split_seed=split_seed, prefix=prefix,
                          context=context, batch_tokens=batch_tokens, first_token=first_token, cache=cache,
@@ -312,7 +312,7 @@ def execute_run(request: RunRequest, *, target=None, reference=None, progress=No
     mia_core.pipeline.RunResult
         With ``config["skipped"]`` and a ``skipped ...`` note per attack the plan skipped.
     """
-    _request(request, RunRequest, "prepare_run")
+    check_request(request, RunRequest, "prepare_run")
     from ..attacks import REGISTRY
     from ..attacks.neighbourhood import run_coupling_warning
     from ..pipeline import run_attacks
@@ -356,7 +356,7 @@ def execute_modified(request: RunRequest, target, reference=None, *, progress=No
     dict
         ``{"verbatim": metrics, variant: metrics, ..., "modifications": ..., "n_unmodified": ...}``.
     """
-    _request(request, RunRequest, "prepare_run")
+    check_request(request, RunRequest, "prepare_run")
     from dataclasses import replace
 
     from ..pipeline.modified import run_modified

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numbers
 
 from ..errors import DataError
-from .checks import (_callable, _column, _device, _dtype, _mapping, _model_spec, _names, _noop, _path_or_frame,
-                     _texts)
+from ..inputs import (check_callable, check_column, check_device, check_dtype, check_mapping, check_model_spec, check_names, noop_progress, check_path_or_frame,
+                     check_texts)
 from .plan import RunPlan, plan_run  # noqa: F401 - plan_run and RunPlan were here: mia_core.api.run.plan_run works
 
 
@@ -68,18 +68,18 @@ def score(texts, model=None, attacks=None, reference=None, *, population=None, p
     from ..stats import StatsSettings
     from .request import RunRequest, load_models, population_set
 
-    model, reference = _model_spec("model", model), _model_spec("reference", reference)
-    attacks, params = _names("attacks", attacks), _mapping("params", params)
+    model, reference = check_model_spec("model", model), check_model_spec("reference", reference)
+    attacks, params = check_names("attacks", attacks), check_mapping("params", params)
     from ..pipeline.options import RunOptions
 
     o = RunOptions.check_some(prefix=prefix, first_token=first_token, cache=cache)  # the run's declared options
     prefix, first_token, cache = o["prefix"], o["first_token"], o["cache"]
-    dtype, device = _dtype(dtype), _device(device)
-    progress, text_column = _callable("progress", progress), _column("text_column", text_column)
-    texts = _texts(texts, "texts", text_column=text_column)
+    dtype, device = check_dtype(dtype), check_device(device)
+    progress, text_column = check_callable("progress", progress), check_column("text_column", text_column)
+    texts = check_texts(texts, "texts", text_column=text_column)
     if not texts:
         raise DataError("texts: no texts to score (an empty list)")  # score()'s own parameter: no flag, no widget
-    pop = population_set(texts=_texts(population, "population", text_column=text_column))
+    pop = population_set(texts=check_texts(population, "population", text_column=text_column))
     names = list(DEFAULT_ATTACKS) if attacks is None else attacks.split(",") if isinstance(attacks, str) else attacks
     cfg = check_config(RunConfig(attacks=[n.strip() for n in names if n.strip()], params=dict(params or {}),
                                  stats=StatsSettings(prefix=prefix), use_cache=cache, n_bootstrap=0, seed=0,
@@ -87,7 +87,7 @@ def score(texts, model=None, attacks=None, reference=None, *, population=None, p
     request = RunRequest(data=None, model=model, config=cfg, reference=reference,
                          load={"dtype": dtype, "device": device})
     target, ref = load_models(request)
-    return score_texts(texts, target, reference=ref, config=cfg, population=pop, progress=progress or _noop())
+    return score_texts(texts, target, reference=ref, config=cfg, population=pop, progress=progress or noop_progress())
 
 
 def audit(members=None, nonmembers=None, model=None, attacks=None, reference=None, *, labelled=None,
@@ -157,18 +157,18 @@ def audit(members=None, nonmembers=None, model=None, attacks=None, reference=Non
     """
     from .request import execute_run, population_set, prepare_run
 
-    model, reference = _model_spec("model", model), _model_spec("reference", reference)
-    attacks, params = _names("attacks", attacks), _mapping("params", params)
-    text_column = _column("text_column", text_column)
+    model, reference = check_model_spec("model", model), check_model_spec("reference", reference)
+    attacks, params = check_names("attacks", attacks), check_mapping("params", params)
+    text_column = check_column("text_column", text_column)
     settings = _audit_settings(split=split, n_bootstrap=n_bootstrap, seed=seed, prefix=prefix, first_token=first_token,
                                blind=blind, alpha=alpha, cache=cache, dtype=dtype, device=device)
-    progress = _callable("progress", progress)
+    progress = check_callable("progress", progress)
     ds = _audit_data(members, nonmembers, labelled, text_column=text_column,
-                     label_column=_column("label_column", label_column, optional=False))
+                     label_column=check_column("label_column", label_column, optional=False))
     request = prepare_run(ds, model=model, reference=reference, attacks=attacks, params=params,
-                          population=population_set(texts=_texts(population, "population", text_column=text_column)),
+                          population=population_set(texts=check_texts(population, "population", text_column=text_column)),
                           **settings)
-    return execute_run(request, progress=progress or _noop())
+    return execute_run(request, progress=progress or noop_progress())
 
 
 def _audit_settings(*, split, n_bootstrap, seed, prefix, first_token, blind, alpha, cache, dtype, device) -> dict:
@@ -179,17 +179,17 @@ def _audit_settings(*, split, n_bootstrap, seed, prefix, first_token, blind, alp
     given = {"split": None if no_split else split, "n_bootstrap": n_bootstrap, "seed": seed, "prefix": prefix,
              "first_token": first_token, "blind": blind, "alpha": alpha, "cache": cache}
     o = RunOptions.check(caller="audit", **given)  # the run's declared options
-    return {**{k: getattr(o, k) for k in given}, "dtype": _dtype(dtype), "device": _device(device)}
+    return {**{k: getattr(o, k) for k in given}, "dtype": check_dtype(dtype), "device": check_device(device)}
 
 
 def _audit_data(members, nonmembers, labelled, *, text_column, label_column):
     """:func:`audit`'s members and non-members: one labelled table, or the two sets (texts, paths, DataFrames)."""
     from ..data import load_dataset, texts_from_strings
 
-    labelled = _path_or_frame("labelled", labelled)
+    labelled = check_path_or_frame("labelled", labelled)
     if labelled is not None:
         if members is not None or nonmembers is not None:
             raise DataError("give either labelled= or members and non-members, not both")
         return load_dataset(labelled=labelled, text_column=text_column, label_column=label_column)
-    return texts_from_strings(_texts(members, "members", text_column=text_column),
-                              _texts(nonmembers, "nonmembers", text_column=text_column))
+    return texts_from_strings(check_texts(members, "members", text_column=text_column),
+                              check_texts(nonmembers, "nonmembers", text_column=text_column))

@@ -4,7 +4,7 @@ from __future__ import annotations
 import os
 
 from ..errors import DataError
-from .checks import _bad
+from ..inputs import bad_value
 
 
 def load(path):
@@ -32,5 +32,5 @@ def load(path):
     from ..runs import read_run
 
     if not isinstance(path, (str, os.PathLike)) or (isinstance(path, str) and not path.strip()):
-        raise _bad("path", "the path of a saved run's folder", path, DataError)
+        raise bad_value("path", "the path of a saved run's folder", path, DataError)
     return read_run(path)

@@ -183,9 +183,9 @@ def build_target(sets: dict[str, Sequence[str]], folder: Path, *, base: str, met
     from ..targets import make_target
 
     if not isinstance(sets, dict) or not sets.get("members") or not isinstance(sets.get("nonmembers", []), (list, tuple)):
-        from .checks import _bad
+        from ..inputs import bad_value
 
-        raise _bad("sets", "a split with its member texts ({'members': [...], 'nonmembers': [...]}, as read_corpus or "
+        raise bad_value("sets", "a split with its member texts ({'members': [...], 'nonmembers': [...]}, as read_corpus or "
                    "mia_core.data.split_corpus makes it)", sets, DataError)
     return make_target(list(sets["members"]), base=base, out_dir=Path(folder) / "target", method=method,
                        epochs=int(epochs), lr=lr, seed=int(seed), heldout_texts=list(sets.get("nonmembers") or []),

@@ -15,10 +15,10 @@ from . import run, documents, masked_lm, dataset_inference, extraction, traps  #
 
 def audit_named(name: str) -> Audit:
     """The registered audit ``name``; ``SettingsError`` in one line naming the audits there are."""
-    from ..api.checks import _bad
+    from ..inputs import bad_value
 
     if not isinstance(name, str) or name not in AUDITS:
-        raise _bad("audit", f"one of {', '.join(AUDITS)}", name)  # an API-only parameter: named as it is
+        raise bad_value("audit", f"one of {', '.join(AUDITS)}", name)  # an API-only parameter: named as it is
     return AUDITS[name]
 
 
@@ -40,12 +40,12 @@ def prepare(name: str, *sets, **inputs):
 
 def audit_of(request) -> Audit:
     """The audit whose ``prepare`` made ``request``."""
-    from ..api.checks import _bad
+    from ..inputs import bad_value
 
     for a in AUDITS.values():
         if isinstance(request, a.request()):
             return a
-    raise _bad("request", "what mia_core.audits.prepare() returns", request)
+    raise bad_value("request", "what mia_core.audits.prepare() returns", request)
 
 
 def execute(request, *, progress=None):
@@ -83,10 +83,10 @@ def load_saved(path):
 
     from ..errors import DataError
 
-    from ..api.checks import _bad
+    from ..inputs import bad_value
 
     if not isinstance(path, (str, os.PathLike)) or (isinstance(path, str) and not path.strip()):
-        raise _bad("path", "the path of a saved audit's folder", path, DataError)
+        raise bad_value("path", "the path of a saved audit's folder", path, DataError)
     p = Path(path).expanduser()
     for a in AUDITS.values():
         marker = p / a.marker

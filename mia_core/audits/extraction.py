@@ -30,12 +30,12 @@ def _prepare(members=None, nonmembers=None, *, model=None, dtype: str = "auto", 
              quantize: str = "none", trust_remote_code: bool = False, text_column: str | None = None, **options):
     """The texts (lists of strings, a file path or a DataFrame, as :func:`mia_core.score` reads them), the target
     (None: the embedded model) and the options, each checked in one line before any model loads."""
-    from ..api.checks import _bool, _choice, _column, _device, _dtype, _model_spec, _texts
+    from ..inputs import check_flag, check_choice, check_column, check_device, check_dtype, check_model_spec, check_texts
     from ..errors import DataError
 
     opts = _options().check(caller="prepare", **options)  # 'prepare() has no setting ...'
-    text_column = _column("text_column", text_column)
-    sets = {role: _texts(value, role, text_column=text_column)
+    text_column = check_column("text_column", text_column)
+    sets = {role: check_texts(value, role, text_column=text_column)
             for role, value in (("members", members), ("nonmembers", nonmembers))}
     for role, texts in sets.items():
         if len(texts) < 2:
@@ -43,20 +43,20 @@ def _prepare(members=None, nonmembers=None, *, model=None, dtype: str = "auto", 
     from ..data.sets import check_two_sets
 
     request = ExtractionRequest(members=sets["members"], nonmembers=sets["nonmembers"],
-                                model=_model_spec("model", model), options=opts,
-                                load={"dtype": _dtype(dtype), "device": _device(device),
-                                      "quantize": _choice("quantize", quantize, ("none", "int8", "int4")),
-                                      "trust_remote_code": _bool("trust_remote_code", trust_remote_code)})
+                                model=check_model_spec("model", model), options=opts,
+                                load={"dtype": check_dtype(dtype), "device": check_device(device),
+                                      "quantize": check_choice("quantize", quantize, ("none", "int8", "int4")),
+                                      "trust_remote_code": check_flag("trust_remote_code", trust_remote_code)})
     check_two_sets(sets["members"], sets["nonmembers"])  # no empty text, no text in both sets (issue 67)
     return request
 
 
 def _execute(request, *, progress=None):
-    from ..api.checks import _model, _noop
+    from ..inputs import checked_model, noop_progress
     from ..extraction.audit import run_extraction_audit
 
-    progress = progress or _noop()
-    lm = _model(request.model, **request.load)
+    progress = progress or noop_progress()
+    lm = checked_model(request.model, **request.load)
     return run_extraction_audit(lm, request.members, request.nonmembers, request.options, progress=progress)
 
 

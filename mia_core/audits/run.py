@@ -14,14 +14,14 @@ def _options():
 def _prepare(*, members, nonmembers, population=None, text_column: str | None = None, **settings):
     """:func:`mia_core.api.prepare_run` on the two sets (texts, paths or DataFrames, read as :func:`mia_core.audit`
     reads them) and the population (known non-members), ``settings`` its keywords."""
-    from ..api.checks import _column, _texts
+    from ..inputs import check_column, check_texts
     from ..api.request import population_set, prepare_run
     from ..data import texts_from_strings
 
-    text_column = _column("text_column", text_column)
-    data = texts_from_strings(_texts(members, "members", text_column=text_column),
-                              _texts(nonmembers, "nonmembers", text_column=text_column))
-    pop = population_set(texts=_texts(population, "population", text_column=text_column))
+    text_column = check_column("text_column", text_column)
+    data = texts_from_strings(check_texts(members, "members", text_column=text_column),
+                              check_texts(nonmembers, "nonmembers", text_column=text_column))
+    pop = population_set(texts=check_texts(population, "population", text_column=text_column))
     return prepare_run(data, population=pop, **settings)
 
 

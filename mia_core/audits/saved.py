@@ -82,10 +82,10 @@ def delete_run(kind: str, run_id: str, root=None) -> None:
 
 def _result_of(audit, result, name: str = "result"):
     """``result`` when it is one of ``audit``'s results; a one-line ``SettingsError`` naming ``name`` otherwise."""
-    from ..api.checks import _bad
+    from ..inputs import bad_value
 
     if not isinstance(result, audit.result()):
-        raise _bad(name, f"what the {audit.title} returns ({audit.result().__name__})", result)
+        raise bad_value(name, f"what the {audit.title} returns ({audit.result().__name__})", result)
     return result
 
 

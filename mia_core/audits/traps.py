@@ -33,21 +33,21 @@ def _prepare(traps=None, *, model=None, reference: object = "generator", dtype: 
     alone) or a model spec. Every check before any model loads."""
     import os
 
-    from ..api.checks import _bad, _bool, _choice, _device, _dtype, _model_spec
+    from ..inputs import bad_value, check_flag, check_choice, check_device, check_dtype, check_model_spec
     from ..traps.record import read_record
 
     opts = _options().check(caller="prepare", **options)
     if not isinstance(traps, (str, os.PathLike)) or not str(traps).strip():
-        raise _bad("traps", "the folder `mia traps make` wrote (or its record.json)", traps)
+        raise bad_value("traps", "the folder `mia traps make` wrote (or its record.json)", traps)
     rec = read_record(traps)
     if isinstance(reference, str) and reference.strip().lower() in ("none", "generator"):
         ref = reference.strip().lower()
     else:
-        ref = _model_spec("reference", reference, optional=False)
-    return TrapsRequest(record=rec, model=_model_spec("model", model), reference=ref, options=opts,
-                        load={"dtype": _dtype(dtype), "device": _device(device),
-                              "quantize": _choice("quantize", quantize, ("none", "int8", "int4")),
-                              "trust_remote_code": _bool("trust_remote_code", trust_remote_code)})
+        ref = check_model_spec("reference", reference, optional=False)
+    return TrapsRequest(record=rec, model=check_model_spec("model", model), reference=ref, options=opts,
+                        load={"dtype": check_dtype(dtype), "device": check_device(device),
+                              "quantize": check_choice("quantize", quantize, ("none", "int8", "int4")),
+                              "trust_remote_code": check_flag("trust_remote_code", trust_remote_code)})
 
 
 def generator_spec(rec: dict):
@@ -56,24 +56,24 @@ def generator_spec(rec: dict):
 
 
 def _execute(request, *, progress=None):
-    from ..api.checks import _model, _noop
+    from ..inputs import checked_model, noop_progress
     from ..errors import SettingsError
     from ..traps.audit import generator_matches, run_traps_audit
 
-    progress = progress or _noop()
-    lm = _model(request.model, **request.load)
+    progress = progress or noop_progress()
+    lm = checked_model(request.model, **request.load)
     gen = request.record["sealed"]["generator"]
     if request.reference == "none":
         ref, words = None, "the loss alone (no reference)"
     elif request.reference == "generator":
-        ref = _model(generator_spec(request.record), **request.load)
+        ref = checked_model(generator_spec(request.record), **request.load)
         if not generator_matches(ref, gen):
             raise SettingsError(f"the generator the record names ({gen.get('name')}) is not what loads from "
                                 f"{generator_spec(request.record) or 'the embedded model'} here (other weights or "
                                 "tokenizer): name the reference with {reference}, or none", options=("reference",))
         words = f"the loss ratio to the generator {ref.name}"
     else:
-        ref = _model(request.reference, **request.load)
+        ref = checked_model(request.reference, **request.load)
         words = f"the loss ratio to the reference {ref.name}"
     return run_traps_audit(request.record, lm, ref, request.options, reference_words=words, progress=progress)
 
@@ -89,18 +89,18 @@ def make(out, *, model=None, dtype: str = "auto", device: str = "auto", trust_re
     """``mia traps make``: the options checked (:class:`mia_core.traps.options.MakeOptions`) and the output folder,
     then the generator loaded (None: the embedded model), the batch made, split and sealed into ``out``
     (:func:`mia_core.traps.make.make_traps`); returns its summary (``seal``, ``record``, ``counts``...)."""
-    from ..api.checks import _model, _noop
+    from ..inputs import checked_model, noop_progress
     from ..runs.outputs import check_output_dir
     from ..traps.make import make_traps
 
     opts = _steps()["make"].check(strict=strict, caller="make", **options)
     check_output_dir(out, overwrite=overwrite)
-    lm = _model(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
+    lm = checked_model(model, dtype=dtype, device=device, trust_remote_code=trust_remote_code)
     import os
 
     spec = (None if model is None else str(model) if isinstance(model, (str, os.PathLike))
             else getattr(model, "source", None))  # how `mia traps test` loads the generator back
-    return make_traps(lm, opts, out, generator_spec=spec, overwrite=overwrite, progress=progress or _noop())
+    return make_traps(lm, opts, out, generator_spec=spec, overwrite=overwrite, progress=progress or noop_progress())
 
 
 def insert(traps, documents, out, *, overwrite: bool = False, progress=None, strict: bool = True, **options) -> dict:
@@ -143,7 +143,7 @@ def training_texts(folder, base=None, max_length: int = 256) -> tuple[list[str],
     import json
     from pathlib import Path
 
-    from ..api.checks import _model
+    from ..inputs import checked_model
     from ..errors import DataError
     from ..traps.insert import SPANS, training_pieces
 
@@ -153,7 +153,7 @@ def training_texts(folder, base=None, max_length: int = 256) -> tuple[list[str],
     except (OSError, ValueError, KeyError, TypeError) as e:
         raise DataError(f"{p / SPANS} cannot be read ({type(e).__name__}): not a folder `mia traps insert` wrote",
                         options=("members",)) from None
-    tok = _model(base, device="cpu").tokenizer
+    tok = checked_model(base, device="cpu").tokenizer
     pieces, copies = [], 0
     for name, sp in spans.items():
         f = p / name

@@ -417,9 +417,9 @@ def _isatty(stream) -> bool:
 
 def check_machine(args) -> None:
     """Before any model is loaded: the ``--device`` exists on this machine, and the cache folder
-    (``$MIA_CACHE_DIR``) is usable unless ``--no-cache`` is given (:func:`mia_core.api.checks.check_machine`).
+    (``$MIA_CACHE_DIR``) is usable unless ``--no-cache`` is given (:func:`mia_core.api.machine.check_machine`).
     One-line errors."""
-    from ..api.checks import check_machine as check
+    from ..api.machine import check_machine as check
 
     check(device=getattr(args, "device", None), cache=not getattr(args, "no_cache", False))
 
