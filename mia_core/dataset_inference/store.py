@@ -18,7 +18,7 @@ import stat
 from pathlib import Path
 
 from ..errors import DataError
-from ..runs.folder import MAX_META_BYTES, _Bad, _is_num, _kind, _one_line, _read_json, _reason
+from ..runs.folder import MAX_META_BYTES, RunUnreadable, is_json_number, json_kind, one_line, read_run_json, os_reason
 from ..runs.kinds import KindStore, count, share, text
 from .audit import RESULT_FILE
 
@@ -125,7 +125,7 @@ def report_file(run_id: str, root=None) -> Path:
     except FileNotFoundError:
         raise DataError(f"dataset-inference run {run_id} has no report") from None
     except OSError as e:
-        raise DataError(f"the report of dataset-inference run {run_id} cannot be read ({_reason(e)})") from None
+        raise DataError(f"the report of dataset-inference run {run_id} cannot be read ({os_reason(e)})") from None
     return f
 
 
@@ -137,7 +137,7 @@ def read_report(run_id: str, root=None) -> bytes:
         with os.fdopen(fd, "rb") as fh:
             return fh.read(MAX_REPORT_BYTES + 1)[:MAX_REPORT_BYTES]
     except OSError as e:
-        raise DataError(f"the report of dataset-inference run {run_id} cannot be read ({_reason(e)})") from None
+        raise DataError(f"the report of dataset-inference run {run_id} cannot be read ({os_reason(e)})") from None
 
 
 def run_path(run_id: str, root=None) -> Path:
@@ -179,33 +179,33 @@ _BOOL_COLUMNS = ("excluded", "flagged")
 
 
 def _num_or_none(v) -> bool:
-    return v is None or _is_num(v)
+    return v is None or is_json_number(v)
 
 
 def _check_summary(raw) -> tuple[dict, dict, list]:
-    """``dataset_inference.json`` as (summary, tests, notes) of the types the pages read; ``_Bad`` otherwise.
+    """``dataset_inference.json`` as (summary, tests, notes) of the types the pages read; ``RunUnreadable`` otherwise.
     Older runs' keys (``null_p_value``, ``p_value_crossfit_ttest``, no ``self_check_p_value``...) are kept
     as they are: only the fields every version writes are required."""
     from .audit import VERDICTS
 
     if not isinstance(raw, dict):
-        raise _Bad(f"{RESULT_FILE} is {_kind(raw)}, not a mapping")
+        raise RunUnreadable(f"{RESULT_FILE} is {json_kind(raw)}, not a mapping")
     s = dict(raw)
     tests, notes = s.pop("tests", {}) or {}, s.pop("notes", []) or []
     if not isinstance(tests, dict):
-        raise _Bad(f"{RESULT_FILE}: tests is {_kind(tests)}, not a mapping")
+        raise RunUnreadable(f"{RESULT_FILE}: tests is {json_kind(tests)}, not a mapping")
     if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        raise _Bad(f"{RESULT_FILE}: notes is not a list of texts")
+        raise RunUnreadable(f"{RESULT_FILE}: notes is not a list of texts")
     if s.get("verdict") not in VERDICTS:
-        raise _Bad(f"{RESULT_FILE}: verdict is {_kind(s.get('verdict'))}, not one of {', '.join(VERDICTS)}")
+        raise RunUnreadable(f"{RESULT_FILE}: verdict is {json_kind(s.get('verdict'))}, not one of {', '.join(VERDICTS)}")
     checks = {"verdict_reason": (lambda v: isinstance(v, str), "text"),
               "mode": (lambda v: v in ("texts", "books"), "texts or books"),
-              "n_suspect": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
-              "n_validation": (lambda v: _is_num(v) and float(v).is_integer() and v >= 0, "a count"),
+              "n_suspect": (lambda v: is_json_number(v) and float(v).is_integer() and v >= 0, "a count"),
+              "n_validation": (lambda v: is_json_number(v) and float(v).is_integer() and v >= 0, "a count"),
               "alpha": (_share, "a number in [0, 1]"), "p_value": (_share, "a number in [0, 1]"),
               "blind_auc": (_share, "a number in [0, 1]"),
               "p_value_is_bound": (lambda v: isinstance(v, bool), "true/false"),
-              "weights": (lambda v: isinstance(v, dict) and all(_is_num(x) for x in v.values()),
+              "weights": (lambda v: isinstance(v, dict) and all(is_json_number(x) for x in v.values()),
                           "a mapping of numbers"),
               "power_curve": (lambda v: isinstance(v, list) and all(isinstance(x, dict) for x in v),
                               "a list of mappings"),
@@ -214,15 +214,15 @@ def _check_summary(raw) -> tuple[dict, dict, list]:
     for k, (ok, want) in checks.items():
         v = s.get(k)
         if v is None and k in required:
-            raise _Bad(f"{RESULT_FILE}: {k} is missing")
+            raise RunUnreadable(f"{RESULT_FILE}: {k} is missing")
         if v is not None and not (isinstance(v, float) and math.isnan(v) and k == "blind_auc") and not ok(v):
-            raise _Bad(f"{RESULT_FILE}: {k} is {_kind(v)}, not {want}")
+            raise RunUnreadable(f"{RESULT_FILE}: {k} is {json_kind(v)}, not {want}")
     for k, v in s.items():  # every other p-value, statistic or size: a number or nothing
         if (k.startswith(("p_value", "self_check_p", "null_p", "blind_p", "n_")) or k in ("folds", "unit_p_floor")) \
                 and not isinstance(v, bool) and not _num_or_none(v):
-            raise _Bad(f"{RESULT_FILE}: {k} is {_kind(v)}, not a number")
+            raise RunUnreadable(f"{RESULT_FILE}: {k} is {json_kind(v)}, not a number")
     if s.get("verdict") != "refused" and s.get("p_value") is None:
-        raise _Bad(f"{RESULT_FILE}: p_value is missing")
+        raise RunUnreadable(f"{RESULT_FILE}: p_value is missing")
     return s, tests, notes
 
 
@@ -241,44 +241,44 @@ def _books_ok(v) -> bool:
 
 def _read_scores(folder: Path, verdict: str):
     """``scores.csv`` of a run, checked: a regular file (never a link), a ``set`` column of suspect /
-    validation, numbers where numbers belong, true/false in ``excluded`` and ``flagged``; ``_Bad`` otherwise."""
+    validation, numbers where numbers belong, true/false in ``excluded`` and ``flagged``; ``RunUnreadable`` otherwise."""
     import pandas as pd
 
     from ..runs.results import read_csv
 
     f = folder / "scores.csv"
     if f.is_symlink():
-        raise _Bad("scores.csv is a link (not followed)")
+        raise RunUnreadable("scores.csv is a link (not followed)")
     try:
         st_ = f.stat()
     except FileNotFoundError:
-        raise _Bad("scores.csv is missing") from None
+        raise RunUnreadable("scores.csv is missing") from None
     if not stat.S_ISREG(st_.st_mode):
-        raise _Bad("scores.csv is not a regular file")
+        raise RunUnreadable("scores.csv is not a regular file")
     if st_.st_size > MAX_SCORES_BYTES:
-        raise _Bad(f"scores.csv is over {MAX_SCORES_BYTES // 2**20} MiB")
+        raise RunUnreadable(f"scores.csv is over {MAX_SCORES_BYTES // 2**20} MiB")
     try:
         df = read_csv(f, dtype={"text_id": str, "book": str, "set": str})
     except (OSError, ValueError, UnicodeDecodeError) as e:  # pandas' parser and empty-file errors are ValueErrors
-        raise _Bad(f"scores.csv cannot be read ({_one_line(e, 120)})") from None
+        raise RunUnreadable(f"scores.csv cannot be read ({one_line(e, 120)})") from None
     if "set" not in df.columns or not df["set"].isin(["suspect", "validation"]).all():
-        raise _Bad("scores.csv: the column set is not suspect or validation on every row")
+        raise RunUnreadable("scores.csv: the column set is not suspect or validation on every row")
     for c in _NUMBER_COLUMNS:
         if c in df.columns:
             col = pd.to_numeric(df[c], errors="coerce")
             if (col.isna() & df[c].notna()).any():
-                raise _Bad(f"scores.csv: the column {c} holds something other than numbers")
+                raise RunUnreadable(f"scores.csv: the column {c} holds something other than numbers")
             df[c] = col.astype(float)
     for c in _BOOL_COLUMNS:
         if c in df.columns:
             col = df[c].map(lambda x: {"true": True, "false": False}.get(str(x).strip().lower()))
             if col.isna().any():
-                raise _Bad(f"scores.csv: the column {c} is not true/false on every row")
+                raise RunUnreadable(f"scores.csv: the column {c} is not true/false on every row")
             df[c] = col.astype(bool)
     if verdict != "refused":
         missing = [c for c in ("score", "excluded") if c not in df.columns]
         if missing:
-            raise _Bad(f"scores.csv lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+            raise RunUnreadable(f"scores.csv lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     return df
 
 
@@ -299,16 +299,16 @@ def read_folder(folder: Path, name: str | None = None):
     name = name or f"{folder} (a saved dataset inference)"
     try:
         if folder.is_symlink():
-            raise _Bad("its folder is a link (not followed)")
+            raise RunUnreadable("its folder is a link (not followed)")
         if not folder.is_dir():
-            raise _Bad("it is not a run folder")
-        raw = _read_json(folder, RESULT_FILE, max_bytes=MAX_RESULT_BYTES)
+            raise RunUnreadable("it is not a run folder")
+        raw = read_run_json(folder, RESULT_FILE, max_bytes=MAX_RESULT_BYTES)
         summary, tests, notes = _check_summary(raw)
         scores = _read_scores(folder, summary["verdict"])
-    except _Bad as e:
-        raise DataError(_one_line(f"{name} cannot be opened: {e}")) from None
+    except RunUnreadable as e:
+        raise DataError(one_line(f"{name} cannot be opened: {e}")) from None
     except OSError as e:
-        raise DataError(f"{name} cannot be opened ({_reason(e)})") from None
+        raise DataError(f"{name} cannot be opened ({os_reason(e)})") from None
     return DatasetInferenceResult(summary=summary, scores=scores, metrics=tests, report=list(notes),
                                   inputs=_saved_inputs(folder))
 
@@ -317,7 +317,7 @@ def _saved_inputs(folder: Path) -> dict:
     """The inputs ``meta.json`` recorded (:func:`clean_inputs`); none for a run saved before issue 40 or a
     ``meta.json`` that cannot be read (the listing says why)."""
     try:
-        raw = _read_json(folder, META, max_bytes=MAX_META_BYTES)
-    except (_Bad, OSError):
+        raw = read_run_json(folder, META, max_bytes=MAX_META_BYTES)
+    except (RunUnreadable, OSError):
         return {}
     return clean_inputs(raw.get("inputs")) if isinstance(raw, dict) else {}

@@ -4,7 +4,7 @@ A run folder holds ``scores.csv``, ``metrics.json``, ``run.json`` (what
 :meth:`mia_core.pipeline.RunResult.save` writes) and ``meta.json``. Anything in it may be damaged: a
 file missing, a link (never followed), not UTF-8, not JSON, of another shape than a run's. Here:
 
-* :func:`_read_json` reads one JSON file or raises ``_Bad`` (one line: why);
+* :func:`read_run_json` reads one JSON file or raises ``RunUnreadable`` (one line: why);
 * :func:`_normalise_meta` gives ``meta.json`` every field of the type the pages expect, naming what it
   replaced in ``meta["damaged"]``; :func:`_list_entry` is one entry of a listing;
 * :func:`_check_metrics`, :func:`_check_run`, :func:`_read_scores` check ``metrics.json``,
@@ -12,7 +12,7 @@ file missing, a link (never followed), not UTF-8, not JSON, of another shape tha
   :func:`_read_run_files` reads the three with these checks (``StoredRun.read_saved``: the run is then
   made by :meth:`mia_core.runs.results.RunResult.from_saved`), :func:`_read_meta` reads ``meta.json``.
 
-``mia_core.runs.store`` turns ``_Bad`` into a ``DataError`` or a listing's ``damaged`` line.
+``mia_core.runs.store`` turns ``RunUnreadable`` into a ``DataError`` or a listing's ``damaged`` line.
 """
 from __future__ import annotations
 
@@ -39,24 +39,24 @@ _NEW_ID_RE = re.compile(r"^(\d{8}-\d{6})-[0-9a-f]{6}$")  # what store._new_id ma
 MAX_META_BYTES = 16 * 2**20  # a meta.json is a few KiB: a bigger one is not read when listing
 
 
-class _Bad(Exception):
+class RunUnreadable(Exception):
     """Why a run folder cannot be read (turned into ``DataError`` or a listing's ``damaged``)."""
 
 
-def _one_line(s, limit: int = 300) -> str:
+def one_line(s, limit: int = 300) -> str:
     """``s`` as one short printable line (messages here may carry what a damaged file holds)."""
     s = re.sub(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+", " ", str(s)).strip()
     return s if len(s) <= limit else s[: limit - 1] + "…"
 
 
-def _kind(v) -> str:
+def json_kind(v) -> str:
     """What a JSON value is, in words (for "x is a list, not a mapping")."""
     if v is None:
         return "null"
     if isinstance(v, bool):
         return "true/false"
     if isinstance(v, (int, float)):
-        return "a number" if _is_num(v) else "a number too large to use"
+        return "a number" if is_json_number(v) else "a number too large to use"
     if isinstance(v, str):
         return "text"
     if isinstance(v, list):
@@ -66,7 +66,7 @@ def _kind(v) -> str:
     return type(v).__name__
 
 
-def _is_num(v) -> bool:
+def is_json_number(v) -> bool:
     """A JSON number the pages can format: not true/false, and an integer only as large as a float holds (a
     300-digit integer would make ``f"{v:.3f}"`` or ``math.isfinite`` raise)."""
     if isinstance(v, bool) or not isinstance(v, (int, float)):
@@ -79,44 +79,45 @@ def _is_num(v) -> bool:
 
 
 _WANT = {"a mapping": lambda v: isinstance(v, dict), "a list": lambda v: isinstance(v, list),
-         "a number": _is_num, "text": lambda v: isinstance(v, str), "true/false": lambda v: isinstance(v, bool)}
+         "a number": is_json_number, "text": lambda v: isinstance(v, str), "true/false": lambda v: isinstance(v, bool)}
 
 
 def _want(v, where: str, want: str, *, null: bool = True):
-    """``v`` when it is ``want`` (or None, with ``null``); else ``_Bad`` naming ``where``."""
+    """``v`` when it is ``want`` (or None, with ``null``); else ``RunUnreadable`` naming ``where``."""
     if (v is None and null) or _WANT[want](v):
         return v
-    raise _Bad(f"{where} is {_kind(v)}, not {want}")
+    raise RunUnreadable(f"{where} is {json_kind(v)}, not {want}")
 
 
-def _reason(e: OSError) -> str:
+def os_reason(e: OSError) -> str:
+    """An ``OSError`` in a few words (its ``strerror``, else its type), for a one-line message."""
     return e.strerror or type(e).__name__
 
 
-def _read_json(path: Path, fname: str, *, max_bytes: int | None = None):
-    """``path/fname`` parsed; ``_Bad`` when it is missing, a link (never followed), unreadable or not JSON."""
+def read_run_json(path: Path, fname: str, *, max_bytes: int | None = None):
+    """``path/fname`` parsed; ``RunUnreadable`` when it is missing, a link (never followed), unreadable or not JSON."""
     f = path / fname
     if f.is_symlink():
-        raise _Bad(f"{fname} is a link (not followed)")
+        raise RunUnreadable(f"{fname} is a link (not followed)")
     try:
         st = f.stat()
         if not stat.S_ISREG(st.st_mode):  # a folder, or a FIFO that would block the listing forever
-            raise _Bad(f"{fname} is not a regular file")
+            raise RunUnreadable(f"{fname} is not a regular file")
         if max_bytes is not None and st.st_size > max_bytes:
-            raise _Bad(f"{fname} is over {max_bytes // 2**20} MiB")
+            raise RunUnreadable(f"{fname} is over {max_bytes // 2**20} MiB")
         text = f.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise _Bad(f"{fname} is missing") from None
+        raise RunUnreadable(f"{fname} is missing") from None
     except OSError as e:
-        raise _Bad(f"{fname} cannot be read ({_reason(e)})") from None
+        raise RunUnreadable(f"{fname} cannot be read ({os_reason(e)})") from None
     except UnicodeDecodeError:
-        raise _Bad(f"{fname} is not UTF-8 text") from None
+        raise RunUnreadable(f"{fname} is not UTF-8 text") from None
     try:
         return json.loads(text)
     except ValueError as e:
-        raise _Bad(f"{fname} is not JSON ({e})") from None
+        raise RunUnreadable(f"{fname} is not JSON ({e})") from None
     except RecursionError:
-        raise _Bad(f"{fname} is nested too deeply") from None
+        raise RunUnreadable(f"{fname} is nested too deeply") from None
 
 
 def read_saved_json(folder: Path, fname: str, what: str, *, needs: tuple = (), max_bytes: int = 256 * 2**20) -> dict:
@@ -127,17 +128,17 @@ def read_saved_json(folder: Path, fname: str, what: str, *, needs: tuple = (), m
 
     try:
         if folder.is_symlink():
-            raise _Bad("its folder is a link (not followed)")
+            raise RunUnreadable("its folder is a link (not followed)")
         if not folder.is_dir():
-            raise _Bad("it is not a folder")
-        raw = _read_json(folder, fname, max_bytes=max_bytes)
+            raise RunUnreadable("it is not a folder")
+        raw = read_run_json(folder, fname, max_bytes=max_bytes)
         if not isinstance(raw, dict):
-            raise _Bad(f"{fname} holds {_kind(raw)}, not an object")
+            raise RunUnreadable(f"{fname} holds {json_kind(raw)}, not an object")
         missing = [k for k in needs if k not in raw]
         if missing:
-            raise _Bad(f"{fname} lacks {', '.join(missing)}")
-    except _Bad as e:
-        raise DataError(_one_line(f"{folder} does not hold a saved {what}: {e}")) from None
+            raise RunUnreadable(f"{fname} lacks {', '.join(missing)}")
+    except RunUnreadable as e:
+        raise DataError(one_line(f"{folder} does not hold a saved {what}: {e}")) from None
     return raw
 
 
@@ -231,7 +232,7 @@ def _normalise_meta(raw: dict, run_id: str, p: Path) -> dict:
     problems: list[str] = []
 
     def bad(field_: str, v, want: str) -> None:
-        problems.append(f"{field_} is {_kind(v)}, not {want}")
+        problems.append(f"{field_} is {json_kind(v)}, not {want}")
 
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -239,7 +240,7 @@ def _normalise_meta(raw: dict, run_id: str, p: Path) -> dict:
             bad("name", name, "text")
         out["name"] = run_id
     ts = raw.get("created_ts")
-    if not _is_num(ts) or not math.isfinite(ts):
+    if not is_json_number(ts) or not math.isfinite(ts):
         if ts is not None:
             bad("created_ts", ts, "a number")
         out["created_ts"] = ts = _fallback_ts(p)
@@ -261,7 +262,7 @@ def _normalise_meta(raw: dict, run_id: str, p: Path) -> dict:
             if inner.get(k) is not None and not isinstance(inner[k], str):
                 bad(f"{role}.{k}", inner[k], "text")
                 inner[k] = None
-        if inner.get("n_params") is not None and not _is_num(inner["n_params"]):
+        if inner.get("n_params") is not None and not is_json_number(inner["n_params"]):
             bad(f"{role}.n_params", inner["n_params"], "a number")
             inner["n_params"] = None
         out[role] = inner
@@ -275,7 +276,7 @@ def _normalise_meta(raw: dict, run_id: str, p: Path) -> dict:
         out["attacks"] = [a for a in attacks if isinstance(a, str)]
     for k in ("n_members", "n_nonmembers", "n_eval"):
         v = raw.get(k)
-        if v is not None and not _is_num(v):
+        if v is not None and not is_json_number(v):
             bad(k, v, "a number")
             out[k] = None
     auc = raw.get("auc")
@@ -286,7 +287,7 @@ def _normalise_meta(raw: dict, run_id: str, p: Path) -> dict:
     else:
         clean = {}
         for k, v in auc.items():
-            if v is not None and not _is_num(v):
+            if v is not None and not is_json_number(v):
                 bad(f"auc.{k}", v, "a number")
                 v = None
             clean[k] = v if v is None or math.isfinite(v) else None
@@ -300,7 +301,7 @@ def _normalise_meta(raw: dict, run_id: str, p: Path) -> dict:
             out[k] = default
     if problems:
         more = f"; and {len(problems) - 4} more" if len(problems) > 4 else ""
-        out["damaged"] = _one_line("meta.json: " + "; ".join(problems[:4]) + more)
+        out["damaged"] = one_line("meta.json: " + "; ".join(problems[:4]) + more)
     return out
 
 
@@ -320,38 +321,38 @@ def _list_entry(p: Path) -> dict | None:
         if not looks:
             return None
         meta = _blank_meta(run_id, p)
-        meta["damaged"] = _one_line(f"a link to {target}, not a run folder: not opened (Delete removes the link only)")
+        meta["damaged"] = one_line(f"a link to {target}, not a run folder: not opened (Delete removes the link only)")
         return meta
     if not _is_run_folder(p):
         return None
     try:
-        raw = _read_json(p, META, max_bytes=MAX_META_BYTES)
+        raw = read_run_json(p, META, max_bytes=MAX_META_BYTES)
         if not isinstance(raw, dict):
-            raise _Bad(f"meta.json is {_kind(raw)}, not a mapping")
-    except _Bad as e:
+            raise RunUnreadable(f"meta.json is {json_kind(raw)}, not a mapping")
+    except RunUnreadable as e:
         meta = _blank_meta(run_id, p)
-        meta["damaged"] = _one_line(e)
+        meta["damaged"] = one_line(e)
         return meta
     meta = _normalise_meta(raw, run_id, p)
     extra = [f"{f} is missing" for f in ("scores.csv", "metrics.json") if not os.path.lexists(p / f)]
     extra += [f"{f} is a link (not followed)" for f in RUN_FILES if (p / f).is_symlink()]
     if extra:
-        meta["damaged"] = _one_line("; ".join(([meta["damaged"]] if meta.get("damaged") else []) + extra))
+        meta["damaged"] = one_line("; ".join(([meta["damaged"]] if meta.get("damaged") else []) + extra))
     return meta
 
 
 def _check_pair(v, where: str) -> None:
     if v is None:
         return
-    if not isinstance(v, list) or len(v) != 2 or not all(x is None or _is_num(x) for x in v):
-        raise _Bad(f"{where} is {_kind(v)}, not a pair of numbers")
+    if not isinstance(v, list) or len(v) != 2 or not all(x is None or is_json_number(x) for x in v):
+        raise RunUnreadable(f"{where} is {json_kind(v)}, not a pair of numbers")
 
 
 def _check_metrics(metrics) -> None:
     """``metrics.json``: ``{attack: {auc, auc_ci, tpr_at_fpr, ...}}`` with the types the pages and the report read."""
     _want(metrics, "metrics.json", "a mapping", null=False)
     if not metrics:
-        raise _Bad("metrics.json has no attack")
+        raise RunUnreadable("metrics.json has no attack")
     for n, m in metrics.items():
         w = f"metrics.json: {n}"
         _want(m, w, "a mapping", null=False)
@@ -420,49 +421,49 @@ def _check_run(run) -> None:
 
 
 def _read_scores(path: Path, metrics: dict) -> pd.DataFrame:
-    """``scores.csv``, with a 0/1 ``label`` on every row and numeric attack columns; ``_Bad`` otherwise."""
+    """``scores.csv``, with a 0/1 ``label`` on every row and numeric attack columns; ``RunUnreadable`` otherwise."""
     import pandas as pd
 
     f = path / "scores.csv"
     if f.is_symlink():
-        raise _Bad("scores.csv is a link (not followed)")
+        raise RunUnreadable("scores.csv is a link (not followed)")
     if not f.exists():
-        raise _Bad("scores.csv is missing")
+        raise RunUnreadable("scores.csv is missing")
     if not stat.S_ISREG(f.stat().st_mode):
-        raise _Bad("scores.csv is not a regular file")
+        raise RunUnreadable("scores.csv is not a regular file")
     try:
         df = read_csv(f, dtype={"text_id": str, "text_hash": str})  # undoes write_csv's quote on formula-like ids
     except (OSError, ValueError) as e:  # pandas' parser and empty-file errors are ValueErrors
-        raise _Bad(f"scores.csv cannot be read ({_one_line(e, 120)})") from None
+        raise RunUnreadable(f"scores.csv cannot be read ({one_line(e, 120)})") from None
     missing = [c for c in ("text_id", "label") if c not in df.columns]
     if missing:
-        raise _Bad(f"scores.csv lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
+        raise RunUnreadable(f"scores.csv lacks the column{'s' if len(missing) > 1 else ''} {', '.join(missing)}")
     label = pd.to_numeric(df["label"], errors="coerce")
     if not label.isin([0, 1]).all():
-        raise _Bad("scores.csv: label is not 0 or 1 on every row")
+        raise RunUnreadable("scores.csv: label is not 0 or 1 on every row")
     df["label"] = label.astype(int)
     for a in metrics:
         if a in df.columns:
             col = pd.to_numeric(df[a], errors="coerce")
             if (col.isna() & df[a].notna()).any():
-                raise _Bad(f"scores.csv: the column {a} holds something other than numbers")
+                raise RunUnreadable(f"scores.csv: the column {a} holds something other than numbers")
             df[a] = col.astype(float)
     return df
 
 
 def _read_meta(path: Path, run_id: str) -> dict:
-    """``meta.json`` of a run folder, normalised (:func:`_normalise_meta`); ``_Bad`` when it is not a mapping."""
-    raw = _read_json(path, META)
+    """``meta.json`` of a run folder, normalised (:func:`_normalise_meta`); ``RunUnreadable`` when it is not a mapping."""
+    raw = read_run_json(path, META)
     _want(raw, "meta.json", "a mapping", null=False)
     return _normalise_meta(raw, run_id, path)
 
 
 def _read_run_files(path: Path) -> tuple[pd.DataFrame, dict, dict]:
     """``scores.csv``, ``metrics.json`` and ``run.json`` (none: empty) of a run folder, each checked;
-    ``_Bad`` (or ``OSError``) for a damaged one."""
-    metrics = _read_json(path, "metrics.json")
+    ``RunUnreadable`` (or ``OSError``) for a damaged one."""
+    metrics = read_run_json(path, "metrics.json")
     _check_metrics(metrics)
-    run = _read_json(path, "run.json") if os.path.lexists(path / "run.json") else {}
+    run = read_run_json(path, "run.json") if os.path.lexists(path / "run.json") else {}
     _check_run(run)
     return _read_scores(path, metrics), metrics, run
 
@@ -491,11 +492,11 @@ def remove_aside(path: Path, shown: str, own) -> None:
     try:
         os.rename(path, aside)
     except OSError as e:
-        raise DataError(f"{shown} could not be deleted ({_reason(e)}): nothing removed") from None
+        raise DataError(f"{shown} could not be deleted ({os_reason(e)}): nothing removed") from None
     try:
         shutil.rmtree(aside)
     except OSError as e:
-        raise DataError(f"{shown} was taken out of the list but not removed completely ({_reason(e)}): what is left "
+        raise DataError(f"{shown} was taken out of the list but not removed completely ({os_reason(e)}): what is left "
                         f"is {aside}") from None
     for old in path.parent.glob(".*.deleting-*"):
         if own(old):

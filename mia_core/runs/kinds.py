@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import DataError
-from .folder import (MAX_META_BYTES, RUN_MARKER, _Bad, _fallback_ts, _fmt_ts, _is_num, _kind, _one_line, _read_json,
-                     _reason, is_own_run, remove_aside, runs_dir, write_run_marker)
+from .folder import (MAX_META_BYTES, RUN_MARKER, RunUnreadable, _fallback_ts, _fmt_ts, is_json_number, json_kind,
+                     one_line, read_run_json, os_reason, is_own_run, remove_aside, runs_dir, write_run_marker)
 
 META = "meta.json"
 ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")
@@ -42,12 +42,12 @@ MARKER = ".mia-runs.json"  # in each kind's folder: how housekeeping (``mia cach
 
 def share(v) -> bool:
     """A number in [0, 1] (a p-value, an AUC, alpha)."""
-    return _is_num(v) and 0.0 <= float(v) <= 1.0
+    return is_json_number(v) and 0.0 <= float(v) <= 1.0
 
 
 def count(v) -> bool:
     """A whole number of texts or books."""
-    return _is_num(v) and float(v).is_integer() and v >= 0
+    return is_json_number(v) and float(v).is_integer() and v >= 0
 
 
 def text(v) -> bool:
@@ -161,37 +161,37 @@ class KindStore:
             if ok(v):
                 out[k] = v
             else:
-                problems.append(f"{k} is {_kind(v)}, not {want}")
+                problems.append(f"{k} is {json_kind(v)}, not {want}")
         if "name" not in raw:  # the store always writes one: its meta.json was cut or edited
             problems.insert(0, "name is missing")
         if not str(out["name"]).strip():
             out["name"] = run_id
         ts = raw.get("created_ts")
         if ts is not None:
-            if _is_num(ts) and math.isfinite(ts) and _fmt_ts(ts):
+            if is_json_number(ts) and math.isfinite(ts) and _fmt_ts(ts):
                 out["created_ts"] = float(ts)
                 if not isinstance(raw.get("created"), str):
                     out["created"] = _fmt_ts(ts)
             else:
-                problems.append(f"created_ts is {_kind(ts)}, not a time")
+                problems.append(f"created_ts is {json_kind(ts)}, not a time")
         if problems:
             more = f"; and {len(problems) - 4} more" if len(problems) > 4 else ""
-            out["damaged"] = _one_line("meta.json: " + "; ".join(problems[:4]) + more)
+            out["damaged"] = one_line("meta.json: " + "; ".join(problems[:4]) + more)
         return out
 
     def entry(self, p: Path) -> dict:
         """One folder's listing entry (``damaged`` when it cannot be read)."""
         try:
-            raw = _read_json(p, META, max_bytes=MAX_META_BYTES)
+            raw = read_run_json(p, META, max_bytes=MAX_META_BYTES)
             if not isinstance(raw, dict):
-                raise _Bad(f"meta.json is {_kind(raw)}, not a mapping")
+                raise RunUnreadable(f"meta.json is {json_kind(raw)}, not a mapping")
             return self.normalise(raw, p.name, p)
-        except _Bad as e:
+        except RunUnreadable as e:
             meta = self.blank(p.name, p)
-            meta["damaged"] = _one_line(e)
+            meta["damaged"] = one_line(e)
         except OSError as e:  # the folder went away or cannot be read while listing
             meta = self.blank(p.name, p)
-            meta["damaged"] = _one_line(f"cannot be read ({_reason(e)})")
+            meta["damaged"] = one_line(f"cannot be read ({os_reason(e)})")
         return meta
 
     def list(self, root=None) -> list[dict]:
@@ -201,7 +201,7 @@ class KindStore:
         try:
             entries = list(d.iterdir())
         except OSError as e:
-            raise DataError(f"the {self.words}s folder {d} cannot be read ({_reason(e)})") from None
+            raise DataError(f"the {self.words}s folder {d} cannot be read ({os_reason(e)})") from None
         out = []
         for p in entries:
             try:

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import DataError
 from .results import RunResult, check_saved, json_default
-from .folder import (META, RUN_MARKER, _Bad, _blank_meta, _is_run_folder, _list_entry, _one_line, _read_json,
-                     _read_meta, _read_run_files, _reason, _want, write_run_marker)
+from .folder import (META, RUN_MARKER, RunUnreadable, _blank_meta, _is_run_folder, _list_entry, one_line, read_run_json,
+                     _read_meta, _read_run_files, os_reason, _want, write_run_marker)
 from .folder import RUNS_ENV, remove_aside, runs_dir  # noqa: F401  (their home is folder.py; the store's names)
 
 if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
@@ -37,13 +37,13 @@ def _run_path(run_id: str, root=None) -> Path:
 
 @contextmanager
 def _reading(run_id: str):
-    """A damaged run folder's ``_Bad`` (or an ``OSError`` meanwhile) as a one-line ``DataError``."""
+    """A damaged run folder's ``RunUnreadable`` (or an ``OSError`` meanwhile) as a one-line ``DataError``."""
     try:
         yield
-    except _Bad as e:
-        raise DataError(_one_line(f"run {run_id} is damaged: {e}")) from None
+    except RunUnreadable as e:
+        raise DataError(one_line(f"run {run_id} is damaged: {e}")) from None
     except OSError as e:  # the folder went away or cannot be read meanwhile
-        raise DataError(_one_line(f"run {run_id} cannot be read ({_reason(e)})")) from None
+        raise DataError(one_line(f"run {run_id} cannot be read ({os_reason(e)})")) from None
 
 
 @dataclass
@@ -178,7 +178,7 @@ def list_runs(root=None) -> list[dict]:
     try:
         entries = list(d.iterdir())
     except OSError as e:
-        raise DataError(f"the runs folder {d} cannot be read ({_reason(e)})") from None
+        raise DataError(f"the runs folder {d} cannot be read ({os_reason(e)})") from None
     out = []
     for p in entries:
         if p.name.endswith(".tmp") or not _ID_RE.match(p.name):
@@ -187,7 +187,7 @@ def list_runs(root=None) -> list[dict]:
             meta = _list_entry(p)
         except OSError as e:  # the folder went away or cannot be read while listing
             meta = _blank_meta(p.name, p)
-            meta["damaged"] = _one_line(f"cannot be read ({_reason(e)})")
+            meta["damaged"] = one_line(f"cannot be read ({os_reason(e)})")
         if meta is not None:
             out.append(meta)
     out.sort(key=lambda m: (m["created_ts"], m["id"]), reverse=True)
@@ -217,7 +217,7 @@ def read_run(path) -> StoredRun:
     if not isinstance(path, (str, os.PathLike)):
         raise DataError(f"give the path of a saved run's folder, not {type(path).__name__}")
     p = Path(path).expanduser()
-    shown = _one_line(os.fspath(p), 120)
+    shown = one_line(os.fspath(p), 120)
     try:
         if p.is_symlink():
             raise DataError(f"{shown} is a link, not a run folder: not opened")
@@ -226,7 +226,7 @@ def read_run(path) -> StoredRun:
                             if p.exists() else f"no folder {shown}: give the folder a run was saved in")
         check_saved(p)
     except OSError as e:  # a name longer than the system allows, a folder that cannot be read
-        raise DataError(f"{shown} cannot be read ({_reason(e)})") from None
+        raise DataError(f"{shown} cannot be read ({os_reason(e)})") from None
     except ValueError:  # a NUL character in the name
         raise DataError(f"{shown} is not a valid folder name") from None
     with _reading(p.name):
@@ -246,7 +246,7 @@ def delete_run(run_id: str, root=None) -> None:
         try:
             path.unlink()
         except OSError as e:
-            raise DataError(f"the link {run_id} cannot be removed ({_reason(e)})") from None
+            raise DataError(f"the link {run_id} cannot be removed ({os_reason(e)})") from None
         return
     if not path.is_dir():
         raise DataError(f"no run {run_id!r} to delete")
@@ -297,10 +297,10 @@ def rename_run(run_id: str, name: str, root=None) -> None:
     if path.is_symlink() or not path.is_dir():
         raise DataError(f"no run {run_id!r} to rename")
     try:
-        meta = _read_json(path, META)
+        meta = read_run_json(path, META)
         _want(meta, "meta.json", "a mapping", null=False)
-    except _Bad as e:
-        raise DataError(_one_line(f"run {run_id} is damaged: {e}")) from None
+    except RunUnreadable as e:
+        raise DataError(one_line(f"run {run_id} is damaged: {e}")) from None
     new = str(name).strip() if name is not None else ""
     if new:
         meta["name"] = new
@@ -311,7 +311,7 @@ def rename_run(run_id: str, name: str, root=None) -> None:
         tmp.write_text(json.dumps(meta, indent=2))
         os.replace(tmp, path / META)
     except OSError as e:
-        raise DataError(f"run {run_id} cannot be renamed ({_reason(e)})") from None
+        raise DataError(f"run {run_id} cannot be renamed ({os_reason(e)})") from None
 
 
 def latest_run(*, target_identity: str | None = None, root=None) -> StoredRun | None:
