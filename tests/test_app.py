@@ -696,3 +696,19 @@ def test_a_page_waiting_on_a_load_under_way_shows_its_steps_and_gets_its_model()
         held.release()
     t.join(5)
     assert got == [sentinel]
+
+
+def test_home_describes_every_page_in_words_not_module_names():
+    """Issue 69: Home's card for a page is the first paragraph of the page's docstring (``app._summary``); it is
+    what a user reads, so it names no module or file (the traps and extraction cards named three each)."""
+    import ast
+    import re
+
+    from pathlib import Path
+
+    pages = sorted((Path(__file__).resolve().parents[1] / "pages").glob("*.py"))
+    assert len(pages) >= 9
+    for f in pages:
+        first = (ast.get_docstring(ast.parse(f.read_text(encoding="utf-8"))) or "").split("\n\n")[0]
+        assert first.strip(), f.name
+        assert not re.search(r"mia_core|dashboard\.|\.py\b|``", first), (f.name, first)
