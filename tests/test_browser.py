@@ -107,6 +107,15 @@ def _wait_idle(page, timeout: float = 240.0) -> None:
     page.wait_for_selector("[data-testid='stStatusWidget']", state="detached", timeout=timeout * 1000)
 
 
+def _type(page, label: str, value: str, role: str = "spinbutton") -> None:
+    """Type ``value`` into the input labelled ``label`` (a number box, or ``role="textbox"``), press Enter and wait
+    for the page to re-run with it."""
+    box = page.get_by_role(role, name=label)
+    box.fill(value)
+    box.press("Enter")
+    _wait_idle(page)
+
+
 def _analyse(page, paragraph: str) -> None:
     """On the Inspect page: paste ``paragraph``, press Analyse, wait for the coloured tokens."""
     box = page.get_by_role("textbox", name="Text to inspect")
@@ -265,10 +274,7 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch, tmp_path):
 
             # ---- the same run again (everything cached): two runs to compare on the Runs page
             page.get_by_text("Advanced", exact=True).click()
-            name = page.get_by_role("textbox", name="Run name (optional)")
-            name.fill("second run")
-            name.press("Enter")
-            _wait_idle(page)
+            _type(page, "Run name (optional)", "second run", role="textbox")
             estimate = _caption(page, "Estimate:")
             run_button = page.get_by_role("button", name="Run the attacks")
             t0 = time.monotonic()
@@ -293,10 +299,7 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch, tmp_path):
             _wait_idle(page)
             page.screenshot(path=str(ARTIFACTS / "documents_page.png"), full_page=True)
             page.get_by_text("More settings").click()
-            trees = page.get_by_role("spinbutton", name="Random-forest trees")
-            trees.fill("50")
-            trees.press("Enter")
-            _wait_idle(page)
+            _type(page, "Random-forest trees", "50")
             page.get_by_text("Partial-document curve (AUC vs tokens").click()
             _wait_idle(page)
             _press(page, "Run the document audit", lambda t: "running for" in t or "3 · Results" in t)
@@ -310,10 +313,7 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch, tmp_path):
             page.goto(f"{server}/Masked_LM_audit", wait_until="networkidle")
             _wait_idle(page)
             page.screenshot(path=str(ARTIFACTS / "mlm_page.png"), full_page=True)
-            k = page.get_by_role("spinbutton", name="K: masking patterns per text")
-            k.fill("2")
-            k.press("Enter")
-            _wait_idle(page)
+            _type(page, "K: masking patterns per text", "2")
             _press(page, "Run the masked-LM audit", lambda t: "running for" in t or "4 · Results" in t)
             seen = _text_when(page, "[data-testid='stMain']", ("4 · Results", "At the population threshold"),
                               timeout_s=300.0)
@@ -327,10 +327,7 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch, tmp_path):
             _text_when(page, "[data-testid='stMain']", ("Controlled experiment",))
             page.screenshot(path=str(ARTIFACTS / "controlled_page.png"), full_page=True)
             for label, value in (("Use at most this many texts of the corpus (0 = all)", "20"), ("Epochs", "1")):
-                box = page.get_by_role("spinbutton", name=label)
-                box.fill(value)
-                box.press("Enter")
-                _wait_idle(page)
+                _type(page, label, value)
             page.get_by_role("button", name="Build the target").click()
             # a background job now (issue 53 item 1): a look at it running, not asserted (it may end first)
             _text_when(page, "[data-testid='stMain']", ("Whole run",), timeout_s=30.0)
@@ -343,10 +340,7 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch, tmp_path):
             # ---- Dataset inference on the bundled demo (its members vs its non-members), 999 permutations
             page.goto(f"{server}/Dataset_inference", wait_until="networkidle")
             _wait_idle(page)
-            perms = page.get_by_role("spinbutton", name="Permutations")
-            perms.fill("999")
-            perms.press("Enter")
-            _wait_idle(page)
+            _type(page, "Permutations", "999")
             _visit(page, "Runs")
             _visit(page, "Dataset inference")
             kept = _value_when(page, page.get_by_role("spinbutton", name="Permutations"), "999")
@@ -398,14 +392,8 @@ def test_inspect_and_calibration_in_a_browser(server, monkeypatch, tmp_path):
             _wait_idle(page)
             _text_when(page, "[data-testid='stMain']", ("1 · Make the traps", "3 · Test a model"), timeout_s=60.0)
             for label, value in (("Count", "8"), ("Tokens", "16"), ("Buckets", "1"), ("Max perplexity", "100000")):
-                box = page.get_by_role("spinbutton", name=label)
-                box.fill(value)
-                box.press("Enter")
-                _wait_idle(page)
-            seed = page.get_by_role("textbox", name="Seed")
-            seed.fill("1")
-            seed.press("Enter")
-            _wait_idle(page)
+                _type(page, label, value)
+            _type(page, "Seed", "1", role="textbox")
             _press(page, "Make the traps", lambda t: "running for" in t or "traps to insert" in t)
             seen = _text_when(page, "[data-testid='stMain']", ("traps to insert", "SHA-256"), timeout_s=300.0)
             _wait_idle(page, timeout=300.0)
