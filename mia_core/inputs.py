@@ -22,9 +22,6 @@ from collections.abc import Iterable, Mapping
 from typing import Sequence
 
 from .errors import DataError, SettingsError, safe_text
-from .dataset_inference.significance import MAX_PERMUTATIONS  # noqa: F401 - infer_dataset's, for tests and pages
-from .options import MAX_BOOTSTRAP, MAX_SEED  # noqa: F401 - MAX_BOOTSTRAP: the front door's, read by its modules
-
 
 
 def shown_value(value, limit: int = 60) -> str:
@@ -59,7 +56,7 @@ def _range(noun: str, lo=None, hi=None, *, lo_open: bool = False, hi_open: bool 
 
 
 def check_number(name: str, value, lo: float | None = None, hi: float | None = None, *, lo_open: bool = False,
-         hi_open: bool = False, optional: bool = False):
+                 hi_open: bool = False, optional: bool = False):
     """A finite number in the range (each end open or closed); None with ``optional``."""
     if value is None and optional:
         return None
@@ -188,7 +185,7 @@ def check_path_or_frame(name: str, value):
     if isinstance(value, (list, tuple)) and value and all(isinstance(v, (str, os.PathLike)) for v in value):
         return value
     raise bad_value(name, "a file path, an hf:ID[:config][@split] spec, a list of paths or a pandas DataFrame", value,
-               DataError)
+                    DataError)
 
 
 def check_sequence(name: str, value, *, optional: bool = True):
@@ -278,7 +275,7 @@ def check_documents(items, what: str, *, text_column: str | None = None):
 
 
 def checked_model(spec, *, dtype: str = "auto", device: str = "auto", quantize: str = "none",
-           trust_remote_code: bool = False):
+                  trust_remote_code: bool = False):
     """A loaded causal LM from a spec (None: the embedded default), or the model itself."""
     from .models import LoadedModel, load_causal_lm
 

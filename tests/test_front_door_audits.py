@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from helpers import Reached, stop_model_loads
-from mia_core.api.documents import (DocumentRequest, audit_documents, check_document_settings, prepare_documents)
+from mia_core.api.documents import DocumentRequest, audit_documents, check_document_settings, prepare_documents
 from mia_core.api.mlm import MlmRequest, audit_mlm, prepare_mlm, read_mlm_files
 from mia_core.errors import DataError, SettingsError
 

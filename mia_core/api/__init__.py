@@ -37,10 +37,13 @@ a ``TypeError`` from deep inside; later bad input (too few texts, an unknown mod
 
 from __future__ import annotations
 
-from ..inputs import MAX_BOOTSTRAP, MAX_PERMUTATIONS, MAX_SEED  # noqa: F401 - the limits, read by tests and pages
+from ..dataset_inference.significance import MAX_PERMUTATIONS  # noqa: F401 - the limits, read by tests and pages
+from ..options import MAX_BOOTSTRAP, MAX_SEED  # noqa: F401
 from .documents import DocumentRequest, audit_documents, execute_documents, load_document_models, prepare_documents
-from .inference import (InferenceRequest, InferenceSets, estimate_inference, execute_inference, infer_dataset,
-                        inference_demo, prepare_inference, read_inference_sets)
+from .inference import (
+    InferenceRequest, InferenceSets, estimate_inference, execute_inference, infer_dataset, inference_demo,
+    prepare_inference, read_inference_sets
+)
 from .mlm import MlmRequest, audit_mlm, execute_mlm, prepare_mlm, read_mlm_files
 from .request import RunRequest, execute_run, load_models, population_set, prepare_run, reference_spec  # noqa: F401
 from .plan import RunPlan, plan_run

@@ -14,7 +14,10 @@ from dataclasses import dataclass, field
 
 from ..errors import DataError, SettingsError
 
-from ..inputs import check_flag, check_callable, check_choice, check_column, check_device, check_documents, check_dtype, check_model_spec, check_request
+from ..inputs import (
+    check_flag, check_callable, check_choice, check_column, check_device, check_documents, check_dtype,
+    check_model_spec, check_request
+)
 from ..neighbours.base import DEFAULT_GENERATOR  # noqa: F401 - the CLI's default neighbour generator
 # the declared options (the page's widgets read them) and the share of the progress the books' pass reports
 from ..documents.options import PASS_SHARE, DocumentOptions  # noqa: F401

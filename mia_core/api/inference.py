@@ -20,8 +20,10 @@ from typing import Sequence
 from ..dataset_inference.control import is_named
 from ..dataset_inference.options import SCORING_SHARE, InferenceOptions  # noqa: F401
 from ..errors import DataError, SettingsError
-from ..inputs import (check_flag, check_callable, check_column, check_device, check_documents, check_dtype, check_mapping, checked_model, check_model_spec, check_names,
-                     bad_value, check_request, shown_value, check_texts)
+from ..inputs import (
+    check_flag, check_callable, check_column, check_device, check_documents, check_dtype, check_mapping, checked_model,
+    check_model_spec, check_names, bad_value, check_request, shown_value, check_texts
+)
 
 DEMOS = ("demo", "demo_null")
 DEFAULT_ALPHA = 0.01  # mia_core.dataset_inference.DEFAULT_ALPHA (a test holds them equal), without importing it

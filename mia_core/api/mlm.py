@@ -14,7 +14,10 @@ from functools import lru_cache
 
 from ..errors import MiaError
 from ..mlm.options import MlmOptions
-from ..inputs import check_flag, check_callable, check_column, check_device, check_dtype, check_kwargs, check_model_spec, check_request, check_sequence, check_texts
+from ..inputs import (
+    check_flag, check_callable, check_column, check_device, check_dtype, check_kwargs, check_model_spec, check_request,
+    check_sequence, check_texts
+)
 
 
 def _mlm_checks() -> dict:

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Sequence
 
-from ..inputs import bad_value, check_flag, check_column, check_device, check_mapping, check_names, check_number, check_texts
+from ..inputs import (
+    bad_value, check_flag, check_column, check_device, check_mapping, check_names, check_number, check_texts
+)
 
 
 # a neighbour is scored from where it differs from its text: about this share of the text's tokens each (the estimate's

@@ -15,7 +15,9 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from ..errors import DataError, SettingsError, Worded
-from ..pipeline.options import RunOptions  # a run's declared options: prepare_run checks them, the CLI and page read them
+from ..pipeline.options import (  # a run's declared options: prepare_run checks them, the CLI and page read them
+    RunOptions
+)
 from ..inputs import check_request, shown_value
 
 

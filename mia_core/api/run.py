@@ -5,8 +5,10 @@ from __future__ import annotations
 import numbers
 
 from ..errors import DataError
-from ..inputs import (check_callable, check_column, check_device, check_dtype, check_mapping, check_model_spec, check_names, noop_progress, check_path_or_frame,
-                     check_texts)
+from ..inputs import (
+    check_callable, check_column, check_device, check_dtype, check_mapping, check_model_spec, check_names,
+    noop_progress, check_path_or_frame, check_texts
+)
 from .plan import RunPlan, plan_run  # noqa: F401 - plan_run and RunPlan were here: mia_core.api.run.plan_run works
 
 

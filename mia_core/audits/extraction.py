@@ -30,7 +30,9 @@ def _prepare(members=None, nonmembers=None, *, model=None, dtype: str = "auto", 
              quantize: str = "none", trust_remote_code: bool = False, text_column: str | None = None, **options):
     """The texts (lists of strings, a file path or a DataFrame, as :func:`mia_core.score` reads them), the target
     (None: the embedded model) and the options, each checked in one line before any model loads."""
-    from ..inputs import check_flag, check_choice, check_column, check_device, check_dtype, check_model_spec, check_texts
+    from ..inputs import (
+        check_flag, check_choice, check_column, check_device, check_dtype, check_model_spec, check_texts
+    )
     from ..errors import DataError
 
     opts = _options().check(caller="prepare", **options)  # 'prepare() has no setting ...'

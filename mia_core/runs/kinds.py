@@ -32,8 +32,10 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import DataError
-from .folder import (MAX_META_BYTES, RUN_MARKER, RunUnreadable, _fallback_ts, _fmt_ts, is_json_number, json_kind,
-                     one_line, read_run_json, os_reason, is_own_run, remove_aside, runs_dir, write_run_marker)
+from .folder import (
+    MAX_META_BYTES, RUN_MARKER, RunUnreadable, _fallback_ts, _fmt_ts, is_json_number, json_kind, one_line,
+    read_run_json, os_reason, is_own_run, remove_aside, runs_dir, write_run_marker
+)
 
 META = "meta.json"
 ID_RE = re.compile(r"^\d{8}-\d{6}-[0-9a-f]{6}$")

@@ -16,8 +16,10 @@ from typing import TYPE_CHECKING
 
 from ..errors import DataError
 from .results import RunResult, check_saved, json_default
-from .folder import (META, RUN_MARKER, RunUnreadable, _blank_meta, _is_run_folder, _list_entry, one_line, read_run_json,
-                     _read_meta, _read_run_files, os_reason, _want, write_run_marker)
+from .folder import (
+    META, RUN_MARKER, RunUnreadable, _blank_meta, _is_run_folder, _list_entry, one_line, read_run_json, _read_meta,
+    _read_run_files, os_reason, _want, write_run_marker
+)
 from .folder import RUNS_ENV, remove_aside, runs_dir  # noqa: F401  (their home is folder.py; the store's names)
 
 if TYPE_CHECKING:  # pandas is imported where a table is read or written: ``mia --help`` stays light
