@@ -13,7 +13,7 @@ before (and around) its work. Prints, on this machine, in one run:
    recorded the two models, so these loads read their tokenizers and defer the weights
    (``mia_core/models/deferred.py``): the weight checks do not run, the check of the files against the
    records does.
-4. The modules a cached run imports that it does not need (peft, bitsandbytes, Ray, sentence-transformers...).
+4. The modules a cached run imports that it does not need (torch, transformers, peft, bitsandbytes, Ray, ...).
 5. The Calibration page's default run (the six rows: five attacks and the blind baseline, no population), cold in a
    fresh process (``benchmarks/first_run.py``'s measure: the server's warm-up, imports, preloads and its one-off
    speed measurement, then Run), and Run pressed again on the page (everything cached).
@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import first_run  # noqa: E402 - the sibling benchmark of the page's run
 from neighbours import cpu_name  # noqa: E402 - the sibling benchmark's CPU name reader
 
-UNNEEDED = ("peft", "bitsandbytes", "ray", "sentence_transformers", "streamlit", "plotly",
+UNNEEDED = ("torch", "transformers", "peft", "bitsandbytes", "ray", "sentence_transformers", "streamlit", "plotly",
             "transformers.modeling_utils", "mia_core.documents", "mia_core.mlm", "mia_core.dataset_inference",
             "mia_core.smia")
 
@@ -114,7 +114,7 @@ def profile_split(out: Path, e: dict) -> dict:
         "  known-sentence checks": "verify.py:check_known_loss",
         "  weight fingerprints": "verify.py:weight_fingerprint",
         "  weight files against the load records (deferred)": "deferred.py:files_digest",
-        "  tokenizers (deferred loads)": "deferred.py:read_tokenizer",
+        "  tokenizers (deferred loads)": "deferred_tokenizer.py:read_tokenizer",
         "passes (cached)": "entry.py:compute_stats",
         "blind baseline": "evaluate.py:blind_baseline",
         "attack metrics (bootstrap CIs)": "evaluate.py:attack_metrics",

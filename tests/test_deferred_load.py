@@ -17,7 +17,7 @@ import torch
 from helpers import save_tiny_llama
 from mia_core.errors import ModelError
 from mia_core.models import load_causal_lm
-from mia_core.models.deferred import LOADS_NAMESPACE, DeferredLoadedModel
+from mia_core.models.deferred import LOADS_NAMESPACE, DeferredLoadedModel, DeferredTokenizer
 
 pytestmark = pytest.mark.slow
 
@@ -74,7 +74,18 @@ def test_a_second_load_defers_the_weights_and_gives_the_same_model(tiny):
     for k in ("identity", "name", "dtype", "quantize", "device", "max_context", "n_params", "vocab_size",
               "memory_bytes", "source", "base_spec"):
         assert getattr(lm, k) == getattr(full, k), k
-    a, b = full.tokenizer, lm.tokenizer
+    a, deferred = full.tokenizer, lm.tokenizer
+    # before transformers' tokenizer is read, the file's gives the same size, probe, prefix and ids
+    from mia_core.models.loaded import compute_prefix_token_id, compute_tokenizer_prefix_id, recorded_fact
+    from mia_core.stats import tokenize
+
+    assert isinstance(deferred, DeferredTokenizer) and not deferred.loaded
+    assert lm.same_tokenizer(full) and full.same_tokenizer(lm) and len(deferred) == len(a)
+    assert recorded_fact(deferred, "tokenizer_prefix_id", None) == compute_tokenizer_prefix_id(a)
+    assert recorded_fact(deferred, "prefix_token_id", None) == compute_prefix_token_id(a)
+    assert np.array_equal(tokenize(lm, TEXT), tokenize(full, TEXT)) and not deferred.loaded
+    b = deferred.read()
+    assert deferred.loaded and lm.tokenizer is deferred
     assert type(a) is type(b) and len(a) == len(b) and a.get_vocab() == b.get_vocab()
     assert a.special_tokens_map == b.special_tokens_map and a.pad_token_id == b.pad_token_id
     assert a.init_kwargs == b.init_kwargs and a.model_max_length == b.model_max_length
@@ -92,15 +103,16 @@ def test_a_second_load_defers_the_weights_and_gives_the_same_model(tiny):
 
 
 def test_a_cached_run_in_a_new_process_reads_no_weight_and_scores_the_same(tiny, tmp_path):
-    """``mia run`` twice on the same texts: the second, every statistic cached, imports none of transformers'
-    modelling code (no weight is read) and writes the same scores; ``--no-cache`` reads the weights when its pass
+    """``mia run`` twice on the same texts: the second, every statistic cached, imports neither torch nor
+    transformers (no weight is read, the tokenizer's ids come from its file: issue 70) and writes the same scores; ``--no-cache`` reads the weights when its pass
     starts and still writes the same scores."""
     folder, root = tiny
     members, nonmembers = tmp_path / "m.txt", tmp_path / "n.txt"
     members.write_text("\n".join(f"A member text number {i} about rivers and hills." for i in range(6)))
     nonmembers.write_text("\n".join(f"Another text, {i}, about ships and the sea at night." for i in range(6)))
     code = ("import sys\nfrom mia_core.cli import main\nrc = main(sys.argv[1:])\n"
-            "print('MODULES', sorted(m for m in ('transformers.modeling_utils', 'peft') if m in sys.modules))\n"
+            "print('MODULES', sorted(m for m in ('transformers.modeling_utils', 'peft', 'torch', 'transformers')"
+            " if m in sys.modules))\n"
             "sys.exit(rc)")
 
     def run(out: str, *extra: str) -> tuple[str, str]:
@@ -120,6 +132,63 @@ def test_a_cached_run_in_a_new_process_reads_no_weight_and_scores_the_same(tiny,
     assert "transformers.modeling_utils" in third
     scores = [(tmp_path / d / "scores.csv").read_bytes() for d in ("first", "second", "third")]
     assert scores[0] == scores[1] == scores[2]
+
+
+def test_the_tokenizer_facts_taken_from_the_record_are_checked_when_it_is_read(tiny):
+    """The one tokenizer fact a deferred load takes from its record unchecked (the BOS/EOS token of
+    ``prefix="always"``), forged to another valid id: reading transformers' tokenizer stops with a one-line
+    ``ModelError`` and drops the record (the next load reads in full, as this model); forged facts the file's
+    tokenizer can check (size, probe, the token it puts in front) refuse the record at once; a record saying
+    transformers does not tokenize with the file alone reads transformers' tokenizer at the load."""
+    folder, _ = tiny
+    full = load_causal_lm(str(folder), reuse=False)
+    _, rec, write = _record(folder)
+    assert rec["backend_is_file"] is True  # the embedded SmolLM2 tokenizer: transformers uses its file as it is
+    real = rec["prefix_ids"]
+    write({**rec, "prefix_ids": [real[0], 1 if real[1] != 1 else 2]})
+    lm = load_causal_lm(str(folder), reuse=False)
+    assert isinstance(lm, DeferredLoadedModel) and not lm.tokenizer.loaded
+    with pytest.raises(ModelError) as e:
+        lm.tokenizer.get_vocab()
+    assert "prefix tokens are not the recorded ones" in str(e.value) and "\n" not in str(e.value)
+    again = load_causal_lm(str(folder), reuse=False)
+    assert not isinstance(again, DeferredLoadedModel) and again.identity == full.identity  # and it records anew
+
+    _, rec, write = _record(folder)
+    assert rec["prefix_ids"] == real
+    seen = []
+    for forged in ({"probe_ids": rec["probe_ids"][::-1]}, {"tokenizer_len": rec["tokenizer_len"] + 1},
+                   {"prefix_ids": [3, real[1]]}):
+        write({**rec, **forged})
+        lm = load_causal_lm(str(folder), reuse=False, progress=lambda m, f: seen.append(m))
+        assert not isinstance(lm, DeferredLoadedModel), forged
+        _, rec, write = _record(folder)
+    write({**rec, "backend_is_file": False})
+    lm = load_causal_lm(str(folder), reuse=False)
+    assert isinstance(lm, DeferredLoadedModel) and lm.tokenizer.loaded
+    _same_model(lm, full)
+
+
+def test_the_weight_samples_are_cast_as_torch_casts_them():
+    """The casts a deferred load makes without torch (the same dtype; bf16 and fp16 to fp32) give torch's bytes,
+    subnormals, infinities and signed zeros included; an fp16 NaN and a narrowing cast go to torch."""
+    from mia_core.models.deferred import _cast
+
+    rng = np.random.default_rng(0)
+    bits16 = np.concatenate([rng.integers(0, 2**16, 4000), [0, 0x8000, 0x0001, 0x03FF, 0x7C00, 0xFC00, 0x7F80,
+                                                             0xFF80, 0x7E00]]).astype("<u2")
+    for kind, torch_dtype in (("BF16", torch.bfloat16), ("F16", torch.float16)):
+        raw = bits16.tobytes()
+        want = torch.frombuffer(bytearray(raw), dtype=torch_dtype).float().numpy().tobytes()
+        got = _cast(raw, kind, "float32")
+        assert got == want, kind  # (an fp16 NaN among them: torch casts)
+        finite = bits16[np.isfinite(np.frombuffer(raw, "<f2"))] if kind == "F16" else bits16
+        assert _cast(finite.tobytes(), kind, "float32") == \
+            torch.frombuffer(bytearray(finite.tobytes()), dtype=torch_dtype).float().numpy().tobytes()
+    f32 = rng.standard_normal(1000).astype("<f4").tobytes()
+    assert _cast(f32, "F32", "float32") == f32
+    assert _cast(f32, "F32", "bfloat16") == torch.frombuffer(bytearray(f32), dtype=torch.float32).to(
+        torch.bfloat16).view(torch.uint8).numpy().tobytes()
 
 
 def test_files_changed_since_the_record_are_read_in_full(tiny):

@@ -562,8 +562,7 @@ def _deferred(ms: ModelSpec, settings: dict | None, dtype: str, quantize: str, d
     progress(f"loading {ms.display}", 0.0)
     if ms.kind in ("local", "target"):
         check_config_json(ms.location, ms.display)
-    with library_bars_off(True):
-        rec = find_record(settings, source)
+    rec = find_record(settings, source)  # reads no weights and no tokenizer: no library bars to turn off
     if not isinstance(rec, Recorded):
         if rec is not None:
             note(f"cache: the load record of {ms.display} was not used ({rec}): its weights are read in full")

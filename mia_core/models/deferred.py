@@ -3,7 +3,8 @@
 the tokenizer and those figures, and reads the weights only when a pass asks for ``lm.model``.
 
 Why: a re-run whose statistics are all cached needs no weight. Reading them (and importing transformers' modelling
-code to do it) was most of such a run's start-up: about 4 s of a cached ``mia run --demo``'s 11 s on a 2-core CPU.
+code to do it) was most of such a run's start-up: about 4 s of a cached ``mia run --demo``'s 11 s on a 2-core CPU;
+importing torch and transformers at all was about 3.5 s of what was left (issue 70): such a run imports neither.
 
 What a deferred load checks, instead of reading the weights (:func:`files_digest`, about 30 ms for the demo's two
 models): the weight files it would read hold the same bytes, where sampled, as the files the recorded load read and
@@ -16,7 +17,8 @@ records again).
 
 The record (cache namespace ``loads``, :data:`LOADS_NAMESPACE`) is keyed by everything the full load's result depends
 on: the source's identity (the GGUF file's, the folder's; a ``make-target`` folder's and its base's, and its method),
-the dtype, the quantisation, the device, and the versions of this package, torch, transformers, peft and safetensors.
+the dtype, the quantisation, the device, and the versions of this package, torch (read from its build, without
+importing it), transformers, peft, safetensors and tokenizers.
 Only loads whose weights come from local safetensors files are deferred: not hub ids (their revision is only known
 from the loaded config), quantised loads, models running their own code, accelerate's placement, or loads that
 accepted a weight mismatch.
@@ -27,7 +29,10 @@ identity, the settings, and a weight fingerprint read from the weight files them
 the same 64 elements of every tensor, cast as the load casts, that :func:`~mia_core.models.verify.weight_fingerprint`
 reads from the weights in memory; the record only says which tensor of the files each one is). The tokenizer is read
 from the model's own folder (a GGUF's converted copy; a target's, else its base's) and its files must be the ones
-the recorded load read (:func:`tokenizer_digest`); the context length and vocabulary size come from the model's
+the recorded load read (:func:`tokenizer_digest`); where transformers tokenizes with exactly that folder's
+``tokenizer.json``, it is read through the ``tokenizers`` library alone until more than ids is asked of it
+(:class:`DeferredTokenizer`, which names the one fact it takes from the record, checked once transformers'
+tokenizer is read); the context length and vocabulary size come from the model's
 ``config.json`` by the load's rules, the device from the settings, the name, source and a target's base, method and
 training prefix from its folder. The weight files must be the source's own (a target's merged copy: a folder of
 the cache's ``models/``) and exactly that folder's checkpoint. Every field is checked for type and range
@@ -59,12 +64,14 @@ from typing import Callable
 import numpy as np
 
 from ..errors import ModelError, SettingsError
-from .loaded import LoadedModel, probe_ids
+from .deferred_tokenizer import (DeferredTokenizer, FileTokenizer, backend_is_file, file_backend, file_facts_differ,
+                                 read_tokenizer, tokenizer_digest)
+from .loaded import LoadedModel, compute_prefix_token_id, compute_tokenizer_prefix_id, probe_ids
 from .merged import _version
 
 LOADS_NAMESPACE = "loads"  # the cache's folder of load records (``mia_core.cache.store.NAMESPACES``)
-RECORD_VERSION = 2  # bump when what a record holds, or how a load computes it, changes (2: nothing a score
-# depends on is read from it, issue 50)
+RECORD_VERSION = 3  # bump when what a record holds, or how a load computes it, changes (2: nothing a score
+# depends on is read from it, issue 50; 3: the tokenizer's prefix tokens, so that it is read only when used)
 _RECORD_KEY = "0" * 32  # one record per settings folder (the settings are the key)
 _RECORD_ARRAY = "record"
 _ROW_BYTES = 1 << 16  # at most this much of a tensor's first and last rows enters the digest
@@ -78,14 +85,13 @@ _ITEMSIZE = {"F64": 8, "F32": 4, "F16": 2, "BF16": 2, "F8_E4M3": 1, "F8_E5M2": 1
 
 def record_settings(sources: dict, dtype: str, quantize: str, device: str) -> dict:
     """The key of a load's record: the sources' identities (``sources``), the load's settings and the versions of
-    the code that loads."""
-    import torch
-
+    the code that loads (torch's read from its build, without importing it: :func:`~.device.torch_version`)."""
     from ..version import __version__
+    from .device import torch_version
 
     return {"record": RECORD_VERSION, "sources": sources, "dtype": dtype, "quantize": quantize, "device": device,
-            "mia": __version__, "torch": torch.__version__, "transformers": _version("transformers"),
-            "peft": _version("peft"), "safetensors": _version("safetensors")}
+            "mia": __version__, "torch": torch_version(), "transformers": _version("transformers"),
+            "peft": _version("peft"), "safetensors": _version("safetensors"), "tokenizers": _version("tokenizers")}
 
 
 def files_digest(files: list[Path]) -> str | None:
@@ -142,27 +148,6 @@ def _store(settings: dict):
 _TORCH_DTYPES = {"F64": "float64", "F32": "float32", "F16": "float16", "BF16": "bfloat16", "I64": "int64",
                  "I32": "int32", "I16": "int16", "I8": "int8", "U8": "uint8", "BOOL": "bool"}
 _SAMPLES = 64  # the weight fingerprint's elements per tensor (``verify.SAMPLES_PER_TENSOR``)
-_TOKENIZER_SUFFIXES = (".json", ".txt", ".model", ".jinja", ".tiktoken")
-_TOKENIZER_FILE_CAP = 64 * 2**20  # a tokenizer file larger than this is not one: no record
-
-
-def tokenizer_digest(folder: Path) -> str | None:
-    """16 hex digits over the names and bytes of the files a tokenizer may read in ``folder`` (its top-level
-    ``.json``, ``.txt``, ``.model``, ``.jinja`` and ``.tiktoken`` files: the tokenizer, its configuration, special
-    tokens, vocabulary, merges, chat template). None when the folder cannot be read or holds a file too large."""
-    h = hashlib.sha256()
-    try:
-        for f in sorted(Path(folder).iterdir()):
-            if f.suffix in _TOKENIZER_SUFFIXES and f.is_file():
-                if f.stat().st_size > _TOKENIZER_FILE_CAP:
-                    return None
-                h.update(f"{f.name}:{f.stat().st_size}:".encode())
-                h.update(f.read_bytes())
-    except OSError:
-        return None
-    return h.hexdigest()[:16]
-
-
 def config_figures(folder: Path, tok) -> dict | None:
     """The context length and vocabulary size a model's ``config.json`` in ``folder`` declares, by the load's own
     rules (``causal._max_context``: the first of ``max_position_embeddings``, ``n_positions``,
@@ -218,9 +203,7 @@ def _tensors(files: list[Path]) -> dict | None:
 
 def _file_sample(tensor: tuple, dtype: str) -> bytes | None:
     """The bytes :func:`~mia_core.models.verify.weight_fingerprint` reads of this file tensor once loaded in
-    ``dtype`` (a torch dtype's name): its 64 evenly spaced elements, cast as the load casts."""
-    import torch
-
+    ``dtype`` (a torch dtype's name): its 64 evenly spaced elements, cast as the load casts (:func:`_cast`)."""
     f, offset, kind, shape, nbytes = tensor
     item = _ITEMSIZE[kind]
     count = int(np.prod(shape, dtype=np.int64)) if shape else 1
@@ -236,6 +219,25 @@ def _file_sample(tensor: tuple, dtype: str) -> bytes | None:
             raw = buf[(offset + idx * item)[:, None] + np.arange(item)].tobytes()
         finally:
             del buf
+    return _cast(raw, kind, dtype)
+
+
+def _cast(raw: bytes, kind: str, dtype: str) -> bytes | None:
+    """``raw`` (elements of the safetensors dtype ``kind``, little-endian) as torch casts them to ``dtype`` (a
+    torch dtype's name), in bytes. The casts that change no bit (the same dtype) or only widen (bf16 or fp16 to
+    fp32: exact, by the bits for bf16; fp16 without a NaN, whose payload numpy might not keep as torch does) are
+    done with numpy, so that a deferred load of fp32, bf16 or fp16 weights imports no torch; any other with
+    torch."""
+    if _TORCH_DTYPES[kind] == dtype:
+        return raw
+    if dtype == "float32" and kind == "BF16":
+        return (np.frombuffer(raw, dtype="<u2").astype("<u4") << 16).tobytes()
+    if dtype == "float32" and kind == "F16":
+        half = np.frombuffer(raw, dtype="<f2")
+        if not np.isnan(half).any():
+            return half.astype("<f4").tobytes()
+    import torch
+
     target = getattr(torch, dtype, None)
     if not isinstance(target, torch.dtype):
         return None
@@ -315,6 +317,8 @@ _CHECKS: dict[str, Callable[[object], bool]] = {
     "tokenizer_class": lambda v: v is None or (isinstance(v, str) and v.isidentifier()),
     "tokenizer_len": lambda v: _is_int(v, 1, 10**7),
     "probe_ids": lambda v: isinstance(v, list) and len(v) <= 1000 and all(_is_int(i, 0, 10**7) for i in v),
+    "backend_is_file": lambda v: isinstance(v, bool),
+    "prefix_ids": lambda v: isinstance(v, list) and len(v) == 2 and all(i is None or _is_int(i, 0, 10**7) for i in v),
     "tokenizer_digest": lambda v: isinstance(v, str) and len(v) == 16,
     "plan": _is_plan,
     "n_params": lambda v: _is_int(v, 1),
@@ -410,9 +414,25 @@ def find_record(settings: dict, source: Source) -> Recorded | str | None:
         return "its weight plan does not fit the files"
     if tokenizer_digest(source.tok_src) != rec["tokenizer_digest"]:
         return "the tokenizer files changed since"
-    tok = read_tokenizer(rec, source.tok_src)
-    if isinstance(tok, str):
-        return tok
+    def forget() -> None:
+        _forget(settings)
+
+    if rec["backend_is_file"]:  # ids by the file's tokenizer, checked here against the record
+        raw = file_backend(source.tok_src)
+        if raw is None:
+            return "its tokenizer could not be read"
+        file = FileTokenizer(raw)
+        why = file_facts_differ(file, rec)
+        if why:
+            return why
+        tok = DeferredTokenizer(rec, source.tok_src, forget, file=file)
+    else:  # transformers tokenizes otherwise than the file alone: read it now, as a full load would
+        real = read_tokenizer(rec, source.tok_src)
+        if isinstance(real, str):
+            return real
+        if [compute_tokenizer_prefix_id(real), compute_prefix_token_id(real)] != rec["prefix_ids"]:
+            return "the tokenizer adds another prefix than recorded"
+        tok = DeferredTokenizer(rec, source.tok_src, forget, tok=real)
     figures = config_figures(files[0].parent, tok)
     if figures is None:
         return "the model's config.json names no vocabulary size"
@@ -446,7 +466,10 @@ def save_record(settings: dict, lm: LoadedModel, files: list[Path], source: Sour
     cls = type(tok).__name__
     rec = {"record": RECORD_VERSION,
            "tokenizer_class": cls if getattr(transformers, cls, None) is type(tok) else None,
-           "tokenizer_len": len(tok), "probe_ids": probe_ids(tok), "tokenizer_digest": tok_digest, "plan": plan,
+           "tokenizer_len": len(tok), "probe_ids": probe_ids(tok),
+           "prefix_ids": [compute_tokenizer_prefix_id(tok), compute_prefix_token_id(tok)],
+           "backend_is_file": backend_is_file(tok, source.tok_src),
+           "tokenizer_digest": tok_digest, "plan": plan,
            "n_params": int(lm.n_params), "memory_bytes": int(lm.memory_bytes),
            "weights": str(lm.info.get("weights", ""))[:2000],
            "known_sentence_loss": lm.info.get("known_sentence_loss"),
@@ -460,44 +483,13 @@ def save_record(settings: dict, lm: LoadedModel, files: list[Path], source: Sour
         return
 
 
-_GENERIC_TOKENIZERS = ("TokenizersBackend", "PreTrainedTokenizerFast", "PythonBackend", "SentencePieceBackend")
-
-
-def _declared_class(folder: Path) -> str | None:
-    """The tokenizer class the folder's ``tokenizer_config.json`` names (without a ``Fast`` suffix), or None."""
+def _forget(settings: dict) -> None:
+    """Make the record under ``settings`` unusable (it said what its tokenizer does not do): the next load reads
+    the weights and records again."""
     try:
-        cfg = json.loads((Path(folder) / "tokenizer_config.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return None
-    name = cfg.get("tokenizer_class") if isinstance(cfg, dict) else None
-    return name.removesuffix("Fast") if isinstance(name, str) else None
-
-
-def read_tokenizer(rec: dict, folder: Path):
-    """The tokenizer of a recorded load, read from ``folder`` (the source's own, never a folder the record
-    names): with the class the load's ``AutoTokenizer`` chose, when that is one of transformers' own and either a
-    generic one or the one the folder's ``tokenizer_config.json`` names (``AutoTokenizer`` reads the model's config
-    to choose it, which imports transformers' modelling code: about 1.5 s), else with ``AutoTokenizer``; with the
-    padding token the load set. A string (why not: read the model in full) unless it has the recorded size and
-    tokenizes the probe as recorded."""
-    import transformers
-
-    from .hub import LOAD_ERRORS
-
-    name = rec.get("tokenizer_class") or ""
-    cls = getattr(transformers, name, None)
-    if not (isinstance(cls, type) and issubclass(cls, transformers.PreTrainedTokenizerBase)
-            and (name in _GENERIC_TOKENIZERS or name.removesuffix("Fast") == _declared_class(folder))):
-        cls = transformers.AutoTokenizer
-    try:
-        tok = cls.from_pretrained(str(folder), local_files_only=True, _from_auto=True)
-    except (*LOAD_ERRORS, TypeError):
-        return "its tokenizer could not be read"
-    if tok.pad_token_id is None:
-        tok.pad_token = tok.eos_token or tok.unk_token
-    if len(tok) != rec["tokenizer_len"] or probe_ids(tok) != rec["probe_ids"]:
-        return "the tokenizer reads otherwise than recorded"
-    return tok
+        _store(settings).put(_RECORD_KEY, {_RECORD_ARRAY: np.array("{}")})
+    except (SettingsError, OSError):
+        pass
 
 
 class DeferredLoadedModel(LoadedModel):

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import functools
 import re
+import sys
+from pathlib import Path
 
 from ..errors import SettingsError
 
@@ -15,10 +17,54 @@ DTYPES = ("auto", "fp32", "bf16", "fp16")
 
 
 @functools.lru_cache(maxsize=None)
+def torch_build() -> dict | None:
+    """The installed torch's build, read from its ``torch/version.py`` without importing torch (about 2 s on a
+    2-core CPU, which a run whose statistics are all cached does not otherwise spend): ``version`` (what
+    ``torch.__version__`` says), ``cuda`` and ``hip`` (the toolkits it was built for: None for neither). None
+    when torch is not installed or the file does not say."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("torch")
+        origin = spec.origin if spec is not None else None
+        if origin is None:
+            return None
+        text = (Path(origin).parent / "version.py").read_text(encoding="utf-8")
+    except (ImportError, OSError, ValueError):
+        return None
+    found = dict(re.findall(r"^(__version__|cuda|hip)\s*(?::[^=]*)?=\s*(.+?)\s*$", text, re.M))
+    if "__version__" not in found:
+        return None
+    values = {}
+    for key, raw in found.items():
+        m = re.fullmatch(r"'([^'\\]*)'|\"([^\"\\]*)\"|(None)", raw)
+        if m is None:
+            return None
+        values[key] = None if m.group(3) else (m.group(1) if m.group(1) is not None else m.group(2))
+    return {"version": values["__version__"], "cuda": values.get("cuda"), "hip": values.get("hip")}
+
+
+def torch_version() -> str:
+    """``torch.__version__``, without importing torch when it is not imported yet (:func:`torch_build`)."""
+    if "torch" not in sys.modules:
+        build = torch_build()
+        if build is not None and build["version"]:
+            return build["version"]
+    import torch
+
+    return torch.__version__
+
+
+@functools.lru_cache(maxsize=None)
 def default_device() -> str:
     """The device ``"auto"`` means here: ``"cuda"`` when torch sees a GPU, else ``"cpu"``. Asked once per process
     (every check and loader calls it): ``torch.cuda.is_available()`` asks the driver without initialising CUDA, and
-    the answer does not change while the process runs."""
+    the answer does not change while the process runs. A torch built for neither CUDA nor ROCm sees no GPU: that
+    is read from its build (:func:`torch_build`) without importing it."""
+    if "torch" not in sys.modules:
+        build = torch_build()
+        if build is not None and build["cuda"] is None and build["hip"] is None:
+            return "cpu"
     import torch
 
     return "cuda" if torch.cuda.is_available() else "cpu"

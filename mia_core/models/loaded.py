@@ -7,7 +7,9 @@ under either of transformers' names (:func:`with_cache`, :func:`returned_cache`)
 from __future__ import annotations
 
 import functools
+import warnings
 from dataclasses import dataclass, field
+from typing import Callable
 
 
 @dataclass
@@ -64,18 +66,62 @@ class LoadedModel:
             True when per-token statistics of the two models are comparable.
         """
         a, b = self.tokenizer, other.tokenizer
-        if len(a) != len(b):
+        if recorded_fact(a, "len", len) != recorded_fact(b, "len", len):
             return False
-        return probe_ids(a) == probe_ids(b)
+        return recorded_fact(a, "probe_ids", probe_ids) == recorded_fact(b, "probe_ids", probe_ids)
 
 
 TOKENIZER_PROBE = "Membership inference: 1234 naïve résumé, ~zß!"  # letters, digits, accents, symbols
+_PREFIX_PROBE = "Hello world. The quick brown fox"
 
 
 def probe_ids(tokenizer) -> list[int]:
     """The token ids ``tokenizer`` gives :data:`TOKENIZER_PROBE` (no special tokens): two tokenizers that agree
     here and in size tokenize alike for this tool's purposes."""
     return list(tokenizer(TOKENIZER_PROBE, add_special_tokens=False).input_ids)
+
+
+def compute_tokenizer_prefix_id(tokenizer) -> int | None:
+    """The token ``tokenizer`` puts in front of a text itself (``add_special_tokens=True``), read off a probe:
+    a Llama-style tokenizer's BOS; None for GPT-2-style tokenizers, which add nothing; when it adds several, the
+    one right before the text (:func:`mia_core.stats.settings.tokenizer_prefix_id` keeps it per tokenizer)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            plain = list(tokenizer(_PREFIX_PROBE, add_special_tokens=False)["input_ids"])
+            full = list(tokenizer(_PREFIX_PROBE, add_special_tokens=True)["input_ids"])
+    except Exception:  # noqa: BLE001 - a tokenizer that cannot say adds nothing we know of
+        return None
+    for start in range(len(full) - len(plain) + 1):
+        if full[start:start + len(plain)] == plain:
+            return int(full[start - 1]) if start > 0 else None
+    return None
+
+
+def compute_prefix_token_id(tokenizer) -> int | None:
+    """The BOS/EOS token ``prefix="always"`` puts in front of every text: the BOS where the tokenizer adds one,
+    else ``<|endoftext|>``, ``</s>`` or ``<s>`` when it has one, else its BOS or EOS
+    (:func:`mia_core.stats.settings.prefix_token_id` keeps it per tokenizer)."""
+    vocab = tokenizer.get_vocab()
+    if tokenizer.bos_token_id is not None and getattr(tokenizer, "add_bos_token", False):
+        return tokenizer.bos_token_id
+    for t in ("<|endoftext|>", "</s>", "<s>"):
+        if t in vocab:
+            return vocab[t]
+    for tid in (tokenizer.bos_token_id, tokenizer.eos_token_id):
+        if tid is not None:
+            return tid
+    return None
+
+
+def recorded_fact(tokenizer, name: str, compute: Callable):
+    """``compute(tokenizer)``, or what a deferred load's tokenizer has on record for it without being read
+    (:class:`mia_core.models.deferred.DeferredTokenizer`'s ``recorded_facts``: its size ``"len"``, its
+    ``"probe_ids"``, ``"tokenizer_prefix_id"`` and ``"prefix_token_id"``)."""
+    facts = vars(tokenizer).get("recorded_facts") if hasattr(tokenizer, "__dict__") else None
+    if facts and name in facts:
+        return facts[name]
+    return compute(tokenizer)
 
 
 # transformers renamed a forward pass's key/value cache from ``past_key_values`` to ``cache`` (5.2x),

@@ -58,10 +58,10 @@ def merged_key(target: Path, base_folder: Path, device: str) -> str:
     -------
     str
     """
-    import torch
+    from .device import torch_version
 
     blob = json.dumps({"target": folder_fingerprint(Path(target)), "base": folder_fingerprint(Path(base_folder)),
-                       "device": str(device).split(":")[0], "torch": torch.__version__,
+                       "device": str(device).split(":")[0], "torch": torch_version(),
                        "transformers": _version("transformers"), "peft": _version("peft")}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 

@@ -33,6 +33,7 @@ import numpy as np
 from ..cache import text_hash
 from ..data.decoding import check_text_length
 from ..errors import ModelError
+from ..models.loaded import compute_prefix_token_id, compute_tokenizer_prefix_id, recorded_fact
 
 if TYPE_CHECKING:  # mia_core.models (huggingface_hub, safetensors) loads with a model: ``mia --help`` stays light
     from ..models import LoadedModel
@@ -120,9 +121,6 @@ def prefix_mode(value) -> str | int:
     return v
 
 
-_PROBE = "Hello world. The quick brown fox"
-
-
 _TOKENIZER_MEMO: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
@@ -144,21 +142,8 @@ def tokenizer_prefix_id(tokenizer) -> int | None:
     """The token the tokenizer itself puts in front of a text (``add_special_tokens=True``): a Llama-style
     tokenizer's BOS; None for GPT-2-style tokenizers, which add nothing. When it adds several, the one
     right before the text."""
-    return _memo(tokenizer, "tokenizer_prefix_id", _tokenizer_prefix_id)
-
-
-def _tokenizer_prefix_id(tokenizer) -> int | None:
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            plain = list(tokenizer(_PROBE, add_special_tokens=False)["input_ids"])
-            full = list(tokenizer(_PROBE, add_special_tokens=True)["input_ids"])
-    except Exception:  # noqa: BLE001 - a tokenizer that cannot say adds nothing we know of
-        return None
-    for start in range(len(full) - len(plain) + 1):
-        if full[start:start + len(plain)] == plain:
-            return int(full[start - 1]) if start > 0 else None
-    return None
+    return _memo(tokenizer, "tokenizer_prefix_id", lambda t: recorded_fact(t, "tokenizer_prefix_id",
+                                                                      compute_tokenizer_prefix_id))
 
 
 def resolve_prefix(lm: LoadedModel, st: "StatsSettings") -> int | None:
@@ -210,20 +195,8 @@ def prefix_key(lm: LoadedModel, st: "StatsSettings"):
 
 def prefix_token_id(tokenizer) -> int | None:
     """The BOS/EOS token ``prefix="always"`` puts in front of every text."""
-    return _memo(tokenizer, "prefix_token_id", _prefix_token_id)
-
-
-def _prefix_token_id(tokenizer) -> int | None:
-    vocab = tokenizer.get_vocab()
-    if tokenizer.bos_token_id is not None and getattr(tokenizer, "add_bos_token", False):
-        return tokenizer.bos_token_id
-    for t in ("<|endoftext|>", "</s>", "<s>"):
-        if t in vocab:
-            return vocab[t]
-    for tid in (tokenizer.bos_token_id, tokenizer.eos_token_id):
-        if tid is not None:
-            return tid
-    return None
+    return _memo(tokenizer, "prefix_token_id", lambda t: recorded_fact(t, "prefix_token_id",
+                                                                  compute_prefix_token_id))
 
 
 def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
@@ -250,6 +223,9 @@ def tokenize(lm: LoadedModel, text: str) -> np.ndarray:
     # the readers refuse longer texts with their source; this guards every other way in (the API,
     # generated texts): a fast tokenizer handed one aborts the process (Rust panic, exit 134)
     check_text_length(text, f"scoring with {getattr(lm, 'name', 'the model')}")
+    encode = recorded_fact(lm.tokenizer, "encode_plain", lambda tok: None)  # a deferred load's, by its file
+    if encode is not None:
+        return np.asarray(encode(text), dtype=np.int32)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         ids = lm.tokenizer(text, add_special_tokens=False, verbose=False)["input_ids"]
