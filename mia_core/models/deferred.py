@@ -66,7 +66,7 @@ import numpy as np
 from ..errors import ModelError, SettingsError
 from .deferred_tokenizer import (DeferredTokenizer, FileTokenizer, backend_is_file, file_backend, file_facts_differ,
                                  read_tokenizer, tokenizer_digest)
-from .loaded import LoadedModel, compute_prefix_token_id, compute_tokenizer_prefix_id, probe_ids
+from .loaded import LoadedModel, prefix_ids, probe_ids
 from .merged import _version
 
 LOADS_NAMESPACE = "loads"  # the cache's folder of load records (``mia_core.cache.store.NAMESPACES``)
@@ -430,7 +430,7 @@ def find_record(settings: dict, source: Source) -> Recorded | str | None:
         real = read_tokenizer(rec, source.tok_src)
         if isinstance(real, str):
             return real
-        if [compute_tokenizer_prefix_id(real), compute_prefix_token_id(real)] != rec["prefix_ids"]:
+        if prefix_ids(real) != rec["prefix_ids"]:
             return "the tokenizer adds another prefix than recorded"
         tok = DeferredTokenizer(rec, source.tok_src, forget, tok=real)
     figures = config_figures(files[0].parent, tok)
@@ -467,8 +467,8 @@ def save_record(settings: dict, lm: LoadedModel, files: list[Path], source: Sour
     rec = {"record": RECORD_VERSION,
            "tokenizer_class": cls if getattr(transformers, cls, None) is type(tok) else None,
            "tokenizer_len": len(tok), "probe_ids": probe_ids(tok),
-           "prefix_ids": [compute_tokenizer_prefix_id(tok), compute_prefix_token_id(tok)],
-           "backend_is_file": backend_is_file(tok, source.tok_src),
+           "prefix_ids": prefix_ids(tok),
+           "backend_is_file": backend_is_file(tok, source.tok_src, digest=tok_digest),
            "tokenizer_digest": tok_digest, "plan": plan,
            "n_params": int(lm.n_params), "memory_bytes": int(lm.memory_bytes),
            "weights": str(lm.info.get("weights", ""))[:2000],

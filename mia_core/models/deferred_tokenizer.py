@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..errors import ModelError
-from .loaded import compute_prefix_token_id, compute_tokenizer_prefix_id, probe_ids
+from .loaded import compute_tokenizer_prefix_id, prefix_ids, probe_ids
 
 _TOKENIZER_SUFFIXES = (".json", ".txt", ".model", ".jinja", ".tiktoken")
 _TOKENIZER_FILE_CAP = 64 * 2**20  # a tokenizer file larger than this is not one: no record
@@ -92,18 +92,19 @@ def file_backend(folder: Path):
         return None
 
 
-def backend_is_file(tok, folder: Path) -> bool:
+def backend_is_file(tok, folder: Path, digest: str | None = None) -> bool:
     """Whether ``tok`` (a transformers tokenizer) tokenizes with exactly the ``tokenizers`` tokenizer its folder's
     ``tokenizer.json`` describes: a fast tokenizer whose backend transformers did not change (no tokens added, no
     pre-tokenizer or post-processor rewritten), compared whole by serialisation, truncation and padding aside.
     Then ``tok(text, add_special_tokens=False)`` gives the ids that file's tokenizer gives ``text``, and a deferred
-    load tokenizes with it (:class:`DeferredTokenizer`) without importing transformers."""
+    load tokenizes with it (:class:`DeferredTokenizer`) without importing transformers. ``digest``: the folder's
+    :func:`tokenizer_digest` where the caller has it already."""
     backend = getattr(tok, "backend_tokenizer", None)
     if backend is None:
         return False
     # the comparison costs 0.5 to 1 s for a 49k vocabulary (two serialisations): once per process for the same
     # files read by the same class to the same size (a tokenizer the process added tokens to is compared again)
-    key = (tokenizer_digest(folder), f"{type(tok).__module__}.{type(tok).__qualname__}", len(tok))
+    key = (digest or tokenizer_digest(folder), f"{type(tok).__module__}.{type(tok).__qualname__}", len(tok))
     if key[0] is None:
         return False
     if key not in _SAME_AS_FILE:
@@ -212,8 +213,7 @@ class DeferredTokenizer:
         with self._lock:
             if self._tok is None:
                 tok = read_tokenizer(self._rec, self._folder)
-                if not isinstance(tok, str) and [compute_tokenizer_prefix_id(tok), compute_prefix_token_id(tok)] != \
-                        list(self._rec["prefix_ids"]):
+                if not isinstance(tok, str) and prefix_ids(tok) != list(self._rec["prefix_ids"]):
                     tok = "its prefix tokens are not the recorded ones"
                 if not isinstance(tok, str) and self._file is not None and not backend_is_file(tok, self._folder):
                     tok = "it does not tokenize with its tokenizer.json as recorded"

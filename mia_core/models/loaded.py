@@ -114,6 +114,12 @@ def compute_prefix_token_id(tokenizer) -> int | None:
     return None
 
 
+def prefix_ids(tokenizer) -> list:
+    """``[tokenizer prefix id, prefix token id]``: the two prefix facts a load record keeps and checks
+    (:func:`compute_tokenizer_prefix_id`, :func:`compute_prefix_token_id`)."""
+    return [compute_tokenizer_prefix_id(tokenizer), compute_prefix_token_id(tokenizer)]
+
+
 def recorded_fact(tokenizer, name: str, compute: Callable):
     """``compute(tokenizer)``, or what a deferred load's tokenizer has on record for it without being read
     (:class:`mia_core.models.deferred.DeferredTokenizer`'s ``recorded_facts``: its size ``"len"``, its
